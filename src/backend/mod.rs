@@ -1,0 +1,4 @@
+//! Backends that execute plans.
+
+pub mod cuda;
+pub mod nvrtc;

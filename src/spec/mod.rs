@@ -1,0 +1,839 @@
+//! The problem spec: XML text in, a validated [`Problem`] out.
+//!
+//! Everything after this module may assume the problem is well formed: names
+//! are C identifiers, operands refer to declared parameters of the right type,
+//! the snippet exists and defines the function.
+
+mod value;
+pub mod xml;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+pub use value::{Scalar, Value};
+use xml::{Attr, Node, Pos};
+
+/// A spec that failed to parse or validate, with the place it failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}:{col}: {message}")]
+pub struct SpecError {
+    pub file: String,
+    pub line: usize,
+    pub col: usize,
+    pub message: String,
+}
+
+/// How many point sets the statistic runs over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sets {
+    /// Pairs within one set.
+    One,
+    /// Pairs of an A point and a B point.
+    Two,
+}
+
+/// One named component of an element: a coordinate or a record field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Component {
+    pub name: String,
+    pub scalar: Scalar,
+}
+
+/// The layout of one input element.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase", tag = "layout")]
+pub enum Element {
+    /// A point of `dims` coordinates of one scalar type.
+    Vector { scalar: Scalar, dims: u32 },
+    /// A record of named fields (a table row).
+    Record { fields: Vec<Component> },
+}
+
+impl Element {
+    /// Coordinates are named x, y, z, w up to four dimensions, c0, c1, ... beyond.
+    pub fn components(&self) -> Vec<Component> {
+        match self {
+            Element::Vector { scalar, dims } => (0..*dims)
+                .map(|d| Component {
+                    name: coordinate_name(*dims, d),
+                    scalar: *scalar,
+                })
+                .collect(),
+            Element::Record { fields } => fields.clone(),
+        }
+    }
+
+    /// Bytes one element occupies across its component arrays.
+    pub fn bytes(&self) -> u32 {
+        self.components().iter().map(|c| c.scalar.bytes()).sum()
+    }
+}
+
+pub fn coordinate_name(dims: u32, d: u32) -> String {
+    if dims <= 4 {
+        ["x", "y", "z", "w"][d as usize].to_owned()
+    } else {
+        format!("c{d}")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Input {
+    pub sets: Sets,
+    pub element: Element,
+}
+
+/// The user's pairwise function and the snippet that defines it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Function {
+    pub name: String,
+    /// The snippet path as the user should see it in messages and `#line`.
+    pub file: String,
+    #[serde(skip)]
+    pub source: String,
+    /// f(a, b) == f(b, a): a self problem then visits each unordered pair once.
+    pub symmetric: bool,
+    /// Type of the value f returns.
+    pub returns: Scalar,
+}
+
+/// How the pair value is compared with a threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compare {
+    /// value < threshold
+    Lt,
+    /// value <= threshold
+    Le,
+}
+
+impl Compare {
+    pub fn c_operator(self) -> &'static str {
+        match self {
+            Compare::Lt => "<",
+            Compare::Le => "<=",
+        }
+    }
+}
+
+/// A number in the spec: a declared parameter or a literal.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Operand {
+    Param(String),
+    Literal(Value),
+}
+
+/// What the statistic produces from the pair values.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase", tag = "kind")]
+pub enum Output {
+    /// Number of pairs whose value passes the comparison.
+    Count {
+        threshold: Operand,
+        compare: Compare,
+    },
+    /// Sum of all pair values (in f64).
+    Sum,
+    /// Pairs counted into `bins` equal buckets over [min, max).
+    Histogram {
+        bins: Operand,
+        min: Operand,
+        max: Operand,
+    },
+    /// The index pairs whose value passes the comparison.
+    Pairs {
+        threshold: Operand,
+        compare: Compare,
+        estimate: Option<f64>,
+    },
+    /// The K pairs of smallest value for each query point.
+    Knn { k: Operand },
+}
+
+impl Output {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Output::Count { .. } => "count",
+            Output::Sum => "sum",
+            Output::Histogram { .. } => "histogram",
+            Output::Pairs { .. } => "pairs",
+            Output::Knn { .. } => "knn",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Param {
+    pub name: String,
+    pub scalar: Scalar,
+    pub default: Value,
+    pub doc: String,
+}
+
+/// A validated problem spec.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Problem {
+    pub name: String,
+    pub summary: String,
+    /// Where the spec came from, as shown to the user.
+    pub origin: String,
+    pub input: Input,
+    pub function: Function,
+    pub output: Output,
+    pub params: Vec<Param>,
+}
+
+/// Reads the files a spec refers to. Built-in problems read from the binary,
+/// user specs from disk.
+pub trait Files {
+    fn read(&self, path: &Path) -> Option<String>;
+}
+
+pub struct Disk;
+
+impl Files for Disk {
+    fn read(&self, path: &Path) -> Option<String> {
+        std::fs::read_to_string(path).ok()
+    }
+}
+
+impl Problem {
+    /// Parses and validates the spec text found at `origin`.
+    pub fn parse(text: &str, origin: &Path, files: &dyn Files) -> Result<Problem, SpecError> {
+        let cx = Cx {
+            src: text,
+            file: origin.display().to_string(),
+        };
+        let root = xml::parse(text).map_err(|(pos, msg)| cx.err(pos, msg))?;
+        cx.problem(&root, origin, files)
+    }
+
+    pub fn param(&self, name: &str) -> Option<&Param> {
+        self.params.iter().find(|p| p.name == name)
+    }
+
+    /// The parameter values: defaults, then `NAME=VALUE` overrides in order.
+    pub fn bind(&self, overrides: &[String]) -> anyhow::Result<Params> {
+        let mut values: Vec<(String, Value)> = self
+            .params
+            .iter()
+            .map(|p| (p.name.clone(), p.default))
+            .collect();
+        for item in overrides {
+            let (name, text) = item
+                .split_once('=')
+                .ok_or_else(|| anyhow::anyhow!("--param `{item}`: expected NAME=VALUE"))?;
+            let (name, text) = (name.trim(), text.trim());
+            let Some(param) = self.param(name) else {
+                let known: Vec<&str> = self.params.iter().map(|p| p.name.as_str()).collect();
+                anyhow::bail!(
+                    "--param {name}: problem `{}` has no parameter `{name}`; its parameters are: {}",
+                    self.name,
+                    if known.is_empty() {
+                        "(none)".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                );
+            };
+            let value = Value::parse(param.scalar, text)
+                .map_err(|why| anyhow::anyhow!("--param {name}={text}: {why}"))?;
+            values
+                .iter_mut()
+                .find(|(n, _)| n == name)
+                .expect("declared")
+                .1 = value;
+        }
+        let params = Params { values };
+        params.check(self)?;
+        Ok(params)
+    }
+}
+
+/// Parameter values bound for one use of a problem.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Params {
+    pub values: Vec<(String, Value)>,
+}
+
+impl Params {
+    pub fn get(&self, name: &str) -> Option<Value> {
+        self.values.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+    }
+
+    pub fn eval(&self, operand: &Operand) -> Value {
+        match operand {
+            Operand::Literal(v) => *v,
+            Operand::Param(name) => self.get(name).expect("validated operand names a parameter"),
+        }
+    }
+
+    fn describe(&self, operand: &Operand) -> String {
+        match operand {
+            Operand::Literal(v) => v.to_string(),
+            Operand::Param(name) => format!("{name}={}", self.eval(operand)),
+        }
+    }
+
+    /// Checks the values the output needs: bins and K at least 1, a range with min < max.
+    fn check(&self, problem: &Problem) -> anyhow::Result<()> {
+        for (name, v) in &self.values {
+            if !v.is_finite() {
+                anyhow::bail!("parameter {name} = {v} is not a finite number");
+            }
+        }
+        match &problem.output {
+            Output::Histogram { bins, min, max } => {
+                let n = self.eval(bins).as_f64();
+                if !(1.0..=(1u64 << 24) as f64).contains(&n) {
+                    anyhow::bail!(
+                        "histogram bins ({}) must be between 1 and 16777216",
+                        self.describe(bins)
+                    );
+                }
+                if self.eval(min).as_f64() >= self.eval(max).as_f64() {
+                    anyhow::bail!(
+                        "histogram range is empty: min ({}) must be below max ({})",
+                        self.describe(min),
+                        self.describe(max)
+                    );
+                }
+            }
+            Output::Knn { k } => {
+                let n = self.eval(k).as_f64();
+                if !(1.0..=1024.0).contains(&n) {
+                    anyhow::bail!("K ({}) must be between 1 and 1024", self.describe(k));
+                }
+            }
+            Output::Count { .. } | Output::Sum | Output::Pairs { .. } => {}
+        }
+        Ok(())
+    }
+}
+
+/// The spec text being validated, for turning offsets into positions.
+struct Cx<'a> {
+    src: &'a str,
+    file: String,
+}
+
+impl Cx<'_> {
+    fn err(&self, pos: Pos, message: impl Into<String>) -> SpecError {
+        let (line, col) = xml::line_col(self.src, pos);
+        SpecError {
+            file: self.file.clone(),
+            line,
+            col,
+            message: message.into(),
+        }
+    }
+
+    fn only_attrs(&self, node: &Node, allowed: &[&str]) -> Result<(), SpecError> {
+        for a in &node.attrs {
+            if !allowed.contains(&a.name.as_str()) {
+                return Err(self.err(
+                    a.pos,
+                    format!(
+                        "unknown attribute `{}` on <{}>; expected one of: {}",
+                        a.name,
+                        node.name,
+                        allowed.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn no_children(&self, node: &Node) -> Result<(), SpecError> {
+        if let Some(c) = node.children.first() {
+            return Err(self.err(
+                c.pos,
+                format!(
+                    "<{}> takes no child elements, found <{}>",
+                    node.name, c.name
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn no_text(&self, node: &Node) -> Result<(), SpecError> {
+        if !node.text.trim().is_empty() {
+            return Err(self.err(node.text_pos, format!("<{}> takes no text", node.name)));
+        }
+        Ok(())
+    }
+
+    fn attr<'n>(&self, node: &'n Node, name: &str) -> Option<&'n Attr> {
+        node.attrs.iter().find(|a| a.name == name)
+    }
+
+    fn required<'n>(&self, node: &'n Node, name: &str, what: &str) -> Result<&'n Attr, SpecError> {
+        self.attr(node, name).ok_or_else(|| {
+            self.err(
+                node.pos,
+                format!("<{}> needs attribute `{name}` ({what})", node.name),
+            )
+        })
+    }
+
+    fn identifier(&self, a: &Attr) -> Result<String, SpecError> {
+        let ok = a
+            .value
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && a.value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ok || RESERVED.contains(&a.value.as_str()) {
+            return Err(self.err(
+                a.pos,
+                format!("`{}` is not a usable name: expected a C identifier (letters, digits, _) that is not a reserved word", a.value),
+            ));
+        }
+        Ok(a.value.clone())
+    }
+
+    fn boolean(&self, a: &Attr) -> Result<bool, SpecError> {
+        match a.value.as_str() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            other => Err(self.err(
+                a.pos,
+                format!("`{}` must be true or false, found `{other}`", a.name),
+            )),
+        }
+    }
+
+    fn scalar(&self, a: &Attr) -> Result<Scalar, SpecError> {
+        Scalar::parse(&a.value).ok_or_else(|| {
+            self.err(
+                a.pos,
+                format!(
+                    "unknown type `{}`; expected one of: {}",
+                    a.value,
+                    Scalar::NAMES.join(", ")
+                ),
+            )
+        })
+    }
+
+    fn problem(&self, root: &Node, origin: &Path, files: &dyn Files) -> Result<Problem, SpecError> {
+        if root.name != "problem" {
+            return Err(self.err(
+                root.pos,
+                format!(
+                    "expected <problem> as the top element, found <{}>",
+                    root.name
+                ),
+            ));
+        }
+        self.only_attrs(root, &["name"])?;
+        self.no_text(root)?;
+        let name_attr = self.required(root, "name", "the problem's name")?;
+        let name = name_attr.value.clone();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(self.err(
+                name_attr.pos,
+                format!("problem name `{name}` must be letters, digits, - and _"),
+            ));
+        }
+
+        const CHILDREN: &[&str] = &["summary", "input", "function", "output", "param"];
+        for c in &root.children {
+            if !CHILDREN.contains(&c.name.as_str()) {
+                return Err(self.err(
+                    c.pos,
+                    format!(
+                        "unknown element <{}> in <problem>; expected one of: {}",
+                        c.name,
+                        CHILDREN.join(", ")
+                    ),
+                ));
+            }
+        }
+        let one = |tag: &str| -> Result<&Node, SpecError> {
+            let mut found = root.children.iter().filter(|c| c.name == tag);
+            let first = found
+                .next()
+                .ok_or_else(|| self.err(root.pos, format!("<problem> needs a <{tag}> element")))?;
+            if let Some(second) = found.next() {
+                return Err(self.err(
+                    second.pos,
+                    format!("<{tag}> appears twice; a problem has one"),
+                ));
+            }
+            Ok(first)
+        };
+
+        let summary_node = one("summary")?;
+        self.only_attrs(summary_node, &[])?;
+        self.no_children(summary_node)?;
+        let summary = summary_node
+            .text
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        if summary.is_empty() {
+            return Err(self.err(
+                summary_node.pos,
+                "<summary> is empty; say in one line what the problem computes",
+            ));
+        }
+
+        let mut params: Vec<Param> = Vec::new();
+        for node in root.children.iter().filter(|c| c.name == "param") {
+            let param = self.param(node)?;
+            if params.iter().any(|p| p.name == param.name) {
+                return Err(self.err(
+                    node.pos,
+                    format!("parameter `{}` is declared twice", param.name),
+                ));
+            }
+            params.push(param);
+        }
+
+        let input = self.input(one("input")?)?;
+        let function = self.function(one("function")?, origin, files)?;
+        let output = self.output(one("output")?, &params, function.returns)?;
+        Ok(Problem {
+            name,
+            summary,
+            origin: origin.display().to_string(),
+            input,
+            function,
+            output,
+            params,
+        })
+    }
+
+    fn param(&self, node: &Node) -> Result<Param, SpecError> {
+        self.only_attrs(node, &["name", "type", "default"])?;
+        self.no_children(node)?;
+        let name = self.identifier(self.required(node, "name", "the parameter's name")?)?;
+        let scalar = self.scalar(self.required(node, "type", "f32, f64, i32, i64 or u32")?)?;
+        let default_attr = self.required(
+            node,
+            "default",
+            "the value used when --param does not set it",
+        )?;
+        let default = Value::parse(scalar, &default_attr.value)
+            .map_err(|why| self.err(default_attr.pos, format!("default of `{name}`: {why}")))?;
+        if !default.is_finite() {
+            return Err(self.err(
+                default_attr.pos,
+                format!("default of `{name}` must be finite"),
+            ));
+        }
+        let doc = node.text.split_whitespace().collect::<Vec<_>>().join(" ");
+        Ok(Param {
+            name,
+            scalar,
+            default,
+            doc,
+        })
+    }
+
+    fn input(&self, node: &Node) -> Result<Input, SpecError> {
+        self.only_attrs(node, &["sets", "type", "dims"])?;
+        self.no_text(node)?;
+        let sets_attr = self.required(node, "sets", "1 for pairs within one set, 2 for A x B")?;
+        let sets = match sets_attr.value.as_str() {
+            "1" => Sets::One,
+            "2" => Sets::Two,
+            other => {
+                return Err(self.err(
+                    sets_attr.pos,
+                    format!("sets must be 1 or 2, found `{other}`"),
+                ));
+            }
+        };
+        let element = if node.children.is_empty() {
+            let scalar = self.scalar(self.required(
+                node,
+                "type",
+                "the coordinate type, or <field> children",
+            )?)?;
+            let dims_attr = self.required(node, "dims", "the number of coordinates")?;
+            let dims = dims_attr
+                .value
+                .parse::<u32>()
+                .ok()
+                .filter(|d| (1..=MAX_DIMS).contains(d))
+                .ok_or_else(|| {
+                    self.err(
+                        dims_attr.pos,
+                        format!(
+                            "dims must be a whole number from 1 to {MAX_DIMS}, found `{}`",
+                            dims_attr.value
+                        ),
+                    )
+                })?;
+            Element::Vector { scalar, dims }
+        } else {
+            for a in ["type", "dims"] {
+                if let Some(attr) = self.attr(node, a) {
+                    return Err(self.err(
+                        attr.pos,
+                        format!(
+                            "`{a}` does not go with <field> children: each field has its own type"
+                        ),
+                    ));
+                }
+            }
+            let mut fields: Vec<Component> = Vec::new();
+            for f in &node.children {
+                if f.name != "field" {
+                    return Err(self.err(
+                        f.pos,
+                        format!("unknown element <{}> in <input>; expected <field>", f.name),
+                    ));
+                }
+                self.only_attrs(f, &["name", "type"])?;
+                self.no_children(f)?;
+                self.no_text(f)?;
+                let name = self.identifier(self.required(f, "name", "the field's name")?)?;
+                let scalar =
+                    self.scalar(self.required(f, "type", "f32, f64, i32, i64 or u32")?)?;
+                if fields.iter().any(|c| c.name == name) {
+                    return Err(self.err(f.pos, format!("field `{name}` is declared twice")));
+                }
+                fields.push(Component { name, scalar });
+            }
+            if fields.len() > MAX_DIMS as usize {
+                return Err(self.err(
+                    node.pos,
+                    format!("a record holds at most {MAX_DIMS} fields"),
+                ));
+            }
+            Element::Record { fields }
+        };
+        Ok(Input { sets, element })
+    }
+
+    fn function(
+        &self,
+        node: &Node,
+        origin: &Path,
+        files: &dyn Files,
+    ) -> Result<Function, SpecError> {
+        self.only_attrs(node, &["file", "name", "symmetric", "returns"])?;
+        self.no_children(node)?;
+        self.no_text(node)?;
+        let file_attr = self.required(node, "file", "the CUDA snippet, relative to this spec")?;
+        let name_attr = self.required(
+            node,
+            "name",
+            "the __device__ function to call for each pair",
+        )?;
+        let name = self.identifier(name_attr)?;
+        let symmetric = match self.attr(node, "symmetric") {
+            Some(a) => self.boolean(a)?,
+            None => false,
+        };
+        let returns = match self.attr(node, "returns") {
+            Some(a) => self.scalar(a)?,
+            None => Scalar::F32,
+        };
+        let path: PathBuf = origin
+            .parent()
+            .unwrap_or(Path::new(""))
+            .join(&file_attr.value);
+        let shown = path.display().to_string();
+        let source = files.read(&path).ok_or_else(|| {
+            self.err(
+                file_attr.pos,
+                format!("cannot read the snippet file `{shown}`"),
+            )
+        })?;
+        if !defines_function(&source, &name) {
+            return Err(self.err(
+                name_attr.pos,
+                format!("the snippet `{shown}` does not define a function `{name}`"),
+            ));
+        }
+        Ok(Function {
+            name,
+            file: shown,
+            source,
+            symmetric,
+            returns,
+        })
+    }
+
+    fn output(&self, node: &Node, params: &[Param], returns: Scalar) -> Result<Output, SpecError> {
+        self.no_children(node)?;
+        self.no_text(node)?;
+        let kind_attr = self.required(node, "kind", "count, sum, histogram, pairs or knn")?;
+        let operand = |attr: &str, what: &str, scalar: Scalar| -> Result<Operand, SpecError> {
+            let a = self.required(node, attr, what)?;
+            self.operand(a, params, scalar)
+        };
+        let compare = |_: ()| -> Result<Compare, SpecError> {
+            let a = self.required(
+                node,
+                "compare",
+                "lt for value < threshold, le for value <= threshold",
+            )?;
+            match a.value.as_str() {
+                "lt" => Ok(Compare::Lt),
+                "le" => Ok(Compare::Le),
+                other => Err(self.err(
+                    a.pos,
+                    format!("compare must be lt (<) or le (<=), found `{other}`"),
+                )),
+            }
+        };
+        let output = match kind_attr.value.as_str() {
+            "count" => {
+                self.only_attrs(node, &["kind", "threshold", "compare"])?;
+                Output::Count { threshold: operand("threshold", "the value pairs are compared with", returns)?, compare: compare(())? }
+            }
+            "sum" => {
+                self.only_attrs(node, &["kind"])?;
+                Output::Sum
+            }
+            "histogram" => {
+                self.only_attrs(node, &["kind", "bins", "min", "max"])?;
+                if returns.is_integer() {
+                    return Err(self.err(kind_attr.pos, "a histogram needs a function that returns f32 or f64"));
+                }
+                Output::Histogram {
+                    bins: operand("bins", "the number of buckets", Scalar::U32)?,
+                    min: match self.attr(node, "min") {
+                        Some(a) => self.operand(a, params, returns)?,
+                        None => Operand::Literal(Value::parse(returns, "0").expect("zero parses")),
+                    },
+                    max: operand("max", "the upper edge of the last bucket", returns)?,
+                }
+            }
+            "pairs" => {
+                self.only_attrs(node, &["kind", "threshold", "compare", "estimate"])?;
+                let estimate = match self.attr(node, "estimate") {
+                    Some(a) => Some(a.value.parse::<f64>().ok().filter(|e| e.is_finite() && *e >= 0.0).ok_or_else(|| {
+                        self.err(a.pos, format!("estimate must be a non-negative number of pairs, found `{}`", a.value))
+                    })?),
+                    None => None,
+                };
+                Output::Pairs { threshold: operand("threshold", "the value pairs are compared with", returns)?, compare: compare(())?, estimate }
+            }
+            "knn" => {
+                self.only_attrs(node, &["kind", "k"])?;
+                Output::Knn { k: operand("k", "how many neighbours per query", Scalar::U32)? }
+            }
+            other => {
+                return Err(self.err(
+                    kind_attr.pos,
+                    format!("unknown output kind `{other}`; expected one of: count, sum, histogram, pairs, knn"),
+                ))
+            }
+        };
+        Ok(output)
+    }
+
+    /// A literal of type `scalar`, or the name of a parameter whose type converts to it.
+    fn operand(&self, a: &Attr, params: &[Param], scalar: Scalar) -> Result<Operand, SpecError> {
+        if let Some(p) = params.iter().find(|p| p.name == a.value) {
+            if scalar.is_integer() && !p.scalar.is_integer() {
+                return Err(self.err(
+                    a.pos,
+                    format!(
+                        "`{}` needs a whole number, but parameter `{}` is {}",
+                        a.name, p.name, p.scalar
+                    ),
+                ));
+            }
+            return Ok(Operand::Param(p.name.clone()));
+        }
+        match Value::parse(scalar, &a.value) {
+            Ok(v) => Ok(Operand::Literal(v)),
+            Err(_) => {
+                let known: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
+                Err(self.err(
+                    a.pos,
+                    format!(
+                        "`{}` = `{}` is neither a {} literal nor a declared parameter (declared: {})",
+                        a.name,
+                        a.value,
+                        scalar,
+                        if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+const MAX_DIMS: u32 = 64;
+
+/// C++ keywords: a parameter or field named so would not compile.
+const RESERVED: &[&str] = &[
+    "auto",
+    "bool",
+    "break",
+    "case",
+    "char",
+    "const",
+    "continue",
+    "default",
+    "do",
+    "double",
+    "else",
+    "enum",
+    "extern",
+    "float",
+    "for",
+    "if",
+    "int",
+    "long",
+    "namespace",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "struct",
+    "switch",
+    "template",
+    "typedef",
+    "union",
+    "unsigned",
+    "void",
+    "while",
+];
+
+/// True when `source` has `name` as a whole word followed by `(`.
+fn defines_function(source: &str, name: &str) -> bool {
+    let bytes = source.as_bytes();
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut from = 0;
+    while let Some(off) = source[from..].find(name) {
+        let at = from + off;
+        let end = at + name.len();
+        let whole =
+            (at == 0 || !ident(bytes[at - 1])) && (end == bytes.len() || !ident(bytes[end]));
+        if whole && source[end..].trim_start().starts_with('(') {
+            return true;
+        }
+        from = end;
+    }
+    false
+}
+
+impl fmt::Display for Sets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Sets::One => "one set (self)",
+            Sets::Two => "two sets (A x B)",
+        })
+    }
+}
