@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use serde::Serialize;
 
 use crate::device::Device;
-use crate::plan::{OutputStage, Plan};
+use crate::plan::{Forced, OutputStage, Plan};
 use crate::spec::{Element, Operand, Output, Params, Problem, Scalar, Value};
 
 /// NVRTC options every kernel is compiled with. `--fmad=false` keeps a * b + c
@@ -391,6 +391,30 @@ pub fn output_text(problem: &Problem, params: &Params) -> String {
             show(k)
         ),
     }
+}
+
+/// The `twobs gen` command that reproduces a kernel, for its header.
+pub fn regenerate_command(problem: &Problem, dev: &Device, points: Option<&str>, params: &[String], forced: Forced) -> String {
+    let mut cmd = format!("twobs gen {} --device {}", problem.origin, dev.name);
+    if let Some(p) = points {
+        cmd += &format!(" --points {p}");
+    }
+    for p in params {
+        cmd += &format!(" --param {p}");
+    }
+    if let Some(v) = forced.input_cache {
+        cmd += &format!(" --input-cache {v}");
+    }
+    if let Some(v) = forced.output {
+        cmd += &format!(" --output {v}");
+    }
+    if let Some(v) = forced.copies {
+        cmd += &format!(" --copies {v}");
+    }
+    if let Some(v) = forced.block_size {
+        cmd += &format!(" --block-size {v}");
+    }
+    cmd
 }
 
 /// Renders the kernel for `plan`. `regenerate` is the command shown in the header.

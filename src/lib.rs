@@ -6,6 +6,7 @@
 //! [`backend`] (NVRTC, the GPU).
 
 pub mod backend;
+pub mod cli;
 pub mod codegen;
 pub mod device;
 pub mod model;

@@ -582,7 +582,9 @@ impl Plan {
             registers_per_thread: registers,
             total_threads,
         };
-        let copy_model = (output.privatized() || shape.class == OutputClass::TypeII).then(|| {
+        // Shown for every output that can be privatized, so that forced choices can be judged.
+        let privatizable = matches!(problem.output, Output::Count { .. } | Output::Histogram { .. });
+        let copy_model = (privatizable && shape.slots * SLOT_BYTES <= beta).then(|| {
             let rows = model::copy_table(dev, copy_problem(shape.slots), dev.model);
             let best = model::best_copies(&rows).map_or(1, |r| r.copies);
             let gamma = (1..=beta / SLOT_BYTES).find(|&s| {
@@ -767,7 +769,7 @@ impl Plan {
         }
     }
 
-    fn why(&self, what: &str) -> &str {
+    pub fn why(&self, what: &str) -> &str {
         self.decisions
             .iter()
             .find(|d| d.what == what)
@@ -872,6 +874,34 @@ impl fmt::Display for Plan {
         }
         Ok(())
     }
+}
+
+/// Every forced variant that applies to a problem: each input cache with each
+/// output stage that can produce its output (register only where the output
+/// fits alpha), and for AOP each copy count from 2 to 32.
+pub fn variants(problem: &Problem, params: &Params, dev: &Device, points: Points) -> Vec<Forced> {
+    let output_bytes = shape(problem, params, points, dev).output_bytes;
+    let mut out = Vec::new();
+    for input in InputCache::ALL {
+        for &stage in OutputStage::applicable(&problem.output) {
+            if stage == OutputStage::Register && output_bytes.is_some_and(|b| b > ALPHA_BYTES) {
+                continue;
+            }
+            let copies: &[u32] = match stage {
+                OutputStage::Aop => &[2, 4, 8, 16, 32],
+                _ => &[0],
+            };
+            for &c in copies {
+                out.push(Forced {
+                    input_cache: Some(input),
+                    output: Some(stage),
+                    copies: (c > 0).then_some(c),
+                    block_size: None,
+                });
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -685,8 +685,8 @@ impl Cx<'_> {
                 "lt for value < threshold, le for value <= threshold",
             )?;
             match a.value.as_str() {
-                "lt" => Ok(Compare::Lt),
-                "le" => Ok(Compare::Le),
+                "lt" | "<" => Ok(Compare::Lt),
+                "le" | "<=" => Ok(Compare::Le),
                 other => Err(self.err(
                     a.pos,
                     format!("compare must be lt (<) or le (<=), found `{other}`"),

@@ -43,7 +43,8 @@ pub fn parse(src: &str) -> Result<Node, (Pos, String)> {
                 let name = e.name().as_ref().to_owned();
                 let tag_end = reader.buffer_position() as usize;
                 let mut attrs = Vec::new();
-                for attr in e.attributes() {
+                let mut cursor = tag_pos;
+                for attr in e.attributes().with_checks(false) {
                     let attr = attr.map_err(|err| {
                         (tag_pos, format!("malformed attribute in <{name}>: {err}"))
                     })?;
@@ -52,7 +53,8 @@ pub fn parse(src: &str) -> Result<Node, (Pos, String)> {
                         .normalized_value(quick_xml::XmlVersion::Implicit1_0)
                         .map_err(|err| (tag_pos, format!("bad value of attribute `{key}`: {err}")))?
                         .into_owned();
-                    let pos = attribute_pos(src, tag_pos, tag_end, &key);
+                    let pos = attribute_pos(src, cursor, tag_end, &key);
+                    cursor = pos + key.len();
                     if attrs.iter().any(|a: &Attr| a.name == key) {
                         return Err((pos, format!("attribute `{key}` appears twice on <{name}>")));
                     }
@@ -149,7 +151,7 @@ fn append_text(stack: &mut [Node], text: &str, pos: Pos, src: &str) -> Result<()
     }
 }
 
-/// Finds `key=` inside the tag that spans `start..end`.
+/// Finds `key=` between `start` and the end of the tag at `end`.
 fn attribute_pos(src: &str, start: Pos, end: Pos, key: &str) -> Pos {
     let tag = &src[start..end.min(src.len())];
     let bytes = tag.as_bytes();
