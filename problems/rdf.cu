@@ -1,7 +1,8 @@
 // Distance between an A atom and a B atom. With a periodic box (params::box > 0)
 // each coordinate difference is wrapped to its minimum image.
 __device__ float wrap(float d) {
-  if (params::box > 0.0f) d -= params::box * rintf(d / params::box);
+  const float box = params::box;
+  if (box > 0.0f) d -= box * rintf(d / box);
   return d;
 }
 

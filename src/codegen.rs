@@ -394,7 +394,13 @@ pub fn output_text(problem: &Problem, params: &Params) -> String {
 }
 
 /// The `twobs gen` command that reproduces a kernel, for its header.
-pub fn regenerate_command(problem: &Problem, dev: &Device, points: Option<&str>, params: &[String], forced: Forced) -> String {
+pub fn regenerate_command(
+    problem: &Problem,
+    dev: &Device,
+    points: Option<&str>,
+    params: &[String],
+    forced: Forced,
+) -> String {
     let mut cmd = format!("twobs gen {} --device {}", problem.origin, dev.name);
     if let Some(p) = points {
         cmd += &format!(" --points {p}");

@@ -188,8 +188,9 @@ mod tests {
             }
         }
         assert!(latency(32, 10.0, 1.0, 0.6) > latency(32, 1000.0, 1.0, 0.6));
-        // With one slot every extra lane collides: L = C_L + (k-1) C_LP.
-        assert!((latency(32, 1.0, 1.0, 0.6) - (1.0 + 31.0 * 0.6)).abs() < 1e-9);
+        // Eq. 5 approximates the product of eq. 4 well once slots >> k.
+        let exact: f64 = (1..8).map(|m| (1000.0 - m as f64) / 1000.0).product();
+        assert!((no_collision(8, 1000.0) - exact).abs() < 1e-3);
     }
 
     #[test]

@@ -341,7 +341,7 @@ fn registers_estimate(problem: &Problem, params: &Params, output: OutputStage) -
         OutputStage::Dob => 8,
         _ => 2,
     };
-    (24 + 2 * words + output_regs)
+    (22 + 2 * words + output_regs)
         .next_multiple_of(8)
         .clamp(32, 255)
 }
@@ -583,7 +583,10 @@ impl Plan {
             total_threads,
         };
         // Shown for every output that can be privatized, so that forced choices can be judged.
-        let privatizable = matches!(problem.output, Output::Count { .. } | Output::Histogram { .. });
+        let privatizable = matches!(
+            problem.output,
+            Output::Count { .. } | Output::Histogram { .. }
+        );
         let copy_model = (privatizable && shape.slots * SLOT_BYTES <= beta).then(|| {
             let rows = model::copy_table(dev, copy_problem(shape.slots), dev.model);
             let best = model::best_copies(&rows).map_or(1, |r| r.copies);

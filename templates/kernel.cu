@@ -14,7 +14,7 @@ typedef {{ value_ctype }} Value;
 // Parameters are compile-time constants: the runner recompiles when they change.
 namespace params {
 {%- for p in params %}
-constexpr {{ p.ctype }} {{ p.name }} = {{ p.literal }};
+[[maybe_unused]] constexpr {{ p.ctype }} {{ p.name }} = {{ p.literal }};
 {%- endfor %}
 }  // namespace params
 
@@ -24,7 +24,7 @@ constexpr {{ p.ctype }} {{ p.name }} = {{ p.literal }};
 //@@twobs-line-reset
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = {{ plan.block_size }};  // threads per block = points per tile
-constexpr unsigned FULL_WARP = 0xffffffffu;
+[[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
 
 __device__ __forceinline__ unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
 
@@ -52,12 +52,12 @@ __device__ __forceinline__ bool passes(Value v) { return v {{ output.compare }} 
 {% endif -%}
 {% if output.kind == "count" -%}
 // A count is a histogram with one slot.
-constexpr unsigned SLOTS = 1;
+[[maybe_unused]] constexpr unsigned SLOTS = 1;
 __device__ __forceinline__ int slot_of(Value v) { return passes(v) ? 0 : -1; }
 {% elif output.kind == "histogram" -%}
 // bucket = floor((v - LO) * SCALE) in Value arithmetic, SCALE = bins / (max - min)
 // rounded once on the host; values outside [min, max) and NaN fall in no bucket.
-constexpr unsigned SLOTS = {{ output.bins }};
+[[maybe_unused]] constexpr unsigned SLOTS = {{ output.bins }};
 constexpr Value LO = {{ output.lo }};
 constexpr Value SCALE = {{ output.scale }};
 __device__ __forceinline__ int slot_of(Value v) {

@@ -1,0 +1,212 @@
+// twobs kernel: 2pcf (problems/2pcf.xml)
+// Two-point correlation pair count: the number of pairs of 3-D points closer than r
+//
+// Input: one set (self), element f32 x 3; pair function `distance` from problems/distance3.cu (symmetric)
+// Output: count of pairs with value < r = 0.1
+// Parameters: r = 0.1
+// Device: h100 (profile, sm_90): 132 SMs, 233472 B shared/SM, 232448 B shared/block (opt-in), 2048 threads and 32 blocks per SM
+//
+// plan for 2pcf on h100: 1000000 points, 499999500000 pairs (lower_triangle)
+//   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
+//   output class  TypeI           output 8 B fits in registers (alpha = 16 B)
+//   output        register        Type-I: accumulate in registers, reduce once per block
+//   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
+//   block_size    512             each shared tile feeds 512 threads, the paper's choice for Type-I (section 5.2)
+//   intra_block   balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
+//   resources                     grid 1954 blocks; 6144 B shared per block (6144 B tile + 0 B output); ~32 registers per thread (estimate)
+//   occupancy                     4 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
+//
+//   copy model (eq. 1-5): H_S = 1 elements, C_L = 1, C_LP = 0.6 (not yet measured on this GPU; the Titan XP fit stands in), gamma = 3201
+//     copies   k  shared/block  blocks/SM  threads/SM  rounds R  L(k)/C_L     R x L
+//          1  32          6152          4        2048         4   19.327      77.3
+//          2  16          6160          4        2048         4    9.727      38.9
+//          4   8          6176          4        2048         4    4.927      19.7
+//          8   4          6208          4        2048         4    2.527      10.1
+//         16   2          6272          4        2048         4    1.379       5.5
+//         32   1          6400          4        2048         4    1.000       4.0  <- least
+//
+// Launch: 1954 blocks of 512 threads, 6144 B dynamic shared memory.
+// Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
+// Regenerate: twobs gen problems/2pcf.xml --device h100
+// ------------------------------------------------------------------ types
+typedef float3 Point;
+typedef float Value;
+
+// Parameters are compile-time constants: the runner recompiles when they change.
+namespace params {
+[[maybe_unused]] constexpr float r = 0.1f;
+}  // namespace params
+
+// ------------------------------------------------------------------ the pairwise function
+#line 1 "problems/distance3.cu"
+// Euclidean distance between two 3-D points.
+__device__ float distance(float3 a, float3 b) {
+  const float dx = a.x - b.x;
+  const float dy = a.y - b.y;
+  const float dz = a.z - b.z;
+  return sqrtf(dx * dx + dy * dy + dz * dz);
+}
+#line 50 "2pcf.cu"
+// ------------------------------------------------------------------ launch shape
+constexpr unsigned B = 512;  // threads per block = points per tile
+[[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
+
+__device__ __forceinline__ unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
+
+// A point set: one array per component (SoA), each padded to a multiple of
+// 1024 elements so that whole tiles and 16-byte loads stay in bounds.
+struct Set {
+  const float* x;
+  const float* y;
+  const float* z;
+  unsigned n;
+};
+
+__device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
+  Point p;
+  p.x = s.x[i];
+  p.y = s.y[i];
+  p.z = s.z[i];
+  return p;
+}
+
+// ------------------------------------------------------------------ what a pair contributes
+constexpr Value THRESHOLD = static_cast<Value>(params::r);
+__device__ __forceinline__ bool passes(Value v) { return v < THRESHOLD; }
+// A count is a histogram with one slot.
+[[maybe_unused]] constexpr unsigned SLOTS = 1;
+__device__ __forceinline__ int slot_of(Value v) { return passes(v) ? 0 : -1; }
+// Sum of v over the block; the result is valid in thread 0.
+template <class T>
+__device__ __forceinline__ T block_sum(T v) {
+  __shared__ T warp_sums[B / 32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(FULL_WARP, v, o);
+  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = threadIdx.x < B / 32 ? warp_sums[threadIdx.x] : T(0);
+  if (threadIdx.x < 32) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(FULL_WARP, v, o);
+  }
+  __syncthreads();
+  return v;
+}
+// ------------------------------------------------------------------ input stage: register_shm
+// Register-SHM: each thread keeps its own point in registers; the block
+// stages the other tile in shared memory with 16-byte loads, one array per
+// component, and every thread reads it back (broadcast, no bank conflicts).
+struct Tiles {
+  float* x;
+  float* y;
+  float* z;
+
+  __device__ __forceinline__ explicit Tiles(unsigned char* smem) {
+    x = reinterpret_cast<float*>(smem + 0);
+    y = reinterpret_cast<float*>(smem + 2048);
+    z = reinterpret_cast<float*>(smem + 4096);
+  }
+
+  __device__ __forceinline__ static void copy16(const void* from, void* to, unsigned bytes) {
+    const uint4* src = static_cast<const uint4*>(from);
+    uint4* dst = static_cast<uint4*>(to);
+    for (unsigned k = threadIdx.x; k < bytes / 16; k += B) dst[k] = src[k];
+  }
+
+  __device__ __forceinline__ void load(const Set& s, unsigned start) {
+    __syncthreads();  // everyone is done with the previous tile
+    copy16(s.x + start, x, B * sizeof(float));
+    copy16(s.y + start, y, B * sizeof(float));
+    copy16(s.z + start, z, B * sizeof(float));
+    __syncthreads();
+  }
+
+  __device__ __forceinline__ Point at(unsigned j) const {
+    Point p;
+    p.x = x[j];
+    p.y = y[j];
+    p.z = z[j];
+    return p;
+  }
+
+  template <class F>
+  __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
+    for (unsigned j = 0; j < len; ++j) f(j, at(j));
+  }
+};
+
+// ------------------------------------------------------------------ output stage: register
+// Register output (Type-I): each thread counts into SLOTS register(s); one block
+// reduction and one 64-bit atomicAdd per slot and block at the end.
+struct Output {
+  unsigned long long* out;
+  unsigned counts[SLOTS];  // a thread meets fewer than 2^32 points per launch
+
+  __device__ __forceinline__ Output(unsigned long long* result, unsigned char*) : out(result) {
+#pragma unroll
+    for (unsigned k = 0; k < SLOTS; ++k) counts[k] = 0;
+  }
+  __device__ __forceinline__ unsigned first_step() const { return 0; }
+  __device__ __forceinline__ void begin_step(unsigned) {}
+
+  __device__ __forceinline__ void add(unsigned, unsigned, Value v, bool valid) {
+    const int slot = valid ? slot_of(v) : -1;
+#pragma unroll
+    for (unsigned k = 0; k < SLOTS; ++k) counts[k] += slot == static_cast<int>(k);
+  }
+
+  __device__ __forceinline__ bool end_step(unsigned) { return false; }
+
+  __device__ __forceinline__ void finish(unsigned, bool) {
+#pragma unroll
+    for (unsigned k = 0; k < SLOTS; ++k) {
+      const unsigned long long total = block_sum<unsigned long long>(counts[k]);
+      if (threadIdx.x == 0 && total != 0) atomicAdd(out + k, total);
+    }
+  }
+};
+
+// ------------------------------------------------------------------ kernel: lower_triangle
+extern "C" __global__ void __launch_bounds__(B) twobs_2pcf(
+    const float* a_x,
+    const float* a_y,
+    const float* a_z,
+    unsigned n_a,
+    unsigned long long* result) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const Set a = { a_x, a_y, a_z, n_a };
+  const Set& other = a;
+  const unsigned t = threadIdx.x;
+  const unsigned block = blockIdx.x;
+  const unsigned i = block * B + t;
+  const bool own_valid = i < a.n;
+  const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
+  Output out(result, smem);
+  Tiles tiles(smem);
+  const unsigned tiles_total = (other.n + B - 1) / B;
+  // Circulant tile pairing: block b meets tiles b+1 .. b+M/2 (mod M), so every
+  // unordered pair of tiles is visited once and every block does the same work;
+  // the last step pairs the block's own points with each other.
+  const unsigned offdiag = (tiles_total - 1) / 2 + ((tiles_total % 2 == 0 && block < tiles_total / 2) ? 1 : 0);
+  const unsigned steps = offdiag + 1;
+  for (unsigned s = out.first_step(); s < steps; ++s) {
+    out.begin_step(s);
+    if (s < offdiag) {
+      const unsigned tile = (block + 1 + s) % tiles_total;
+      tiles.load(other, tile * B);
+      tiles.for_each(umin(B, other.n - tile * B), [&](unsigned jl, const Point& q) {
+        out.add(i, tile * B + jl, distance(own, q), own_valid);
+      });
+    } else {
+      tiles.load(a, block * B);
+      const unsigned len = umin(B, a.n - block * B);
+      // Load-balanced pairing (section 3.4.1): thread t meets (t + d) % B for d = 1..B/2;
+      // at d = B/2 only the lower half, so each pair is met once.
+      for (unsigned d = 1; d <= B / 2; ++d) {
+        const unsigned jl = (t + d) & (B - 1);
+        const bool valid = own_valid && jl < len && (d < B / 2 || t < B / 2);
+        out.add(i, block * B + jl, distance(own, tiles.at(jl)), valid);
+      }
+    }
+    if (out.end_step(s)) return;  // output full: this block resumes at step s
+  }
+  out.finish(i, own_valid);
+}

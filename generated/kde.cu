@@ -1,0 +1,191 @@
+// twobs kernel: kde (problems/kde.xml)
+// Kernel density sum: the Gaussian kernel exp(-d^2 / 2h^2) summed over all pairs of 3-D points
+//
+// Input: one set (self), element f32 x 3; pair function `gaussian` from problems/kde.cu (symmetric)
+// Output: sum of pair values (f64)
+// Parameters: h = 0.05
+// Device: h100 (profile, sm_90): 132 SMs, 233472 B shared/SM, 232448 B shared/block (opt-in), 2048 threads and 32 blocks per SM
+//
+// plan for kde on h100: 1000000 points, 499999500000 pairs (lower_triangle)
+//   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
+//   output class  TypeI           output 8 B fits in registers (alpha = 16 B)
+//   output        register        Type-I: accumulate in registers, reduce once per block
+//   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
+//   block_size    512             each shared tile feeds 512 threads, the paper's choice for Type-I (section 5.2)
+//   intra_block   balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
+//   resources                     grid 1954 blocks; 6144 B shared per block (6144 B tile + 0 B output); ~32 registers per thread (estimate)
+//   occupancy                     4 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
+//
+// Launch: 1954 blocks of 512 threads, 6144 B dynamic shared memory.
+// Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
+// Regenerate: twobs gen problems/kde.xml --device h100
+// ------------------------------------------------------------------ types
+typedef float3 Point;
+typedef float Value;
+
+// Parameters are compile-time constants: the runner recompiles when they change.
+namespace params {
+[[maybe_unused]] constexpr float h = 0.05f;
+}  // namespace params
+
+// ------------------------------------------------------------------ the pairwise function
+#line 1 "problems/kde.cu"
+// Gaussian kernel of bandwidth params::h between two 3-D points.
+__device__ float gaussian(float3 a, float3 b) {
+  const float dx = a.x - b.x;
+  const float dy = a.y - b.y;
+  const float dz = a.z - b.z;
+  const float d2 = dx * dx + dy * dy + dz * dz;
+  return expf(-d2 * (0.5f / (params::h * params::h)));
+}
+#line 42 "kde.cu"
+// ------------------------------------------------------------------ launch shape
+constexpr unsigned B = 512;  // threads per block = points per tile
+[[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
+
+__device__ __forceinline__ unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
+
+// A point set: one array per component (SoA), each padded to a multiple of
+// 1024 elements so that whole tiles and 16-byte loads stay in bounds.
+struct Set {
+  const float* x;
+  const float* y;
+  const float* z;
+  unsigned n;
+};
+
+__device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
+  Point p;
+  p.x = s.x[i];
+  p.y = s.y[i];
+  p.z = s.z[i];
+  return p;
+}
+
+// ------------------------------------------------------------------ what a pair contributes
+// Sum of v over the block; the result is valid in thread 0.
+template <class T>
+__device__ __forceinline__ T block_sum(T v) {
+  __shared__ T warp_sums[B / 32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(FULL_WARP, v, o);
+  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = threadIdx.x < B / 32 ? warp_sums[threadIdx.x] : T(0);
+  if (threadIdx.x < 32) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(FULL_WARP, v, o);
+  }
+  __syncthreads();
+  return v;
+}
+// ------------------------------------------------------------------ input stage: register_shm
+// Register-SHM: each thread keeps its own point in registers; the block
+// stages the other tile in shared memory with 16-byte loads, one array per
+// component, and every thread reads it back (broadcast, no bank conflicts).
+struct Tiles {
+  float* x;
+  float* y;
+  float* z;
+
+  __device__ __forceinline__ explicit Tiles(unsigned char* smem) {
+    x = reinterpret_cast<float*>(smem + 0);
+    y = reinterpret_cast<float*>(smem + 2048);
+    z = reinterpret_cast<float*>(smem + 4096);
+  }
+
+  __device__ __forceinline__ static void copy16(const void* from, void* to, unsigned bytes) {
+    const uint4* src = static_cast<const uint4*>(from);
+    uint4* dst = static_cast<uint4*>(to);
+    for (unsigned k = threadIdx.x; k < bytes / 16; k += B) dst[k] = src[k];
+  }
+
+  __device__ __forceinline__ void load(const Set& s, unsigned start) {
+    __syncthreads();  // everyone is done with the previous tile
+    copy16(s.x + start, x, B * sizeof(float));
+    copy16(s.y + start, y, B * sizeof(float));
+    copy16(s.z + start, z, B * sizeof(float));
+    __syncthreads();
+  }
+
+  __device__ __forceinline__ Point at(unsigned j) const {
+    Point p;
+    p.x = x[j];
+    p.y = y[j];
+    p.z = z[j];
+    return p;
+  }
+
+  template <class F>
+  __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
+    for (unsigned j = 0; j < len; ++j) f(j, at(j));
+  }
+};
+
+// ------------------------------------------------------------------ output stage: register
+// Register output (Type-I): each thread sums its pair values in a double;
+// one block reduction and one atomicAdd per block at the end.
+struct Output {
+  double* out;
+  double sum;
+
+  __device__ __forceinline__ Output(double* result, unsigned char*) : out(result), sum(0.0) {}
+  __device__ __forceinline__ unsigned first_step() const { return 0; }
+  __device__ __forceinline__ void begin_step(unsigned) {}
+
+  __device__ __forceinline__ void add(unsigned, unsigned, Value v, bool valid) {
+    sum += valid ? static_cast<double>(v) : 0.0;
+  }
+
+  __device__ __forceinline__ bool end_step(unsigned) { return false; }
+
+  __device__ __forceinline__ void finish(unsigned, bool) {
+    const double total = block_sum<double>(sum);
+    if (threadIdx.x == 0) atomicAdd(out, total);
+  }
+};
+
+// ------------------------------------------------------------------ kernel: lower_triangle
+extern "C" __global__ void __launch_bounds__(B) twobs_kde(
+    const float* a_x,
+    const float* a_y,
+    const float* a_z,
+    unsigned n_a,
+    double* result) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const Set a = { a_x, a_y, a_z, n_a };
+  const Set& other = a;
+  const unsigned t = threadIdx.x;
+  const unsigned block = blockIdx.x;
+  const unsigned i = block * B + t;
+  const bool own_valid = i < a.n;
+  const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
+  Output out(result, smem);
+  Tiles tiles(smem);
+  const unsigned tiles_total = (other.n + B - 1) / B;
+  // Circulant tile pairing: block b meets tiles b+1 .. b+M/2 (mod M), so every
+  // unordered pair of tiles is visited once and every block does the same work;
+  // the last step pairs the block's own points with each other.
+  const unsigned offdiag = (tiles_total - 1) / 2 + ((tiles_total % 2 == 0 && block < tiles_total / 2) ? 1 : 0);
+  const unsigned steps = offdiag + 1;
+  for (unsigned s = out.first_step(); s < steps; ++s) {
+    out.begin_step(s);
+    if (s < offdiag) {
+      const unsigned tile = (block + 1 + s) % tiles_total;
+      tiles.load(other, tile * B);
+      tiles.for_each(umin(B, other.n - tile * B), [&](unsigned jl, const Point& q) {
+        out.add(i, tile * B + jl, gaussian(own, q), own_valid);
+      });
+    } else {
+      tiles.load(a, block * B);
+      const unsigned len = umin(B, a.n - block * B);
+      // Load-balanced pairing (section 3.4.1): thread t meets (t + d) % B for d = 1..B/2;
+      // at d = B/2 only the lower half, so each pair is met once.
+      for (unsigned d = 1; d <= B / 2; ++d) {
+        const unsigned jl = (t + d) & (B - 1);
+        const bool valid = own_valid && jl < len && (d < B / 2 || t < B / 2);
+        out.add(i, block * B + jl, gaussian(own, tiles.at(jl)), valid);
+      }
+    }
+    if (out.end_step(s)) return;  // output full: this block resumes at step s
+  }
+  out.finish(i, own_valid);
+}

@@ -1,0 +1,196 @@
+// twobs kernel: knn (problems/knn.xml)
+// KNN self-join: the K nearest other points of every 3-D point, by Euclidean distance
+//
+// Input: one set (self), element f32 x 3; pair function `distance` from problems/distance3.cu (symmetric)
+// Output: k = 8 nearest per query (smallest values, ties to the smaller index)
+// Parameters: k = 8
+// Device: h100 (profile, sm_90): 132 SMs, 233472 B shared/SM, 232448 B shared/block (opt-in), 2048 threads and 32 blocks per SM
+//
+// plan for knn on h100: 1000000 points, 999999000000 pairs (all_pairs)
+//   visit         all_pairs       per-query output: each query thread sees every other point (j != i)
+//   output class  PerQuery        K results per query point (64000000 B in all)
+//   output        topk            per query: the K best so far in registers, written once
+//   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
+//   block_size    256             a tile of 256 points amortizes each barrier without large per-block output state
+//   resources                     grid 3907 blocks; 3072 B shared per block (3072 B tile + 0 B output); ~48 registers per thread (estimate)
+//   occupancy                     5 blocks = 1280 threads per multiprocessor (limited by Registers); R = 6 rounds
+//
+// Launch: 3907 blocks of 256 threads, 3072 B dynamic shared memory.
+// Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
+// Regenerate: twobs gen problems/knn.xml --device h100
+// ------------------------------------------------------------------ types
+typedef float3 Point;
+typedef float Value;
+
+// Parameters are compile-time constants: the runner recompiles when they change.
+namespace params {
+[[maybe_unused]] constexpr unsigned k = 8u;
+}  // namespace params
+
+// ------------------------------------------------------------------ the pairwise function
+#line 1 "problems/distance3.cu"
+// Euclidean distance between two 3-D points.
+__device__ float distance(float3 a, float3 b) {
+  const float dx = a.x - b.x;
+  const float dy = a.y - b.y;
+  const float dz = a.z - b.z;
+  return sqrtf(dx * dx + dy * dy + dz * dz);
+}
+#line 40 "knn.cu"
+// ------------------------------------------------------------------ launch shape
+constexpr unsigned B = 256;  // threads per block = points per tile
+[[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
+
+__device__ __forceinline__ unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
+
+// A point set: one array per component (SoA), each padded to a multiple of
+// 1024 elements so that whole tiles and 16-byte loads stay in bounds.
+struct Set {
+  const float* x;
+  const float* y;
+  const float* z;
+  unsigned n;
+};
+
+__device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
+  Point p;
+  p.x = s.x[i];
+  p.y = s.y[i];
+  p.z = s.z[i];
+  return p;
+}
+
+// ------------------------------------------------------------------ what a pair contributes
+constexpr unsigned K = static_cast<unsigned>(params::k);
+__device__ __forceinline__ Value worst() { return __int_as_float(0x7f800000); }  // ranks after every real value
+// ------------------------------------------------------------------ input stage: register_shm
+// Register-SHM: each thread keeps its own point in registers; the block
+// stages the other tile in shared memory with 16-byte loads, one array per
+// component, and every thread reads it back (broadcast, no bank conflicts).
+struct Tiles {
+  float* x;
+  float* y;
+  float* z;
+
+  __device__ __forceinline__ explicit Tiles(unsigned char* smem) {
+    x = reinterpret_cast<float*>(smem + 0);
+    y = reinterpret_cast<float*>(smem + 1024);
+    z = reinterpret_cast<float*>(smem + 2048);
+  }
+
+  __device__ __forceinline__ static void copy16(const void* from, void* to, unsigned bytes) {
+    const uint4* src = static_cast<const uint4*>(from);
+    uint4* dst = static_cast<uint4*>(to);
+    for (unsigned k = threadIdx.x; k < bytes / 16; k += B) dst[k] = src[k];
+  }
+
+  __device__ __forceinline__ void load(const Set& s, unsigned start) {
+    __syncthreads();  // everyone is done with the previous tile
+    copy16(s.x + start, x, B * sizeof(float));
+    copy16(s.y + start, y, B * sizeof(float));
+    copy16(s.z + start, z, B * sizeof(float));
+    __syncthreads();
+  }
+
+  __device__ __forceinline__ Point at(unsigned j) const {
+    Point p;
+    p.x = x[j];
+    p.y = y[j];
+    p.z = z[j];
+    return p;
+  }
+
+  template <class F>
+  __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
+    for (unsigned j = 0; j < len; ++j) f(j, at(j));
+  }
+};
+
+// ------------------------------------------------------------------ output stage: topk
+// Per-query top-K: each query thread keeps its K best (value, index) pairs,
+// sorted, in registers (K is a compile-time constant, so the arrays stay in
+// registers while they fit) and writes them once. Ties go to the smaller
+// index, so the result does not depend on the order pairs are visited in.
+struct Output {
+  Value* out_value;
+  unsigned* out_index;
+  Value best[K];
+  unsigned best_index[K];
+
+  __device__ __forceinline__ Output(Value* values, unsigned* indices, unsigned char*)
+      : out_value(values), out_index(indices) {
+#pragma unroll
+    for (unsigned k = 0; k < K; ++k) {
+      best[k] = worst();
+      best_index[k] = 0xffffffffu;
+    }
+  }
+  __device__ __forceinline__ unsigned first_step() const { return 0; }
+  __device__ __forceinline__ void begin_step(unsigned) {}
+
+  __device__ __forceinline__ static bool before(Value v, unsigned j, Value w, unsigned l) {
+    return v < w || (v == w && j < l);
+  }
+
+  __device__ __forceinline__ void add(unsigned, unsigned j, Value v, bool valid) {
+    if (!valid || !before(v, j, best[K - 1], best_index[K - 1])) return;
+    best[K - 1] = v;
+    best_index[K - 1] = j;
+    // Bubble the newcomer up: the rest of the list is already sorted.
+#pragma unroll
+    for (unsigned k = K - 1; k > 0; --k) {
+      if (before(best[k], best_index[k], best[k - 1], best_index[k - 1])) {
+        const Value tv = best[k];
+        best[k] = best[k - 1];
+        best[k - 1] = tv;
+        const unsigned ti = best_index[k];
+        best_index[k] = best_index[k - 1];
+        best_index[k - 1] = ti;
+      }
+    }
+  }
+
+  __device__ __forceinline__ bool end_step(unsigned) { return false; }
+
+  __device__ __forceinline__ void finish(unsigned i, bool own_valid) {
+    if (!own_valid) return;
+#pragma unroll
+    for (unsigned k = 0; k < K; ++k) {
+      out_value[static_cast<size_t>(i) * K + k] = best[k];
+      out_index[static_cast<size_t>(i) * K + k] = best_index[k];
+    }
+  }
+};
+
+// ------------------------------------------------------------------ kernel: all_pairs
+extern "C" __global__ void __launch_bounds__(B) twobs_knn(
+    const float* a_x,
+    const float* a_y,
+    const float* a_z,
+    unsigned n_a,
+    Value* out_value, unsigned* out_index) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const Set a = { a_x, a_y, a_z, n_a };
+  const Set& other = a;
+  const unsigned t = threadIdx.x;
+  const unsigned block = blockIdx.x;
+  const unsigned i = block * B + t;
+  const bool own_valid = i < a.n;
+  const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
+  Output out(out_value, out_index, smem);
+  Tiles tiles(smem);
+  const unsigned tiles_total = (other.n + B - 1) / B;
+  // Every block walks all tiles, starting at its own so that blocks spread over memory.
+  const unsigned steps = tiles_total;
+  for (unsigned s = out.first_step(); s < steps; ++s) {
+    out.begin_step(s);
+    const unsigned tile = (block + s) % tiles_total;
+    tiles.load(other, tile * B);
+    tiles.for_each(umin(B, other.n - tile * B), [&](unsigned jl, const Point& q) {
+      const unsigned j = tile * B + jl;
+      out.add(i, j, distance(own, q), own_valid && j != i);
+    });
+    if (out.end_step(s)) return;  // output full: this block resumes at step s
+  }
+  out.finish(i, own_valid);
+}

@@ -1,0 +1,228 @@
+// twobs kernel: nlj (problems/nlj.xml)
+// Band join: the row pairs (a, b) of two tables whose integer keys differ by at most d
+//
+// Input: two sets (A x B), element record { key: i32 }; pair function `key_gap` from problems/nlj.cu
+// Output: pairs with value <= d = 0
+// Parameters: d = 0
+// Device: h100 (profile, sm_90): 132 SMs, 233472 B shared/SM, 232448 B shared/block (opt-in), 2048 threads and 32 blocks per SM
+//
+// plan for nlj on h100: 1000000 x 1000000 points, 1000000000000 pairs (cross)
+//   visit         cross           two sets: every (a, b)
+//   output class  TypeIII         output unknown in advance: above beta = 232448 B or unknown
+//   output        dob             Type-III: pages of 512 pairs taken with one atomicAdd each
+//   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
+//   block_size    256             a tile of 256 points amortizes each barrier without large per-block output state
+//   resources                     grid 3907 blocks; 1024 B shared per block (1024 B tile + 0 B output); ~32 registers per thread (estimate)
+//   occupancy                     8 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
+//   page_size     512             512 pairs of 2 x u32 per page; the runner sizes the pool
+//
+// Launch: 3907 blocks of 256 threads, 1024 B dynamic shared memory.
+// Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
+// Regenerate: twobs gen problems/nlj.xml --device h100
+// ------------------------------------------------------------------ types
+struct Point {
+  int key;
+};
+typedef long long Value;
+
+// Parameters are compile-time constants: the runner recompiles when they change.
+namespace params {
+[[maybe_unused]] constexpr int d = 0;
+}  // namespace params
+
+// ------------------------------------------------------------------ the pairwise function
+#line 1 "problems/nlj.cu"
+// |a.key - b.key| in 64 bits, so that no pair of int keys overflows.
+__device__ long long key_gap(Point a, Point b) {
+  const long long gap = static_cast<long long>(a.key) - static_cast<long long>(b.key);
+  return gap < 0 ? -gap : gap;
+}
+#line 41 "nlj.cu"
+// ------------------------------------------------------------------ launch shape
+constexpr unsigned B = 256;  // threads per block = points per tile
+[[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
+
+__device__ __forceinline__ unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
+
+// A point set: one array per component (SoA), each padded to a multiple of
+// 1024 elements so that whole tiles and 16-byte loads stay in bounds.
+struct Set {
+  const int* key;
+  unsigned n;
+};
+
+__device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
+  Point p;
+  p.key = s.key[i];
+  return p;
+}
+
+// ------------------------------------------------------------------ what a pair contributes
+constexpr Value THRESHOLD = static_cast<Value>(params::d);
+__device__ __forceinline__ bool passes(Value v) { return v <= THRESHOLD; }
+// ------------------------------------------------------------------ input stage: register_shm
+// Register-SHM: each thread keeps its own point in registers; the block
+// stages the other tile in shared memory with 16-byte loads, one array per
+// component, and every thread reads it back (broadcast, no bank conflicts).
+struct Tiles {
+  int* key;
+
+  __device__ __forceinline__ explicit Tiles(unsigned char* smem) {
+    key = reinterpret_cast<int*>(smem + 0);
+  }
+
+  __device__ __forceinline__ static void copy16(const void* from, void* to, unsigned bytes) {
+    const uint4* src = static_cast<const uint4*>(from);
+    uint4* dst = static_cast<uint4*>(to);
+    for (unsigned k = threadIdx.x; k < bytes / 16; k += B) dst[k] = src[k];
+  }
+
+  __device__ __forceinline__ void load(const Set& s, unsigned start) {
+    __syncthreads();  // everyone is done with the previous tile
+    copy16(s.key + start, key, B * sizeof(int));
+    __syncthreads();
+  }
+
+  __device__ __forceinline__ Point at(unsigned j) const {
+    Point p;
+    p.key = key[j];
+    return p;
+  }
+
+  template <class F>
+  __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
+    for (unsigned j = 0; j < len; ++j) f(j, at(j));
+  }
+};
+
+// ------------------------------------------------------------------ output stage: dob
+// Direct output buffer (section 3.3.3), one page per warp: the warp appends
+// its passing pairs to its page with one ballot, and takes a new page from the
+// pool with one atomicAdd on next_page when the page is full.
+//
+// The pool may run out. Every pair belongs to a step of its block (one tile),
+// and the steps of a block run in order, so a block that cannot get a page
+// stops at the end of that step: it truncates the page it began the step with
+// back to where the step began, records the step in resume[block] and raises
+// overflow. Pages record the (block, step) that took them; the host keeps a
+// page only if its step precedes its block's resume step, drains the pool and
+// relaunches. Blocks then start at their resume step: no pair is lost or
+// written twice.
+constexpr unsigned PAGE = 512;  // pairs per page
+constexpr unsigned NO_PAGE = 0xffffffffu;
+constexpr unsigned DONE = 0xffffffffu;
+
+struct Output {
+  uint2* pool;            // num_pages x PAGE pairs (i, j)
+  uint2* page_owner;      // (block, step) that took each page
+  unsigned* page_fill;    // pairs used in each page, written when the warp leaves it
+  unsigned* next_page;    // first free page: the global pointer
+  unsigned num_pages;
+  unsigned* resume;       // per block: first step to run; DONE when finished
+  unsigned* overflow;     // set when any block stopped early
+  unsigned page;          // this warp's page (the same in every lane)
+  unsigned fill;          // pairs used in it
+  unsigned step_page, step_fill, step;
+  bool failed;            // this warp found the pool empty during the current step
+
+  __device__ __forceinline__ Output(uint2* pool_, uint2* owner_, unsigned* fill_, unsigned* next_, unsigned pages_,
+                                    unsigned* resume_, unsigned* overflow_, unsigned char*)
+      : pool(pool_), page_owner(owner_), page_fill(fill_), next_page(next_), num_pages(pages_), resume(resume_),
+        overflow(overflow_), page(NO_PAGE), fill(0), step_page(NO_PAGE), step_fill(0), step(0), failed(false) {}
+
+  // DONE skips the whole block; the read is the same in every thread.
+  __device__ __forceinline__ unsigned first_step() const { return resume[blockIdx.x]; }
+
+  __device__ __forceinline__ void begin_step(unsigned s) {
+    step = s;
+    step_page = page;
+    step_fill = fill;
+  }
+
+  __device__ __forceinline__ void add(unsigned i, unsigned j, Value v, bool valid) {
+    const bool hit = valid && passes(v);
+    const unsigned mask = __ballot_sync(FULL_WARP, hit);
+    if (mask == 0 || failed) return;  // the same in every lane
+    const unsigned lane = threadIdx.x & 31;
+    const unsigned rank = __popc(mask & ((1u << lane) - 1));
+    const unsigned count = __popc(mask);
+    const unsigned room = page == NO_PAGE ? 0 : PAGE - fill;
+    unsigned fresh = NO_PAGE;
+    if (count > room) {
+      if (lane == 0) {
+        fresh = atomicAdd(next_page, 1u);
+        if (fresh < num_pages) page_owner[fresh] = make_uint2(blockIdx.x, step);
+      }
+      fresh = __shfl_sync(FULL_WARP, fresh, 0);
+      if (fresh >= num_pages) {
+        failed = true;  // the pairs of this step are dropped and redone on resume
+        return;
+      }
+    }
+    if (hit) {
+      const uint2 pair = make_uint2(i, j);
+      const size_t slot = rank < room ? static_cast<size_t>(page) * PAGE + fill + rank
+                                      : static_cast<size_t>(fresh) * PAGE + (rank - room);
+      pool[slot] = pair;
+    }
+    if (count > room) {
+      if (page != NO_PAGE && lane == 0) page_fill[page] = PAGE;
+      page = fresh;
+      fill = count - room;
+    } else {
+      fill += count;
+    }
+  }
+
+  __device__ __forceinline__ bool end_step(unsigned s) {
+    const bool stop = __syncthreads_or(failed);
+    if (stop) {
+      const unsigned lane = threadIdx.x & 31;
+      if (lane == 0 && step_page != NO_PAGE) page_fill[step_page] = step_fill;
+      if (threadIdx.x == 0) {
+        resume[blockIdx.x] = s;
+        atomicExch(overflow, 1u);
+      }
+    }
+    return stop;
+  }
+
+  __device__ __forceinline__ void finish(unsigned, bool) {
+    if ((threadIdx.x & 31) == 0 && page != NO_PAGE) page_fill[page] = fill;
+    if (threadIdx.x == 0) resume[blockIdx.x] = DONE;
+  }
+};
+
+// ------------------------------------------------------------------ kernel: cross
+extern "C" __global__ void __launch_bounds__(B) twobs_nlj(
+    const int* a_key,
+    unsigned n_a,
+    const int* b_key,
+    unsigned n_b,
+    uint2* pool, uint2* page_owner, unsigned* page_fill, unsigned* next_page, unsigned num_pages,
+    unsigned* resume, unsigned* overflow) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const Set a = { a_key, n_a };
+  const Set other = { b_key, n_b };
+  const unsigned t = threadIdx.x;
+  const unsigned block = blockIdx.x;
+  const unsigned i = block * B + t;
+  const bool own_valid = i < a.n;
+  const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
+  Output out(pool, page_owner, page_fill, next_page, num_pages, resume, overflow, smem);
+  Tiles tiles(smem);
+  const unsigned tiles_total = (other.n + B - 1) / B;
+  // Every block walks all tiles, starting at its own so that blocks spread over memory.
+  const unsigned steps = tiles_total;
+  for (unsigned s = out.first_step(); s < steps; ++s) {
+    out.begin_step(s);
+    const unsigned tile = (block + s) % tiles_total;
+    tiles.load(other, tile * B);
+    tiles.for_each(umin(B, other.n - tile * B), [&](unsigned jl, const Point& q) {
+      const unsigned j = tile * B + jl;
+      out.add(i, j, key_gap(own, q), own_valid);
+    });
+    if (out.end_step(s)) return;  // output full: this block resumes at step s
+  }
+  out.finish(i, own_valid);
+}

@@ -1,0 +1,215 @@
+// twobs kernel: rdf (problems/rdf.xml)
+// Radial distribution function: distances between atoms of set A and set B, counted into shells of width r_max / bins
+//
+// Input: two sets (A x B), element f32 x 3; pair function `min_image_distance` from problems/rdf.cu (symmetric)
+// Output: histogram of bins = 500 buckets over [0, r_max = 0.5)
+// Parameters: bins = 500, r_max = 0.5, box = 1
+// Device: h100 (profile, sm_90): 132 SMs, 233472 B shared/SM, 232448 B shared/block (opt-in), 2048 threads and 32 blocks per SM
+//
+// plan for rdf on h100: 1000000 x 1000000 points, 1000000000000 pairs (cross)
+//   visit         cross           two sets: every (a, b)
+//   output class  TypeII          output 4000 B: above alpha = 16 B, within beta = 232448 B of shared memory per block
+//   output        aop             output of 500 elements < gamma = 604: 2 copies per block by lane id (AOP) cost least
+//   input_cache   register_roc    Type-II: the tiles of 32 resident blocks (32 x 64 x 12 B = 24576 B) fit the read-only cache (28672 B), leaving shared memory to the output
+//   block_size    64              the smallest block that still fills a multiprocessor (2048 threads / 32 blocks): the most blocks, so the most private output copies, per multiprocessor
+//   copies        2               least R x L in the copy model below
+//   resources                     grid 15625 blocks; 8000 B shared per block (0 B tile + 8000 B output); ~32 registers per thread (estimate)
+//   occupancy                     25 blocks = 1600 threads per multiprocessor (limited by SharedMemory); R = 5 rounds
+//
+//   copy model (eq. 1-5): H_S = 500 elements, C_L = 1, C_LP = 0.6 (not yet measured on this GPU; the Titan XP fit stands in), gamma = 604
+//     copies   k  shared/block  blocks/SM  threads/SM  rounds R  L(k)/C_L     R x L
+//          1  32          4000         32        2048         4    1.888       7.6
+//          2  16          8000         25        1600         5    1.157       5.8  <- least
+//          4   8         16000         13         832        10    1.034      10.3
+//          8   4         32000          7         448        17    1.007      17.1
+//         16   2         64000          3         192        40    1.001      40.0
+//         32   1        128000          1          64       119    1.000     119.0
+//
+// Launch: 15625 blocks of 64 threads, 8000 B dynamic shared memory.
+// Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
+// Regenerate: twobs gen problems/rdf.xml --device h100
+// ------------------------------------------------------------------ types
+typedef float3 Point;
+typedef float Value;
+
+// Parameters are compile-time constants: the runner recompiles when they change.
+namespace params {
+[[maybe_unused]] constexpr unsigned bins = 500u;
+[[maybe_unused]] constexpr float r_max = 0.5f;
+[[maybe_unused]] constexpr float box = 1.0f;
+}  // namespace params
+
+// ------------------------------------------------------------------ the pairwise function
+#line 1 "problems/rdf.cu"
+// Distance between an A atom and a B atom. With a periodic box (params::box > 0)
+// each coordinate difference is wrapped to its minimum image.
+__device__ float wrap(float d) {
+  const float box = params::box;
+  if (box > 0.0f) d -= box * rintf(d / box);
+  return d;
+}
+
+__device__ float min_image_distance(float3 a, float3 b) {
+  const float dx = wrap(a.x - b.x);
+  const float dy = wrap(a.y - b.y);
+  const float dz = wrap(a.z - b.z);
+  return sqrtf(dx * dx + dy * dy + dz * dz);
+}
+#line 59 "rdf.cu"
+// ------------------------------------------------------------------ launch shape
+constexpr unsigned B = 64;  // threads per block = points per tile
+[[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
+
+__device__ __forceinline__ unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
+
+// A point set: one array per component (SoA), each padded to a multiple of
+// 1024 elements so that whole tiles and 16-byte loads stay in bounds.
+struct Set {
+  const float* x;
+  const float* y;
+  const float* z;
+  unsigned n;
+};
+
+__device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
+  Point p;
+  p.x = s.x[i];
+  p.y = s.y[i];
+  p.z = s.z[i];
+  return p;
+}
+
+// ------------------------------------------------------------------ what a pair contributes
+// bucket = floor((v - LO) * SCALE) in Value arithmetic, SCALE = bins / (max - min)
+// rounded once on the host; values outside [min, max) and NaN fall in no bucket.
+[[maybe_unused]] constexpr unsigned SLOTS = static_cast<unsigned>(params::bins);
+constexpr Value LO = 0.0f;
+constexpr Value SCALE = 1000.0f;
+__device__ __forceinline__ int slot_of(Value v) {
+  const Value x = (v - LO) * SCALE;
+  return (x >= Value(0) && x < Value(SLOTS)) ? static_cast<int>(x) : -1;
+}
+// ------------------------------------------------------------------ input stage: register_roc
+// Register-RoC: each thread keeps its own point in registers and reads the
+// other tile through the read-only data cache (__ldg), two points per load
+// where the component is 4 or 8 bytes wide. Shared memory stays free for output.
+struct Tiles {
+  Set s;
+  unsigned start;
+
+  __device__ __forceinline__ explicit Tiles(unsigned char*) {}
+
+  __device__ __forceinline__ void load(const Set& set, unsigned tile_start) {
+    s = set;
+    start = tile_start;
+  }
+
+  __device__ __forceinline__ Point at(unsigned j) const {
+    Point p;
+    p.x = __ldg(s.x + start + j);
+    p.y = __ldg(s.y + start + j);
+    p.z = __ldg(s.z + start + j);
+    return p;
+  }
+
+  template <class F>
+  __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
+    unsigned j = 0;
+    for (; j + 1 < len; j += 2) {  // tiles start at multiples of B: pairs are aligned
+      Point p0, p1;
+      {
+        const float2 v = __ldg(reinterpret_cast<const float2*>(s.x + start + j));
+        p0.x = v.x;
+        p1.x = v.y;
+      }
+      {
+        const float2 v = __ldg(reinterpret_cast<const float2*>(s.y + start + j));
+        p0.y = v.x;
+        p1.y = v.y;
+      }
+      {
+        const float2 v = __ldg(reinterpret_cast<const float2*>(s.z + start + j));
+        p0.z = v.x;
+        p1.z = v.y;
+      }
+      f(j, p0);
+      f(j + 1, p1);
+    }
+    if (j < len) f(j, at(j));
+  }
+};
+
+// ------------------------------------------------------------------ output stage: aop
+// Output privatization in shared memory: COPIES private copies of the output
+// per block; lane l updates copy l % COPIES, so only lanes that share a copy
+// can collide (AOP, section 3.3.2; COPIES = 1 is plain OP). The copies are
+// summed into the global output once per block.
+constexpr unsigned COPIES = 2;
+constexpr unsigned OUTPUT_OFFSET = 0;  // after the input tile
+
+struct Output {
+  unsigned long long* out;
+  unsigned long long* copies;
+
+  __device__ __forceinline__ Output(unsigned long long* result, unsigned char* smem)
+      : out(result), copies(reinterpret_cast<unsigned long long*>(smem + OUTPUT_OFFSET)) {
+    for (unsigned k = threadIdx.x; k < COPIES * SLOTS; k += B) copies[k] = 0;
+    __syncthreads();
+  }
+  __device__ __forceinline__ unsigned first_step() const { return 0; }
+  __device__ __forceinline__ void begin_step(unsigned) {}
+
+  __device__ __forceinline__ void add(unsigned, unsigned, Value v, bool valid) {
+    const int slot = valid ? slot_of(v) : -1;
+    if (slot >= 0) atomicAdd(copies + (threadIdx.x & (COPIES - 1)) * SLOTS + slot, 1ull);
+  }
+
+  __device__ __forceinline__ bool end_step(unsigned) { return false; }
+
+  __device__ __forceinline__ void finish(unsigned, bool) {
+    __syncthreads();
+    for (unsigned k = threadIdx.x; k < SLOTS; k += B) {
+      unsigned long long total = 0;
+#pragma unroll
+      for (unsigned c = 0; c < COPIES; ++c) total += copies[c * SLOTS + k];
+      if (total != 0) atomicAdd(out + k, total);
+    }
+  }
+};
+
+// ------------------------------------------------------------------ kernel: cross
+extern "C" __global__ void __launch_bounds__(B) twobs_rdf(
+    const float* a_x,
+    const float* a_y,
+    const float* a_z,
+    unsigned n_a,
+    const float* b_x,
+    const float* b_y,
+    const float* b_z,
+    unsigned n_b,
+    unsigned long long* result) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const Set a = { a_x, a_y, a_z, n_a };
+  const Set other = { b_x, b_y, b_z, n_b };
+  const unsigned t = threadIdx.x;
+  const unsigned block = blockIdx.x;
+  const unsigned i = block * B + t;
+  const bool own_valid = i < a.n;
+  const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
+  Output out(result, smem);
+  Tiles tiles(smem);
+  const unsigned tiles_total = (other.n + B - 1) / B;
+  // Every block walks all tiles, starting at its own so that blocks spread over memory.
+  const unsigned steps = tiles_total;
+  for (unsigned s = out.first_step(); s < steps; ++s) {
+    out.begin_step(s);
+    const unsigned tile = (block + s) % tiles_total;
+    tiles.load(other, tile * B);
+    tiles.for_each(umin(B, other.n - tile * B), [&](unsigned jl, const Point& q) {
+      const unsigned j = tile * B + jl;
+      out.add(i, j, min_image_distance(own, q), own_valid);
+    });
+    if (out.end_step(s)) return;  // output full: this block resumes at step s
+  }
+  out.finish(i, own_valid);
+}

@@ -1,0 +1,247 @@
+// twobs kernel: selfjoin (problems/selfjoin.xml)
+// Epsilon self-join: the pairs of 2-D points whose Euclidean distance is at most eps
+//
+// Input: one set (self), element f32 x 2; pair function `distance` from problems/distance2.cu (symmetric)
+// Output: pairs with value <= eps = 0.01
+// Parameters: eps = 0.01
+// Device: h100 (profile, sm_90): 132 SMs, 233472 B shared/SM, 232448 B shared/block (opt-in), 2048 threads and 32 blocks per SM
+//
+// plan for selfjoin on h100: 1000000 points, 499999500000 pairs (lower_triangle)
+//   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
+//   output class  TypeIII         output unknown in advance: above beta = 232448 B or unknown
+//   output        dob             Type-III: pages of 512 pairs taken with one atomicAdd each
+//   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
+//   block_size    256             a tile of 256 points amortizes each barrier without large per-block output state
+//   intra_block   balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
+//   resources                     grid 3907 blocks; 2048 B shared per block (2048 B tile + 0 B output); ~40 registers per thread (estimate)
+//   occupancy                     6 blocks = 1536 threads per multiprocessor (limited by Registers); R = 5 rounds
+//   page_size     512             512 pairs of 2 x u32 per page; the runner sizes the pool
+//
+// Launch: 3907 blocks of 256 threads, 2048 B dynamic shared memory.
+// Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
+// Regenerate: twobs gen problems/selfjoin.xml --device h100
+// ------------------------------------------------------------------ types
+typedef float2 Point;
+typedef float Value;
+
+// Parameters are compile-time constants: the runner recompiles when they change.
+namespace params {
+[[maybe_unused]] constexpr float eps = 0.01f;
+}  // namespace params
+
+// ------------------------------------------------------------------ the pairwise function
+#line 1 "problems/distance2.cu"
+// Euclidean distance between two 2-D points.
+__device__ float distance(float2 a, float2 b) {
+  const float dx = a.x - b.x;
+  const float dy = a.y - b.y;
+  return sqrtf(dx * dx + dy * dy);
+}
+#line 41 "selfjoin.cu"
+// ------------------------------------------------------------------ launch shape
+constexpr unsigned B = 256;  // threads per block = points per tile
+[[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
+
+__device__ __forceinline__ unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
+
+// A point set: one array per component (SoA), each padded to a multiple of
+// 1024 elements so that whole tiles and 16-byte loads stay in bounds.
+struct Set {
+  const float* x;
+  const float* y;
+  unsigned n;
+};
+
+__device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
+  Point p;
+  p.x = s.x[i];
+  p.y = s.y[i];
+  return p;
+}
+
+// ------------------------------------------------------------------ what a pair contributes
+constexpr Value THRESHOLD = static_cast<Value>(params::eps);
+__device__ __forceinline__ bool passes(Value v) { return v <= THRESHOLD; }
+// ------------------------------------------------------------------ input stage: register_shm
+// Register-SHM: each thread keeps its own point in registers; the block
+// stages the other tile in shared memory with 16-byte loads, one array per
+// component, and every thread reads it back (broadcast, no bank conflicts).
+struct Tiles {
+  float* x;
+  float* y;
+
+  __device__ __forceinline__ explicit Tiles(unsigned char* smem) {
+    x = reinterpret_cast<float*>(smem + 0);
+    y = reinterpret_cast<float*>(smem + 1024);
+  }
+
+  __device__ __forceinline__ static void copy16(const void* from, void* to, unsigned bytes) {
+    const uint4* src = static_cast<const uint4*>(from);
+    uint4* dst = static_cast<uint4*>(to);
+    for (unsigned k = threadIdx.x; k < bytes / 16; k += B) dst[k] = src[k];
+  }
+
+  __device__ __forceinline__ void load(const Set& s, unsigned start) {
+    __syncthreads();  // everyone is done with the previous tile
+    copy16(s.x + start, x, B * sizeof(float));
+    copy16(s.y + start, y, B * sizeof(float));
+    __syncthreads();
+  }
+
+  __device__ __forceinline__ Point at(unsigned j) const {
+    Point p;
+    p.x = x[j];
+    p.y = y[j];
+    return p;
+  }
+
+  template <class F>
+  __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
+    for (unsigned j = 0; j < len; ++j) f(j, at(j));
+  }
+};
+
+// ------------------------------------------------------------------ output stage: dob
+// Direct output buffer (section 3.3.3), one page per warp: the warp appends
+// its passing pairs to its page with one ballot, and takes a new page from the
+// pool with one atomicAdd on next_page when the page is full.
+//
+// The pool may run out. Every pair belongs to a step of its block (one tile),
+// and the steps of a block run in order, so a block that cannot get a page
+// stops at the end of that step: it truncates the page it began the step with
+// back to where the step began, records the step in resume[block] and raises
+// overflow. Pages record the (block, step) that took them; the host keeps a
+// page only if its step precedes its block's resume step, drains the pool and
+// relaunches. Blocks then start at their resume step: no pair is lost or
+// written twice.
+constexpr unsigned PAGE = 512;  // pairs per page
+constexpr unsigned NO_PAGE = 0xffffffffu;
+constexpr unsigned DONE = 0xffffffffu;
+
+struct Output {
+  uint2* pool;            // num_pages x PAGE pairs (i, j)
+  uint2* page_owner;      // (block, step) that took each page
+  unsigned* page_fill;    // pairs used in each page, written when the warp leaves it
+  unsigned* next_page;    // first free page: the global pointer
+  unsigned num_pages;
+  unsigned* resume;       // per block: first step to run; DONE when finished
+  unsigned* overflow;     // set when any block stopped early
+  unsigned page;          // this warp's page (the same in every lane)
+  unsigned fill;          // pairs used in it
+  unsigned step_page, step_fill, step;
+  bool failed;            // this warp found the pool empty during the current step
+
+  __device__ __forceinline__ Output(uint2* pool_, uint2* owner_, unsigned* fill_, unsigned* next_, unsigned pages_,
+                                    unsigned* resume_, unsigned* overflow_, unsigned char*)
+      : pool(pool_), page_owner(owner_), page_fill(fill_), next_page(next_), num_pages(pages_), resume(resume_),
+        overflow(overflow_), page(NO_PAGE), fill(0), step_page(NO_PAGE), step_fill(0), step(0), failed(false) {}
+
+  // DONE skips the whole block; the read is the same in every thread.
+  __device__ __forceinline__ unsigned first_step() const { return resume[blockIdx.x]; }
+
+  __device__ __forceinline__ void begin_step(unsigned s) {
+    step = s;
+    step_page = page;
+    step_fill = fill;
+  }
+
+  __device__ __forceinline__ void add(unsigned i, unsigned j, Value v, bool valid) {
+    const bool hit = valid && passes(v);
+    const unsigned mask = __ballot_sync(FULL_WARP, hit);
+    if (mask == 0 || failed) return;  // the same in every lane
+    const unsigned lane = threadIdx.x & 31;
+    const unsigned rank = __popc(mask & ((1u << lane) - 1));
+    const unsigned count = __popc(mask);
+    const unsigned room = page == NO_PAGE ? 0 : PAGE - fill;
+    unsigned fresh = NO_PAGE;
+    if (count > room) {
+      if (lane == 0) {
+        fresh = atomicAdd(next_page, 1u);
+        if (fresh < num_pages) page_owner[fresh] = make_uint2(blockIdx.x, step);
+      }
+      fresh = __shfl_sync(FULL_WARP, fresh, 0);
+      if (fresh >= num_pages) {
+        failed = true;  // the pairs of this step are dropped and redone on resume
+        return;
+      }
+    }
+    if (hit) {
+      const uint2 pair = i < j ? make_uint2(i, j) : make_uint2(j, i);
+      const size_t slot = rank < room ? static_cast<size_t>(page) * PAGE + fill + rank
+                                      : static_cast<size_t>(fresh) * PAGE + (rank - room);
+      pool[slot] = pair;
+    }
+    if (count > room) {
+      if (page != NO_PAGE && lane == 0) page_fill[page] = PAGE;
+      page = fresh;
+      fill = count - room;
+    } else {
+      fill += count;
+    }
+  }
+
+  __device__ __forceinline__ bool end_step(unsigned s) {
+    const bool stop = __syncthreads_or(failed);
+    if (stop) {
+      const unsigned lane = threadIdx.x & 31;
+      if (lane == 0 && step_page != NO_PAGE) page_fill[step_page] = step_fill;
+      if (threadIdx.x == 0) {
+        resume[blockIdx.x] = s;
+        atomicExch(overflow, 1u);
+      }
+    }
+    return stop;
+  }
+
+  __device__ __forceinline__ void finish(unsigned, bool) {
+    if ((threadIdx.x & 31) == 0 && page != NO_PAGE) page_fill[page] = fill;
+    if (threadIdx.x == 0) resume[blockIdx.x] = DONE;
+  }
+};
+
+// ------------------------------------------------------------------ kernel: lower_triangle
+extern "C" __global__ void __launch_bounds__(B) twobs_selfjoin(
+    const float* a_x,
+    const float* a_y,
+    unsigned n_a,
+    uint2* pool, uint2* page_owner, unsigned* page_fill, unsigned* next_page, unsigned num_pages,
+    unsigned* resume, unsigned* overflow) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const Set a = { a_x, a_y, n_a };
+  const Set& other = a;
+  const unsigned t = threadIdx.x;
+  const unsigned block = blockIdx.x;
+  const unsigned i = block * B + t;
+  const bool own_valid = i < a.n;
+  const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
+  Output out(pool, page_owner, page_fill, next_page, num_pages, resume, overflow, smem);
+  Tiles tiles(smem);
+  const unsigned tiles_total = (other.n + B - 1) / B;
+  // Circulant tile pairing: block b meets tiles b+1 .. b+M/2 (mod M), so every
+  // unordered pair of tiles is visited once and every block does the same work;
+  // the last step pairs the block's own points with each other.
+  const unsigned offdiag = (tiles_total - 1) / 2 + ((tiles_total % 2 == 0 && block < tiles_total / 2) ? 1 : 0);
+  const unsigned steps = offdiag + 1;
+  for (unsigned s = out.first_step(); s < steps; ++s) {
+    out.begin_step(s);
+    if (s < offdiag) {
+      const unsigned tile = (block + 1 + s) % tiles_total;
+      tiles.load(other, tile * B);
+      tiles.for_each(umin(B, other.n - tile * B), [&](unsigned jl, const Point& q) {
+        out.add(i, tile * B + jl, distance(own, q), own_valid);
+      });
+    } else {
+      tiles.load(a, block * B);
+      const unsigned len = umin(B, a.n - block * B);
+      // Load-balanced pairing (section 3.4.1): thread t meets (t + d) % B for d = 1..B/2;
+      // at d = B/2 only the lower half, so each pair is met once.
+      for (unsigned d = 1; d <= B / 2; ++d) {
+        const unsigned jl = (t + d) & (B - 1);
+        const bool valid = own_valid && jl < len && (d < B / 2 || t < B / 2);
+        out.add(i, block * B + jl, distance(own, tiles.at(jl)), valid);
+      }
+    }
+    if (out.end_step(s)) return;  // output full: this block resumes at step s
+  }
+  out.finish(i, own_valid);
+}
