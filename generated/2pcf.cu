@@ -76,6 +76,7 @@ __device__ __forceinline__ bool passes(Value v) { return v < THRESHOLD; }
 // A count is a histogram with one slot.
 [[maybe_unused]] constexpr unsigned SLOTS = 1;
 __device__ __forceinline__ int slot_of(Value v) { return passes(v) ? 0 : -1; }
+
 // Sum of v over the block; the result is valid in thread 0.
 template <class T>
 __device__ __forceinline__ T block_sum(T v) {

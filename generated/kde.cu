@@ -63,6 +63,7 @@ __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
 }
 
 // ------------------------------------------------------------------ what a pair contributes
+
 // Sum of v over the block; the result is valid in thread 0.
 template <class T>
 __device__ __forceinline__ T block_sum(T v) {

@@ -62,7 +62,44 @@ __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
 
 // ------------------------------------------------------------------ what a pair contributes
 constexpr unsigned K = static_cast<unsigned>(params::k);
-__device__ __forceinline__ Value worst() { return __int_as_float(0x7f800000); }  // ranks after every real value
+
+// The K best (value, index) pairs seen so far, sorted; ties go to the smaller
+// index, so the result does not depend on the order the pairs come in.
+struct TopK {
+  Value best[K];
+  unsigned index[K];
+
+  __device__ __forceinline__ TopK() {
+#pragma unroll
+    for (unsigned k = 0; k < K; ++k) {
+      best[k] = __int_as_float(0x7f800000);  // ranks after every real value
+      index[k] = 0xffffffffu;
+    }
+  }
+
+  __device__ __forceinline__ static bool before(Value v, unsigned j, Value w, unsigned l) {
+    return v < w || (v == w && j < l);
+  }
+
+  __device__ __forceinline__ void offer(Value v, unsigned j) {
+    if (!before(v, j, best[K - 1], index[K - 1])) return;  // also drops NaN
+    best[K - 1] = v;
+    index[K - 1] = j;
+    // Bubble the newcomer up: the rest of the list is already sorted.
+#pragma unroll
+    for (unsigned k = K - 1; k > 0; --k) {
+      if (before(best[k], index[k], best[k - 1], index[k - 1])) {
+        const Value tv = best[k];
+        best[k] = best[k - 1];
+        best[k - 1] = tv;
+        const unsigned ti = index[k];
+        index[k] = index[k - 1];
+        index[k - 1] = ti;
+      }
+    }
+  }
+};
+
 // ------------------------------------------------------------------ input stage: register_shm
 // Register-SHM: each thread keeps its own point in registers; the block
 // stages the other tile in shared memory with 16-byte loads, one array per
@@ -107,47 +144,21 @@ struct Tiles {
 };
 
 // ------------------------------------------------------------------ output stage: topk
-// Per-query top-K: each query thread keeps its K best (value, index) pairs,
-// sorted, in registers (K is a compile-time constant, so the arrays stay in
-// registers while they fit) and writes them once. Ties go to the smaller
-// index, so the result does not depend on the order pairs are visited in.
+// Per-query top-K: each query thread keeps its K best (value, index) pairs in
+// registers (K is a compile-time constant, so the arrays stay in registers
+// while they fit) and writes them once.
 struct Output {
   Value* out_value;
   unsigned* out_index;
-  Value best[K];
-  unsigned best_index[K];
+  TopK top;
 
   __device__ __forceinline__ Output(Value* values, unsigned* indices, unsigned char*)
-      : out_value(values), out_index(indices) {
-#pragma unroll
-    for (unsigned k = 0; k < K; ++k) {
-      best[k] = worst();
-      best_index[k] = 0xffffffffu;
-    }
-  }
+      : out_value(values), out_index(indices) {}
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-  __device__ __forceinline__ static bool before(Value v, unsigned j, Value w, unsigned l) {
-    return v < w || (v == w && j < l);
-  }
-
   __device__ __forceinline__ void add(unsigned, unsigned j, Value v, bool valid) {
-    if (!valid || !before(v, j, best[K - 1], best_index[K - 1])) return;
-    best[K - 1] = v;
-    best_index[K - 1] = j;
-    // Bubble the newcomer up: the rest of the list is already sorted.
-#pragma unroll
-    for (unsigned k = K - 1; k > 0; --k) {
-      if (before(best[k], best_index[k], best[k - 1], best_index[k - 1])) {
-        const Value tv = best[k];
-        best[k] = best[k - 1];
-        best[k - 1] = tv;
-        const unsigned ti = best_index[k];
-        best_index[k] = best_index[k - 1];
-        best_index[k - 1] = ti;
-      }
-    }
+    if (valid) top.offer(v, j);
   }
 
   __device__ __forceinline__ bool end_step(unsigned) { return false; }
@@ -156,8 +167,8 @@ struct Output {
     if (!own_valid) return;
 #pragma unroll
     for (unsigned k = 0; k < K; ++k) {
-      out_value[static_cast<size_t>(i) * K + k] = best[k];
-      out_index[static_cast<size_t>(i) * K + k] = best_index[k];
+      out_value[static_cast<size_t>(i) * K + k] = top.best[k];
+      out_index[static_cast<size_t>(i) * K + k] = top.index[k];
     }
   }
 };

@@ -60,6 +60,7 @@ __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
 // ------------------------------------------------------------------ what a pair contributes
 constexpr Value THRESHOLD = static_cast<Value>(params::d);
 __device__ __forceinline__ bool passes(Value v) { return v <= THRESHOLD; }
+
 // ------------------------------------------------------------------ input stage: register_shm
 // Register-SHM: each thread keeps its own point in registers; the block
 // stages the other tile in shared memory with 16-byte loads, one array per

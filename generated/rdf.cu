@@ -89,6 +89,7 @@ __device__ __forceinline__ int slot_of(Value v) {
   const Value x = (v - LO) * SCALE;
   return (x >= Value(0) && x < Value(SLOTS)) ? static_cast<int>(x) : -1;
 }
+
 // ------------------------------------------------------------------ input stage: register_roc
 // Register-RoC: each thread keeps its own point in registers and reads the
 // other tile through the read-only data cache (__ldg), two points per load

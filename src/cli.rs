@@ -85,42 +85,25 @@ struct Planned {
 
 impl Target {
     fn forced(&self) -> Forced {
-        Forced {
-            input_cache: self.input_cache,
-            output: self.output,
-            copies: self.copies,
-            block_size: self.block_size,
-        }
+        Forced { input_cache: self.input_cache, output: self.output, copies: self.copies, block_size: self.block_size }
     }
 
     fn points(&self, sets: Sets) -> anyhow::Result<Points> {
         let parse = |s: &str| {
-            s.trim()
-                .replace('_', "")
-                .parse::<u64>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "--points {}: expected a positive whole number, or NxM for two sets",
-                        self.points
-                    )
-                })
+            s.trim().replace('_', "").parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                anyhow::anyhow!("--points {}: expected a positive whole number, or NxM for two sets", self.points)
+            })
         };
         let (a, b) = match self.points.split_once('x') {
             Some((a, b)) => (parse(a)?, Some(parse(b)?)),
             None => (parse(&self.points)?, None),
         };
         Ok(match sets {
-            Sets::One if b.is_some() => anyhow::bail!(
-                "--points {}: this problem has one set; give one number",
-                self.points
-            ),
+            Sets::One if b.is_some() => {
+                anyhow::bail!("--points {}: this problem has one set; give one number", self.points)
+            }
             Sets::One => Points { a, b: None },
-            Sets::Two => Points {
-                a,
-                b: Some(b.unwrap_or(a)),
-            },
+            Sets::Two => Points { a, b: Some(b.unwrap_or(a)) },
         })
     }
 
@@ -133,12 +116,7 @@ impl Target {
         }
         let points = self.points(problem.input.sets)?;
         let plan = Plan::new(&problem, &params, &device, points, self.forced())?;
-        Ok(Planned {
-            problem,
-            params,
-            device,
-            plan,
-        })
+        Ok(Planned { problem, params, device, plan })
     }
 
     /// The command that regenerates this kernel, for its header.
@@ -155,9 +133,7 @@ fn list() {
         let p = problems::built_in(name).expect("built-in");
         println!("{name:<9} {}", p.summary);
     }
-    println!(
-        "\nEach is problems/<name>.xml with its CUDA snippet; `twobs plan <name>` explains how it runs."
-    );
+    println!("\nEach is problems/<name>.xml with its CUDA snippet; `twobs plan <name>` explains how it runs.");
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -168,10 +144,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&p.plan)?);
             } else {
-                println!(
-                    "{} ({}): {}",
-                    p.problem.name, p.problem.origin, p.problem.summary
-                );
+                println!("{} ({}): {}", p.problem.name, p.problem.origin, p.problem.summary);
                 println!("output: {}", codegen::output_text(&p.problem, &p.params));
                 println!(
                     "device: {} ({}, {}): {} SMs, {} KiB shared/SM, {} KiB shared/block opt-in\n",
@@ -185,18 +158,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 print!("{}", p.plan);
             }
         }
-        Command::Gen {
-            target,
-            out_dir,
-            check,
-        } => {
+        Command::Gen { target, out_dir, check } => {
             let p = target.plan()?;
             let cmd = target.command_line(&p.problem, &p.device);
             let kernel = codegen::render(&p.problem, &p.params, &p.plan, &p.device, &cmd)?;
             match out_dir {
                 Some(dir) => {
-                    std::fs::create_dir_all(&dir)
-                        .with_context(|| format!("cannot create {}", dir.display()))?;
+                    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
                     let path = dir.join(&kernel.file_name);
                     std::fs::write(&path, &kernel.source)
                         .with_context(|| format!("cannot write {}", path.display()))?;

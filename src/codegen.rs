@@ -29,45 +29,24 @@ pub struct Kernel {
     pub source: String,
 }
 
-const TEMPLATES: [(&str, &str); 11] = [
+const TEMPLATES: [(&str, &str); 17] = [
     ("kernel.cu", include_str!("../templates/kernel.cu")),
-    (
-        "input/register_shm.cu",
-        include_str!("../templates/input/register_shm.cu"),
-    ),
-    (
-        "input/register_roc.cu",
-        include_str!("../templates/input/register_roc.cu"),
-    ),
-    (
-        "input/shuffle.cu",
-        include_str!("../templates/input/shuffle.cu"),
-    ),
-    (
-        "input/naive.cu",
-        include_str!("../templates/input/naive.cu"),
-    ),
-    (
-        "output/register.cu",
-        include_str!("../templates/output/register.cu"),
-    ),
-    (
-        "output/register_sum.cu",
-        include_str!("../templates/output/register_sum.cu"),
-    ),
-    (
-        "output/privatized.cu",
-        include_str!("../templates/output/privatized.cu"),
-    ),
-    (
-        "output/global.cu",
-        include_str!("../templates/output/global.cu"),
-    ),
+    ("common/types.cu", include_str!("../templates/common/types.cu")),
+    ("common/contribution.cu", include_str!("../templates/common/contribution.cu")),
+    ("cpu/driver.cpp", include_str!("../templates/cpu/driver.cpp")),
+    ("cpu/prelude.h", include_str!("../templates/cpu/prelude.h")),
+    ("cpu/f64_begin.h", include_str!("../templates/cpu/f64_begin.h")),
+    ("cpu/f64_end.h", include_str!("../templates/cpu/f64_end.h")),
+    ("input/register_shm.cu", include_str!("../templates/input/register_shm.cu")),
+    ("input/register_roc.cu", include_str!("../templates/input/register_roc.cu")),
+    ("input/shuffle.cu", include_str!("../templates/input/shuffle.cu")),
+    ("input/naive.cu", include_str!("../templates/input/naive.cu")),
+    ("output/register.cu", include_str!("../templates/output/register.cu")),
+    ("output/register_sum.cu", include_str!("../templates/output/register_sum.cu")),
+    ("output/privatized.cu", include_str!("../templates/output/privatized.cu")),
+    ("output/global.cu", include_str!("../templates/output/global.cu")),
     ("output/dob.cu", include_str!("../templates/output/dob.cu")),
-    (
-        "output/topk.cu",
-        include_str!("../templates/output/topk.cu"),
-    ),
+    ("output/topk.cu", include_str!("../templates/output/topk.cu")),
 ];
 
 fn tera() -> &'static tera::Tera {
@@ -75,8 +54,7 @@ fn tera() -> &'static tera::Tera {
     TERA.get_or_init(|| {
         let mut t = tera::Tera::new();
         t.autoescape_on(Vec::<&str>::new());
-        t.add_raw_templates(TEMPLATES)
-            .expect("the built-in templates parse");
+        t.add_raw_templates(TEMPLATES).expect("the built-in templates parse");
         t
     })
 }
@@ -127,7 +105,7 @@ struct OutputCx {
     worst: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
 struct PlanCx {
     input_cache: &'static str,
     output: &'static str,
@@ -140,9 +118,20 @@ struct PlanCx {
 }
 
 #[derive(Serialize)]
+struct VectorTypeCx {
+    prefix: &'static str,
+    c: &'static str,
+}
+
+#[derive(Serialize)]
 struct KernelCx {
     header: String,
     kernel_name: String,
+    problem_name: String,
+    origin: String,
+    f64_mode: bool,
+    vector_types: Vec<VectorTypeCx>,
+    f64_functions: Vec<&'static str>,
     sets: u32,
     point: PointCx,
     components: Vec<ComponentCx>,
@@ -184,7 +173,6 @@ pub fn histogram_scale(problem: &Problem, params: &Params) -> Option<(Value, Val
 }
 
 fn output_cx(problem: &Problem, params: &Params, plan: &Plan) -> OutputCx {
-    let returns = problem.function.returns;
     let stage = match (plan.output, &problem.output) {
         (OutputStage::Register, Output::Sum) => "register_sum",
         (OutputStage::Register, _) => "register",
@@ -193,16 +181,14 @@ fn output_cx(problem: &Problem, params: &Params, plan: &Plan) -> OutputCx {
         (OutputStage::Dob, _) => "dob",
         (OutputStage::Topk, _) => "topk",
     };
-    let mut cx = OutputCx {
-        kind: problem.output.kind(),
-        stage,
-        ..Default::default()
-    };
+    output_cx_for(problem, params, stage)
+}
+
+fn output_cx_for(problem: &Problem, params: &Params, stage: &'static str) -> OutputCx {
+    let returns = problem.function.returns;
+    let mut cx = OutputCx { kind: problem.output.kind(), stage, ..Default::default() };
     match &problem.output {
-        Output::Count { threshold, compare }
-        | Output::Pairs {
-            threshold, compare, ..
-        } => {
+        Output::Count { threshold, compare } | Output::Pairs { threshold, compare, .. } => {
             cx.compare = compare.c_operator();
             cx.threshold = operand_expr(threshold, returns);
         }
@@ -247,11 +233,9 @@ fn point_cx(element: &Element, block_size: u32) -> (PointCx, Vec<ComponentCx>) {
         offset += block_size * c.scalar.bytes();
     }
     let point = match element {
-        Element::Vector { scalar, dims } if *dims <= 4 => PointCx {
-            is_struct: false,
-            ctype: format!("{}{dims}", scalar.c_vector_prefix()),
-            struct_fields: vec![],
-        },
+        Element::Vector { scalar, dims } if *dims <= 4 => {
+            PointCx { is_struct: false, ctype: format!("{}{dims}", scalar.c_vector_prefix()), struct_fields: vec![] }
+        }
         Element::Vector { scalar, dims } => PointCx {
             is_struct: true,
             ctype: String::new(),
@@ -260,23 +244,14 @@ fn point_cx(element: &Element, block_size: u32) -> (PointCx, Vec<ComponentCx>) {
         Element::Record { fields } => PointCx {
             is_struct: true,
             ctype: String::new(),
-            struct_fields: fields
-                .iter()
-                .map(|f| format!("{} {};", f.scalar.c_type(), f.name))
-                .collect(),
+            struct_fields: fields.iter().map(|f| format!("{} {};", f.scalar.c_type(), f.name)).collect(),
         },
     };
     (point, out)
 }
 
 /// The comment block every kernel starts with: what it computes, the plan and how it was derived.
-fn header(
-    problem: &Problem,
-    params: &Params,
-    plan: &Plan,
-    dev: &Device,
-    regenerate: &str,
-) -> String {
+fn header(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, regenerate: &str) -> String {
     let mut lines = vec![
         format!("twobs kernel: {} ({})", problem.name, problem.origin),
         problem.summary.clone(),
@@ -287,11 +262,7 @@ fn header(
             element_text(&problem.input.element),
             problem.function.name,
             problem.function.file,
-            if problem.function.symmetric {
-                " (symmetric)"
-            } else {
-                ""
-            }
+            if problem.function.symmetric { " (symmetric)" } else { "" }
         ),
         format!("Output: {}", output_text(problem, params)),
         format!(
@@ -299,12 +270,7 @@ fn header(
             if params.values.is_empty() {
                 "none".to_owned()
             } else {
-                params
-                    .values
-                    .iter()
-                    .map(|(n, v)| format!("{n} = {v}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                params.values.iter().map(|(n, v)| format!("{n} = {v}")).collect::<Vec<_>>().join(", ")
             }
         ),
         format!(
@@ -326,23 +292,9 @@ fn header(
         "Launch: {} blocks of {} threads, {} B dynamic shared memory.",
         plan.grid, plan.block_size, plan.shared_bytes
     ));
-    lines.push(format!(
-        "Compile: NVRTC {} --gpu-architecture={}",
-        NVRTC_OPTIONS.join(" "),
-        dev.arch()
-    ));
+    lines.push(format!("Compile: NVRTC {} --gpu-architecture={}", NVRTC_OPTIONS.join(" "), dev.arch()));
     lines.push(format!("Regenerate: {regenerate}"));
-    lines
-        .iter()
-        .map(|l| {
-            if l.is_empty() {
-                "//".to_owned()
-            } else {
-                format!("// {l}")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    lines.iter().map(|l| if l.is_empty() { "//".to_owned() } else { format!("// {l}") }).collect::<Vec<_>>().join("\n")
 }
 
 pub fn element_text(e: &Element) -> String {
@@ -351,11 +303,7 @@ pub fn element_text(e: &Element) -> String {
         Element::Record { fields } => {
             format!(
                 "record {{ {} }}",
-                fields
-                    .iter()
-                    .map(|f| format!("{}: {}", f.name, f.scalar))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                fields.iter().map(|f| format!("{}: {}", f.name, f.scalar)).collect::<Vec<_>>().join(", ")
             )
         }
     }
@@ -367,29 +315,17 @@ pub fn output_text(problem: &Problem, params: &Params) -> String {
         Operand::Literal(v) => v.to_string(),
     };
     match &problem.output {
-        Output::Count { threshold, compare } => format!(
-            "count of pairs with value {} {}",
-            compare.c_operator(),
-            show(threshold)
-        ),
+        Output::Count { threshold, compare } => {
+            format!("count of pairs with value {} {}", compare.c_operator(), show(threshold))
+        }
         Output::Sum => "sum of pair values (f64)".to_owned(),
-        Output::Histogram { bins, min, max } => format!(
-            "histogram of {} buckets over [{}, {})",
-            show(bins),
-            show(min),
-            show(max)
-        ),
-        Output::Pairs {
-            threshold, compare, ..
-        } => format!(
-            "pairs with value {} {}",
-            compare.c_operator(),
-            show(threshold)
-        ),
-        Output::Knn { k } => format!(
-            "{} nearest per query (smallest values, ties to the smaller index)",
-            show(k)
-        ),
+        Output::Histogram { bins, min, max } => {
+            format!("histogram of {} buckets over [{}, {})", show(bins), show(min), show(max))
+        }
+        Output::Pairs { threshold, compare, .. } => {
+            format!("pairs with value {} {}", compare.c_operator(), show(threshold))
+        }
+        Output::Knn { k } => format!("{} nearest per query (smallest values, ties to the smaller index)", show(k)),
     }
 }
 
@@ -431,11 +367,65 @@ pub fn render(
     dev: &Device,
     regenerate: &str,
 ) -> anyhow::Result<Kernel> {
-    let (point, components) = point_cx(&problem.input.element, plan.block_size);
-    let entry = format!("twobs_{}", problem.name.replace('-', "_"));
-    let cx = KernelCx {
-        header: header(problem, params, plan, dev, regenerate),
-        kernel_name: entry.clone(),
+    let plan_cx = PlanCx {
+        input_cache: plan.input_cache.name(),
+        output: plan.output.name(),
+        visit: plan.visit.name(),
+        intra_block: format!("{:?}", plan.intra_block).to_lowercase(),
+        block_size: plan.block_size,
+        copies: plan.copies,
+        tile_bytes: plan.tile_bytes,
+        page_size: plan.page_size.unwrap_or(0),
+    };
+    let mut cx = context(problem, params, plan_cx, Some(plan));
+    cx.header = header(problem, params, plan, dev, regenerate);
+    finish(cx, "kernel.cu", format!("{}.cu", problem.name))
+}
+
+/// Math functions whose f-suffixed float spelling f64 mode maps to the double one.
+const F64_FUNCTIONS: [&str; 30] = [
+    "sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow", "sin", "cos", "tan", "asin",
+    "acos", "atan", "atan2", "sinh", "cosh", "tanh", "fabs", "fmin", "fmax", "floor", "ceil", "rint", "round", "trunc",
+    "fma", "hypot",
+];
+
+/// Renders the CPU driver: the same types, parameters, snippet and pair
+/// arithmetic as the kernel, with a host loop over the pairs of `visit`.
+/// In `f64_mode` the problem must already be widened ([`Problem::in_f64`]).
+pub fn render_cpu(
+    problem: &Problem,
+    params: &Params,
+    visit: crate::plan::Visit,
+    f64_mode: bool,
+) -> anyhow::Result<Kernel> {
+    let mut cx = context(problem, params, PlanCx { visit: visit.name(), ..Default::default() }, None);
+    cx.f64_mode = f64_mode;
+    finish(cx, "cpu/driver.cpp", format!("{}.cpp", problem.name))
+}
+
+fn context(problem: &Problem, params: &Params, plan: PlanCx, full_plan: Option<&Plan>) -> KernelCx {
+    let (point, components) = point_cx(&problem.input.element, plan.block_size.max(1));
+    let output = match full_plan {
+        Some(p) => output_cx(problem, params, p),
+        None => output_cx_for(problem, params, ""),
+    };
+    KernelCx {
+        header: String::new(),
+        kernel_name: format!("twobs_{}", problem.name.replace('-', "_")),
+        problem_name: problem.name.clone(),
+        origin: problem.origin.clone(),
+        f64_mode: false,
+        vector_types: [
+            ("float", "float"),
+            ("double", "double"),
+            ("int", "int"),
+            ("uint", "unsigned"),
+            ("longlong", "long long"),
+        ]
+        .into_iter()
+        .map(|(prefix, c)| VectorTypeCx { prefix, c })
+        .collect(),
+        f64_functions: F64_FUNCTIONS.to_vec(),
         sets: match problem.input.sets {
             crate::spec::Sets::One => 1,
             crate::spec::Sets::Two => 2,
@@ -457,40 +447,29 @@ pub fn render(
             text: problem.function.source.trim_end().to_owned(),
             function: problem.function.name.clone(),
         },
-        output: output_cx(problem, params, plan),
-        plan: PlanCx {
-            input_cache: plan.input_cache.name(),
-            output: plan.output.name(),
-            visit: plan.visit.name(),
-            intra_block: format!("{:?}", plan.intra_block).to_lowercase(),
-            block_size: plan.block_size,
-            copies: plan.copies,
-            tile_bytes: plan.tile_bytes,
-            page_size: plan.page_size.unwrap_or(0),
-        },
-    };
+        output,
+        plan,
+    }
+}
+
+fn finish(cx: KernelCx, template: &str, file_name: String) -> anyhow::Result<Kernel> {
+    let entry = cx.kernel_name.clone();
     let context = tera::Context::from_serialize(&cx).context("building the template context")?;
-    let rendered = tera()
-        .render("kernel.cu", &context)
-        .map_err(|e| anyhow::anyhow!("rendering the kernel template: {e:#}"))?;
-    let file_name = format!("{}.cu", problem.name);
+    let rendered = tera().render(template, &context).map_err(|e| anyhow::anyhow!("rendering {template}: {e:#}"))?;
     // After the snippet, point compiler messages back at the generated file.
-    let source = rendered
-        .lines()
-        .enumerate()
-        .map(|(n, line)| {
-            if line == "//@@twobs-line-reset" {
-                format!("#line {} \"{file_name}\"", n + 2)
-            } else {
-                line.to_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n";
-    Ok(Kernel {
-        entry,
-        file_name,
-        source,
-    })
+    let source =
+        rendered
+            .lines()
+            .enumerate()
+            .map(|(n, line)| {
+                if line == "//@@twobs-line-reset" {
+                    format!("#line {} \"{file_name}\"", n + 2)
+                } else {
+                    line.to_owned()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n";
+    Ok(Kernel { entry, file_name, source })
 }

@@ -47,18 +47,12 @@ pub struct Device {
 /// Fitted to the paper's Table 5 (theoretical column): with C_L = 1 the copy
 /// counts it lists for SDH on 512,000 points come out of the model for C_LP = 0.6
 /// (see docs/planner.md for the fit and its residuals).
-const PASCAL_FIT: ModelConstants = ModelConstants {
-    c_l: 1.0,
-    c_lp: 0.6,
-    source: "fitted to the paper's Table 5 (Titan XP)",
-};
+const PASCAL_FIT: ModelConstants =
+    ModelConstants { c_l: 1.0, c_lp: 0.6, source: "fitted to the paper's Table 5 (Titan XP)" };
 
 /// No measurement yet on this architecture: the Pascal fit stands in.
-const UNMEASURED: ModelConstants = ModelConstants {
-    c_l: 1.0,
-    c_lp: 0.6,
-    source: "not yet measured on this GPU; the Titan XP fit stands in",
-};
+const UNMEASURED: ModelConstants =
+    ModelConstants { c_l: 1.0, c_lp: 0.6, source: "not yet measured on this GPU; the Titan XP fit stands in" };
 
 pub const PROFILE_NAMES: [&str; 4] = ["titanxp", "a100", "h100", "h200"];
 
@@ -131,11 +125,7 @@ impl Device {
                 model: UNMEASURED,
             },
             // H200 SXM 141 GB: the H100's chip with faster, larger memory.
-            "h200" => Device {
-                name: "h200".into(),
-                memory_bandwidth_gbs: 4800.0,
-                ..Device::profile("h100")?
-            },
+            "h200" => Device { name: "h200".into(), memory_bandwidth_gbs: 4800.0, ..Device::profile("h100")? },
             _ => return None,
         };
         Some(d)
@@ -143,18 +133,12 @@ impl Device {
 
     /// The NVRTC target for this device, e.g. `sm_90`.
     pub fn arch(&self) -> String {
-        format!(
-            "sm_{}{}",
-            self.compute_capability.0, self.compute_capability.1
-        )
+        format!("sm_{}{}", self.compute_capability.0, self.compute_capability.1)
     }
 
     /// Peak FP32 instruction issue rate (one FMA counts once), in instructions per second.
     pub fn fp32_issue_rate(&self) -> f64 {
-        self.multiprocessors as f64
-            * self.fp32_lanes_per_sm as f64
-            * self.boost_clock_mhz as f64
-            * 1e6
+        self.multiprocessors as f64 * self.fp32_lanes_per_sm as f64 * self.boost_clock_mhz as f64 * 1e6
     }
 
     /// Resolves `--device`: a profile name, or `auto` for the live GPU
@@ -165,17 +149,12 @@ impl Device {
                 Ok(d) => (d, None),
                 Err(why) => (
                     Device::profile("h100").expect("h100 profile exists"),
-                    Some(format!(
-                        "--device auto: no usable GPU ({why:#}); planning for the h100 profile"
-                    )),
+                    Some(format!("--device auto: no usable GPU ({why:#}); planning for the h100 profile")),
                 ),
             });
         }
         Device::profile(name).map(|d| (d, None)).ok_or_else(|| {
-            anyhow::anyhow!(
-                "unknown device `{name}`; expected auto or one of: {}",
-                PROFILE_NAMES.join(", ")
-            )
+            anyhow::anyhow!("unknown device `{name}`; expected auto or one of: {}", PROFILE_NAMES.join(", "))
         })
     }
 

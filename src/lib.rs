@@ -8,8 +8,10 @@
 pub mod backend;
 pub mod cli;
 pub mod codegen;
+pub mod data;
 pub mod device;
 pub mod model;
+pub mod outcome;
 pub mod plan;
 pub mod problems;
 pub mod spec;

@@ -34,10 +34,7 @@ pub struct Occupancy {
 
 /// Blocks that fit on one multiprocessor, or None when not even one does.
 pub fn occupancy(dev: &Device, needs: BlockNeeds) -> Option<Occupancy> {
-    if needs.threads == 0
-        || needs.threads > 1024
-        || needs.registers_per_thread > dev.max_registers_per_thread
-    {
+    if needs.threads == 0 || needs.threads > 1024 || needs.registers_per_thread > dev.max_registers_per_thread {
         return None;
     }
     if needs.shared_bytes > dev.shared_per_block_optin {
@@ -56,16 +53,9 @@ pub fn occupancy(dev: &Device, needs: BlockNeeds) -> Option<Occupancy> {
         limits.push((dev.shared_per_sm / shared, Limiter::SharedMemory));
     }
     // Ties go to the first listed: threads, then blocks, then registers, then shared memory.
-    let (blocks, limiter) = limits
-        .into_iter()
-        .fold((u32::MAX, Limiter::Threads), |best, l| {
-            if l.0 < best.0 { l } else { best }
-        });
-    (blocks > 0).then_some(Occupancy {
-        blocks_per_sm: blocks,
-        threads_per_sm: blocks * needs.threads,
-        limiter,
-    })
+    let (blocks, limiter) =
+        limits.into_iter().fold((u32::MAX, Limiter::Threads), |best, l| if l.0 < best.0 { l } else { best });
+    (blocks > 0).then_some(Occupancy { blocks_per_sm: blocks, threads_per_sm: blocks * needs.threads, limiter })
 }
 
 /// R = ceil(T / (alpha * M_P)), eq. 1.
@@ -128,11 +118,7 @@ pub fn copy_table(dev: &Device, p: CopyProblem, m: ModelConstants) -> Vec<CopyRo
             let shared_bytes = copies * p.slots * p.bytes_per_slot + p.other_shared_bytes;
             let occ = occupancy(
                 dev,
-                BlockNeeds {
-                    threads: p.block_size,
-                    shared_bytes,
-                    registers_per_thread: p.registers_per_thread,
-                },
+                BlockNeeds { threads: p.block_size, shared_bytes, registers_per_thread: p.registers_per_thread },
             );
             let rounds = occ.map(|o| rounds(p.total_threads, o, dev));
             let latency = latency(k, p.slots as f64, m.c_l, m.c_lp) / m.c_l;
@@ -151,12 +137,10 @@ pub fn copy_table(dev: &Device, p: CopyProblem, m: ModelConstants) -> Vec<CopyRo
 
 /// The row of least cost; ties go to fewer copies (less shared memory for the same time).
 pub fn best_copies(rows: &[CopyRow]) -> Option<&CopyRow> {
-    rows.iter()
-        .filter(|r| r.cost.is_some())
-        .fold(None, |best: Option<&CopyRow>, r| match best {
-            Some(b) if b.cost.unwrap() <= r.cost.unwrap() * (1.0 + 1e-12) => Some(b),
-            _ => Some(r),
-        })
+    rows.iter().filter(|r| r.cost.is_some()).fold(None, |best: Option<&CopyRow>, r| match best {
+        Some(b) if b.cost.unwrap() <= r.cost.unwrap() * (1.0 + 1e-12) => Some(b),
+        _ => Some(r),
+    })
 }
 
 #[cfg(test)]
@@ -196,60 +180,21 @@ mod tests {
     #[test]
     fn occupancy_is_limited_by_the_scarcest_resource() {
         let dev = Device::profile("titanxp").unwrap();
-        let o = occupancy(
-            &dev,
-            BlockNeeds {
-                threads: 64,
-                shared_bytes: 0,
-                registers_per_thread: 32,
-            },
-        )
-        .unwrap();
-        assert_eq!(
-            (o.blocks_per_sm, o.threads_per_sm, o.limiter),
-            (32, 2048, Limiter::Threads)
-        );
-        let o = occupancy(
-            &dev,
-            BlockNeeds {
-                threads: 64,
-                shared_bytes: 24 * 1024,
-                registers_per_thread: 32,
-            },
-        )
-        .unwrap();
+        let o = occupancy(&dev, BlockNeeds { threads: 64, shared_bytes: 0, registers_per_thread: 32 }).unwrap();
+        assert_eq!((o.blocks_per_sm, o.threads_per_sm, o.limiter), (32, 2048, Limiter::Threads));
+        let o = occupancy(&dev, BlockNeeds { threads: 64, shared_bytes: 24 * 1024, registers_per_thread: 32 }).unwrap();
         assert_eq!((o.blocks_per_sm, o.limiter), (4, Limiter::SharedMemory));
-        let o = occupancy(
-            &dev,
-            BlockNeeds {
-                threads: 256,
-                shared_bytes: 0,
-                registers_per_thread: 128,
-            },
-        )
-        .unwrap();
+        let o = occupancy(&dev, BlockNeeds { threads: 256, shared_bytes: 0, registers_per_thread: 128 }).unwrap();
         assert_eq!((o.blocks_per_sm, o.limiter), (2, Limiter::Registers));
         assert!(
-            occupancy(
-                &dev,
-                BlockNeeds {
-                    threads: 64,
-                    shared_bytes: 49 * 1024,
-                    registers_per_thread: 32
-                }
-            )
-            .is_none()
+            occupancy(&dev, BlockNeeds { threads: 64, shared_bytes: 49 * 1024, registers_per_thread: 32 }).is_none()
         );
     }
 
     #[test]
     fn rounds_follow_equation_one() {
         let dev = Device::profile("titanxp").unwrap();
-        let occ = Occupancy {
-            blocks_per_sm: 32,
-            threads_per_sm: 2048,
-            limiter: Limiter::Threads,
-        };
+        let occ = Occupancy { blocks_per_sm: 32, threads_per_sm: 2048, limiter: Limiter::Threads };
         assert_eq!(rounds(512_000, occ, &dev), 512_000u64.div_ceil(2048 * 30));
     }
 }

@@ -163,12 +163,8 @@ pub struct Plan {
 }
 
 impl InputCache {
-    pub const ALL: [InputCache; 4] = [
-        InputCache::RegisterShm,
-        InputCache::RegisterRoc,
-        InputCache::Shuffle,
-        InputCache::Naive,
-    ];
+    pub const ALL: [InputCache; 4] =
+        [InputCache::RegisterShm, InputCache::RegisterRoc, InputCache::Shuffle, InputCache::Naive];
     pub fn name(self) -> &'static str {
         match self {
             InputCache::RegisterShm => "register_shm",
@@ -202,18 +198,10 @@ impl OutputStage {
     /// The stages that can produce this output kind.
     pub fn applicable(output: &Output) -> &'static [OutputStage] {
         match output {
-            Output::Count { .. } => &[
-                OutputStage::Register,
-                OutputStage::Op,
-                OutputStage::Aop,
-                OutputStage::Global,
-            ],
-            Output::Histogram { .. } => &[
-                OutputStage::Register,
-                OutputStage::Op,
-                OutputStage::Aop,
-                OutputStage::Global,
-            ],
+            Output::Count { .. } => &[OutputStage::Register, OutputStage::Op, OutputStage::Aop, OutputStage::Global],
+            Output::Histogram { .. } => {
+                &[OutputStage::Register, OutputStage::Op, OutputStage::Aop, OutputStage::Global]
+            }
             Output::Sum => &[OutputStage::Register],
             Output::Pairs { .. } => &[OutputStage::Dob],
             Output::Knn { .. } => &[OutputStage::Topk],
@@ -230,18 +218,10 @@ macro_rules! named_enum_parse {
         impl std::str::FromStr for $t {
             type Err = String;
             fn from_str(s: &str) -> Result<Self, String> {
-                <$t>::ALL
-                    .iter()
-                    .copied()
-                    .find(|v| v.name() == s)
-                    .ok_or_else(|| {
-                        let names: Vec<&str> = <$t>::ALL.iter().map(|v| v.name()).collect();
-                        format!(
-                            "unknown {} `{s}`; expected one of: {}",
-                            $what,
-                            names.join(", ")
-                        )
-                    })
+                <$t>::ALL.iter().copied().find(|v| v.name() == s).ok_or_else(|| {
+                    let names: Vec<&str> = <$t>::ALL.iter().map(|v| v.name()).collect();
+                    format!("unknown {} `{s}`; expected one of: {}", $what, names.join(", "))
+                })
             }
         }
         impl fmt::Display for $t {
@@ -275,18 +255,19 @@ struct Shape {
     pairs: u128,
 }
 
-fn shape(problem: &Problem, params: &Params, points: Points, dev: &Device) -> Shape {
-    let beta = dev.shared_per_block_optin as u64;
-    let n = points.a;
-    let visit = match (
-        problem.input.sets,
-        problem.function.symmetric,
-        &problem.output,
-    ) {
+/// Which pairs a problem visits; every backend visits the same.
+pub fn visit_of(problem: &Problem) -> Visit {
+    match (problem.input.sets, problem.function.symmetric, &problem.output) {
         (Sets::Two, _, _) => Visit::Cross,
         (Sets::One, true, Output::Knn { .. }) | (Sets::One, false, _) => Visit::AllPairs,
         (Sets::One, true, _) => Visit::LowerTriangle,
-    };
+    }
+}
+
+fn shape(problem: &Problem, params: &Params, points: Points, dev: &Device) -> Shape {
+    let beta = dev.shared_per_block_optin as u64;
+    let n = points.a;
+    let visit = visit_of(problem);
     let pairs = match visit {
         Visit::LowerTriangle => n as u128 * n.saturating_sub(1) as u128 / 2,
         Visit::AllPairs => n as u128 * n.saturating_sub(1) as u128,
@@ -309,21 +290,10 @@ fn shape(problem: &Problem, params: &Params, points: Points, dev: &Device) -> Sh
         Output::Pairs { .. } => (OutputClass::TypeIII, None, 0),
         Output::Knn { k } => {
             let k = params.eval(k).as_f64() as u64;
-            (
-                OutputClass::PerQuery,
-                Some(n * k * (problem.function.returns.bytes() as u64 + 4)),
-                0,
-            )
+            (OutputClass::PerQuery, Some(n * k * (problem.function.returns.bytes() as u64 + 4)), 0)
         }
     };
-    Shape {
-        visit,
-        class,
-        output_bytes,
-        slots,
-        query_points: n,
-        pairs,
-    }
+    Shape { visit, class, output_bytes, slots, query_points: n, pairs }
 }
 
 /// Registers per thread the kernel is expected to need (no GPU to ask at plan time):
@@ -341,17 +311,11 @@ fn registers_estimate(problem: &Problem, params: &Params, output: OutputStage) -
         OutputStage::Dob => 8,
         _ => 2,
     };
-    (22 + 2 * words + output_regs)
-        .next_multiple_of(8)
-        .clamp(32, 255)
+    (22 + 2 * words + output_regs).next_multiple_of(8).clamp(32, 255)
 }
 
 fn largest_power_of_two_at_most(x: u64) -> u32 {
-    if x <= 1 {
-        1
-    } else {
-        1u32 << (63 - x.leading_zeros()).min(10)
-    }
+    if x <= 1 { 1 } else { 1u32 << (63 - x.leading_zeros()).min(10) }
 }
 
 fn planner_block_size(output: OutputStage, query_points: u64, dev: &Device) -> (u32, String) {
@@ -363,20 +327,13 @@ fn planner_block_size(output: OutputStage, query_points: u64, dev: &Device) -> (
                 dev.threads_per_sm, dev.blocks_per_sm
             ),
         ),
-        OutputStage::Register => (
-            512,
-            "each shared tile feeds 512 threads, the paper's choice for Type-I (section 5.2)"
-                .to_owned(),
-        ),
-        _ => (
-            256,
-            "a tile of 256 points amortizes each barrier without large per-block output state"
-                .to_owned(),
-        ),
+        OutputStage::Register => {
+            (512, "each shared tile feeds 512 threads, the paper's choice for Type-I (section 5.2)".to_owned())
+        }
+        _ => (256, "a tile of 256 points amortizes each barrier without large per-block output state".to_owned()),
     };
     // Every multiprocessor should get at least one block.
-    let cap =
-        largest_power_of_two_at_most(query_points.div_ceil(dev.multiprocessors as u64)).max(32);
+    let cap = largest_power_of_two_at_most(query_points.div_ceil(dev.multiprocessors as u64)).max(32);
     if cap < preferred {
         (
             cap,
@@ -423,15 +380,11 @@ impl Plan {
             what: "visit",
             choice: shape.visit.name().into(),
             why: match shape.visit {
-                Visit::LowerTriangle => {
-                    "one set and a symmetric function: each unordered pair i < j once".into()
-                }
+                Visit::LowerTriangle => "one set and a symmetric function: each unordered pair i < j once".into(),
                 Visit::AllPairs if matches!(problem.output, Output::Knn { .. }) => {
                     "per-query output: each query thread sees every other point (j != i)".into()
                 }
-                Visit::AllPairs => {
-                    "one set and a function that is not symmetric: every ordered pair i != j".into()
-                }
+                Visit::AllPairs => "one set and a function that is not symmetric: every ordered pair i != j".into(),
                 Visit::Cross => "two sets: every (a, b)".into(),
             },
         });
@@ -453,27 +406,20 @@ impl Plan {
 
         // Output stage (the tree's leaves), before the input cache: the RoC check needs the block size.
         let (mut output, output_why) = match shape.class {
-            OutputClass::TypeI => (
-                OutputStage::Register,
-                "Type-I: accumulate in registers, reduce once per block".to_owned(),
-            ),
-            OutputClass::TypeII => (
-                OutputStage::Aop,
-                "Type-II: privatized copies in shared memory".to_owned(),
-            ),
-            OutputClass::TypeIII if matches!(problem.output, Output::Pairs { .. }) => (
-                OutputStage::Dob,
-                format!("Type-III: pages of {PAGE_PAIRS} pairs taken with one atomicAdd each"),
-            ),
+            OutputClass::TypeI => {
+                (OutputStage::Register, "Type-I: accumulate in registers, reduce once per block".to_owned())
+            }
+            OutputClass::TypeII => (OutputStage::Aop, "Type-II: privatized copies in shared memory".to_owned()),
+            OutputClass::TypeIII if matches!(problem.output, Output::Pairs { .. }) => {
+                (OutputStage::Dob, format!("Type-III: pages of {PAGE_PAIRS} pairs taken with one atomicAdd each"))
+            }
             OutputClass::TypeIII => (
                 OutputStage::Global,
-                "Type-III histogram: too large for a private copy, atomics in global memory"
-                    .to_owned(),
+                "Type-III histogram: too large for a private copy, atomics in global memory".to_owned(),
             ),
-            OutputClass::PerQuery => (
-                OutputStage::Topk,
-                "per query: the K best so far in registers, written once".to_owned(),
-            ),
+            OutputClass::PerQuery => {
+                (OutputStage::Topk, "per query: the K best so far in registers, written once".to_owned())
+            }
         };
         let mut output_why = output_why;
         if let Some(f) = forced.output {
@@ -534,11 +480,7 @@ impl Plan {
             // Every resident block streams its own tile through the read-only cache.
             let blocks = model::occupancy(
                 dev,
-                BlockNeeds {
-                    threads: block_size,
-                    shared_bytes: 0,
-                    registers_per_thread: registers,
-                },
+                BlockNeeds { threads: block_size, shared_bytes: 0, registers_per_thread: registers },
             )
             .map_or(1, |o| o.blocks_per_sm);
             let working_set = blocks * block_size * element_bytes;
@@ -564,14 +506,14 @@ impl Plan {
                 )
             }
         } else {
-            (InputCache::RegisterShm, "tiles in shared memory: the lowest-latency cache, free for input since the output is not there".to_owned())
+            (
+                InputCache::RegisterShm,
+                "tiles in shared memory: the lowest-latency cache, free for input since the output is not there"
+                    .to_owned(),
+            )
         };
 
-        let tile_bytes = if input_cache == InputCache::RegisterShm {
-            block_size * element_bytes
-        } else {
-            0
-        };
+        let tile_bytes = if input_cache == InputCache::RegisterShm { block_size * element_bytes } else { 0 };
 
         // Copy count (paper section 3.3.2), for the privatized stages.
         let copy_problem = |slots: u32| CopyProblem {
@@ -583,10 +525,7 @@ impl Plan {
             total_threads,
         };
         // Shown for every output that can be privatized, so that forced choices can be judged.
-        let privatizable = matches!(
-            problem.output,
-            Output::Count { .. } | Output::Histogram { .. }
-        );
+        let privatizable = matches!(problem.output, Output::Count { .. } | Output::Histogram { .. });
         let copy_model = (privatizable && shape.slots * SLOT_BYTES <= beta).then(|| {
             let rows = model::copy_table(dev, copy_problem(shape.slots), dev.model);
             let best = model::best_copies(&rows).map_or(1, |r| r.copies);
@@ -608,9 +547,7 @@ impl Plan {
         let copies = match output {
             OutputStage::Op => 1,
             OutputStage::Aop => {
-                let model = copy_model
-                    .as_ref()
-                    .expect("privatized output has a copy model");
+                let model = copy_model.as_ref().expect("privatized output has a copy model");
                 match forced.copies {
                     Some(c) => c,
                     None if forced.output == Some(OutputStage::Aop) && model.best == 1 => 2,
@@ -622,8 +559,7 @@ impl Plan {
         if output == OutputStage::Aop && copies == 1 {
             output = OutputStage::Op;
         }
-        if shape.class == OutputClass::TypeII && forced.output.is_none() && forced.copies.is_none()
-        {
+        if shape.class == OutputClass::TypeII && forced.output.is_none() && forced.copies.is_none() {
             let m = copy_model.as_ref().expect("Type-II has a copy model");
             output_why = match m.gamma {
                 Some(g) if copies == 1 => format!(
@@ -638,11 +574,7 @@ impl Plan {
             };
         }
 
-        let output_shared_bytes = if output.privatized() {
-            copies * shape.slots * SLOT_BYTES
-        } else {
-            0
-        };
+        let output_shared_bytes = if output.privatized() { copies * shape.slots * SLOT_BYTES } else { 0 };
         let shared_bytes = tile_bytes + output_shared_bytes;
         if shared_bytes > dev.shared_per_block_optin {
             anyhow::bail!(
@@ -655,21 +587,9 @@ impl Plan {
             .ok_or_else(|| anyhow::anyhow!("a block of {block_size} threads with {shared_bytes} B of shared memory and {registers} registers per thread does not fit on {}", dev.name))?;
         let rounds = model::rounds(total_threads, occupancy, dev);
 
-        decisions.push(Decision {
-            what: "output",
-            choice: output.name().into(),
-            why: output_why,
-        });
-        decisions.push(Decision {
-            what: "input_cache",
-            choice: input_cache.name().into(),
-            why: input_why,
-        });
-        decisions.push(Decision {
-            what: "block_size",
-            choice: block_size.to_string(),
-            why: block_why,
-        });
+        decisions.push(Decision { what: "output", choice: output.name().into(), why: output_why });
+        decisions.push(Decision { what: "input_cache", choice: input_cache.name().into(), why: input_why });
+        decisions.push(Decision { what: "block_size", choice: block_size.to_string(), why: block_why });
         if output.privatized() {
             decisions.push(Decision {
                 what: "copies",
@@ -744,19 +664,11 @@ impl Plan {
             ));
         }
         if self.block_size != planned.block_size {
-            self.notes.push(format!(
-                "block_size {} is forced; the planner chooses {}",
-                self.block_size, planned.block_size
-            ));
+            self.notes
+                .push(format!("block_size {} is forced; the planner chooses {}", self.block_size, planned.block_size));
         }
         if let (Some(model), true) = (&self.copy_model, self.output.privatized()) {
-            let cost = |c: u32| {
-                model
-                    .rows
-                    .iter()
-                    .find(|r| r.copies == c)
-                    .and_then(|r| r.cost)
-            };
+            let cost = |c: u32| model.rows.iter().find(|r| r.copies == c).and_then(|r| r.cost);
             if let (Some(mine), Some(best)) = (cost(self.copies), cost(model.best)) {
                 if self.copies != model.best && mine > best {
                     self.notes.push(format!(
@@ -773,10 +685,7 @@ impl Plan {
     }
 
     pub fn why(&self, what: &str) -> &str {
-        self.decisions
-            .iter()
-            .find(|d| d.what == what)
-            .map_or("", |d| d.why.as_str())
+        self.decisions.iter().find(|d| d.what == what).map_or("", |d| d.why.as_str())
     }
 
     /// A short name of the variant: `register_roc-aop32`, used for files and snapshots.
@@ -845,24 +754,14 @@ impl fmt::Display for Plan {
                 m.constants_source,
                 m.gamma.map_or(String::new(), |g| format!(", gamma = {g}"))
             )?;
-            writeln!(
-                f,
-                "    copies   k  shared/block  blocks/SM  threads/SM  rounds R  L(k)/C_L     R x L"
-            )?;
+            writeln!(f, "    copies   k  shared/block  blocks/SM  threads/SM  rounds R  L(k)/C_L     R x L")?;
             for r in &m.rows {
                 let mark = if r.copies == m.best { "  <- least" } else { "" };
                 match (r.occupancy, r.rounds, r.cost) {
                     (Some(o), Some(rounds), Some(cost)) => writeln!(
                         f,
                         "    {:>6} {:>3} {:>13} {:>10} {:>11} {:>9} {:>8.3} {:>9.1}{mark}",
-                        r.copies,
-                        r.k,
-                        r.shared_bytes,
-                        o.blocks_per_sm,
-                        o.threads_per_sm,
-                        rounds,
-                        r.latency,
-                        cost
+                        r.copies, r.k, r.shared_bytes, o.blocks_per_sm, o.threads_per_sm, rounds, r.latency, cost
                     )?,
                     _ => writeln!(
                         f,

@@ -32,10 +32,7 @@ struct Embedded;
 impl Files for Embedded {
     fn read(&self, path: &Path) -> Option<String> {
         let rel = path.strip_prefix("problems").ok()?;
-        FILES
-            .iter()
-            .find(|(name, _)| Path::new(name) == rel)
-            .map(|(_, text)| (*text).to_owned())
+        FILES.iter().find(|(name, _)| Path::new(name) == rel).map(|(_, text)| (*text).to_owned())
     }
 }
 
@@ -51,14 +48,10 @@ pub fn built_in(name: &str) -> Option<Problem> {
 pub fn load(arg: &str) -> anyhow::Result<Problem> {
     let path = Path::new(arg);
     if path.exists() || arg.ends_with(".xml") {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the spec `{arg}`"))?;
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read the spec `{arg}`"))?;
         return Ok(Problem::parse(&text, path, &Disk)?);
     }
     built_in(arg).ok_or_else(|| {
-        anyhow::anyhow!(
-            "`{arg}` is neither a spec file nor a built-in problem; built-ins: {}",
-            BUILT_IN.join(", ")
-        )
+        anyhow::anyhow!("`{arg}` is neither a spec file nor a built-in problem; built-ins: {}", BUILT_IN.join(", "))
     })
 }

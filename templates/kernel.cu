@@ -1,23 +1,5 @@
 {{ header }}
-// ------------------------------------------------------------------ types
-{% if point.is_struct -%}
-struct Point {
-{%- for line in point.struct_fields %}
-  {{ line }}
-{%- endfor %}
-};
-{%- else -%}
-typedef {{ point.ctype }} Point;
-{%- endif %}
-typedef {{ value_ctype }} Value;
-
-// Parameters are compile-time constants: the runner recompiles when they change.
-namespace params {
-{%- for p in params %}
-[[maybe_unused]] constexpr {{ p.ctype }} {{ p.name }} = {{ p.literal }};
-{%- endfor %}
-}  // namespace params
-
+{% include "common/types.cu" %}
 // ------------------------------------------------------------------ the pairwise function
 #line 1 "{{ snippet.file }}"
 {{ snippet.text }}
@@ -45,30 +27,7 @@ __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
   return p;
 }
 
-// ------------------------------------------------------------------ what a pair contributes
-{% if output.kind == "count" or output.kind == "pairs" -%}
-constexpr Value THRESHOLD = static_cast<Value>({{ output.threshold }});
-__device__ __forceinline__ bool passes(Value v) { return v {{ output.compare }} THRESHOLD; }
-{% endif -%}
-{% if output.kind == "count" -%}
-// A count is a histogram with one slot.
-[[maybe_unused]] constexpr unsigned SLOTS = 1;
-__device__ __forceinline__ int slot_of(Value v) { return passes(v) ? 0 : -1; }
-{% elif output.kind == "histogram" -%}
-// bucket = floor((v - LO) * SCALE) in Value arithmetic, SCALE = bins / (max - min)
-// rounded once on the host; values outside [min, max) and NaN fall in no bucket.
-[[maybe_unused]] constexpr unsigned SLOTS = {{ output.bins }};
-constexpr Value LO = {{ output.lo }};
-constexpr Value SCALE = {{ output.scale }};
-__device__ __forceinline__ int slot_of(Value v) {
-  const Value x = (v - LO) * SCALE;
-  return (x >= Value(0) && x < Value(SLOTS)) ? static_cast<int>(x) : -1;
-}
-{% elif output.kind == "knn" -%}
-constexpr unsigned K = {{ output.k }};
-__device__ __forceinline__ Value worst() { return {{ output.worst }}; }  // ranks after every real value
-{% endif -%}
-
+{% include "common/contribution.cu" %}
 {% if output.stage == "register" or output.stage == "register_sum" -%}
 // Sum of v over the block; the result is valid in thread 0.
 template <class T>

@@ -4,11 +4,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn twobs(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_twobs"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap()
+    Command::new(env!("CARGO_BIN_EXE_twobs")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap()
 }
 
 fn stdout(o: &Output) -> String {
@@ -25,11 +21,7 @@ fn list_shows_every_built_in_with_a_line() {
     assert!(o.status.success());
     let text = stdout(&o);
     for name in twobs::problems::BUILT_IN {
-        assert!(
-            text.lines()
-                .any(|l| l.starts_with(name) && l.len() > name.len() + 20),
-            "{name} missing: {text}"
-        );
+        assert!(text.lines().any(|l| l.starts_with(name) && l.len() > name.len() + 20), "{name} missing: {text}");
     }
 }
 
@@ -41,12 +33,9 @@ fn generated_kernels_are_current() {
         let o = twobs(&["gen", &spec, "-o", dir.path().to_str().unwrap()]);
         assert!(o.status.success(), "{}", stderr(&o));
         let fresh = std::fs::read_to_string(dir.path().join(format!("{name}.cu"))).unwrap();
-        let kept = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("generated")
-                .join(format!("{name}.cu")),
-        )
-        .unwrap_or_default();
+        let kept =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("generated").join(format!("{name}.cu")))
+                .unwrap_or_default();
         assert!(
             fresh == kept,
             "generated/{name}.cu is stale: run `for p in problems/*.xml; do twobs gen $p -o generated; done`"
@@ -70,26 +59,16 @@ fn plan_explains_each_decision() {
     let o = twobs(&["plan", "problems/rdf.xml"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    for key in [
-        "visit",
-        "output class",
-        "output",
-        "input_cache",
-        "block_size",
-        "copies",
-        "occupancy",
-        "copy model",
-        "R x L",
-    ] {
+    for key in
+        ["visit", "output class", "output", "input_cache", "block_size", "copies", "occupancy", "copy model", "R x L"]
+    {
         assert!(text.contains(key), "`{key}` missing:\n{text}");
     }
 }
 
 #[test]
 fn plan_json_has_the_promised_keys() {
-    let o = twobs(&[
-        "plan", "sdh", "--json", "--device", "titanxp", "--points", "512000", "--param", "bins=20",
-    ]);
+    let o = twobs(&["plan", "sdh", "--json", "--device", "titanxp", "--points", "512000", "--param", "bins=20"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["input_cache"], "register_roc");
@@ -100,23 +79,12 @@ fn plan_json_has_the_promised_keys() {
 
 #[test]
 fn forced_worse_choices_are_explained() {
-    let o = twobs(&[
-        "plan", "sdh", "--device", "titanxp", "--points", "512000", "--param", "bins=20",
-        "--copies", "1",
-    ]);
+    let o = twobs(&["plan", "sdh", "--device", "titanxp", "--points", "512000", "--param", "bins=20", "--copies", "1"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stdout(&o).contains("note: 1 copies: the model predicts"),
-        "{}",
-        stdout(&o)
-    );
+    assert!(stdout(&o).contains("note: 1 copies: the model predicts"), "{}", stdout(&o));
     let o = twobs(&["plan", "sdh", "--output", "register"]);
     assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("error: output stage register is impossible"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("error: output stage register is impossible"), "{}", stderr(&o));
 }
 
 #[test]
@@ -126,11 +94,7 @@ fn device_auto_without_a_gpu_falls_back_with_a_note() {
     }
     let o = twobs(&["plan", "2pcf", "--device", "auto"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("note: --device auto: no usable GPU"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("note: --device auto: no usable GPU"), "{}", stderr(&o));
     assert!(stdout(&o).contains("device: h100 (profile"));
 }
 
@@ -138,51 +102,26 @@ fn device_auto_without_a_gpu_falls_back_with_a_note() {
 fn errors_are_clear_and_fail() {
     let o = twobs(&["plan", "nosuch"]);
     assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("`nosuch` is neither a spec file nor a built-in problem"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("`nosuch` is neither a spec file nor a built-in problem"), "{}", stderr(&o));
     let o = twobs(&["plan", "sdh", "--device", "v100"]);
     assert!(
-        stderr(&o)
-            .contains("unknown device `v100`; expected auto or one of: titanxp, a100, h100, h200"),
+        stderr(&o).contains("unknown device `v100`; expected auto or one of: titanxp, a100, h100, h200"),
         "{}",
         stderr(&o)
     );
     let o = twobs(&["plan", "sdh", "--points", "0"]);
-    assert!(
-        stderr(&o).contains("--points 0: expected a positive whole number"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("--points 0: expected a positive whole number"), "{}", stderr(&o));
     let o = twobs(&["plan", "sdh", "--points", "10x10"]);
-    assert!(
-        stderr(&o).contains("this problem has one set"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("this problem has one set"), "{}", stderr(&o));
     let o = twobs(&["plan", "sdh", "--input-cache", "texture"]);
-    assert!(
-        stderr(&o).contains("unknown input cache `texture`"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("unknown input cache `texture`"), "{}", stderr(&o));
 
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("bad.xml");
-    std::fs::write(
-        &spec,
-        "<problem name=\"bad\">\n  <sumary>x</sumary>\n</problem>\n",
-    )
-    .unwrap();
+    std::fs::write(&spec, "<problem name=\"bad\">\n  <sumary>x</sumary>\n</problem>\n").unwrap();
     let o = twobs(&["gen", spec.to_str().unwrap()]);
     assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains(&format!("{}:2:3: unknown element <sumary>", spec.display())),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains(&format!("{}:2:3: unknown element <sumary>", spec.display())), "{}", stderr(&o));
 }
 
 #[test]
@@ -191,11 +130,8 @@ fn a_snippet_error_points_at_the_users_line() {
         panic!("NVRTC is missing: run the suite through scripts/test.sh");
     }
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("f.cu"),
-        "__device__ float f(float2 a, float2 b) {\n  return a.x - b.q;\n}\n",
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("f.cu"), "__device__ float f(float2 a, float2 b) {\n  return a.x - b.q;\n}\n")
+        .unwrap();
     let spec = dir.path().join("mine.xml");
     std::fs::write(
         &spec,
@@ -206,9 +142,6 @@ fn a_snippet_error_points_at_the_users_line() {
     let o = twobs(&["gen", spec.to_str().unwrap(), "--check"]);
     assert!(!o.status.success());
     let err = stderr(&o);
-    assert!(
-        err.contains(&format!("{}(2): error", dir.path().join("f.cu").display())),
-        "{err}"
-    );
+    assert!(err.contains(&format!("{}(2): error", dir.path().join("f.cu").display())), "{err}");
     assert!(err.contains("has no member \"q\""), "{err}");
 }

@@ -22,29 +22,17 @@ fn cases() -> Vec<Case> {
     for (name, overrides) in runs {
         let problem = built_in(name).unwrap();
         let params = problem.bind(&overrides).unwrap();
-        let points = Points {
-            a: 1_000_000,
-            b: matches!(problem.input.sets, twobs::spec::Sets::Two).then_some(1_000_000),
-        };
-        let suffix: String = overrides
-            .iter()
-            .map(|o| format!("-{}", o.replace('=', "")))
-            .collect();
+        let points =
+            Points { a: 1_000_000, b: matches!(problem.input.sets, twobs::spec::Sets::Two).then_some(1_000_000) };
+        let suffix: String = overrides.iter().map(|o| format!("-{}", o.replace('=', ""))).collect();
         let mut forced = vec![Forced::default()];
         forced.extend(plan::variants(&problem, &params, &dev, points));
         for f in forced {
             let plan = Plan::new(&problem, &params, &dev, points, f).unwrap();
             let cmd = codegen::regenerate_command(&problem, &dev, None, &overrides, f);
             let kernel = codegen::render(&problem, &params, &plan, &dev, &cmd).unwrap();
-            let label = if f.any() {
-                plan.variant()
-            } else {
-                "planned".to_owned()
-            };
-            out.push(Case {
-                name: format!("{name}{suffix}-{label}"),
-                kernel,
-            });
+            let label = if f.any() { plan.variant() } else { "planned".to_owned() };
+            out.push(Case { name: format!("{name}{suffix}-{label}"), kernel });
         }
     }
     out
@@ -73,40 +61,27 @@ fn nvrtc_compiles_every_kernel() {
     let arch = Device::profile("h100").unwrap().arch();
     let arch = arch.as_str();
     let cases = cases();
-    let results: Vec<(String, anyhow::Result<twobs::backend::nvrtc::Compiled>)> =
-        std::thread::scope(|s| {
-            let chunks: Vec<&[Case]> = cases.chunks(cases.len().div_ceil(2)).collect();
-            let handles: Vec<_> = chunks
-                .into_iter()
-                .map(|chunk| {
-                    s.spawn(move || {
-                        chunk
-                            .iter()
-                            .map(|c| {
-                                (
-                                    c.name.clone(),
-                                    twobs::backend::nvrtc::compile(&c.kernel, arch),
-                                )
-                            })
-                            .collect::<Vec<_>>()
-                    })
+    let results: Vec<(String, anyhow::Result<twobs::backend::nvrtc::Compiled>)> = std::thread::scope(|s| {
+        let chunks: Vec<&[Case]> = cases.chunks(cases.len().div_ceil(2)).collect();
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| {
+                s.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|c| (c.name.clone(), twobs::backend::nvrtc::compile(&c.kernel, arch)))
+                        .collect::<Vec<_>>()
                 })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap())
-                .collect()
-        });
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
     println!("NVRTC {}.{} for {arch}:", version.0, version.1);
     let mut failures = Vec::new();
     for (name, r) in &results {
         match r {
             Ok(c) => {
-                println!(
-                    "  {name:<48} {:>3} registers {:>4} B spilled",
-                    c.registers.unwrap_or(0),
-                    c.spill_bytes
-                );
+                println!("  {name:<48} {:>3} registers {:>4} B spilled", c.registers.unwrap_or(0), c.spill_bytes);
                 if c.log.contains("warning") {
                     failures.push(format!("{name}: compiler warnings:\n{}", c.log));
                 }
@@ -114,10 +89,6 @@ fn nvrtc_compiles_every_kernel() {
             Err(e) => failures.push(format!("{name}: {e:#}")),
         }
     }
-    println!(
-        "{} kernels compiled, {} failed",
-        results.len() - failures.len(),
-        failures.len()
-    );
+    println!("{} kernels compiled, {} failed", results.len() - failures.len(), failures.len());
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

@@ -15,14 +15,7 @@ fn plan(name: &str, device: &str, n: u64, params: &[&str], forced: Forced) -> an
 
 /// The copy count the model picks for SDH with `bins` buckets on the Titan XP, 512,000 points.
 fn titanxp_copies(bins: u32) -> u32 {
-    let p = plan(
-        "sdh",
-        "titanxp",
-        512_000,
-        &[&format!("bins={bins}")],
-        Forced::default(),
-    )
-    .unwrap();
+    let p = plan("sdh", "titanxp", 512_000, &[&format!("bins={bins}")], Forced::default()).unwrap();
     p.copy_model.expect("a histogram has a copy model").best
 }
 
@@ -34,26 +27,17 @@ fn copy_counts_follow_table5_of_the_paper() {
     let choices: Vec<u32> = (1..=1000).map(titanxp_copies).collect();
     // Never more copies for a larger output.
     for w in choices.windows(2) {
-        assert!(
-            w[1] <= w[0],
-            "copy count rises with output size: {choices:?}"
-        );
+        assert!(w[1] <= w[0], "copy count rises with output size: {choices:?}");
     }
     for (copies, paper_start) in TABLE5 {
-        let start = choices
-            .iter()
-            .position(|&c| c == copies)
-            .map(|i| i as u32 + 1);
+        let start = choices.iter().position(|&c| c == copies).map(|i| i as u32 + 1);
         let start = start.unwrap_or_else(|| panic!("{copies} copies never chosen: {choices:?}"));
         let error = (start as f64 - paper_start as f64).abs() / paper_start as f64;
         println!(
             "{copies:>2} copies from {start:>3} buckets (paper {paper_start:>3}): {:+.0}%",
             100.0 * (start as f64 / paper_start as f64 - 1.0)
         );
-        assert!(
-            error <= 0.25,
-            "{copies} copies start at {start}, the paper at {paper_start}"
-        );
+        assert!(error <= 0.25, "{copies} copies start at {start}, the paper at {paper_start}");
     }
 }
 
@@ -62,18 +46,11 @@ fn type_i_outputs_go_to_registers_with_shared_tiles() {
     for name in ["2pcf", "kde"] {
         let p = plan(name, "h100", 1_000_000, &[], Forced::default()).unwrap();
         assert_eq!(p.class, OutputClass::TypeI);
-        assert_eq!(
-            (p.input_cache, p.output),
-            (InputCache::RegisterShm, OutputStage::Register),
-            "{name}"
-        );
+        assert_eq!((p.input_cache, p.output), (InputCache::RegisterShm, OutputStage::Register), "{name}");
     }
     // Two buckets of 8 bytes still fit alpha = 16 bytes.
     let p = plan("sdh", "h100", 1_000_000, &["bins=2"], Forced::default()).unwrap();
-    assert_eq!(
-        (p.class, p.output),
-        (OutputClass::TypeI, OutputStage::Register)
-    );
+    assert_eq!((p.class, p.output), (OutputClass::TypeI, OutputStage::Register));
     let p = plan("sdh", "h100", 1_000_000, &["bins=3"], Forced::default()).unwrap();
     assert_eq!(p.class, OutputClass::TypeII);
 }
@@ -81,23 +58,10 @@ fn type_i_outputs_go_to_registers_with_shared_tiles() {
 #[test]
 fn type_ii_histograms_are_privatized_with_read_only_input() {
     // The paper's RDF case study: 500 buckets -> RoC-OP, 50 buckets -> RoC-AOP.
-    let p = plan(
-        "rdf",
-        "titanxp",
-        1_000_000,
-        &["bins=500"],
-        Forced::default(),
-    )
-    .unwrap();
-    assert_eq!(
-        (p.input_cache, p.output, p.copies),
-        (InputCache::RegisterRoc, OutputStage::Op, 1)
-    );
+    let p = plan("rdf", "titanxp", 1_000_000, &["bins=500"], Forced::default()).unwrap();
+    assert_eq!((p.input_cache, p.output, p.copies), (InputCache::RegisterRoc, OutputStage::Op, 1));
     let p = plan("rdf", "titanxp", 1_000_000, &["bins=50"], Forced::default()).unwrap();
-    assert_eq!(
-        (p.input_cache, p.output),
-        (InputCache::RegisterRoc, OutputStage::Aop)
-    );
+    assert_eq!((p.input_cache, p.output), (InputCache::RegisterRoc, OutputStage::Aop));
     assert!(p.copies > 1);
     assert_eq!(p.visit, Visit::Cross);
 }
@@ -108,186 +72,64 @@ fn type_iii_outputs_use_the_direct_output_buffer() {
         let p = plan(name, "h100", 1_000_000, &[], Forced::default()).unwrap();
         assert_eq!(
             (p.class, p.input_cache, p.output),
-            (
-                OutputClass::TypeIII,
-                InputCache::RegisterShm,
-                OutputStage::Dob
-            ),
+            (OutputClass::TypeIII, InputCache::RegisterShm, OutputStage::Dob),
             "{name}"
         );
-        assert!(
-            p.page_size.unwrap() >= 32,
-            "a warp's 32 pairs must fit one fresh page"
-        );
+        assert!(p.page_size.unwrap() >= 32, "a warp's 32 pairs must fit one fresh page");
     }
     // A histogram beyond shared memory goes to global atomics.
-    let p = plan(
-        "sdh",
-        "h100",
-        1_000_000,
-        &["bins=100000"],
-        Forced::default(),
-    )
-    .unwrap();
-    assert_eq!(
-        (p.class, p.output),
-        (OutputClass::TypeIII, OutputStage::Global)
-    );
+    let p = plan("sdh", "h100", 1_000_000, &["bins=100000"], Forced::default()).unwrap();
+    assert_eq!((p.class, p.output), (OutputClass::TypeIII, OutputStage::Global));
 }
 
 #[test]
 fn knn_keeps_k_per_query_over_all_ordered_pairs() {
     let p = plan("knn", "h100", 1_000_000, &[], Forced::default()).unwrap();
-    assert_eq!(
-        (p.class, p.output, p.visit),
-        (OutputClass::PerQuery, OutputStage::Topk, Visit::AllPairs)
-    );
+    assert_eq!((p.class, p.output, p.visit), (OutputClass::PerQuery, OutputStage::Topk, Visit::AllPairs));
 }
 
 #[test]
 fn visits_follow_sets_and_symmetry() {
-    assert_eq!(
-        plan("sdh", "h100", 1000, &[], Forced::default())
-            .unwrap()
-            .visit,
-        Visit::LowerTriangle
-    );
-    assert_eq!(
-        plan("sdh", "h100", 1000, &[], Forced::default())
-            .unwrap()
-            .pairs,
-        1000 * 999 / 2
-    );
-    assert_eq!(
-        plan("nlj", "h100", 1000, &[], Forced::default())
-            .unwrap()
-            .pairs,
-        1000 * 1000
-    );
+    assert_eq!(plan("sdh", "h100", 1000, &[], Forced::default()).unwrap().visit, Visit::LowerTriangle);
+    assert_eq!(plan("sdh", "h100", 1000, &[], Forced::default()).unwrap().pairs, 1000 * 999 / 2);
+    assert_eq!(plan("nlj", "h100", 1000, &[], Forced::default()).unwrap().pairs, 1000 * 1000);
 }
 
 #[test]
 fn small_inputs_use_smaller_blocks_so_every_multiprocessor_works() {
     let p = plan("2pcf", "h100", 5000, &[], Forced::default()).unwrap();
     assert!(p.grid >= 132 / 2, "grid {} for 5000 points", p.grid);
-    assert_eq!(
-        plan("2pcf", "h100", 10_000_000, &[], Forced::default())
-            .unwrap()
-            .block_size,
-        512
-    );
+    assert_eq!(plan("2pcf", "h100", 10_000_000, &[], Forced::default()).unwrap().block_size, 512);
 }
 
 #[test]
 fn impossible_forced_choices_say_why() {
-    let err = |name: &str, params: &[&str], f: Forced| {
-        format!("{:#}", plan(name, "h100", 100_000, params, f).unwrap_err())
-    };
-    let e = err(
-        "sdh",
-        &[],
-        Forced {
-            output: Some(OutputStage::Register),
-            ..Default::default()
-        },
-    );
-    assert!(
-        e.contains("register is impossible: the output is 4000 B per thread")
-            && e.contains("alpha = 16 B"),
-        "{e}"
-    );
-    let e = err(
-        "sdh",
-        &[],
-        Forced {
-            output: Some(OutputStage::Dob),
-            ..Default::default()
-        },
-    );
-    assert!(
-        e.contains("dob cannot produce a histogram output; possible: register, op, aop, global"),
-        "{e}"
-    );
-    let e = err(
-        "sdh",
-        &["bins=4000"],
-        Forced {
-            copies: Some(32),
-            ..Default::default()
-        },
-    );
-    assert!(
-        e.contains("needs 1024000 B of shared memory per block") && e.contains("at most 232448 B"),
-        "{e}"
-    );
-    let e = err(
-        "sdh",
-        &[],
-        Forced {
-            copies: Some(3),
-            ..Default::default()
-        },
-    );
+    let err =
+        |name: &str, params: &[&str], f: Forced| format!("{:#}", plan(name, "h100", 100_000, params, f).unwrap_err());
+    let e = err("sdh", &[], Forced { output: Some(OutputStage::Register), ..Default::default() });
+    assert!(e.contains("register is impossible: the output is 4000 B per thread") && e.contains("alpha = 16 B"), "{e}");
+    let e = err("sdh", &[], Forced { output: Some(OutputStage::Dob), ..Default::default() });
+    assert!(e.contains("dob cannot produce a histogram output; possible: register, op, aop, global"), "{e}");
+    let e = err("sdh", &["bins=4000"], Forced { copies: Some(32), ..Default::default() });
+    assert!(e.contains("needs 1024000 B of shared memory per block") && e.contains("at most 232448 B"), "{e}");
+    let e = err("sdh", &[], Forced { copies: Some(3), ..Default::default() });
     assert!(e.contains("one of 1, 2, 4, 8, 16, 32"), "{e}");
-    let e = err(
-        "kde",
-        &[],
-        Forced {
-            copies: Some(4),
-            ..Default::default()
-        },
-    );
+    let e = err("kde", &[], Forced { copies: Some(4), ..Default::default() });
     assert!(e.contains("aop cannot produce a sum output"), "{e}");
-    let e = err(
-        "sdh",
-        &[],
-        Forced {
-            block_size: Some(100),
-            ..Default::default()
-        },
-    );
+    let e = err("sdh", &[], Forced { block_size: Some(100), ..Default::default() });
     assert!(e.contains("power of two from 32 to 1024"), "{e}");
 }
 
 #[test]
 fn worse_forced_choices_are_called_out() {
-    let p = plan(
-        "sdh",
-        "titanxp",
-        512_000,
-        &["bins=20"],
-        Forced {
-            copies: Some(1),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let p = plan("sdh", "titanxp", 512_000, &["bins=20"], Forced { copies: Some(1), ..Default::default() }).unwrap();
     assert_eq!(p.output, OutputStage::Op);
     let notes = p.notes.join("\n");
-    assert!(
-        notes.contains("1 copies: the model predicts") && notes.contains("the cost of 16 copies"),
-        "{notes}"
-    );
-    assert!(
-        notes.contains("output op is forced; the planner chooses aop"),
-        "{notes}"
-    );
-    let p = plan(
-        "2pcf",
-        "h100",
-        1_000_000,
-        &[],
-        Forced {
-            input_cache: Some(InputCache::Naive),
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    assert!(
-        p.notes[0].contains("input_cache naive is forced; the planner chooses register_shm"),
-        "{:?}",
-        p.notes
-    );
+    assert!(notes.contains("1 copies: the model predicts") && notes.contains("the cost of 16 copies"), "{notes}");
+    assert!(notes.contains("output op is forced; the planner chooses aop"), "{notes}");
+    let p = plan("2pcf", "h100", 1_000_000, &[], Forced { input_cache: Some(InputCache::Naive), ..Default::default() })
+        .unwrap();
+    assert!(p.notes[0].contains("input_cache naive is forced; the planner chooses register_shm"), "{:?}", p.notes);
 }
 
 #[test]
@@ -296,15 +138,11 @@ fn every_listed_variant_plans() {
         let p = built_in(name).unwrap();
         let params = p.bind(&[]).unwrap();
         let dev = Device::profile("h100").unwrap();
-        let points = Points {
-            a: 1_000_000,
-            b: None,
-        };
+        let points = Points { a: 1_000_000, b: None };
         let variants = twobs::plan::variants(&p, &params, &dev, points);
         assert!(variants.len() >= 4, "{name}");
         for f in variants {
-            Plan::new(&p, &params, &dev, points, f)
-                .unwrap_or_else(|e| panic!("{name} {f:?}: {e:#}"));
+            Plan::new(&p, &params, &dev, points, f).unwrap_or_else(|e| panic!("{name} {f:?}: {e:#}"));
         }
     }
 }

@@ -18,13 +18,7 @@ const GOOD: &str = r#"<problem name="t">
 "#;
 
 /// Writes the spec (and the snippet) into a fresh folder and parses it.
-fn parse(
-    spec: &str,
-) -> (
-    Result<Problem, twobs::spec::SpecError>,
-    PathBuf,
-    tempfile::TempDir,
-) {
+fn parse(spec: &str) -> (Result<Problem, twobs::spec::SpecError>, PathBuf, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("f.cu"), SNIPPET).unwrap();
     let path = dir.path().join("t.xml");
@@ -37,10 +31,7 @@ fn fails_at(spec: &str, line: usize, col: usize, expect: &[&str]) {
     let (result, path, _dir) = parse(spec);
     let err = result.expect_err("the spec should be rejected");
     let shown = err.to_string();
-    assert!(
-        shown.starts_with(&format!("{}:{line}:{col}: ", path.display())),
-        "position: {shown}"
-    );
+    assert!(shown.starts_with(&format!("{}:{line}:{col}: ", path.display())), "position: {shown}");
     for piece in expect {
         assert!(shown.contains(piece), "`{piece}` missing from: {shown}");
     }
@@ -62,45 +53,26 @@ fn the_good_spec_parses() {
 #[test]
 fn malformed_xml_names_line_and_column() {
     fails_at(&with("</problem>", "</problme>"), 8, 1, &["malformed XML"]);
-    fails_at(
-        &with("<summary>test problem</summary>", "<summary>test problem"),
-        8,
-        1,
-        &["malformed XML"],
-    );
+    fails_at(&with("<summary>test problem</summary>", "<summary>test problem"), 8, 1, &["malformed XML"]);
 }
 
 #[test]
 fn unclosed_root_is_reported() {
-    fails_at(
-        &with("</problem>\n", ""),
-        1,
-        1,
-        &["<problem> is never closed"],
-    );
+    fails_at(&with("</problem>\n", ""), 1, 1, &["<problem> is never closed"]);
 }
 
 #[test]
 fn wrong_root_element() {
-    fails_at(
-        "<problems name=\"t\"/>",
-        1,
-        1,
-        &["expected <problem>", "<problems>"],
-    );
+    fails_at("<problems name=\"t\"/>", 1, 1, &["expected <problem>", "<problems>"]);
 }
 
 #[test]
 fn unknown_element_is_a_typo_not_ignored() {
     fails_at(
-        &with(r#"<output kind"#, r#"<ouput kind"#)
-            .replace("/>\n  <param name=\"bins\"", "/>\n  <param name=\"bins\""),
+        &with(r#"<output kind"#, r#"<ouput kind"#).replace("/>\n  <param name=\"bins\"", "/>\n  <param name=\"bins\""),
         5,
         3,
-        &[
-            "unknown element <ouput>",
-            "expected one of: summary, input, function, output, param",
-        ],
+        &["unknown element <ouput>", "expected one of: summary, input, function, output, param"],
     );
 }
 
@@ -116,40 +88,15 @@ fn unknown_attribute_is_a_typo_not_ignored() {
 
 #[test]
 fn missing_required_element_and_attribute() {
-    fails_at(
-        &with("  <summary>test problem</summary>\n", ""),
-        1,
-        1,
-        &["needs a <summary>"],
-    );
-    fails_at(
-        &with(r#" sets="1""#, ""),
-        3,
-        3,
-        &["<input> needs attribute `sets`"],
-    );
-    fails_at(
-        &with(r#" max="r_max""#, ""),
-        5,
-        3,
-        &["needs attribute `max`"],
-    );
+    fails_at(&with("  <summary>test problem</summary>\n", ""), 1, 1, &["needs a <summary>"]);
+    fails_at(&with(r#" sets="1""#, ""), 3, 3, &["<input> needs attribute `sets`"]);
+    fails_at(&with(r#" max="r_max""#, ""), 5, 3, &["needs attribute `max`"]);
 }
 
 #[test]
 fn bad_values_say_what_was_expected() {
-    fails_at(
-        &with(r#"sets="1""#, r#"sets="3""#),
-        3,
-        10,
-        &["sets must be 1 or 2", "`3`"],
-    );
-    fails_at(
-        &with(r#"dims="3""#, r#"dims="0""#),
-        3,
-        30,
-        &["dims must be a whole number from 1 to 64"],
-    );
+    fails_at(&with(r#"sets="1""#, r#"sets="3""#), 3, 10, &["sets must be 1 or 2", "`3`"]);
+    fails_at(&with(r#"dims="3""#, r#"dims="0""#), 3, 30, &["dims must be a whole number from 1 to 64"]);
     fails_at(
         &with(r#"type="f32" dims"#, r#"type="float" dims"#),
         3,
@@ -160,17 +107,9 @@ fn bad_values_say_what_was_expected() {
         &with(r#"kind="histogram""#, r#"kind="hist""#),
         5,
         11,
-        &[
-            "unknown output kind `hist`",
-            "count, sum, histogram, pairs, knn",
-        ],
+        &["unknown output kind `hist`", "count, sum, histogram, pairs, knn"],
     );
-    fails_at(
-        &with(r#"symmetric="true""#, r#"symmetric="yes""#),
-        4,
-        41,
-        &["true or false", "`yes`"],
-    );
+    fails_at(&with(r#"symmetric="true""#, r#"symmetric="yes""#), 4, 41, &["true or false", "`yes`"]);
     fails_at(
         &with(r#"default="10""#, r#"default="ten""#),
         6,
@@ -198,12 +137,7 @@ fn comparison_is_spelled_out() {
         r#"<output kind="histogram" bins="bins" min="0" max="r_max"/>"#,
         r#"<output kind="count" threshold="r_max" compare="less"/>"#,
     );
-    fails_at(
-        &spec,
-        5,
-        42,
-        &["compare must be lt (<) or le (<=)", "`less`"],
-    );
+    fails_at(&spec, 5, 42, &["compare must be lt (<) or le (<=)", "`less`"]);
 }
 
 #[test]
@@ -212,38 +146,19 @@ fn operands_must_name_declared_parameters_of_the_right_kind() {
         &with(r#"max="r_max""#, r#"max="rmax""#),
         5,
         48,
-        &[
-            "`max` = `rmax`",
-            "neither a f32 literal nor a declared parameter",
-            "bins, r_max",
-        ],
+        &["`max` = `rmax`", "neither a f32 literal nor a declared parameter", "bins, r_max"],
     );
-    fails_at(
-        &with(r#"bins="bins""#, r#"bins="r_max""#),
-        5,
-        28,
-        &["needs a whole number", "`r_max` is f32"],
-    );
+    fails_at(&with(r#"bins="bins""#, r#"bins="r_max""#), 5, 28, &["needs a whole number", "`r_max` is f32"]);
 }
 
 #[test]
 fn missing_snippet_file_is_named() {
-    fails_at(
-        &with(r#"file="f.cu""#, r#"file="missing.cu""#),
-        4,
-        13,
-        &["cannot read the snippet file", "missing.cu"],
-    );
+    fails_at(&with(r#"file="f.cu""#, r#"file="missing.cu""#), 4, 13, &["cannot read the snippet file", "missing.cu"]);
 }
 
 #[test]
 fn missing_function_is_named() {
-    fails_at(
-        &with(r#"name="distance""#, r#"name="dist""#),
-        4,
-        25,
-        &["does not define a function `dist`", "f.cu"],
-    );
+    fails_at(&with(r#"name="distance""#, r#"name="dist""#), 4, 25, &["does not define a function `dist`", "f.cu"]);
 }
 
 #[test]
@@ -258,45 +173,24 @@ fn duplicates_are_rejected() {
         &["parameter `bins` is declared twice"],
     );
     fails_at(
-        &with(
-            "<summary>test problem</summary>",
-            "<summary>a</summary><summary>b</summary>",
-        ),
+        &with("<summary>test problem</summary>", "<summary>a</summary><summary>b</summary>"),
         2,
         23,
         &["<summary> appears twice"],
     );
-    fails_at(
-        &with(r#"<input sets="1""#, r#"<input sets="1" sets="2""#),
-        3,
-        19,
-        &["attribute `sets` appears twice"],
-    );
+    fails_at(&with(r#"<input sets="1""#, r#"<input sets="1" sets="2""#), 3, 19, &["attribute `sets` appears twice"]);
 }
 
 #[test]
 fn names_must_be_c_identifiers() {
-    fails_at(
-        &with(r#"name="bins" type"#, r#"name="2bins" type"#),
-        6,
-        10,
-        &["`2bins` is not a usable name"],
-    );
-    fails_at(
-        &with(r#"name="r_max" type"#, r#"name="float" type"#),
-        7,
-        10,
-        &["`float` is not a usable name"],
-    );
+    fails_at(&with(r#"name="bins" type"#, r#"name="2bins" type"#), 6, 10, &["`2bins` is not a usable name"]);
+    fails_at(&with(r#"name="r_max" type"#, r#"name="float" type"#), 7, 10, &["`float` is not a usable name"]);
 }
 
 #[test]
 fn stray_text_and_children_are_rejected() {
     fails_at(
-        &with(
-            r#"<input sets="1" type="f32" dims="3"/>"#,
-            r#"<input sets="1" type="f32" dims="3">oops</input>"#,
-        ),
+        &with(r#"<input sets="1" type="f32" dims="3"/>"#, r#"<input sets="1" type="f32" dims="3">oops</input>"#),
         3,
         39,
         &["<input> takes no text"],
@@ -323,43 +217,25 @@ fn records_take_fields_only() {
         r#"<input sets="1" type="f32" dims="3"/>"#,
         "<input sets=\"2\">\n    <column name=\"key\" type=\"i32\"/>\n  </input>",
     );
-    fails_at(
-        &spec,
-        4,
-        5,
-        &["unknown element <column> in <input>; expected <field>"],
-    );
+    fails_at(&spec, 4, 5, &["unknown element <column> in <input>; expected <field>"]);
 }
 
 #[test]
 fn histogram_needs_a_float_function() {
     let spec = with(r#"symmetric="true""#, r#"symmetric="true" returns="i32""#);
-    fails_at(
-        &spec,
-        5,
-        11,
-        &["a histogram needs a function that returns f32 or f64"],
-    );
+    fails_at(&spec, 5, 11, &["a histogram needs a function that returns f32 or f64"]);
 }
 
 #[test]
 fn parameter_overrides_are_checked() {
     let (p, _, _dir) = parse(GOOD);
     let p = p.unwrap();
-    let msg = |o: &[&str]| {
-        format!(
-            "{:#}",
-            p.bind(&o.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-                .unwrap_err()
-        )
-    };
+    let msg = |o: &[&str]| format!("{:#}", p.bind(&o.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap_err());
     assert!(msg(&["bins"]).contains("expected NAME=VALUE"));
     assert!(msg(&["bin=3"]).contains("no parameter `bin`; its parameters are: bins, r_max"));
     assert!(msg(&["bins=-1"]).contains("--param bins=-1: expected a whole number (u32)"));
     assert!(msg(&["bins=0"]).contains("histogram bins (bins=0) must be between 1"));
-    assert!(
-        msg(&["r_max=0"]).contains("histogram range is empty: min (0) must be below max (r_max=0)")
-    );
+    assert!(msg(&["r_max=0"]).contains("histogram range is empty: min (0) must be below max (r_max=0)"));
     assert!(msg(&["r_max=inf"]).contains("not a finite number"));
     assert!(p.bind(&["bins=7".into(), "r_max=3.5".into()]).is_ok());
 }
@@ -367,34 +243,21 @@ fn parameter_overrides_are_checked() {
 #[test]
 fn a_spec_path_that_does_not_exist_is_named() {
     let err = twobs::problems::load("no/such/spec.xml").unwrap_err();
-    assert!(
-        format!("{err:#}").contains("cannot read the spec `no/such/spec.xml`"),
-        "{err:#}"
-    );
+    assert!(format!("{err:#}").contains("cannot read the spec `no/such/spec.xml`"), "{err:#}");
     let err = twobs::problems::load("sdhh").unwrap_err();
-    assert!(
-        format!("{err:#}")
-            .contains("neither a spec file nor a built-in problem; built-ins: sdh, rdf"),
-        "{err:#}"
-    );
+    assert!(format!("{err:#}").contains("neither a spec file nor a built-in problem; built-ins: sdh, rdf"), "{err:#}");
 }
 
 #[test]
 fn built_ins_match_the_files_in_problems() {
     for name in twobs::problems::BUILT_IN {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("problems")
-            .join(format!("{name}.xml"));
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("problems").join(format!("{name}.xml"));
         let on_disk = Problem::parse(
             &std::fs::read_to_string(&path).unwrap(),
             Path::new(&format!("problems/{name}.xml")),
             &RelativeTo(env!("CARGO_MANIFEST_DIR")),
         );
-        assert_eq!(
-            on_disk.unwrap(),
-            twobs::problems::built_in(name).unwrap(),
-            "{name}"
-        );
+        assert_eq!(on_disk.unwrap(), twobs::problems::built_in(name).unwrap(), "{name}");
     }
 }
 

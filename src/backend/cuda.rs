@@ -20,10 +20,7 @@ pub fn live_device(ordinal: usize) -> anyhow::Result<Device> {
     let ctx = CudaContext::new(ordinal)?;
     use sys::CUdevice_attribute::*;
     let attr = |a| -> anyhow::Result<u32> { Ok(ctx.attribute(a)? as u32) };
-    let cc = (
-        attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
-        attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
-    );
+    let cc = (attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?, attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?);
     let base = Device::closest_profile(cc);
     let shared_per_sm = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?;
     let bus_bits = attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)? as f64;

@@ -51,15 +51,9 @@ pub fn compile(kernel: &Kernel, arch: &str) -> anyhow::Result<Compiled> {
     // SAFETY: prog was just created and is destroyed once below.
     let compiled = unsafe { result::compile_program(prog, &options) };
     let log = unsafe { result::get_program_log(prog) }
-        .map(|raw| {
-            unsafe { CStr::from_ptr(raw.as_ptr()) }
-                .to_string_lossy()
-                .into_owned()
-        })
+        .map(|raw| unsafe { CStr::from_ptr(raw.as_ptr()) }.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let cubin = compiled
-        .map_err(anyhow::Error::from)
-        .and_then(|()| unsafe { cubin(prog) });
+    let cubin = compiled.map_err(anyhow::Error::from).and_then(|()| unsafe { cubin(prog) });
     unsafe { result::destroy_program(prog) }?;
     let cubin = cubin.map_err(|e| {
         anyhow::anyhow!(
@@ -71,13 +65,7 @@ pub fn compile(kernel: &Kernel, arch: &str) -> anyhow::Result<Compiled> {
         )
     })?;
     let (registers, spill_bytes) = resources(&log);
-    Ok(Compiled {
-        arch: arch.to_owned(),
-        cubin,
-        log,
-        registers,
-        spill_bytes,
-    })
+    Ok(Compiled { arch: arch.to_owned(), cubin, log, registers, spill_bytes })
 }
 
 /// # Safety
@@ -113,11 +101,7 @@ fn excerpt(kernel: &Kernel, log: &str) -> String {
     let tag = format!("{}(", kernel.file_name);
     let mut out = String::new();
     for at in log.match_indices(&tag).map(|(i, _)| i + tag.len()).take(3) {
-        let Some(n) = log[at..]
-            .split(')')
-            .next()
-            .and_then(|s| s.parse::<usize>().ok())
-        else {
+        let Some(n) = log[at..].split(')').next().and_then(|s| s.parse::<usize>().ok()) else {
             continue;
         };
         out.push_str(&format!("\n\n{} around line {n}:\n", kernel.file_name));

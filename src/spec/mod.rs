@@ -55,12 +55,9 @@ impl Element {
     /// Coordinates are named x, y, z, w up to four dimensions, c0, c1, ... beyond.
     pub fn components(&self) -> Vec<Component> {
         match self {
-            Element::Vector { scalar, dims } => (0..*dims)
-                .map(|d| Component {
-                    name: coordinate_name(*dims, d),
-                    scalar: *scalar,
-                })
-                .collect(),
+            Element::Vector { scalar, dims } => {
+                (0..*dims).map(|d| Component { name: coordinate_name(*dims, d), scalar: *scalar }).collect()
+            }
             Element::Record { fields } => fields.clone(),
         }
     }
@@ -72,11 +69,7 @@ impl Element {
 }
 
 pub fn coordinate_name(dims: u32, d: u32) -> String {
-    if dims <= 4 {
-        ["x", "y", "z", "w"][d as usize].to_owned()
-    } else {
-        format!("c{d}")
-    }
+    if dims <= 4 { ["x", "y", "z", "w"][d as usize].to_owned() } else { format!("c{d}") }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -131,24 +124,13 @@ pub enum Operand {
 #[serde(rename_all = "lowercase", tag = "kind")]
 pub enum Output {
     /// Number of pairs whose value passes the comparison.
-    Count {
-        threshold: Operand,
-        compare: Compare,
-    },
+    Count { threshold: Operand, compare: Compare },
     /// Sum of all pair values (in f64).
     Sum,
     /// Pairs counted into `bins` equal buckets over [min, max).
-    Histogram {
-        bins: Operand,
-        min: Operand,
-        max: Operand,
-    },
+    Histogram { bins: Operand, min: Operand, max: Operand },
     /// The index pairs whose value passes the comparison.
-    Pairs {
-        threshold: Operand,
-        compare: Compare,
-        estimate: Option<f64>,
-    },
+    Pairs { threshold: Operand, compare: Compare, estimate: Option<f64> },
     /// The K pairs of smallest value for each query point.
     Knn { k: Operand },
 }
@@ -203,10 +185,7 @@ impl Files for Disk {
 impl Problem {
     /// Parses and validates the spec text found at `origin`.
     pub fn parse(text: &str, origin: &Path, files: &dyn Files) -> Result<Problem, SpecError> {
-        let cx = Cx {
-            src: text,
-            file: origin.display().to_string(),
-        };
+        let cx = Cx { src: text, file: origin.display().to_string() };
         let root = xml::parse(text).map_err(|(pos, msg)| cx.err(pos, msg))?;
         cx.problem(&root, origin, files)
     }
@@ -217,39 +196,62 @@ impl Problem {
 
     /// The parameter values: defaults, then `NAME=VALUE` overrides in order.
     pub fn bind(&self, overrides: &[String]) -> anyhow::Result<Params> {
-        let mut values: Vec<(String, Value)> = self
-            .params
-            .iter()
-            .map(|p| (p.name.clone(), p.default))
-            .collect();
+        let mut values: Vec<(String, Value)> = self.params.iter().map(|p| (p.name.clone(), p.default)).collect();
         for item in overrides {
-            let (name, text) = item
-                .split_once('=')
-                .ok_or_else(|| anyhow::anyhow!("--param `{item}`: expected NAME=VALUE"))?;
+            let (name, text) =
+                item.split_once('=').ok_or_else(|| anyhow::anyhow!("--param `{item}`: expected NAME=VALUE"))?;
             let (name, text) = (name.trim(), text.trim());
             let Some(param) = self.param(name) else {
                 let known: Vec<&str> = self.params.iter().map(|p| p.name.as_str()).collect();
                 anyhow::bail!(
                     "--param {name}: problem `{}` has no parameter `{name}`; its parameters are: {}",
                     self.name,
-                    if known.is_empty() {
-                        "(none)".to_owned()
-                    } else {
-                        known.join(", ")
-                    }
+                    if known.is_empty() { "(none)".to_owned() } else { known.join(", ") }
                 );
             };
-            let value = Value::parse(param.scalar, text)
-                .map_err(|why| anyhow::anyhow!("--param {name}={text}: {why}"))?;
-            values
-                .iter_mut()
-                .find(|(n, _)| n == name)
-                .expect("declared")
-                .1 = value;
+            let value =
+                Value::parse(param.scalar, text).map_err(|why| anyhow::anyhow!("--param {name}={text}: {why}"))?;
+            values.iter_mut().find(|(n, _)| n == name).expect("declared").1 = value;
         }
         let params = Params { values };
         params.check(self)?;
         Ok(params)
+    }
+}
+
+impl Problem {
+    /// The same problem with every f32 made f64 (the CPU backend's f64 mode):
+    /// coordinates, the function's value and float parameters. Values keep their
+    /// f32 numbers, so only the arithmetic changes.
+    pub fn in_f64(&self) -> Problem {
+        let widen = |s: Scalar| if s == Scalar::F32 { Scalar::F64 } else { s };
+        let widen_op = |op: &Operand| match op {
+            Operand::Literal(v) if v.scalar() == Scalar::F32 => Operand::Literal(v.cast(Scalar::F64)),
+            other => other.clone(),
+        };
+        let mut p = self.clone();
+        p.input.element = match &self.input.element {
+            Element::Vector { scalar, dims } => Element::Vector { scalar: widen(*scalar), dims: *dims },
+            Element::Record { fields } => Element::Record {
+                fields: fields.iter().map(|f| Component { name: f.name.clone(), scalar: widen(f.scalar) }).collect(),
+            },
+        };
+        p.function.returns = widen(self.function.returns);
+        for param in &mut p.params {
+            param.scalar = widen(param.scalar);
+            param.default = param.default.cast(param.scalar);
+        }
+        p.output = match &self.output {
+            Output::Count { threshold, compare } => Output::Count { threshold: widen_op(threshold), compare: *compare },
+            Output::Histogram { bins, min, max } => {
+                Output::Histogram { bins: bins.clone(), min: widen_op(min), max: widen_op(max) }
+            }
+            Output::Pairs { threshold, compare, estimate } => {
+                Output::Pairs { threshold: widen_op(threshold), compare: *compare, estimate: *estimate }
+            }
+            other => other.clone(),
+        };
+        p
     }
 }
 
@@ -260,6 +262,17 @@ pub struct Params {
 }
 
 impl Params {
+    /// Float parameters as f64, with the same numbers (see [`Problem::in_f64`]).
+    pub fn in_f64(&self) -> Params {
+        Params {
+            values: self
+                .values
+                .iter()
+                .map(|(n, v)| (n.clone(), if v.scalar() == Scalar::F32 { v.cast(Scalar::F64) } else { *v }))
+                .collect(),
+        }
+    }
+
     pub fn get(&self, name: &str) -> Option<Value> {
         self.values.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
     }
@@ -289,10 +302,7 @@ impl Params {
             Output::Histogram { bins, min, max } => {
                 let n = self.eval(bins).as_f64();
                 if !(1.0..=(1u64 << 24) as f64).contains(&n) {
-                    anyhow::bail!(
-                        "histogram bins ({}) must be between 1 and 16777216",
-                        self.describe(bins)
-                    );
+                    anyhow::bail!("histogram bins ({}) must be between 1 and 16777216", self.describe(bins));
                 }
                 if self.eval(min).as_f64() >= self.eval(max).as_f64() {
                     anyhow::bail!(
@@ -323,12 +333,7 @@ struct Cx<'a> {
 impl Cx<'_> {
     fn err(&self, pos: Pos, message: impl Into<String>) -> SpecError {
         let (line, col) = xml::line_col(self.src, pos);
-        SpecError {
-            file: self.file.clone(),
-            line,
-            col,
-            message: message.into(),
-        }
+        SpecError { file: self.file.clone(), line, col, message: message.into() }
     }
 
     fn only_attrs(&self, node: &Node, allowed: &[&str]) -> Result<(), SpecError> {
@@ -350,13 +355,7 @@ impl Cx<'_> {
 
     fn no_children(&self, node: &Node) -> Result<(), SpecError> {
         if let Some(c) = node.children.first() {
-            return Err(self.err(
-                c.pos,
-                format!(
-                    "<{}> takes no child elements, found <{}>",
-                    node.name, c.name
-                ),
-            ));
+            return Err(self.err(c.pos, format!("<{}> takes no child elements, found <{}>", node.name, c.name)));
         }
         Ok(())
     }
@@ -373,23 +372,13 @@ impl Cx<'_> {
     }
 
     fn required<'n>(&self, node: &'n Node, name: &str, what: &str) -> Result<&'n Attr, SpecError> {
-        self.attr(node, name).ok_or_else(|| {
-            self.err(
-                node.pos,
-                format!("<{}> needs attribute `{name}` ({what})", node.name),
-            )
-        })
+        self.attr(node, name)
+            .ok_or_else(|| self.err(node.pos, format!("<{}> needs attribute `{name}` ({what})", node.name)))
     }
 
     fn identifier(&self, a: &Attr) -> Result<String, SpecError> {
-        let ok = a
-            .value
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && a.value
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let ok = a.value.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && a.value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !ok || RESERVED.contains(&a.value.as_str()) {
             return Err(self.err(
                 a.pos,
@@ -403,49 +392,26 @@ impl Cx<'_> {
         match a.value.as_str() {
             "true" => Ok(true),
             "false" => Ok(false),
-            other => Err(self.err(
-                a.pos,
-                format!("`{}` must be true or false, found `{other}`", a.name),
-            )),
+            other => Err(self.err(a.pos, format!("`{}` must be true or false, found `{other}`", a.name))),
         }
     }
 
     fn scalar(&self, a: &Attr) -> Result<Scalar, SpecError> {
         Scalar::parse(&a.value).ok_or_else(|| {
-            self.err(
-                a.pos,
-                format!(
-                    "unknown type `{}`; expected one of: {}",
-                    a.value,
-                    Scalar::NAMES.join(", ")
-                ),
-            )
+            self.err(a.pos, format!("unknown type `{}`; expected one of: {}", a.value, Scalar::NAMES.join(", ")))
         })
     }
 
     fn problem(&self, root: &Node, origin: &Path, files: &dyn Files) -> Result<Problem, SpecError> {
         if root.name != "problem" {
-            return Err(self.err(
-                root.pos,
-                format!(
-                    "expected <problem> as the top element, found <{}>",
-                    root.name
-                ),
-            ));
+            return Err(self.err(root.pos, format!("expected <problem> as the top element, found <{}>", root.name)));
         }
         self.only_attrs(root, &["name"])?;
         self.no_text(root)?;
         let name_attr = self.required(root, "name", "the problem's name")?;
         let name = name_attr.value.clone();
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
-            return Err(self.err(
-                name_attr.pos,
-                format!("problem name `{name}` must be letters, digits, - and _"),
-            ));
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            return Err(self.err(name_attr.pos, format!("problem name `{name}` must be letters, digits, - and _")));
         }
 
         const CHILDREN: &[&str] = &["summary", "input", "function", "output", "param"];
@@ -453,24 +419,15 @@ impl Cx<'_> {
             if !CHILDREN.contains(&c.name.as_str()) {
                 return Err(self.err(
                     c.pos,
-                    format!(
-                        "unknown element <{}> in <problem>; expected one of: {}",
-                        c.name,
-                        CHILDREN.join(", ")
-                    ),
+                    format!("unknown element <{}> in <problem>; expected one of: {}", c.name, CHILDREN.join(", ")),
                 ));
             }
         }
         let one = |tag: &str| -> Result<&Node, SpecError> {
             let mut found = root.children.iter().filter(|c| c.name == tag);
-            let first = found
-                .next()
-                .ok_or_else(|| self.err(root.pos, format!("<problem> needs a <{tag}> element")))?;
+            let first = found.next().ok_or_else(|| self.err(root.pos, format!("<problem> needs a <{tag}> element")))?;
             if let Some(second) = found.next() {
-                return Err(self.err(
-                    second.pos,
-                    format!("<{tag}> appears twice; a problem has one"),
-                ));
+                return Err(self.err(second.pos, format!("<{tag}> appears twice; a problem has one")));
             }
             Ok(first)
         };
@@ -478,26 +435,16 @@ impl Cx<'_> {
         let summary_node = one("summary")?;
         self.only_attrs(summary_node, &[])?;
         self.no_children(summary_node)?;
-        let summary = summary_node
-            .text
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
+        let summary = summary_node.text.split_whitespace().collect::<Vec<_>>().join(" ");
         if summary.is_empty() {
-            return Err(self.err(
-                summary_node.pos,
-                "<summary> is empty; say in one line what the problem computes",
-            ));
+            return Err(self.err(summary_node.pos, "<summary> is empty; say in one line what the problem computes"));
         }
 
         let mut params: Vec<Param> = Vec::new();
         for node in root.children.iter().filter(|c| c.name == "param") {
             let param = self.param(node)?;
             if params.iter().any(|p| p.name == param.name) {
-                return Err(self.err(
-                    node.pos,
-                    format!("parameter `{}` is declared twice", param.name),
-                ));
+                return Err(self.err(node.pos, format!("parameter `{}` is declared twice", param.name)));
             }
             params.push(param);
         }
@@ -505,15 +452,7 @@ impl Cx<'_> {
         let input = self.input(one("input")?)?;
         let function = self.function(one("function")?, origin, files)?;
         let output = self.output(one("output")?, &params, function.returns)?;
-        Ok(Problem {
-            name,
-            summary,
-            origin: origin.display().to_string(),
-            input,
-            function,
-            output,
-            params,
-        })
+        Ok(Problem { name, summary, origin: origin.display().to_string(), input, function, output, params })
     }
 
     fn param(&self, node: &Node) -> Result<Param, SpecError> {
@@ -521,26 +460,14 @@ impl Cx<'_> {
         self.no_children(node)?;
         let name = self.identifier(self.required(node, "name", "the parameter's name")?)?;
         let scalar = self.scalar(self.required(node, "type", "f32, f64, i32, i64 or u32")?)?;
-        let default_attr = self.required(
-            node,
-            "default",
-            "the value used when --param does not set it",
-        )?;
+        let default_attr = self.required(node, "default", "the value used when --param does not set it")?;
         let default = Value::parse(scalar, &default_attr.value)
             .map_err(|why| self.err(default_attr.pos, format!("default of `{name}`: {why}")))?;
         if !default.is_finite() {
-            return Err(self.err(
-                default_attr.pos,
-                format!("default of `{name}` must be finite"),
-            ));
+            return Err(self.err(default_attr.pos, format!("default of `{name}` must be finite")));
         }
         let doc = node.text.split_whitespace().collect::<Vec<_>>().join(" ");
-        Ok(Param {
-            name,
-            scalar,
-            default,
-            doc,
-        })
+        Ok(Param { name, scalar, default, doc })
     }
 
     fn input(&self, node: &Node) -> Result<Input, SpecError> {
@@ -551,90 +478,57 @@ impl Cx<'_> {
             "1" => Sets::One,
             "2" => Sets::Two,
             other => {
-                return Err(self.err(
-                    sets_attr.pos,
-                    format!("sets must be 1 or 2, found `{other}`"),
-                ));
+                return Err(self.err(sets_attr.pos, format!("sets must be 1 or 2, found `{other}`")));
             }
         };
         let element = if node.children.is_empty() {
-            let scalar = self.scalar(self.required(
-                node,
-                "type",
-                "the coordinate type, or <field> children",
-            )?)?;
+            let scalar = self.scalar(self.required(node, "type", "the coordinate type, or <field> children")?)?;
             let dims_attr = self.required(node, "dims", "the number of coordinates")?;
-            let dims = dims_attr
-                .value
-                .parse::<u32>()
-                .ok()
-                .filter(|d| (1..=MAX_DIMS).contains(d))
-                .ok_or_else(|| {
-                    self.err(
-                        dims_attr.pos,
-                        format!(
-                            "dims must be a whole number from 1 to {MAX_DIMS}, found `{}`",
-                            dims_attr.value
-                        ),
-                    )
-                })?;
+            let dims = dims_attr.value.parse::<u32>().ok().filter(|d| (1..=MAX_DIMS).contains(d)).ok_or_else(|| {
+                self.err(
+                    dims_attr.pos,
+                    format!("dims must be a whole number from 1 to {MAX_DIMS}, found `{}`", dims_attr.value),
+                )
+            })?;
             Element::Vector { scalar, dims }
         } else {
             for a in ["type", "dims"] {
                 if let Some(attr) = self.attr(node, a) {
                     return Err(self.err(
                         attr.pos,
-                        format!(
-                            "`{a}` does not go with <field> children: each field has its own type"
-                        ),
+                        format!("`{a}` does not go with <field> children: each field has its own type"),
                     ));
                 }
             }
             let mut fields: Vec<Component> = Vec::new();
             for f in &node.children {
                 if f.name != "field" {
-                    return Err(self.err(
-                        f.pos,
-                        format!("unknown element <{}> in <input>; expected <field>", f.name),
-                    ));
+                    return Err(self.err(f.pos, format!("unknown element <{}> in <input>; expected <field>", f.name)));
                 }
                 self.only_attrs(f, &["name", "type"])?;
                 self.no_children(f)?;
                 self.no_text(f)?;
                 let name = self.identifier(self.required(f, "name", "the field's name")?)?;
-                let scalar =
-                    self.scalar(self.required(f, "type", "f32, f64, i32, i64 or u32")?)?;
+                let scalar = self.scalar(self.required(f, "type", "f32, f64, i32, i64 or u32")?)?;
                 if fields.iter().any(|c| c.name == name) {
                     return Err(self.err(f.pos, format!("field `{name}` is declared twice")));
                 }
                 fields.push(Component { name, scalar });
             }
             if fields.len() > MAX_DIMS as usize {
-                return Err(self.err(
-                    node.pos,
-                    format!("a record holds at most {MAX_DIMS} fields"),
-                ));
+                return Err(self.err(node.pos, format!("a record holds at most {MAX_DIMS} fields")));
             }
             Element::Record { fields }
         };
         Ok(Input { sets, element })
     }
 
-    fn function(
-        &self,
-        node: &Node,
-        origin: &Path,
-        files: &dyn Files,
-    ) -> Result<Function, SpecError> {
+    fn function(&self, node: &Node, origin: &Path, files: &dyn Files) -> Result<Function, SpecError> {
         self.only_attrs(node, &["file", "name", "symmetric", "returns"])?;
         self.no_children(node)?;
         self.no_text(node)?;
         let file_attr = self.required(node, "file", "the CUDA snippet, relative to this spec")?;
-        let name_attr = self.required(
-            node,
-            "name",
-            "the __device__ function to call for each pair",
-        )?;
+        let name_attr = self.required(node, "name", "the __device__ function to call for each pair")?;
         let name = self.identifier(name_attr)?;
         let symmetric = match self.attr(node, "symmetric") {
             Some(a) => self.boolean(a)?,
@@ -644,30 +538,15 @@ impl Cx<'_> {
             Some(a) => self.scalar(a)?,
             None => Scalar::F32,
         };
-        let path: PathBuf = origin
-            .parent()
-            .unwrap_or(Path::new(""))
-            .join(&file_attr.value);
+        let path: PathBuf = origin.parent().unwrap_or(Path::new("")).join(&file_attr.value);
         let shown = path.display().to_string();
-        let source = files.read(&path).ok_or_else(|| {
-            self.err(
-                file_attr.pos,
-                format!("cannot read the snippet file `{shown}`"),
-            )
-        })?;
+        let source = files
+            .read(&path)
+            .ok_or_else(|| self.err(file_attr.pos, format!("cannot read the snippet file `{shown}`")))?;
         if !defines_function(&source, &name) {
-            return Err(self.err(
-                name_attr.pos,
-                format!("the snippet `{shown}` does not define a function `{name}`"),
-            ));
+            return Err(self.err(name_attr.pos, format!("the snippet `{shown}` does not define a function `{name}`")));
         }
-        Ok(Function {
-            name,
-            file: shown,
-            source,
-            symmetric,
-            returns,
-        })
+        Ok(Function { name, file: shown, source, symmetric, returns })
     }
 
     fn output(&self, node: &Node, params: &[Param], returns: Scalar) -> Result<Output, SpecError> {
@@ -679,24 +558,20 @@ impl Cx<'_> {
             self.operand(a, params, scalar)
         };
         let compare = |_: ()| -> Result<Compare, SpecError> {
-            let a = self.required(
-                node,
-                "compare",
-                "lt for value < threshold, le for value <= threshold",
-            )?;
+            let a = self.required(node, "compare", "lt for value < threshold, le for value <= threshold")?;
             match a.value.as_str() {
                 "lt" | "<" => Ok(Compare::Lt),
                 "le" | "<=" => Ok(Compare::Le),
-                other => Err(self.err(
-                    a.pos,
-                    format!("compare must be lt (<) or le (<=), found `{other}`"),
-                )),
+                other => Err(self.err(a.pos, format!("compare must be lt (<) or le (<=), found `{other}`"))),
             }
         };
         let output = match kind_attr.value.as_str() {
             "count" => {
                 self.only_attrs(node, &["kind", "threshold", "compare"])?;
-                Output::Count { threshold: operand("threshold", "the value pairs are compared with", returns)?, compare: compare(())? }
+                Output::Count {
+                    threshold: operand("threshold", "the value pairs are compared with", returns)?,
+                    compare: compare(())?,
+                }
             }
             "sum" => {
                 self.only_attrs(node, &["kind"])?;
@@ -719,12 +594,21 @@ impl Cx<'_> {
             "pairs" => {
                 self.only_attrs(node, &["kind", "threshold", "compare", "estimate"])?;
                 let estimate = match self.attr(node, "estimate") {
-                    Some(a) => Some(a.value.parse::<f64>().ok().filter(|e| e.is_finite() && *e >= 0.0).ok_or_else(|| {
-                        self.err(a.pos, format!("estimate must be a non-negative number of pairs, found `{}`", a.value))
-                    })?),
+                    Some(a) => {
+                        Some(a.value.parse::<f64>().ok().filter(|e| e.is_finite() && *e >= 0.0).ok_or_else(|| {
+                            self.err(
+                                a.pos,
+                                format!("estimate must be a non-negative number of pairs, found `{}`", a.value),
+                            )
+                        })?)
+                    }
                     None => None,
                 };
-                Output::Pairs { threshold: operand("threshold", "the value pairs are compared with", returns)?, compare: compare(())?, estimate }
+                Output::Pairs {
+                    threshold: operand("threshold", "the value pairs are compared with", returns)?,
+                    compare: compare(())?,
+                    estimate,
+                }
             }
             "knn" => {
                 self.only_attrs(node, &["kind", "k"])?;
@@ -734,7 +618,7 @@ impl Cx<'_> {
                 return Err(self.err(
                     kind_attr.pos,
                     format!("unknown output kind `{other}`; expected one of: count, sum, histogram, pairs, knn"),
-                ))
+                ));
             }
         };
         Ok(output)
@@ -746,10 +630,7 @@ impl Cx<'_> {
             if scalar.is_integer() && !p.scalar.is_integer() {
                 return Err(self.err(
                     a.pos,
-                    format!(
-                        "`{}` needs a whole number, but parameter `{}` is {}",
-                        a.name, p.name, p.scalar
-                    ),
+                    format!("`{}` needs a whole number, but parameter `{}` is {}", a.name, p.name, p.scalar),
                 ));
             }
             return Ok(Operand::Param(p.name.clone()));
@@ -819,8 +700,7 @@ fn defines_function(source: &str, name: &str) -> bool {
     while let Some(off) = source[from..].find(name) {
         let at = from + off;
         let end = at + name.len();
-        let whole =
-            (at == 0 || !ident(bytes[at - 1])) && (end == bytes.len() || !ident(bytes[end]));
+        let whole = (at == 0 || !ident(bytes[at - 1])) && (end == bytes.len() || !ident(bytes[end]));
         if whole && source[end..].trim_start().starts_with('(') {
             return true;
         }

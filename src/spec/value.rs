@@ -95,14 +95,8 @@ impl Value {
         let t = text.trim();
         let whole = || format!("expected a whole number ({scalar}), found `{t}`");
         Ok(match scalar {
-            Scalar::F32 => Value::F32(
-                t.parse::<f32>()
-                    .map_err(|_| format!("expected a number (f32), found `{t}`"))?,
-            ),
-            Scalar::F64 => Value::F64(
-                t.parse::<f64>()
-                    .map_err(|_| format!("expected a number (f64), found `{t}`"))?,
-            ),
+            Scalar::F32 => Value::F32(t.parse::<f32>().map_err(|_| format!("expected a number (f32), found `{t}`"))?),
+            Scalar::F64 => Value::F64(t.parse::<f64>().map_err(|_| format!("expected a number (f64), found `{t}`"))?),
             Scalar::I32 => Value::I32(t.parse::<i32>().map_err(|_| whole())?),
             Scalar::I64 => Value::I64(t.parse::<i64>().map_err(|_| whole())?),
             Scalar::U32 => Value::U32(t.parse::<u32>().map_err(|_| whole())?),

@@ -34,9 +34,7 @@ pub fn parse(src: &str) -> Result<Node, (Pos, String)> {
     let mut root: Option<Node> = None;
     loop {
         let before = reader.buffer_position() as usize;
-        let event = reader
-            .read_event()
-            .map_err(|e| (reader.error_position() as usize, describe_xml_error(&e)))?;
+        let event = reader.read_event().map_err(|e| (reader.error_position() as usize, describe_xml_error(&e)))?;
         match event {
             Event::Start(ref e) | Event::Empty(ref e) => {
                 let tag_pos = src[before..].find('<').map_or(before, |o| before + o);
@@ -45,9 +43,7 @@ pub fn parse(src: &str) -> Result<Node, (Pos, String)> {
                 let mut attrs = Vec::new();
                 let mut cursor = tag_pos;
                 for attr in e.attributes().with_checks(false) {
-                    let attr = attr.map_err(|err| {
-                        (tag_pos, format!("malformed attribute in <{name}>: {err}"))
-                    })?;
+                    let attr = attr.map_err(|err| (tag_pos, format!("malformed attribute in <{name}>: {err}")))?;
                     let key = attr.key.as_ref().to_owned();
                     let value = attr
                         .normalized_value(quick_xml::XmlVersion::Implicit1_0)
@@ -58,20 +54,10 @@ pub fn parse(src: &str) -> Result<Node, (Pos, String)> {
                     if attrs.iter().any(|a: &Attr| a.name == key) {
                         return Err((pos, format!("attribute `{key}` appears twice on <{name}>")));
                     }
-                    attrs.push(Attr {
-                        name: key,
-                        value,
-                        pos,
-                    });
+                    attrs.push(Attr { name: key, value, pos });
                 }
-                let node = Node {
-                    name,
-                    attrs,
-                    children: Vec::new(),
-                    text: String::new(),
-                    text_pos: tag_pos,
-                    pos: tag_pos,
-                };
+                let node =
+                    Node { name, attrs, children: Vec::new(), text: String::new(), text_pos: tag_pos, pos: tag_pos };
                 if matches!(event, Event::Empty(_)) {
                     close(node, &mut stack, &mut root, tag_pos)?;
                 } else {
@@ -109,26 +95,15 @@ pub fn parse(src: &str) -> Result<Node, (Pos, String)> {
     if let Some(open) = stack.last() {
         return Err((open.pos, format!("<{}> is never closed", open.name)));
     }
-    root.ok_or((
-        0,
-        "the file holds no XML element; expected <problem>".to_owned(),
-    ))
+    root.ok_or((0, "the file holds no XML element; expected <problem>".to_owned()))
 }
 
-fn close(
-    node: Node,
-    stack: &mut [Node],
-    root: &mut Option<Node>,
-    pos: Pos,
-) -> Result<(), (Pos, String)> {
+fn close(node: Node, stack: &mut [Node], root: &mut Option<Node>, pos: Pos) -> Result<(), (Pos, String)> {
     match stack.last_mut() {
         Some(parent) => parent.children.push(node),
         None if root.is_none() => *root = Some(node),
         None => {
-            return Err((
-                pos,
-                "a second top-level element; a spec holds one <problem>".to_owned(),
-            ));
+            return Err((pos, "a second top-level element; a spec holds one <problem>".to_owned()));
         }
     }
     Ok(())

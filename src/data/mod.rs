@@ -1,0 +1,233 @@
+//! Point sets: read from files or generated, validated against the spec,
+//! stored as one column per component (the layout the device wants).
+
+mod read;
+mod synth;
+pub mod write;
+
+use std::fmt;
+
+use serde::Serialize;
+
+pub use read::{InputOptions, read_input};
+pub use synth::{Generator, synthesize};
+
+use crate::spec::{Component, Scalar};
+
+/// The largest set twobs indexes: pair indices are 32-bit.
+pub const MAX_POINTS: u64 = u32::MAX as u64;
+
+/// One component of every point of a set.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Column {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U32(Vec<u32>),
+}
+
+impl Column {
+    pub fn len(&self) -> usize {
+        match self {
+            Column::F32(v) => v.len(),
+            Column::F64(v) => v.len(),
+            Column::I32(v) => v.len(),
+            Column::I64(v) => v.len(),
+            Column::U32(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn scalar(&self) -> Scalar {
+        match self {
+            Column::F32(_) => Scalar::F32,
+            Column::F64(_) => Scalar::F64,
+            Column::I32(_) => Scalar::I32,
+            Column::I64(_) => Scalar::I64,
+            Column::U32(_) => Scalar::U32,
+        }
+    }
+
+    /// An empty column of `scalar` with room for `n`.
+    pub fn with_capacity(scalar: Scalar, n: usize) -> Column {
+        match scalar {
+            Scalar::F32 => Column::F32(Vec::with_capacity(n)),
+            Scalar::F64 => Column::F64(Vec::with_capacity(n)),
+            Scalar::I32 => Column::I32(Vec::with_capacity(n)),
+            Scalar::I64 => Column::I64(Vec::with_capacity(n)),
+            Scalar::U32 => Column::U32(Vec::with_capacity(n)),
+        }
+    }
+
+    pub fn get_f64(&self, i: usize) -> f64 {
+        match self {
+            Column::F32(v) => v[i] as f64,
+            Column::F64(v) => v[i],
+            Column::I32(v) => v[i] as f64,
+            Column::I64(v) => v[i] as f64,
+            Column::U32(v) => v[i] as f64,
+        }
+    }
+
+    /// Little-endian bytes of the values, padded with zeros to `len` values.
+    pub fn padded_bytes(&self, len: usize) -> Vec<u8> {
+        let mut out: Vec<u8> = match self {
+            Column::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Column::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Column::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Column::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Column::U32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        };
+        out.resize(len * self.scalar().bytes() as usize, 0);
+        out
+    }
+
+    /// The rows `keep` of this column, in order.
+    fn select(&self, keep: &[usize]) -> Column {
+        match self {
+            Column::F32(v) => Column::F32(keep.iter().map(|&i| v[i]).collect()),
+            Column::F64(v) => Column::F64(keep.iter().map(|&i| v[i]).collect()),
+            Column::I32(v) => Column::I32(keep.iter().map(|&i| v[i]).collect()),
+            Column::I64(v) => Column::I64(keep.iter().map(|&i| v[i]).collect()),
+            Column::U32(v) => Column::U32(keep.iter().map(|&i| v[i]).collect()),
+        }
+    }
+
+    /// The column in f64 (for the CPU backend's f64 mode): floats widen, integers stay.
+    pub fn widened(&self) -> Column {
+        match self {
+            Column::F32(v) => Column::F64(v.iter().map(|&x| x as f64).collect()),
+            other => other.clone(),
+        }
+    }
+
+    fn is_finite(&self, i: usize) -> bool {
+        match self {
+            Column::F32(v) => v[i].is_finite(),
+            Column::F64(v) => v[i].is_finite(),
+            _ => true,
+        }
+    }
+}
+
+/// A set of points: one column per component of the spec's element.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointSet {
+    pub columns: Vec<Column>,
+    /// Where it came from, for messages and the report.
+    pub origin: String,
+    /// When rows were dropped: the original row number of each kept row.
+    pub rows: Option<Vec<u64>>,
+}
+
+impl PointSet {
+    pub fn len(&self) -> usize {
+        self.columns.first().map_or(0, Column::len)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The original row number of point `i`.
+    pub fn original_row(&self, i: u64) -> u64 {
+        self.rows.as_ref().map_or(i, |r| r[i as usize])
+    }
+
+    /// Checks the set against the spec's components; with `drop_nonfinite`, rows
+    /// holding NaN or infinity are dropped (and remembered), otherwise refused.
+    pub fn validate(mut self, components: &[Component], drop_nonfinite: bool) -> anyhow::Result<PointSet> {
+        if self.columns.len() != components.len() {
+            anyhow::bail!(
+                "{}: {} columns per point, but the spec's element has {} ({})",
+                self.origin,
+                self.columns.len(),
+                components.len(),
+                components.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+            );
+        }
+        for (col, comp) in self.columns.iter().zip(components) {
+            debug_assert_eq!(col.scalar(), comp.scalar, "readers convert to the spec's types");
+        }
+        let n = self.len();
+        if n == 0 {
+            anyhow::bail!("{}: no points", self.origin);
+        }
+        if n as u64 > MAX_POINTS {
+            anyhow::bail!(
+                "{}: {n} points, but twobs indexes points with 32 bits: at most {MAX_POINTS} per set",
+                self.origin
+            );
+        }
+        let bad: Vec<usize> = (0..n).filter(|&i| !self.columns.iter().all(|c| c.is_finite(i))).collect();
+        if let Some(&first) = bad.first() {
+            if !drop_nonfinite {
+                anyhow::bail!(
+                    "{}: row {first} (counting from 0) holds NaN or infinity, and {} rows in all; fix the data or pass --drop-nonfinite to leave them out",
+                    self.origin,
+                    bad.len()
+                );
+            }
+            let keep: Vec<usize> = (0..n).filter(|i| bad.binary_search(i).is_err()).collect();
+            if keep.is_empty() {
+                anyhow::bail!("{}: every row holds NaN or infinity", self.origin);
+            }
+            eprintln!(
+                "note: {}: dropped {} rows holding NaN or infinity; indices in the results are the original row numbers",
+                self.origin,
+                bad.len()
+            );
+            self.columns = self.columns.iter().map(|c| c.select(&keep)).collect();
+            self.rows = Some(keep.iter().map(|&i| i as u64).collect());
+        }
+        Ok(self)
+    }
+
+    /// The smallest and largest value of each component.
+    pub fn bounds(&self) -> Vec<(f64, f64)> {
+        self.columns
+            .iter()
+            .map(|c| {
+                (0..c.len())
+                    .map(|i| c.get_f64(i))
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)))
+            })
+            .collect()
+    }
+}
+
+/// The inputs of one run: A, and B for a two-set problem.
+#[derive(Debug, Clone)]
+pub struct Inputs {
+    pub a: PointSet,
+    pub b: Option<PointSet>,
+}
+
+impl Inputs {
+    /// The set the "other" point of each pair comes from.
+    pub fn other(&self) -> &PointSet {
+        self.b.as_ref().unwrap_or(&self.a)
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SetSummary {
+    pub origin: String,
+    pub points: usize,
+}
+
+impl fmt::Display for SetSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} points from {}", self.points, self.origin)
+    }
+}
+
+impl PointSet {
+    pub fn summary(&self) -> SetSummary {
+        SetSummary { origin: self.origin.clone(), points: self.len() }
+    }
+}

@@ -1,0 +1,335 @@
+//! Readers: .npy (plain N x D arrays or structured arrays for records), text
+//! (comma or whitespace separated, the format of GDS-Join's datasets), raw
+//! little-endian binary, and the synthetic generators.
+
+use std::io::Read;
+use std::path::Path;
+
+use anyhow::Context as _;
+
+use super::{Column, Generator, PointSet, synthesize};
+use crate::spec::{Component, Scalar};
+
+#[derive(Debug, Clone, Default)]
+pub struct InputOptions {
+    /// Values per record in a raw binary file (required for raw files, as a check).
+    pub dims: Option<u32>,
+    /// Drop rows with NaN or infinity instead of refusing the file.
+    pub drop_nonfinite: bool,
+    /// Seed of the synthetic generators.
+    pub seed: u64,
+}
+
+/// Reads `arg` (a file, or `generator:N` such as `uniform:100000`) as points of `components`.
+pub fn read_input(arg: &str, components: &[Component], opts: &InputOptions) -> anyhow::Result<PointSet> {
+    let path = Path::new(arg);
+    if !path.exists() {
+        if let Some((name, n)) = arg.split_once(':') {
+            if let Some(generator) = Generator::parse(name) {
+                let n: u64 = n.replace('_', "").parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    anyhow::anyhow!("--input {arg}: expected {name}:N with N a positive number of points")
+                })?;
+                let set = synthesize(generator, n, components, opts.seed)?;
+                return set.validate(components, false);
+            }
+        }
+        anyhow::bail!(
+            "--input {arg}: no such file (a synthetic input is written uniform:N, clustered:N or exponential:N)"
+        );
+    }
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    let set = match ext.as_str() {
+        "npy" => read_npy(path, components)?,
+        "csv" | "txt" | "tsv" | "dat" | "xyz" => read_text(path, components)?,
+        "bin" | "raw" => read_raw(path, components, opts.dims)?,
+        _ => anyhow::bail!(
+            "{arg}: unknown file type `.{ext}`; expected .npy, .csv/.txt (text), or .bin/.raw with --dims"
+        ),
+    };
+    set.validate(components, opts.drop_nonfinite)
+}
+
+fn origin(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// Converts a value read as f64 or i64 to the spec's type; integers must be exact.
+fn push_value(col: &mut Column, v: Number, at: &dyn Fn() -> String) -> anyhow::Result<()> {
+    let int = |v: Number| -> anyhow::Result<i64> {
+        match v {
+            Number::Int(i) => Ok(i),
+            Number::Float(f) if f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 => Ok(f as i64),
+            Number::Float(f) => {
+                anyhow::bail!("{}: {f} is not a whole number, but the spec's field is an integer", at())
+            }
+        }
+    };
+    let range = |x: i64, lo: i64, hi: i64, t: &str| -> anyhow::Result<i64> {
+        if x < lo || x > hi {
+            anyhow::bail!("{}: {x} does not fit {t}", at());
+        }
+        Ok(x)
+    };
+    match col {
+        Column::F32(c) => c.push(match v {
+            Number::Float(f) => f as f32,
+            Number::Int(i) => i as f32,
+        }),
+        Column::F64(c) => c.push(match v {
+            Number::Float(f) => f,
+            Number::Int(i) => i as f64,
+        }),
+        Column::I32(c) => c.push(range(int(v)?, i32::MIN as i64, i32::MAX as i64, "i32")? as i32),
+        Column::I64(c) => c.push(int(v)?),
+        Column::U32(c) => c.push(range(int(v)?, 0, u32::MAX as i64, "u32")? as u32),
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Number {
+    Int(i64),
+    Float(f64),
+}
+
+fn columns_for(components: &[Component], n: usize) -> Vec<Column> {
+    components.iter().map(|c| Column::with_capacity(c.scalar, n)).collect()
+}
+
+/// Text: one point per line, values separated by commas or white space; `#`
+/// comments and one header line of names are skipped.
+fn read_text(path: &Path, components: &[Component]) -> anyhow::Result<PointSet> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .comment(Some(b'#'))
+        .from_path(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    let d = components.len();
+    let mut columns = columns_for(components, 0);
+    let mut header_skipped = false;
+    for (k, record) in reader.records().enumerate() {
+        let record = record.with_context(|| format!("{}: cannot read line {}", path.display(), k + 1))?;
+        let line = record.position().map_or(k as u64 + 1, |p| p.line());
+        // GDS-Join's files separate by commas; many others by spaces or tabs.
+        let fields: Vec<&str> = if record.len() == 1 {
+            record[0].split_whitespace().collect()
+        } else {
+            record.iter().map(str::trim).collect()
+        };
+        if fields.is_empty() || (fields.len() == 1 && fields[0].is_empty()) {
+            continue;
+        }
+        if !header_skipped && columns[0].is_empty() && fields.iter().any(|f| f.parse::<f64>().is_err()) {
+            header_skipped = true;
+            continue;
+        }
+        if fields.len() != d {
+            anyhow::bail!(
+                "{}:{line}: {} values on this line, expected {d} ({})",
+                path.display(),
+                fields.len(),
+                names(components)
+            );
+        }
+        for ((col, text), comp) in columns.iter_mut().zip(&fields).zip(components) {
+            let at = || format!("{}:{line}: field `{}`", path.display(), comp.name);
+            let v = if comp.scalar.is_integer() {
+                text.parse::<i64>().map(Number::Int).or_else(|_| text.parse::<f64>().map(Number::Float))
+            } else {
+                text.parse::<f64>().map(Number::Float)
+            }
+            .map_err(|_| anyhow::anyhow!("{}: `{text}` is not a number", at()))?;
+            if comp.scalar == Scalar::F32 {
+                // Parse straight to f32: rounding once, to the nearest f32.
+                let Column::F32(c) = col else { unreachable!() };
+                c.push(text.parse::<f32>().map_err(|_| anyhow::anyhow!("{}: `{text}` is not a number", at()))?);
+                continue;
+            }
+            push_value(col, v, &at)?;
+        }
+    }
+    Ok(PointSet { columns, origin: origin(path), rows: None })
+}
+
+fn names(components: &[Component]) -> String {
+    components.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+/// Raw little-endian records: the components of each point in order, of the spec's types.
+fn read_raw(path: &Path, components: &[Component], dims: Option<u32>) -> anyhow::Result<PointSet> {
+    let Some(dims) = dims else {
+        anyhow::bail!(
+            "{}: a raw binary file needs --dims (values per point; the spec has {})",
+            path.display(),
+            components.len()
+        );
+    };
+    if dims as usize != components.len() {
+        anyhow::bail!(
+            "{}: --dims {dims}, but the spec's element has {} values ({})",
+            path.display(),
+            components.len(),
+            names(components)
+        );
+    }
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let record: usize = components.iter().map(|c| c.scalar.bytes() as usize).sum();
+    if bytes.is_empty() {
+        anyhow::bail!("{}: the file is empty", path.display());
+    }
+    if bytes.len() % record != 0 {
+        anyhow::bail!(
+            "{}: {} bytes is not a whole number of {record}-byte points ({})",
+            path.display(),
+            bytes.len(),
+            components.iter().map(|c| format!("{}: {}", c.name, c.scalar)).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let n = bytes.len() / record;
+    let mut columns = columns_for(components, n);
+    for r in 0..n {
+        let mut at = r * record;
+        for (col, comp) in columns.iter_mut().zip(components) {
+            let b = &bytes[at..at + comp.scalar.bytes() as usize];
+            match col {
+                Column::F32(c) => c.push(f32::from_le_bytes(b.try_into().unwrap())),
+                Column::F64(c) => c.push(f64::from_le_bytes(b.try_into().unwrap())),
+                Column::I32(c) => c.push(i32::from_le_bytes(b.try_into().unwrap())),
+                Column::I64(c) => c.push(i64::from_le_bytes(b.try_into().unwrap())),
+                Column::U32(c) => c.push(u32::from_le_bytes(b.try_into().unwrap())),
+            }
+            at += b.len();
+        }
+    }
+    Ok(PointSet { columns, origin: origin(path), rows: None })
+}
+
+/// A little-endian numpy scalar type this reader understands.
+fn npy_scalar(type_str: &str) -> Option<(Scalar, usize, bool)> {
+    // (type, bytes, is the file's own float type)
+    Some(match type_str {
+        "<f4" => (Scalar::F32, 4, true),
+        "<f8" => (Scalar::F64, 8, true),
+        "<i4" => (Scalar::I32, 4, false),
+        "<i8" => (Scalar::I64, 8, false),
+        "<u4" => (Scalar::U32, 4, false),
+        _ => return None,
+    })
+}
+
+fn decode(scalar: Scalar, b: &[u8]) -> Number {
+    match scalar {
+        Scalar::F32 => Number::Float(f32::from_le_bytes(b.try_into().unwrap()) as f64),
+        Scalar::F64 => Number::Float(f64::from_le_bytes(b.try_into().unwrap())),
+        Scalar::I32 => Number::Int(i32::from_le_bytes(b.try_into().unwrap()) as i64),
+        Scalar::I64 => Number::Int(i64::from_le_bytes(b.try_into().unwrap())),
+        Scalar::U32 => Number::Int(u32::from_le_bytes(b.try_into().unwrap()) as i64),
+    }
+}
+
+/// .npy: an N x D (or N, for one value per point) array of f4, f8, i4, i8 or u4,
+/// in C or Fortran order; or a structured array whose fields are the spec's fields.
+fn read_npy(path: &Path, components: &[Component]) -> anyhow::Result<PointSet> {
+    let file =
+        std::io::BufReader::new(std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?);
+    let npy = npyz::NpyFile::new(file).with_context(|| format!("{}: not a readable .npy file", path.display()))?;
+    let shape = npy.shape().to_vec();
+    let fortran = npy.order() == npyz::Order::Fortran;
+    let dtype = npy.dtype();
+    let d = components.len();
+    // (column type, byte offset within a record) for each component; record size.
+    let (layout, record, n): (Vec<(Scalar, usize)>, usize, usize) = match &dtype {
+        npyz::DType::Plain(ts) => {
+            let ts = ts.to_string();
+            let (scalar, bytes, _) = npy_scalar(&ts).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{}: element type `{ts}` is not supported; expected <f4, <f8, <i4, <i8 or <u4",
+                    path.display()
+                )
+            })?;
+            let (n, cols) = match shape.as_slice() {
+                [n] => (*n as usize, 1),
+                [n, c] => (*n as usize, *c as usize),
+                other => anyhow::bail!("{}: shape {other:?}; expected (N, {d})", path.display()),
+            };
+            if cols != d {
+                anyhow::bail!(
+                    "{}: shape ({n}, {cols}), but the spec's element has {d} values ({})",
+                    path.display(),
+                    names(components)
+                );
+            }
+            ((0..d).map(|c| (scalar, c * bytes)).collect(), d * bytes, n)
+        }
+        npyz::DType::Record(fields) => {
+            let n = match shape.as_slice() {
+                [n] => *n as usize,
+                other => {
+                    anyhow::bail!("{}: a structured array of shape {other:?}; expected one dimension", path.display())
+                }
+            };
+            let mut offsets = Vec::new();
+            let mut at = 0;
+            for f in fields {
+                let npyz::DType::Plain(ts) = &f.dtype else {
+                    anyhow::bail!("{}: field `{}` is not a plain number", path.display(), f.name);
+                };
+                let ts = ts.to_string();
+                let (scalar, bytes, _) = npy_scalar(&ts).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "{}: field `{}` has type `{ts}`; expected <f4, <f8, <i4, <i8 or <u4",
+                        path.display(),
+                        f.name
+                    )
+                })?;
+                offsets.push((f.name.clone(), scalar, at));
+                at += bytes;
+            }
+            let mut layout = Vec::new();
+            for c in components {
+                let (_, scalar, off) = offsets.iter().find(|(name, _, _)| *name == c.name).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "{}: no field `{}`; the file has {}",
+                        path.display(),
+                        c.name,
+                        offsets.iter().map(|(n, s, _)| format!("{n}: {s}")).collect::<Vec<_>>().join(", ")
+                    )
+                })?;
+                layout.push((*scalar, *off));
+            }
+            (layout, at, n)
+        }
+        npyz::DType::Array(..) => anyhow::bail!("{}: array-valued elements are not supported", path.display()),
+    };
+    if n == 0 {
+        anyhow::bail!("{}: the array is empty", path.display());
+    }
+    let mut bytes = Vec::with_capacity(n * record);
+    npy.into_inner().read_to_end(&mut bytes).with_context(|| format!("cannot read {}", path.display()))?;
+    if bytes.len() < n * record {
+        anyhow::bail!(
+            "{}: the file is truncated: {} bytes of data for {n} points of {record} bytes",
+            path.display(),
+            bytes.len()
+        );
+    }
+    let mut columns = columns_for(components, n);
+    for (c, (col, &(scalar, off))) in columns.iter_mut().zip(&layout).enumerate() {
+        let width = scalar.bytes() as usize;
+        for r in 0..n {
+            // Fortran order stores each column contiguously.
+            let at =
+                if fortran && matches!(dtype, npyz::DType::Plain(_)) { (c * n + r) * width } else { r * record + off };
+            let v = decode(scalar, &bytes[at..at + width]);
+            let at_text = || format!("{}: row {r}, field `{}`", path.display(), components[c].name);
+            if components[c].scalar == Scalar::F32 && scalar == Scalar::F32 {
+                let Column::F32(v32) = col else { unreachable!() };
+                v32.push(f32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()));
+                continue;
+            }
+            push_value(col, v, &at_text)?;
+        }
+    }
+    Ok(PointSet { columns, origin: origin(path), rows: None })
+}
