@@ -7,9 +7,12 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
 use crate::codegen;
+use crate::data::{InputOptions, Inputs, read_input};
 use crate::device::Device;
 use crate::plan::{Forced, InputCache, OutputStage, Plan, Points};
 use crate::problems;
+use crate::report::{self, OutputOptions};
+use crate::run::{self, BackendChoice, RunOptions};
 use crate::spec::{Params, Problem, Sets};
 
 #[derive(Parser)]
@@ -46,6 +49,114 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Compute a problem on data: exact results on the GPU or the CPU.
+    Run(RunArgs),
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// A built-in problem name (see `twobs list`) or the path of a spec.
+    problem: String,
+    /// Input points: a .npy, .csv/.txt or .bin/.raw file, or uniform:N, clustered:N,
+    /// exponential:N. Once for a one-set problem, twice (A, then B) for two sets.
+    /// Without it a built-in default dataset is used.
+    #[arg(long = "input", value_name = "FILE|GEN:N")]
+    inputs: Vec<String>,
+    /// Override a parameter of the spec.
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    params: Vec<String>,
+    /// auto (the GPU when one is usable, else the CPU), cuda or cpu.
+    #[arg(long, default_value = "auto")]
+    backend: BackendChoice,
+    /// Result file: CSV for a histogram, .npy or .csv for pairs, .npy for KNN.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Write a JSON report of the run to FILE (- for stdout).
+    #[arg(long, value_name = "FILE")]
+    report: Option<String>,
+    /// Values per point in a raw binary input.
+    #[arg(long)]
+    dims: Option<u32>,
+    /// Seed of synthetic inputs (set B uses seed + 1).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Leave out rows holding NaN or infinity instead of refusing the input.
+    #[arg(long)]
+    drop_nonfinite: bool,
+    /// Pairs in both orders plus (i, i), as GDS-Join counts its results.
+    #[arg(long)]
+    symmetric: bool,
+    /// Sort pairs by (i, j).
+    #[arg(long)]
+    sorted: bool,
+    /// CPU backend: compute in double precision.
+    #[arg(long)]
+    f64: bool,
+    /// CPU threads (default: all cores).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// No progress bar and no notes.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Points per set of the built-in default dataset.
+const DEFAULT_DATASET_POINTS: u64 = 20_000;
+
+fn run_command(args: RunArgs) -> anyhow::Result<()> {
+    let problem = problems::load(&args.problem)?;
+    let params = problem.bind(&args.params)?;
+    let components = problem.input.element.components();
+    let opts = InputOptions { dims: args.dims, drop_nonfinite: args.drop_nonfinite, seed: args.seed };
+    let wanted = match problem.input.sets {
+        Sets::One => 1,
+        Sets::Two => 2,
+    };
+    let given: Vec<String> = if args.inputs.is_empty() {
+        let default = format!("uniform:{DEFAULT_DATASET_POINTS}");
+        if !args.quiet {
+            eprintln!(
+                "note: no --input: using the default dataset {default} (seed {}{}), coordinates uniform in [0, 1)",
+                args.seed,
+                if wanted == 2 { format!(" for A, {} for B", args.seed + 1) } else { String::new() }
+            );
+        }
+        vec![default; wanted]
+    } else {
+        args.inputs.clone()
+    };
+    if given.len() != wanted {
+        anyhow::bail!(
+            "problem `{}` has {}: give --input {} times, not {}",
+            problem.name,
+            problem.input.sets,
+            wanted,
+            given.len()
+        );
+    }
+    let a = read_input(&given[0], &components, &opts).map_err(|e| e.context("set A"))?;
+    let b = match given.get(1) {
+        Some(arg) => Some(
+            read_input(arg, &components, &InputOptions { seed: args.seed + 1, ..opts.clone() })
+                .map_err(|e| e.context("set B"))?,
+        ),
+        None => None,
+    };
+    let inputs = Inputs { a, b };
+    let run_opts = RunOptions { backend: args.backend, threads: args.threads, f64: args.f64, quiet: args.quiet };
+    let exec = run::execute(&problem, &params, &inputs, &run_opts)?;
+    if !args.quiet {
+        for note in &exec.notes {
+            eprintln!("note: {note}");
+        }
+    }
+    let out_opts = OutputOptions { out: args.out.clone(), symmetric: args.symmetric, sorted: args.sorted };
+    let to_stdout = args.report.as_deref() == Some("-");
+    let report = report::present(&problem, &params, &inputs, &exec, &out_opts, to_stdout)?;
+    if let Some(dest) = &args.report {
+        report::write_report(&report, dest)?;
+    }
+    Ok(())
 }
 
 /// What to plan for: the problem, the device, the size, and forced choices.
@@ -139,6 +250,7 @@ fn list() {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::List => list(),
+        Command::Run(args) => run_command(args)?,
         Command::Plan { target, json } => {
             let p = target.plan()?;
             if json {

@@ -14,4 +14,6 @@ pub mod model;
 pub mod outcome;
 pub mod plan;
 pub mod problems;
+pub mod report;
+pub mod run;
 pub mod spec;

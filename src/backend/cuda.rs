@@ -55,3 +55,13 @@ pub fn live_device(ordinal: usize) -> anyhow::Result<Device> {
         model: base.model,
     })
 }
+
+/// Whether this machine can run kernels: the driver loads and sees a GPU.
+pub fn usable() -> Result<(), String> {
+    driver_available()?;
+    match CudaContext::device_count() {
+        Ok(n) if n > 0 => Ok(()),
+        Ok(_) => Err("the CUDA driver sees no GPU".to_owned()),
+        Err(e) => Err(format!("the CUDA driver failed: {e}")),
+    }
+}

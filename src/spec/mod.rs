@@ -147,6 +147,14 @@ impl Output {
     }
 }
 
+/// A normalization of the raw histogram written beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Normalization {
+    /// g(r): counts over the counts of an ideal gas of the same density in each 3-D shell.
+    Rdf,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Param {
     pub name: String,
@@ -165,6 +173,8 @@ pub struct Problem {
     pub input: Input,
     pub function: Function,
     pub output: Output,
+    /// Set by `normalize` on a histogram output.
+    pub normalize: Option<Normalization>,
     pub params: Vec<Param>,
 }
 
@@ -451,8 +461,19 @@ impl Cx<'_> {
 
         let input = self.input(one("input")?)?;
         let function = self.function(one("function")?, origin, files)?;
-        let output = self.output(one("output")?, &params, function.returns)?;
-        Ok(Problem { name, summary, origin: origin.display().to_string(), input, function, output, params })
+        let output_node = one("output")?;
+        let output = self.output(output_node, &params, function.returns)?;
+        let normalize = match self.attr(output_node, "normalize") {
+            None => None,
+            Some(a) if a.value == "rdf" => {
+                if !matches!(input.element, Element::Vector { dims: 3, .. }) {
+                    return Err(self.err(a.pos, "normalize=\"rdf\" needs 3-D points (shell volumes are 3-D)"));
+                }
+                Some(Normalization::Rdf)
+            }
+            Some(a) => return Err(self.err(a.pos, format!("normalize must be rdf, found `{}`", a.value))),
+        };
+        Ok(Problem { name, summary, origin: origin.display().to_string(), input, function, output, normalize, params })
     }
 
     fn param(&self, node: &Node) -> Result<Param, SpecError> {
@@ -578,7 +599,7 @@ impl Cx<'_> {
                 Output::Sum
             }
             "histogram" => {
-                self.only_attrs(node, &["kind", "bins", "min", "max"])?;
+                self.only_attrs(node, &["kind", "bins", "min", "max", "normalize"])?;
                 if returns.is_integer() {
                     return Err(self.err(kind_attr.pos, "a histogram needs a function that returns f32 or f64"));
                 }
