@@ -1,0 +1,264 @@
+//! The CPU backend against an independent brute-force reference written here
+//! in Rust f64, on fresh random inputs every run (the seed is printed).
+//!
+//! Exactness across rounding: coordinates are multiples of 1/16 in [0, 1), so
+//! every coordinate difference, square and sum of squares is exact in f32 and
+//! f64 alike, and a distance is sqrt(k)/16 for a whole k, correctly rounded by
+//! either. Thresholds are put halfway (in k) between two possible distances and
+//! histogram edges are checked to lie at least 1e-5 (relative) away from every
+//! possible distance, so that no rounding in f32 can move a pair across them.
+//! Counts, histograms and pair sets must then be equal exactly; KNN ids equal
+//! exactly (ties go to the smaller index on both sides); sums agree to 1e-5
+//! (expf is not correctly rounded, and summation order differs).
+
+use std::collections::BTreeSet;
+
+use rand::{RngExt, SeedableRng};
+use twobs::backend::cpu::CpuDriver;
+use twobs::data::{Column, Inputs, PointSet};
+use twobs::outcome::Outcome;
+use twobs::problems::built_in;
+
+const GRID: f64 = 16.0;
+
+fn seed() -> u64 {
+    let s = std::env::var("TWOBS_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+    });
+    println!("TWOBS_TEST_SEED={s}");
+    s
+}
+
+/// `n` points of `d` grid coordinates.
+fn grid_points(rng: &mut rand::rngs::StdRng, n: usize, d: usize) -> Vec<Vec<f64>> {
+    (0..n).map(|_| (0..d).map(|_| rng.random_range(0..GRID as u32) as f64 / GRID).collect()).collect()
+}
+
+fn set(points: &[Vec<f64>]) -> PointSet {
+    let d = points.first().map_or(3, Vec::len);
+    PointSet {
+        columns: (0..d).map(|c| Column::F32(points.iter().map(|p| p[c] as f32).collect())).collect(),
+        origin: "test".into(),
+        rows: None,
+    }
+}
+
+fn dist(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt()
+}
+
+/// The minimum-image distance in a periodic box, rounding half to even as rintf does.
+fn min_image(a: &[f64], b: &[f64], bx: f64) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| {
+            let d = x - y;
+            let w = if bx > 0.0 { d - bx * (d / bx).round_ties_even() } else { d };
+            w * w
+        })
+        .sum::<f64>()
+        .sqrt()
+}
+
+/// Every distance the grid allows in `d` dimensions.
+fn grid_distances(d: usize) -> Vec<f64> {
+    (0..=(d as u64 * (GRID as u64) * (GRID as u64))).map(|k| (k as f64).sqrt() / GRID).collect()
+}
+
+/// A threshold halfway (in k) between grid distances, near `r`.
+fn safe_threshold(r: f64) -> f64 {
+    let k = (r * GRID).powi(2).round();
+    (k + 0.5).sqrt() / GRID
+}
+
+/// Smallest relative gap between a bucket edge of (bins, lo, hi) and any possible distance.
+fn edge_margin(bins: u32, lo: f64, hi: f64, distances: &[f64]) -> f64 {
+    let w = (hi - lo) / bins as f64;
+    distances
+        .iter()
+        .filter(|&&x| x >= lo && x < hi + w)
+        .map(|&x| {
+            let t = (x - lo) / w;
+            let gap = (t - t.round()).abs() * w;
+            if x == 0.0 { f64::INFINITY } else { gap / x }
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// A bucket count near `bins` and an upper edge near `hi` (an f32, as the
+/// parameter is) whose edges all keep a 2e-5 margin from the grid distances.
+fn safe_bins(near: u32, hi: f32, distances: &[f64]) -> (u32, f32) {
+    for step in 0..50 {
+        let h = hi * (1.0 + 0.0137 * step as f32);
+        if let Some(b) = (near..near + 40).find(|&b| edge_margin(b, 0.0, h as f64, distances) > 2e-5) {
+            return (b, h);
+        }
+    }
+    panic!("no buckets near {near} over [0, ~{hi}) keep their edges off the grid distances")
+}
+
+fn reference_histogram(values: impl Iterator<Item = f64>, bins: u32, lo: f64, hi: f64) -> Vec<u64> {
+    let mut h = vec![0u64; bins as usize];
+    for v in values {
+        if v >= lo && v < hi {
+            h[(((v - lo) / (hi - lo)) * bins as f64).floor() as usize] += 1;
+        }
+    }
+    h
+}
+
+fn run_cpu(name: &str, params: &[String], inputs: &Inputs) -> Outcome {
+    let p = built_in(name).unwrap();
+    let params = p.bind(params).unwrap();
+    let driver = CpuDriver::compile(&p, &params, false).unwrap();
+    driver.run(inputs, 2, &indicatif::ProgressBar::hidden()).unwrap()
+}
+
+/// Self-problem sizes: one point, two points, odd sizes.
+const SIZES: [usize; 5] = [1, 2, 37, 257, 1001];
+
+#[test]
+fn sdh_histogram_is_exact() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let (bins, r_max) = safe_bins(500, 1.8, &grid_distances(3));
+    for n in SIZES {
+        let pts = grid_points(&mut rng, n, 3);
+        let inputs = Inputs { a: set(&pts), b: None };
+        let got = run_cpu("sdh", &[format!("bins={bins}"), format!("r_max={r_max}")], &inputs);
+        let want = reference_histogram(
+            (0..n).flat_map(|i| ((i + 1)..n).map(move |j| (i, j))).map(|(i, j)| dist(&pts[i], &pts[j])),
+            bins,
+            0.0,
+            r_max as f64,
+        );
+        assert_eq!(got, Outcome::Histogram(want), "n = {n}, bins = {bins}");
+    }
+}
+
+#[test]
+fn rdf_histogram_is_exact_periodic_and_open() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let distances = grid_distances(3);
+    for (bx, near) in [(1.0f32, 0.47f32), (0.0, 1.8)] {
+        let (bins, r_max) = safe_bins(50, near, &distances);
+        for (n_a, n_b) in [(1, 1), (2, 3), (37, 64), (300, 257)] {
+            let (pa, pb) = (grid_points(&mut rng, n_a, 3), grid_points(&mut rng, n_b, 3));
+            let inputs = Inputs { a: set(&pa), b: Some(set(&pb)) };
+            let params = [format!("bins={bins}"), format!("box={bx}"), format!("r_max={r_max}")];
+            let got = run_cpu("rdf", &params, &inputs);
+            let want = reference_histogram(
+                pa.iter().flat_map(|a| pb.iter().map(move |b| min_image(a, b, bx as f64))),
+                bins,
+                0.0,
+                r_max as f64,
+            );
+            assert_eq!(got, Outcome::Histogram(want), "box {bx}, {n_a} x {n_b}");
+        }
+    }
+}
+
+#[test]
+fn two_point_correlation_count_is_exact() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    for n in SIZES {
+        let pts = grid_points(&mut rng, n, 3);
+        let r = safe_threshold(rng.random_range(0.05..0.4));
+        let got = run_cpu("2pcf", &[format!("r={r}")], &Inputs { a: set(&pts), b: None });
+        let want = (0..n).flat_map(|i| ((i + 1)..n).map(move |j| (i, j))).filter(|&(i, j)| dist(&pts[i], &pts[j]) < r).count();
+        assert_eq!(got, Outcome::Count(want as u64), "n = {n}, r = {r}");
+    }
+}
+
+#[test]
+fn kernel_density_sum_agrees() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    for n in SIZES {
+        let pts = grid_points(&mut rng, n, 3);
+        let h = 0.05f32;
+        let Outcome::Sum(got) = run_cpu("kde", &[format!("h={h}")], &Inputs { a: set(&pts), b: None }) else { panic!() };
+        let h = h as f64;
+        let want: f64 = (0..n)
+            .flat_map(|i| ((i + 1)..n).map(move |j| (i, j)))
+            .map(|(i, j)| (-dist(&pts[i], &pts[j]).powi(2) / (2.0 * h * h)).exp())
+            .sum();
+        assert!((got - want).abs() <= 1e-5 * want.abs().max(1e-30), "n = {n}: {got} vs {want}");
+    }
+}
+
+#[test]
+fn selfjoin_pairs_are_the_same_set() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    for n in SIZES {
+        let pts = grid_points(&mut rng, n, 2);
+        let eps = safe_threshold(rng.random_range(0.05..0.3));
+        let Outcome::Pairs(got) = run_cpu("selfjoin", &[format!("eps={eps}")], &Inputs { a: set(&pts), b: None }) else {
+            panic!()
+        };
+        let got: BTreeSet<[u32; 2]> = got.into_iter().collect();
+        let want: BTreeSet<[u32; 2]> = (0..n)
+            .flat_map(|i| ((i + 1)..n).map(move |j| (i, j)))
+            .filter(|&(i, j)| dist(&pts[i], &pts[j]) <= eps)
+            .map(|(i, j)| [i as u32, j as u32])
+            .collect();
+        assert_eq!(got, want, "n = {n}, eps = {eps}");
+    }
+}
+
+#[test]
+fn knn_finds_the_same_neighbours() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    for n in SIZES {
+        let pts = grid_points(&mut rng, n, 3);
+        let k = rng.random_range(1..12usize);
+        let Outcome::Knn { k: got_k, ids, values } = run_cpu("knn", &[format!("k={k}")], &Inputs { a: set(&pts), b: None })
+        else {
+            panic!()
+        };
+        assert_eq!(got_k, k);
+        for i in 0..n {
+            let mut cands: Vec<(f64, u32)> = (0..n).filter(|&j| j != i).map(|j| (dist(&pts[i], &pts[j]), j as u32)).collect();
+            cands.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            cands.resize(k, (f64::INFINITY, u32::MAX));
+            for (slot, (d, j)) in cands.iter().enumerate() {
+                assert_eq!(ids[i * k + slot], *j, "n = {n}, query {i}, rank {slot}");
+                let v = values[i * k + slot];
+                assert!(v == *d || ((v - d) / d).abs() < 1e-6, "n = {n}, query {i}: {v} vs {d}");
+            }
+        }
+    }
+}
+
+#[test]
+fn band_join_pairs_are_the_same_set() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    for (n_a, n_b) in [(1, 1), (2, 5), (101, 37), (1000, 999)] {
+        let keys = |rng: &mut rand::rngs::StdRng, n: usize| -> Vec<i32> { (0..n).map(|_| rng.random_range(-40..40)).collect() };
+        let (ka, kb) = (keys(&mut rng, n_a), keys(&mut rng, n_b));
+        let d = rng.random_range(0..4);
+        let mk = |k: &[i32]| PointSet { columns: vec![Column::I32(k.to_vec())], origin: "test".into(), rows: None };
+        let Outcome::Pairs(got) = run_cpu("nlj", &[format!("d={d}")], &Inputs { a: mk(&ka), b: Some(mk(&kb)) }) else {
+            panic!()
+        };
+        let got: BTreeSet<[u32; 2]> = got.into_iter().collect();
+        let want: BTreeSet<[u32; 2]> = (0..n_a)
+            .flat_map(|i| (0..n_b).map(move |j| (i, j)))
+            .filter(|&(i, j)| (ka[i] as i64 - kb[j] as i64).abs() <= d)
+            .map(|(i, j)| [i as u32, j as u32])
+            .collect();
+        assert_eq!(got, want, "{n_a} x {n_b}, d = {d}");
+    }
+}
+
+#[test]
+fn f64_mode_agrees_with_the_reference_too() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let pts = grid_points(&mut rng, 300, 3);
+    let p = built_in("2pcf").unwrap();
+    let r = safe_threshold(0.2);
+    let params = p.bind(&[format!("r={r}")]).unwrap();
+    let driver = CpuDriver::compile(&p, &params, true).unwrap();
+    let got = driver.run(&Inputs { a: set(&pts), b: None }, 2, &indicatif::ProgressBar::hidden()).unwrap();
+    let r = r as f32 as f64; // the parameter keeps its f32 value in f64 mode
+    let want = (0..300).flat_map(|i| ((i + 1)..300).map(move |j| (i, j))).filter(|&(i, j)| dist(&pts[i], &pts[j]) < r).count();
+    assert_eq!(got, Outcome::Count(want as u64));
+}
