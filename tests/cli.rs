@@ -145,3 +145,26 @@ fn a_snippet_error_points_at_the_users_line() {
     assert!(err.contains(&format!("{}(2): error", dir.path().join("f.cu").display())), "{err}");
     assert!(err.contains("has no member \"q\""), "{err}");
 }
+
+#[test]
+fn run_rdf_works_out_of_the_box_without_a_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_twobs"))
+        .args(["run", "rdf", "--backend", "cpu"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(stderr(&o).contains("no --input: using the default dataset uniform:20000"), "{}", stderr(&o));
+    assert!(
+        out.starts_with("rdf: histogram of bins = 500 buckets over [0, r_max = 0.5)\nbin_lo,bin_hi,count,g_r\n"),
+        "{out}"
+    );
+    assert_eq!(out.lines().filter(|l| l.chars().next().is_some_and(|c| c.is_ascii_digit())).count(), 500);
+    // An ideal gas: g(r) near 1 away from the smallest shells.
+    let g: Vec<f64> = out.lines().skip(2).take(500).map(|l| l.rsplit(',').next().unwrap().parse().unwrap()).collect();
+    let far: f64 = g[250..].iter().sum::<f64>() / 250.0;
+    assert!((far - 1.0).abs() < 0.01, "mean g(r) over the outer shells {far}");
+    assert!(out.contains("volume from the periodic box of edge box = 1"));
+}

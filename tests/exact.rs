@@ -164,7 +164,8 @@ fn two_point_correlation_count_is_exact() {
         let pts = grid_points(&mut rng, n, 3);
         let r = safe_threshold(rng.random_range(0.05..0.4));
         let got = run_cpu("2pcf", &[format!("r={r}")], &Inputs { a: set(&pts), b: None });
-        let want = (0..n).flat_map(|i| ((i + 1)..n).map(move |j| (i, j))).filter(|&(i, j)| dist(&pts[i], &pts[j]) < r).count();
+        let want =
+            (0..n).flat_map(|i| ((i + 1)..n).map(move |j| (i, j))).filter(|&(i, j)| dist(&pts[i], &pts[j]) < r).count();
         assert_eq!(got, Outcome::Count(want as u64), "n = {n}, r = {r}");
     }
 }
@@ -175,7 +176,9 @@ fn kernel_density_sum_agrees() {
     for n in SIZES {
         let pts = grid_points(&mut rng, n, 3);
         let h = 0.05f32;
-        let Outcome::Sum(got) = run_cpu("kde", &[format!("h={h}")], &Inputs { a: set(&pts), b: None }) else { panic!() };
+        let Outcome::Sum(got) = run_cpu("kde", &[format!("h={h}")], &Inputs { a: set(&pts), b: None }) else {
+            panic!()
+        };
         let h = h as f64;
         let want: f64 = (0..n)
             .flat_map(|i| ((i + 1)..n).map(move |j| (i, j)))
@@ -191,7 +194,8 @@ fn selfjoin_pairs_are_the_same_set() {
     for n in SIZES {
         let pts = grid_points(&mut rng, n, 2);
         let eps = safe_threshold(rng.random_range(0.05..0.3));
-        let Outcome::Pairs(got) = run_cpu("selfjoin", &[format!("eps={eps}")], &Inputs { a: set(&pts), b: None }) else {
+        let Outcome::Pairs(got) = run_cpu("selfjoin", &[format!("eps={eps}")], &Inputs { a: set(&pts), b: None })
+        else {
             panic!()
         };
         let got: BTreeSet<[u32; 2]> = got.into_iter().collect();
@@ -210,13 +214,15 @@ fn knn_finds_the_same_neighbours() {
     for n in SIZES {
         let pts = grid_points(&mut rng, n, 3);
         let k = rng.random_range(1..12usize);
-        let Outcome::Knn { k: got_k, ids, values } = run_cpu("knn", &[format!("k={k}")], &Inputs { a: set(&pts), b: None })
+        let Outcome::Knn { k: got_k, ids, values } =
+            run_cpu("knn", &[format!("k={k}")], &Inputs { a: set(&pts), b: None })
         else {
             panic!()
         };
         assert_eq!(got_k, k);
         for i in 0..n {
-            let mut cands: Vec<(f64, u32)> = (0..n).filter(|&j| j != i).map(|j| (dist(&pts[i], &pts[j]), j as u32)).collect();
+            let mut cands: Vec<(f64, u32)> =
+                (0..n).filter(|&j| j != i).map(|j| (dist(&pts[i], &pts[j]), j as u32)).collect();
             cands.sort_by(|a, b| a.partial_cmp(b).unwrap());
             cands.resize(k, (f64::INFINITY, u32::MAX));
             for (slot, (d, j)) in cands.iter().enumerate() {
@@ -232,7 +238,9 @@ fn knn_finds_the_same_neighbours() {
 fn band_join_pairs_are_the_same_set() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
     for (n_a, n_b) in [(1, 1), (2, 5), (101, 37), (1000, 999)] {
-        let keys = |rng: &mut rand::rngs::StdRng, n: usize| -> Vec<i32> { (0..n).map(|_| rng.random_range(-40..40)).collect() };
+        let keys = |rng: &mut rand::rngs::StdRng, n: usize| -> Vec<i32> {
+            (0..n).map(|_| rng.random_range(-40..40)).collect()
+        };
         let (ka, kb) = (keys(&mut rng, n_a), keys(&mut rng, n_b));
         let d = rng.random_range(0..4);
         let mk = |k: &[i32]| PointSet { columns: vec![Column::I32(k.to_vec())], origin: "test".into(), rows: None };
@@ -259,6 +267,7 @@ fn f64_mode_agrees_with_the_reference_too() {
     let driver = CpuDriver::compile(&p, &params, true).unwrap();
     let got = driver.run(&Inputs { a: set(&pts), b: None }, 2, &indicatif::ProgressBar::hidden()).unwrap();
     let r = r as f32 as f64; // the parameter keeps its f32 value in f64 mode
-    let want = (0..300).flat_map(|i| ((i + 1)..300).map(move |j| (i, j))).filter(|&(i, j)| dist(&pts[i], &pts[j]) < r).count();
+    let want =
+        (0..300).flat_map(|i| ((i + 1)..300).map(move |j| (i, j))).filter(|&(i, j)| dist(&pts[i], &pts[j]) < r).count();
     assert_eq!(got, Outcome::Count(want as u64));
 }

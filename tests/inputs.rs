@@ -1,0 +1,263 @@
+//! Every class of bad input gets a clear error, and good inputs in every
+//! format read the same points.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use npyz::WriterBuilder;
+use twobs::data::{Column, InputOptions, read_input};
+use twobs::problems::built_in;
+use twobs::spec::Component;
+
+fn comps(name: &str) -> Vec<Component> {
+    built_in(name).unwrap().input.element.components()
+}
+
+fn err(arg: &Path, name: &str, opts: InputOptions) -> String {
+    format!("{:#}", read_input(arg.to_str().unwrap(), &comps(name), &opts).unwrap_err())
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn npy<T: npyz::AutoSerialize + Copy>(dir: &Path, name: &str, shape: &[u64], data: &[T]) -> PathBuf {
+    let p = dir.join(name);
+    let mut f = std::fs::File::create(&p).unwrap();
+    let mut w = npyz::WriteOptions::new().default_dtype().shape(shape).writer(&mut f).begin_nd().unwrap();
+    w.extend(data.iter().copied()).unwrap();
+    w.finish().unwrap();
+    p
+}
+
+#[test]
+fn text_files_read_with_commas_spaces_comments_and_a_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "a.csv", "# comment\nx,y,z\n0.5,1,2\n3, 4 ,5\n");
+    let s = read_input(p.to_str().unwrap(), &comps("sdh"), &InputOptions::default()).unwrap();
+    assert_eq!(s.columns[0], Column::F32(vec![0.5, 3.0]));
+    let p = write(dir.path(), "a.txt", "0.5 1 2\n3\t4 5\n\n");
+    let t = read_input(p.to_str().unwrap(), &comps("sdh"), &InputOptions::default()).unwrap();
+    assert_eq!(s.columns, t.columns);
+}
+
+#[test]
+fn wrong_dimensions_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "a.csv", "1,2\n3,4\n");
+    let e = err(&p, "sdh", InputOptions::default());
+    assert!(e.contains("a.csv:1: 2 values on this line, expected 3 (x, y, z)"), "{e}");
+    let p = npy(dir.path(), "a.npy", &[2, 2], &[1f32, 2., 3., 4.]);
+    let e = err(&p, "sdh", InputOptions::default());
+    assert!(e.contains("shape (2, 2), but the spec's element has 3 values (x, y, z)"), "{e}");
+}
+
+#[test]
+fn a_ragged_line_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "a.csv", "1,2,3\n4,5,6\n7,8\n");
+    let e = err(&p, "sdh", InputOptions::default());
+    assert!(e.contains("a.csv:3: 2 values on this line, expected 3"), "{e}");
+    let p = write(dir.path(), "b.csv", "1,2,3\n4,five,6\n");
+    let e = err(&p, "sdh", InputOptions::default());
+    assert!(e.contains("b.csv:2: field `y`: `five` is not a number"), "{e}");
+}
+
+#[test]
+fn nan_and_infinity_are_refused_or_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "a.csv", "1,2,3\nnan,5,6\n7,8,inf\n0,0,0\n");
+    let e = err(&p, "sdh", InputOptions::default());
+    assert!(
+        e.contains("row 1 (counting from 0) holds NaN or infinity, and 2 rows in all")
+            && e.contains("--drop-nonfinite"),
+        "{e}"
+    );
+    let s =
+        read_input(p.to_str().unwrap(), &comps("sdh"), &InputOptions { drop_nonfinite: true, ..Default::default() })
+            .unwrap();
+    assert_eq!(s.len(), 2);
+    assert_eq!((s.original_row(0), s.original_row(1)), (0, 3));
+}
+
+#[test]
+fn empty_inputs_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "a.csv", "");
+    assert!(err(&p, "sdh", InputOptions::default()).contains("a.csv: no points"));
+    let p = write(dir.path(), "h.csv", "x,y,z\n");
+    assert!(err(&p, "sdh", InputOptions::default()).contains("h.csv: no points"));
+    let p = npy::<f32>(dir.path(), "e.npy", &[0, 3], &[]);
+    assert!(err(&p, "sdh", InputOptions::default()).contains("the array is empty"));
+    let p = write(dir.path(), "e.bin", "");
+    assert!(err(&p, "sdh", InputOptions { dims: Some(3), ..Default::default() }).contains("the file is empty"));
+}
+
+#[test]
+fn raw_binary_needs_dims_and_whole_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes: Vec<u8> = [1f32, 2., 3., 4., 5., 6.].iter().flat_map(|x| x.to_le_bytes()).collect();
+    let p = dir.path().join("a.bin");
+    std::fs::write(&p, &bytes).unwrap();
+    assert!(err(&p, "sdh", InputOptions::default()).contains("needs --dims"));
+    assert!(
+        err(&p, "sdh", InputOptions { dims: Some(2), ..Default::default() })
+            .contains("--dims 2, but the spec's element has 3")
+    );
+    let s =
+        read_input(p.to_str().unwrap(), &comps("sdh"), &InputOptions { dims: Some(3), ..Default::default() }).unwrap();
+    assert_eq!(s.columns[2], Column::F32(vec![3.0, 6.0]));
+    std::fs::write(&p, &bytes[..10]).unwrap();
+    assert!(
+        err(&p, "sdh", InputOptions { dims: Some(3), ..Default::default() })
+            .contains("10 bytes is not a whole number of 12-byte points")
+    );
+}
+
+#[test]
+fn npy_files_in_c_and_fortran_order_and_other_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = npy(dir.path(), "a.npy", &[2, 3], &[1f64, 2., 3., 4., 5., 6.]);
+    let s = read_input(p.to_str().unwrap(), &comps("sdh"), &InputOptions::default()).unwrap();
+    assert_eq!(s.columns[0], Column::F32(vec![1.0, 4.0]));
+    // Fortran order: columns are contiguous.
+    let p = dir.path().join("f.npy");
+    let mut f = std::fs::File::create(&p).unwrap();
+    let mut w = npyz::WriteOptions::new()
+        .default_dtype()
+        .shape(&[2, 3])
+        .order(npyz::Order::Fortran)
+        .writer(&mut f)
+        .begin_nd()
+        .unwrap();
+    w.extend([1f32, 4., 2., 5., 3., 6.]).unwrap();
+    w.finish().unwrap();
+    let t = read_input(p.to_str().unwrap(), &comps("sdh"), &InputOptions::default()).unwrap();
+    assert_eq!(s.columns, t.columns);
+    let p = npy(dir.path(), "u.npy", &[2, 3], &[1u8, 2, 3, 4, 5, 6]);
+    assert!(err(&p, "sdh", InputOptions::default()).contains("element type `|u1` is not supported"));
+}
+
+#[test]
+fn records_come_from_structured_arrays_csv_or_integers() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "k.csv", "key\n5\n-3\n");
+    let s = read_input(p.to_str().unwrap(), &comps("nlj"), &InputOptions::default()).unwrap();
+    assert_eq!(s.columns[0], Column::I32(vec![5, -3]));
+    let p = write(dir.path(), "f.csv", "5\n2.5\n");
+    assert!(err(&p, "nlj", InputOptions::default()).contains("f.csv:2: field `key`: 2.5 is not a whole number"));
+    let p = write(dir.path(), "big.csv", "5\n3000000000\n");
+    assert!(err(&p, "nlj", InputOptions::default()).contains("3000000000 does not fit i32"));
+    // A structured array with the key among other fields.
+    let p = dir.path().join("r.npy");
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    let mut header = "{'descr': [('id', '<i8'), ('key', '<i4')], 'fortran_order': False, 'shape': (2,), }".to_owned();
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    for (id, key) in [(10i64, 7i32), (11, -2)] {
+        bytes.extend(id.to_le_bytes());
+        bytes.extend(key.to_le_bytes());
+    }
+    std::fs::write(&p, &bytes).unwrap();
+    let s = read_input(p.to_str().unwrap(), &comps("nlj"), &InputOptions::default()).unwrap();
+    assert_eq!(s.columns[0], Column::I32(vec![7, -2]));
+    let e = err(&p, "sdh", InputOptions::default());
+    assert!(e.contains("no field `x`; the file has id: i64, key: i32"), "{e}");
+}
+
+#[test]
+fn generators_and_their_limits() {
+    let s = read_input("clustered:1000", &comps("sdh"), &InputOptions { seed: 7, ..Default::default() }).unwrap();
+    assert_eq!(s.len(), 1000);
+    assert_eq!(
+        s,
+        read_input("clustered:1000", &comps("sdh"), &InputOptions { seed: 7, ..Default::default() }).unwrap()
+    );
+    assert_ne!(
+        s,
+        read_input("clustered:1000", &comps("sdh"), &InputOptions { seed: 8, ..Default::default() }).unwrap()
+    );
+    for (lo, hi) in s.bounds() {
+        assert!(lo >= 0.0 && hi < 1.0);
+    }
+    let e = format!("{:#}", read_input("uniform:5000000000", &comps("sdh"), &InputOptions::default()).unwrap_err());
+    assert!(e.contains("at most 4294967295 points per set"), "{e}");
+    let e = format!("{:#}", read_input("gaussian:10", &comps("sdh"), &InputOptions::default()).unwrap_err());
+    assert!(e.contains("no such file (a synthetic input is written uniform:N"), "{e}");
+}
+
+fn twobs(args: &[&str], dir: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_twobs")).args(args).current_dir(dir).output().unwrap()
+}
+
+#[test]
+fn run_refuses_mismatched_sets_and_counts_of_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.csv", "1,2,3\n");
+    write(dir.path(), "b.csv", "1,2\n");
+    let o = twobs(&["run", "rdf", "--backend", "cpu", "--input", "a.csv", "--input", "b.csv"], dir.path());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("set B: b.csv:1: 2 values on this line, expected 3"), "{e}");
+    let o = twobs(&["run", "rdf", "--backend", "cpu", "--input", "a.csv"], dir.path());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("give --input 2 times, not 1"), "{e}");
+}
+
+#[test]
+fn run_selfjoin_on_a_csv_writes_pairs_and_a_report() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "points.csv", "0,0\n0.5,0\n3,4\n3,4.75\n10,10\n");
+    let o = twobs(
+        &[
+            "run",
+            "selfjoin",
+            "--backend",
+            "cpu",
+            "--input",
+            "points.csv",
+            "--param",
+            "eps=1.0",
+            "--report",
+            "r.json",
+            "--sorted",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("2 pairs -> selfjoin_pairs.npy"));
+    let pairs: Vec<u32> = npyz::NpyFile::new(std::fs::File::open(dir.path().join("selfjoin_pairs.npy")).unwrap())
+        .unwrap()
+        .into_vec()
+        .unwrap();
+    assert_eq!(pairs, vec![0, 1, 2, 3]);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(report["result"]["pairs"], 2);
+    assert_eq!(report["backend"], "cpu");
+    let o = twobs(
+        &[
+            "run",
+            "selfjoin",
+            "--backend",
+            "cpu",
+            "--input",
+            "points.csv",
+            "--param",
+            "eps=1.0",
+            "--symmetric",
+            "--out",
+            "s.csv",
+            "--sorted",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success());
+    let text = std::fs::read_to_string(dir.path().join("s.csv")).unwrap();
+    assert_eq!(text.lines().count(), 1 + 2 * 2 + 5);
+}
