@@ -171,6 +171,8 @@ extern "C" __global__ void __launch_bounds__(B) twobs_2pcf(
     const float* a_y,
     const float* a_z,
     unsigned n_a,
+    unsigned a_offset,      // index of A's first point in the whole input (results use whole-input indices)
+    unsigned other_offset,  // likewise for the other set
     unsigned long long* result) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Set a = { a_x, a_y, a_z, n_a };

@@ -146,19 +146,30 @@ struct Tiles {
 // ------------------------------------------------------------------ output stage: topk
 // Per-query top-K: each query thread keeps its K best (value, index) pairs in
 // registers (K is a compile-time constant, so the arrays stay in registers
-// while they fit) and writes them once.
+// while they fit). It starts from the lists already in the output, so that
+// launches over further blocks of points refine them, and writes them back once.
 struct Output {
   Value* out_value;
   unsigned* out_index;
+  unsigned other_offset;
   TopK top;
 
-  __device__ __forceinline__ Output(Value* values, unsigned* indices, unsigned char*)
-      : out_value(values), out_index(indices) {}
+  __device__ __forceinline__ Output(Value* values, unsigned* indices, unsigned other_off, unsigned i, bool own_valid,
+                                    unsigned char*)
+      : out_value(values), out_index(indices), other_offset(other_off) {
+    if (own_valid) {
+#pragma unroll
+      for (unsigned k = 0; k < K; ++k) {
+        top.best[k] = out_value[static_cast<size_t>(i) * K + k];
+        top.index[k] = out_index[static_cast<size_t>(i) * K + k];
+      }
+    }
+  }
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
   __device__ __forceinline__ void add(unsigned, unsigned j, Value v, bool valid) {
-    if (valid) top.offer(v, j);
+    if (valid) top.offer(v, other_offset + j);
   }
 
   __device__ __forceinline__ bool end_step(unsigned) { return false; }
@@ -179,6 +190,8 @@ extern "C" __global__ void __launch_bounds__(B) twobs_knn(
     const float* a_y,
     const float* a_z,
     unsigned n_a,
+    unsigned a_offset,      // index of A's first point in the whole input (results use whole-input indices)
+    unsigned other_offset,  // likewise for the other set
     Value* out_value, unsigned* out_index) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Set a = { a_x, a_y, a_z, n_a };
@@ -188,7 +201,7 @@ extern "C" __global__ void __launch_bounds__(B) twobs_knn(
   const unsigned i = block * B + t;
   const bool own_valid = i < a.n;
   const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
-  Output out(out_value, out_index, smem);
+  Output out(out_value, out_index, other_offset, i, own_valid, smem);
   Tiles tiles(smem);
   const unsigned tiles_total = (other.n + B - 1) / B;
   // Every block walks all tiles, starting at its own so that blocks spread over memory.

@@ -188,6 +188,8 @@ extern "C" __global__ void __launch_bounds__(B) twobs_rdf(
     const float* b_y,
     const float* b_z,
     unsigned n_b,
+    unsigned a_offset,      // index of A's first point in the whole input (results use whole-input indices)
+    unsigned other_offset,  // likewise for the other set
     unsigned long long* result) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Set a = { a_x, a_y, a_z, n_a };

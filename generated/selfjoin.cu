@@ -127,15 +127,18 @@ struct Output {
   unsigned num_pages;
   unsigned* resume;       // per block: first step to run; DONE when finished
   unsigned* overflow;     // set when any block stopped early
+  unsigned a_offset, other_offset;
   unsigned page;          // this warp's page (the same in every lane)
   unsigned fill;          // pairs used in it
   unsigned step_page, step_fill, step;
   bool failed;            // this warp found the pool empty during the current step
 
   __device__ __forceinline__ Output(uint2* pool_, uint2* owner_, unsigned* fill_, unsigned* next_, unsigned pages_,
-                                    unsigned* resume_, unsigned* overflow_, unsigned char*)
+                                    unsigned* resume_, unsigned* overflow_, unsigned a_off, unsigned other_off,
+                                    unsigned char*)
       : pool(pool_), page_owner(owner_), page_fill(fill_), next_page(next_), num_pages(pages_), resume(resume_),
-        overflow(overflow_), page(NO_PAGE), fill(0), step_page(NO_PAGE), step_fill(0), step(0), failed(false) {}
+        overflow(overflow_), a_offset(a_off), other_offset(other_off), page(NO_PAGE), fill(0), step_page(NO_PAGE),
+        step_fill(0), step(0), failed(false) {}
 
   // DONE skips the whole block; the read is the same in every thread.
   __device__ __forceinline__ unsigned first_step() const { return resume[blockIdx.x]; }
@@ -167,7 +170,7 @@ struct Output {
       }
     }
     if (hit) {
-      const uint2 pair = i < j ? make_uint2(i, j) : make_uint2(j, i);
+      const uint2 pair = i < j ? make_uint2(a_offset + i, a_offset + j) : make_uint2(a_offset + j, a_offset + i);
       const size_t slot = rank < room ? static_cast<size_t>(page) * PAGE + fill + rank
                                       : static_cast<size_t>(fresh) * PAGE + (rank - room);
       pool[slot] = pair;
@@ -205,6 +208,8 @@ extern "C" __global__ void __launch_bounds__(B) twobs_selfjoin(
     const float* a_x,
     const float* a_y,
     unsigned n_a,
+    unsigned a_offset,      // index of A's first point in the whole input (results use whole-input indices)
+    unsigned other_offset,  // likewise for the other set
     uint2* pool, uint2* page_owner, unsigned* page_fill, unsigned* next_page, unsigned num_pages,
     unsigned* resume, unsigned* overflow) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -215,7 +220,7 @@ extern "C" __global__ void __launch_bounds__(B) twobs_selfjoin(
   const unsigned i = block * B + t;
   const bool own_valid = i < a.n;
   const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
-  Output out(pool, page_owner, page_fill, next_page, num_pages, resume, overflow, smem);
+  Output out(pool, page_owner, page_fill, next_page, num_pages, resume, overflow, a_offset, other_offset, smem);
   Tiles tiles(smem);
   const unsigned tiles_total = (other.n + B - 1) / B;
   // Circulant tile pairing: block b meets tiles b+1 .. b+M/2 (mod M), so every

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
+use crate::backend::cuda::GpuOptions;
 use crate::codegen;
 use crate::data::{InputOptions, Inputs, read_input};
 use crate::device::Device;
@@ -98,6 +99,33 @@ struct RunArgs {
     /// No progress bar and no notes.
     #[arg(long)]
     quiet: bool,
+    /// GPUs to use (default: all visible), e.g. 0,1.
+    #[arg(long, value_delimiter = ',')]
+    gpus: Option<Vec<usize>>,
+    /// Points per block streamed to the GPU (default: as many as fit).
+    #[arg(long)]
+    block_points: Option<usize>,
+    /// CUDA streams per GPU.
+    #[arg(long, default_value_t = 2)]
+    streams: usize,
+    /// Pairs the direct output buffer holds (default: sized from a sample).
+    #[arg(long)]
+    pool_pairs: Option<u64>,
+    /// Re-compute on the CPU backend (all of it, or sampled rows for large inputs) and fail on any difference.
+    #[arg(long)]
+    verify: bool,
+    /// Force the input cache.
+    #[arg(long, value_name = "register_shm|register_roc|shuffle|naive")]
+    input_cache: Option<InputCache>,
+    /// Force the output stage.
+    #[arg(long, value_name = "register|op|aop|global|dob|topk")]
+    output: Option<OutputStage>,
+    /// Force the number of private output copies (1, 2, 4, 8, 16, 32).
+    #[arg(long)]
+    copies: Option<u32>,
+    /// Force the threads per block (a power of two, 32 to 1024).
+    #[arg(long)]
+    block_size: Option<u32>,
 }
 
 /// Points per set of the built-in default dataset.
@@ -143,7 +171,29 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         None => None,
     };
     let inputs = Inputs { a, b };
-    let run_opts = RunOptions { backend: args.backend, threads: args.threads, f64: args.f64, quiet: args.quiet };
+    if args.block_points == Some(0) {
+        anyhow::bail!("--block-points must be at least 1");
+    }
+    let gpu = GpuOptions {
+        gpus: args.gpus.clone(),
+        block_points: args.block_points,
+        streams: args.streams.max(1),
+        forced: Forced {
+            input_cache: args.input_cache,
+            output: args.output,
+            copies: args.copies,
+            block_size: args.block_size,
+        },
+        pool_pairs: args.pool_pairs,
+    };
+    let run_opts = RunOptions {
+        backend: args.backend,
+        threads: args.threads,
+        f64: args.f64,
+        quiet: args.quiet,
+        gpu,
+        verify: args.verify,
+    };
     let exec = run::execute(&problem, &params, &inputs, &run_opts)?;
     if !args.quiet {
         for note in &exec.notes {

@@ -403,6 +403,21 @@ pub fn render_cpu(
     finish(cx, "cpu/driver.cpp", format!("{}.cpp", problem.name))
 }
 
+/// The types, parameters and snippet alone, as the kernel has them (for probes).
+pub fn prelude_and_snippet(problem: &Problem, params: &Params) -> anyhow::Result<String> {
+    let source =
+        render(problem, params, &probe_plan(problem, params)?, &Device::profile("h100").expect("profile"), "")?.source;
+    let end = source
+        .find("// ------------------------------------------------------------------ launch shape")
+        .unwrap_or(source.len());
+    Ok(source[..end].to_owned())
+}
+
+fn probe_plan(problem: &Problem, params: &Params) -> anyhow::Result<Plan> {
+    let dev = Device::profile("h100").expect("profile");
+    Plan::new(problem, params, &dev, crate::plan::Points { a: 1 << 20, b: Some(1 << 20) }, Forced::default())
+}
+
 fn context(problem: &Problem, params: &Params, plan: PlanCx, full_plan: Option<&Plan>) -> KernelCx {
     let (point, components) = point_cx(&problem.input.element, plan.block_size.max(1));
     let output = match full_plan {

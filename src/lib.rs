@@ -17,3 +17,4 @@ pub mod problems;
 pub mod report;
 pub mod run;
 pub mod spec;
+pub mod verify;

@@ -205,6 +205,25 @@ pub fn present(
         "{} on {}: {} pairs in {:.3} s ({:.3e} pairs/s; compile {:.3} s)",
         exec.backend, exec.device, exec.pairs, t.compute_s, t.pairs_per_s, t.compile_s
     ));
+    if let Some(g) = &t.gpu {
+        say(format!(
+            "  upload {:.4} s, kernels {:.4} s, download {:.4} s, host combine {:.4} s; {} launches ({} after the output buffer filled){}",
+            g.upload_s,
+            g.kernel_s,
+            g.download_s,
+            g.combine_s,
+            g.launches,
+            g.overflow_relaunches,
+            match (t.fp_instructions_per_pair, t.fp32_issue_fraction) {
+                (Some(i), Some(f)) =>
+                    format!("; {i} FP instructions per pair: {:.1}% of the FP32 issue rate", 100.0 * f),
+                _ => String::new(),
+            }
+        ));
+    }
+    if let Some(v) = &exec.verified {
+        say(format!("verified: {v}"));
+    }
     let mut inputs_json = vec![json!(inputs.a.summary())];
     if let Some(b) = &inputs.b {
         inputs_json.push(json!(b.summary()));
@@ -220,6 +239,8 @@ pub fn present(
         "conventions": conventions(problem, opts.symmetric),
         "result": result,
         "timings": t,
+        "plans": exec.plans,
+        "verified": exec.verified,
     }))
 }
 

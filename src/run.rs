@@ -7,8 +7,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::backend::cpu::CpuDriver;
+use crate::backend::cuda::{self, GpuOptions, GpuTimings};
 use crate::data::Inputs;
 use crate::outcome::Outcome;
+use crate::plan::Plan;
 use crate::plan::{Visit, visit_of};
 use crate::spec::{Params, Problem};
 
@@ -39,6 +41,9 @@ pub struct RunOptions {
     /// CPU backend in double precision.
     pub f64: bool,
     pub quiet: bool,
+    pub gpu: GpuOptions,
+    /// Re-compute on the CPU backend and fail on any difference.
+    pub verify: bool,
 }
 
 /// Seconds spent in each stage.
@@ -46,9 +51,25 @@ pub struct RunOptions {
 pub struct Timings {
     /// Building (or finding in the cache) the driver or kernel.
     pub compile_s: f64,
+    /// Pair computation: the CPU loop, or the GPU's upload + kernel + download.
     pub compute_s: f64,
     pub total_s: f64,
     pub pairs_per_s: f64,
+    /// GPU stages from CUDA events, summed over streams and GPUs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuTimings>,
+    /// Floating-point PTX instructions of the pair function (an estimate of the work per pair).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fp_instructions_per_pair: Option<u32>,
+    /// The GPUs' peak FP32 issue rate (instructions per second).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fp32_issue_rate: Option<f64>,
+    /// pairs/s x instructions per pair / issue rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fp32_issue_fraction: Option<f64>,
+    /// Seconds spent re-computing on the CPU for --verify.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify_s: Option<f64>,
 }
 
 /// What a run did and found.
@@ -60,6 +81,10 @@ pub struct Execution {
     pub pairs: u128,
     pub outcome: Outcome,
     pub timings: Timings,
+    /// The GPU plans (diagonal kernel, kernel between blocks).
+    pub plans: Vec<Plan>,
+    /// What --verify compared.
+    pub verified: Option<String>,
 }
 
 pub fn pair_count(problem: &Problem, inputs: &Inputs) -> u128 {
@@ -92,7 +117,7 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
     let backend = match opts.backend {
         BackendChoice::Cpu => BackendChoice::Cpu,
         BackendChoice::Cuda => BackendChoice::Cuda,
-        BackendChoice::Auto => match crate::backend::cuda::usable() {
+        BackendChoice::Auto => match cuda::usable().and_then(|()| crate::backend::nvrtc::available()) {
             Ok(()) => BackendChoice::Cuda,
             Err(why) => {
                 notes.push(format!("no usable GPU ({why}): running on the CPU backend"));
@@ -100,35 +125,87 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
             }
         },
     };
-    if backend == BackendChoice::Cuda {
+    let threads =
+        if opts.threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.threads };
+    let mut exec = if backend == BackendChoice::Cuda {
         if opts.f64 {
             anyhow::bail!("--f64 is a mode of the CPU backend; use --backend cpu");
         }
-        anyhow::bail!("the CUDA backend cannot run problems yet; use --backend cpu");
+        let bar = progress_bar(pairs, opts.quiet);
+        let run = cuda::run(problem, params, inputs, &opts.gpu, &bar)?;
+        bar.finish_and_clear();
+        notes.extend(run.notes.iter().cloned());
+        let g = &run.timings;
+        let compute_s = g.wall_s - g.compile_s;
+        let pair_rate = pairs as f64 / compute_s.max(1e-9);
+        let issue_rate: f64 = run.devices.iter().map(|d| d.fp32_issue_rate()).sum();
+        let fp = crate::codegen::prelude_and_snippet(problem, params)
+            .and_then(|src| {
+                crate::backend::nvrtc::fp_instructions(&src, &problem.function.name, &run.devices[0].arch())
+            })
+            .ok();
+        let name = &run.devices[0].name;
+        Execution {
+            backend: "cuda",
+            device: format!(
+                "{} x {name} ({}), blocks of {} points, {} stream(s) per GPU",
+                run.devices.len(),
+                run.devices[0].arch(),
+                run.block_points,
+                opts.gpu.streams.max(1)
+            ),
+            notes,
+            pairs,
+            outcome: run.outcome,
+            timings: Timings {
+                compile_s: g.compile_s,
+                compute_s,
+                total_s: 0.0,
+                pairs_per_s: pair_rate,
+                gpu: Some(g.clone()),
+                fp_instructions_per_pair: fp,
+                fp32_issue_rate: Some(issue_rate),
+                fp32_issue_fraction: fp.map(|f| pair_rate * f as f64 / issue_rate),
+                verify_s: None,
+            },
+            plans: run.plans,
+            verified: None,
+        }
+    } else {
+        let driver = CpuDriver::compile(problem, params, opts.f64)?;
+        let bar = progress_bar(pairs, opts.quiet);
+        let compute = Instant::now();
+        let outcome = driver.run(inputs, threads, &bar)?;
+        bar.finish_and_clear();
+        let compute_s = compute.elapsed().as_secs_f64();
+        Execution {
+            backend: "cpu",
+            device: format!(
+                "{threads} CPU threads, {}{}",
+                if opts.f64 { "f64 arithmetic" } else { "the spec's arithmetic" },
+                if driver.cached { ", driver from the cache" } else { "" }
+            ),
+            notes,
+            pairs,
+            outcome,
+            timings: Timings {
+                compile_s: driver.compile_seconds,
+                compute_s,
+                pairs_per_s: pairs as f64 / compute_s.max(1e-9),
+                ..Default::default()
+            },
+            plans: vec![],
+            verified: None,
+        }
+    };
+    if opts.verify {
+        if exec.backend == "cpu" {
+            anyhow::bail!("--verify checks a GPU run against the CPU backend; this run is on the CPU");
+        }
+        let t = Instant::now();
+        exec.verified = Some(crate::verify::verify(problem, params, inputs, &exec.outcome, opts, threads)?);
+        exec.timings.verify_s = Some(t.elapsed().as_secs_f64());
     }
-    let threads =
-        if opts.threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.threads };
-    let driver = CpuDriver::compile(problem, params, opts.f64)?;
-    let bar = progress_bar(pairs, opts.quiet);
-    let compute = Instant::now();
-    let outcome = driver.run(inputs, threads, &bar)?;
-    bar.finish_and_clear();
-    let compute_s = compute.elapsed().as_secs_f64();
-    Ok(Execution {
-        backend: "cpu",
-        device: format!(
-            "{threads} CPU threads, {}{}",
-            if opts.f64 { "f64 arithmetic" } else { "the spec's arithmetic" },
-            if driver.cached { ", driver from the cache" } else { "" }
-        ),
-        notes,
-        pairs,
-        outcome,
-        timings: Timings {
-            compile_s: driver.compile_seconds,
-            compute_s,
-            total_s: start.elapsed().as_secs_f64(),
-            pairs_per_s: pairs as f64 / compute_s.max(1e-9),
-        },
-    })
+    exec.timings.total_s = start.elapsed().as_secs_f64();
+    Ok(exec)
 }

@@ -69,6 +69,8 @@ extern "C" __global__ void __launch_bounds__(B) {{ kernel_name }}(
 {%- endfor %}
     unsigned n_b,
 {%- endif %}
+    unsigned a_offset,      // index of A's first point in the whole input (results use whole-input indices)
+    unsigned other_offset,  // likewise for the other set
 {%- if output.stage == "dob" %}
     uint2* pool, uint2* page_owner, unsigned* page_fill, unsigned* next_page, unsigned num_pages,
     unsigned* resume, unsigned* overflow) {
@@ -92,9 +94,9 @@ extern "C" __global__ void __launch_bounds__(B) {{ kernel_name }}(
   const bool own_valid = i < a.n;
   const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
 {%- if output.stage == "dob" %}
-  Output out(pool, page_owner, page_fill, next_page, num_pages, resume, overflow, smem);
+  Output out(pool, page_owner, page_fill, next_page, num_pages, resume, overflow, a_offset, other_offset, smem);
 {%- elif output.stage == "topk" %}
-  Output out(out_value, out_index, smem);
+  Output out(out_value, out_index, other_offset, i, own_valid, smem);
 {%- else %}
   Output out(result, smem);
 {%- endif %}

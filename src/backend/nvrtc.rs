@@ -68,6 +68,35 @@ pub fn compile(kernel: &Kernel, arch: &str) -> anyhow::Result<Compiled> {
     Ok(Compiled { arch: arch.to_owned(), cubin, log, registers, spill_bytes })
 }
 
+/// PTX arithmetic instructions on f32 or f64 of `function` in `source` (types,
+/// parameters and snippet), compiled alone for `compute_XY`: an estimate of the
+/// floating-point work of one pair (SASS expands sqrt and division further).
+pub fn fp_instructions(source: &str, function: &str, arch: &str) -> anyhow::Result<u32> {
+    available().map_err(anyhow::Error::msg)?;
+    let probe = format!(
+        "{source}\nextern \"C\" __global__ void twobs_probe(const Point* a, const Point* b, Value* out) {{\n  const unsigned t = threadIdx.x;\n  out[t] = {function}(a[t], b[t]);\n}}\n"
+    );
+    let src = std::ffi::CString::new(probe)?;
+    let prog = result::create_program(&src, None)?;
+    let mut options: Vec<String> = NVRTC_OPTIONS.iter().map(|s| s.to_string()).collect();
+    options.push(format!("--gpu-architecture={}", arch.replace("sm_", "compute_")));
+    let ptx = unsafe { result::compile_program(prog, &options) }
+        .map_err(anyhow::Error::from)
+        .and_then(|()| unsafe { result::get_ptx(prog) }.map_err(anyhow::Error::from));
+    unsafe { result::destroy_program(prog) }?;
+    let ptx = ptx?;
+    let text = unsafe { CStr::from_ptr(ptx.as_ptr()) }.to_string_lossy().into_owned();
+    const OPS: [&str; 16] = [
+        "add", "sub", "mul", "fma", "div", "sqrt", "rsqrt", "rcp", "ex2", "lg2", "sin", "cos", "abs", "neg", "min",
+        "max",
+    ];
+    Ok(text
+        .lines()
+        .filter_map(|l| l.trim().split_whitespace().next())
+        .filter(|op| (op.ends_with(".f32") || op.ends_with(".f64")) && OPS.iter().any(|o| op.starts_with(o)))
+        .count() as u32)
+}
+
 /// # Safety
 /// `prog` must be a successfully compiled, live program.
 unsafe fn cubin(prog: sys::nvrtcProgram) -> anyhow::Result<Vec<u8>> {

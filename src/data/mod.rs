@@ -86,8 +86,28 @@ impl Column {
         out
     }
 
+    /// Little-endian bytes of rows [start, start + len) into `dst`, zeros after them.
+    pub fn write_bytes(&self, start: usize, len: usize, dst: &mut [u8]) {
+        let w = self.scalar().bytes() as usize;
+        macro_rules! copy {
+            ($v:expr) => {
+                for (k, x) in $v[start..start + len].iter().enumerate() {
+                    dst[k * w..(k + 1) * w].copy_from_slice(&x.to_le_bytes());
+                }
+            };
+        }
+        match self {
+            Column::F32(v) => copy!(v),
+            Column::F64(v) => copy!(v),
+            Column::I32(v) => copy!(v),
+            Column::I64(v) => copy!(v),
+            Column::U32(v) => copy!(v),
+        }
+        dst[len * w..].fill(0);
+    }
+
     /// The rows `keep` of this column, in order.
-    fn select(&self, keep: &[usize]) -> Column {
+    pub fn select(&self, keep: &[usize]) -> Column {
         match self {
             Column::F32(v) => Column::F32(keep.iter().map(|&i| v[i]).collect()),
             Column::F64(v) => Column::F64(keep.iter().map(|&i| v[i]).collect()),

@@ -230,6 +230,14 @@ impl Problem {
 }
 
 impl Problem {
+    /// The same problem between two sets: what runs on a pair of different
+    /// blocks of a one-set problem's input.
+    pub fn as_cross(&self) -> Problem {
+        let mut p = self.clone();
+        p.input.sets = Sets::Two;
+        p
+    }
+
     /// The same problem with every f32 made f64 (the CPU backend's f64 mode):
     /// coordinates, the function's value and float parameters. Values keep their
     /// f32 numbers, so only the arithmetic changes.

@@ -22,15 +22,18 @@ struct Output {
   unsigned num_pages;
   unsigned* resume;       // per block: first step to run; DONE when finished
   unsigned* overflow;     // set when any block stopped early
+  unsigned a_offset, other_offset;
   unsigned page;          // this warp's page (the same in every lane)
   unsigned fill;          // pairs used in it
   unsigned step_page, step_fill, step;
   bool failed;            // this warp found the pool empty during the current step
 
   __device__ __forceinline__ Output(uint2* pool_, uint2* owner_, unsigned* fill_, unsigned* next_, unsigned pages_,
-                                    unsigned* resume_, unsigned* overflow_, unsigned char*)
+                                    unsigned* resume_, unsigned* overflow_, unsigned a_off, unsigned other_off,
+                                    unsigned char*)
       : pool(pool_), page_owner(owner_), page_fill(fill_), next_page(next_), num_pages(pages_), resume(resume_),
-        overflow(overflow_), page(NO_PAGE), fill(0), step_page(NO_PAGE), step_fill(0), step(0), failed(false) {}
+        overflow(overflow_), a_offset(a_off), other_offset(other_off), page(NO_PAGE), fill(0), step_page(NO_PAGE),
+        step_fill(0), step(0), failed(false) {}
 
   // DONE skips the whole block; the read is the same in every thread.
   __device__ __forceinline__ unsigned first_step() const { return resume[blockIdx.x]; }
@@ -63,9 +66,9 @@ struct Output {
     }
     if (hit) {
 {%- if plan.visit == "lower_triangle" %}
-      const uint2 pair = i < j ? make_uint2(i, j) : make_uint2(j, i);
+      const uint2 pair = i < j ? make_uint2(a_offset + i, a_offset + j) : make_uint2(a_offset + j, a_offset + i);
 {%- else %}
-      const uint2 pair = make_uint2(i, j);
+      const uint2 pair = make_uint2(a_offset + i, other_offset + j);
 {%- endif %}
       const size_t slot = rank < room ? static_cast<size_t>(page) * PAGE + fill + rank
                                       : static_cast<size_t>(fresh) * PAGE + (rank - room);
