@@ -20,6 +20,8 @@ OUT = os.environ.get("OUT", "/tmp")
 N = int(os.environ.get("BENCH_N", "1000000"))
 # Which cases (0-3) run their forced variants; all by default.
 VARIANTS = {int(x) for x in os.environ.get("BENCH_VARIANTS", "0,1,2,3").split(",") if x != ""}
+# Which cases run at all.
+ONLY = {int(x) for x in os.environ.get("BENCH_CASES", "0,1,2,3").split(",") if x != ""}
 os.environ.setdefault("TWOBS_CACHE", "/tmp/twobs-cache")
 
 INPUTS = ["register_shm", "register_roc", "shuffle", "naive"]
@@ -75,7 +77,7 @@ def torch_baseline(problem, args, n):
             if problem == "2pcf":
                 part = (d < float(params["r"])).sum()
             else:
-                bins = int(params["bins"])
+                bins = int(params.get("bins", 500))
                 hi = float(params.get("r_max", 3 ** 0.5))
                 part = torch.histc(d, bins=bins, min=0.0, max=hi)
             acc = part if acc is None else acc + part
@@ -100,6 +102,8 @@ def torch_baseline(problem, args, n):
 def main():
     rows = []
     for index, (label, problem, args, outputs) in enumerate(CASES):
+        if index not in ONLY:
+            continue
         runs = [twobs(problem, args, N) for _ in range(3)]
         ok = [r for r in runs if "error" not in r]
         if not ok:
