@@ -168,3 +168,15 @@ fn run_rdf_works_out_of_the_box_without_a_gpu() {
     assert!((far - 1.0).abs() < 0.01, "mean g(r) over the outer shells {far}");
     assert!(out.contains("volume from the periodic box of edge box = 1"));
 }
+
+#[test]
+fn the_cuda_backend_without_a_gpu_says_so() {
+    if twobs::backend::cuda::usable().is_ok() {
+        return; // a GPU machine runs the GPU suite instead
+    }
+    let o = twobs(&["run", "2pcf", "--backend", "cuda", "--input", "uniform:100"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("error: the CUDA driver"), "{}", stderr(&o));
+    let o = twobs(&["run", "2pcf", "--backend", "cpu", "--verify", "--input", "uniform:100"]);
+    assert!(stderr(&o).contains("--verify checks a GPU run against the CPU backend"), "{}", stderr(&o));
+}
