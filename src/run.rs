@@ -165,7 +165,8 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
                 gpu: Some(g.clone()),
                 fp_instructions_per_pair: fp,
                 fp32_issue_rate: Some(issue_rate),
-                fp32_issue_fraction: fp.map(|f| pair_rate * f as f64 / issue_rate),
+                // An integer problem does no floating-point work to compare with the FP32 rate.
+                fp32_issue_fraction: fp.filter(|&f| f > 0).map(|f| pair_rate * f as f64 / issue_rate),
                 verify_s: None,
             },
             plans: run.plans,

@@ -24,6 +24,7 @@ use crate::device::Device;
 use crate::outcome::Outcome;
 use crate::plan::{Forced, OutputStage, Plan, Points, Visit};
 use crate::spec::{Output, Params, Problem, Scalar, Sets};
+use rand::{RngExt, SeedableRng};
 
 /// Whether libcuda can be loaded, and if not, why.
 pub fn driver_available() -> Result<(), String> {
@@ -262,6 +263,7 @@ struct Job<'a> {
     b_blocks: Vec<(usize, usize)>,
     queue: Mutex<VecDeque<Vec<Unit>>>,
     opts: &'a GpuOptions,
+    streams: usize,
     progress: &'a ProgressBar,
     k: usize,
     slots: usize,
@@ -359,6 +361,8 @@ pub fn run(
             groups.extend(group.into_iter().map(|u| vec![u]));
         }
     }
+    // Largest first, so that no stream is left with a big unit at the end.
+    groups.sort_by_key(|g| std::cmp::Reverse(g.iter().map(|u| u.pairs).sum::<u128>()));
     let needs_between = groups.iter().flatten().any(|u| u.kind == KernelKind::Between);
     let needs_own = groups.iter().flatten().any(|u| u.kind == KernelKind::Own);
 
@@ -375,6 +379,7 @@ pub fn run(
         b_blocks,
         queue: Mutex::new(groups.into()),
         opts,
+        streams,
         progress,
         k,
         slots,
@@ -550,6 +555,10 @@ fn stream_worker(
     let (e0, e1, e2, e3) = (timing_event()?, timing_event()?, timing_event()?, timing_event()?);
 
     let mut out = OutputOnDevice { result: None, dob: None, knn: None };
+    let visit = crate::plan::visit_of(job.problem);
+    // Pairs (8 B each) one stream's pool may take: a quarter of free memory shared by the streams.
+    let pool_cap = ctx.mem_get_info().map_or(1 << 26, |(free, _)| (free / 4 / 8 / job.streams.max(1)) as u64);
+    let mut selectivity: Option<f64> = None;
     match &job.problem.output {
         Output::Count { .. } | Output::Histogram { .. } => {
             let b = DeviceBuffer::new(&stream, job.slots * 8)?;
@@ -606,10 +615,40 @@ fn stream_worker(
             args.push(Arg::U32(other_offset as u32));
             let grid = (a1 - a0).div_ceil(launcher.plan.block_size as usize) as u32;
             if launcher.plan.output == OutputStage::Dob {
-                let drained = run_dob(job, &stream, launcher, grid, &args, &mut out, &mut res, &e2)?;
-                res.timings.launches += drained.0;
-                res.timings.overflow_relaunches += drained.0 - 1;
-                res.timings.download_s += drained.1;
+                let wanted = match job.opts.pool_pairs {
+                    Some(p) => p,
+                    None => {
+                        let sel = match selectivity {
+                            Some(s) => s,
+                            None => {
+                                let s =
+                                    sample_selectivity(job, &stream, launcher, unit, &mut a_dev, &mut b_dev, visit)?;
+                                selectivity = Some(s);
+                                // The sample displaced the blocks: load them again.
+                                a_dev.load(&stream, &inputs.a, (0, unit.a_block), a0, a1)?;
+                                if unit.kind == KernelKind::Between {
+                                    b_dev.load(&stream, other, (1, unit.b_block), b0, b1)?;
+                                }
+                                s
+                            }
+                        };
+                        pool_for(
+                            sel,
+                            unit.pairs,
+                            grid,
+                            launcher.plan.block_size,
+                            launcher.plan.page_size.unwrap_or(1),
+                            pool_cap,
+                        )
+                    }
+                };
+                let (launches, kernel_s, drain_s) =
+                    run_dob(&stream, launcher, grid, &args, wanted, &mut out.dob, &mut res.pairs)?;
+                res.timings.launches += launches;
+                res.timings.overflow_relaunches += launches - 1;
+                res.timings.kernel_s += kernel_s;
+                res.timings.download_s += drain_s;
+                e2.record(&stream)?;
                 e3.record(&stream)?;
             } else {
                 match (&out.result, &out.knn) {
@@ -691,30 +730,29 @@ fn download_values(
         .collect())
 }
 
-/// Runs a DOB kernel to completion: launch, drain the pages of finished steps,
-/// relaunch from the resume points while the pool overflows; grows the pool
-/// when a launch makes no progress at all. Returns (launches, seconds draining).
+/// Runs a DOB kernel to completion: launch, drain the pages of finished steps
+/// into `sink`, relaunch from the resume points while the pool overflows; grow
+/// the pool when a launch makes no progress at all. `dob` is reused when it
+/// holds at least `pool_pairs`. Returns (launches, seconds in kernels, seconds draining).
 #[allow(clippy::too_many_arguments)]
 fn run_dob(
-    job: &Job,
     stream: &Arc<CudaStream>,
     launcher: &Launcher,
     grid: u32,
     args: &[Arg],
-    out: &mut OutputOnDevice,
-    res: &mut StreamResult,
-    kernel_done: &cudarc::driver::CudaEvent,
-) -> anyhow::Result<(u64, f64)> {
+    pool_pairs: u64,
+    dob: &mut Option<Dob>,
+    sink: &mut Vec<[u32; 2]>,
+) -> anyhow::Result<(u64, f64, f64)> {
     let page = launcher.plan.page_size.expect("a DOB plan has pages");
     let max_grid = grid as usize;
-    if out.dob.as_ref().is_none_or(|d| d.resume.bytes < max_grid * 4) {
-        let pairs = job.opts.pool_pairs.unwrap_or(default_pool_pairs(grid, launcher.plan.block_size, page));
-        let pages = pairs.div_ceil(page as u64).clamp(1, u32::MAX as u64 / 2) as u32;
-        out.dob = Some(Dob::new(stream, pages, page, max_grid)?);
+    let pages = pool_pairs.div_ceil(page as u64).clamp(1, u32::MAX as u64 / 2) as u32;
+    if dob.as_ref().is_none_or(|d| d.resume.bytes < max_grid * 4 || d.pages < pages) {
+        *dob = None; // free the old pool first
+        *dob = Some(Dob::new(stream, pages, page, max_grid)?);
     }
-    let mut launches = 0;
-    let mut drain_s = 0.0;
-    let dob = out.dob.as_mut().expect("allocated above");
+    let dob = dob.as_mut().expect("allocated above");
+    let (mut launches, mut kernel_s, mut drain_s) = (0, 0.0, 0.0);
     dob.resume.zero(stream)?;
     let mut last_resume = vec![0u32; grid as usize];
     loop {
@@ -729,9 +767,8 @@ fn run_dob(
         full.push(Arg::Ptr(dob.overflow.ptr));
         let t0 = Instant::now();
         launch(stream, launcher, grid, &full)?;
-        kernel_done.record(stream)?;
         stream.synchronize().context("running the kernel")?;
-        res.timings.kernel_s += t0.elapsed().as_secs_f64();
+        kernel_s += t0.elapsed().as_secs_f64();
         launches += 1;
         let t = Instant::now();
         let mut head = [0u32; 2];
@@ -757,7 +794,7 @@ fn run_dob(
             if stop == DONE || step < stop {
                 let base = p * page as usize * 2;
                 let n = (fill[p] as usize).min(page as usize);
-                res.pairs.extend((0..n).map(|e| [pool[base + 2 * e], pool[base + 2 * e + 1]]));
+                sink.extend((0..n).map(|e| [pool[base + 2 * e], pool[base + 2 * e + 1]]));
                 kept += n;
             }
         }
@@ -768,17 +805,71 @@ fn run_dob(
         if kept == 0 && resume == last_resume {
             // Not one block finished a step: the pool is too small for any; grow it.
             let pages = dob.pages.saturating_mul(4).min(u32::MAX / 2);
-            let resume_now = resume.clone();
             *dob = Dob::new(stream, pages, page, max_grid)?;
-            dob.resume.upload(stream, &resume_now)?;
+            dob.resume.upload(stream, &resume)?;
         }
         last_resume = resume;
     }
-    Ok((launches, drain_s))
+    Ok((launches, kernel_s, drain_s))
 }
 
-/// The pool when no size is given: 64 Mi pairs, and at least two pages for every warp of the grid.
-fn default_pool_pairs(grid: u32, block: u32, page: u32) -> u64 {
-    let warps = grid as u64 * (block as u64 / 32);
-    (64u64 << 20).max(warps * page as u64 * 2)
+/// Rows sampled from a block to estimate the selectivity of a pairs problem.
+const SAMPLE_ROWS: usize = 2048;
+
+/// The fraction of pairs that pass, measured on the kernel itself over up to
+/// SAMPLE_ROWS rows of each side of `unit` (the self-join seed sizes its
+/// result buffer from such a sample).
+#[allow(clippy::too_many_arguments)]
+fn sample_selectivity(
+    job: &Job,
+    stream: &Arc<CudaStream>,
+    launcher: &Launcher,
+    unit: &Unit,
+    a_dev: &mut BlockOnDevice,
+    b_dev: &mut BlockOnDevice,
+    visit: Visit,
+) -> anyhow::Result<f64> {
+    let pick = |set: &PointSet, (lo, hi): (usize, usize), salt: u64| -> PointSet {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed ^ salt ^ lo as u64);
+        let mut rows: Vec<usize> = if hi - lo <= SAMPLE_ROWS {
+            (lo..hi).collect()
+        } else {
+            (0..SAMPLE_ROWS).map(|_| rng.random_range(lo..hi)).collect()
+        };
+        rows.sort_unstable();
+        rows.dedup();
+        PointSet { columns: set.columns.iter().map(|c| c.select(&rows)).collect(), origin: "sample".into(), rows: None }
+    };
+    let sa = pick(&job.inputs.a, job.a_blocks[unit.a_block], 1);
+    a_dev.load(stream, &sa, (2, unit.a_block), 0, sa.len())?;
+    let mut args: Vec<Arg> = a_dev.columns.iter().map(|c| Arg::Ptr(c.ptr)).collect();
+    args.push(Arg::U32(sa.len() as u32));
+    let n = sa.len() as f64;
+    let pairs = if unit.kind == KernelKind::Between {
+        let sb = pick(job.inputs.other(), job.b_blocks[unit.b_block], 2);
+        b_dev.load(stream, &sb, (3, unit.b_block), 0, sb.len())?;
+        args.extend(b_dev.columns.iter().map(|c| Arg::Ptr(c.ptr)));
+        args.push(Arg::U32(sb.len() as u32));
+        n * sb.len() as f64
+    } else if visit == Visit::LowerTriangle {
+        n * (n - 1.0) / 2.0
+    } else {
+        n * (n - 1.0)
+    };
+    args.push(Arg::U32(0));
+    args.push(Arg::U32(0));
+    let grid = sa.len().div_ceil(launcher.plan.block_size as usize) as u32;
+    let mut found = Vec::new();
+    let mut scratch = None;
+    run_dob(stream, launcher, grid, &args, (pairs as u64).clamp(1 << 16, 1 << 23), &mut scratch, &mut found)?;
+    Ok(if pairs > 0.0 { found.len() as f64 / pairs } else { 0.0 })
+}
+
+/// The pool for a unit of `pairs` pairs at the sampled selectivity: the
+/// estimate with a quarter to spare, plus the partly filled page each warp may
+/// leave, at least 64 Ki pairs and at most `cap`. A short pool only costs relaunches.
+fn pool_for(selectivity: f64, pairs: u128, grid: u32, block: u32, page: u32, cap: u64) -> u64 {
+    let warps = grid as u64 * (block as u64 / 32).max(1);
+    let estimate = (selectivity * pairs as f64 * 1.25) as u64;
+    (estimate + warps * page as u64).clamp(1 << 16, cap.max(1 << 16))
 }
