@@ -114,18 +114,8 @@ struct RunArgs {
     /// Re-compute on the CPU backend (all of it, or sampled rows for large inputs) and fail on any difference.
     #[arg(long)]
     verify: bool,
-    /// Force the input cache.
-    #[arg(long, value_name = "register_shm|register_roc|shuffle|naive")]
-    input_cache: Option<InputCache>,
-    /// Force the output stage.
-    #[arg(long, value_name = "register|op|aop|global|dob|topk")]
-    output: Option<OutputStage>,
-    /// Force the number of private output copies (1, 2, 4, 8, 16, 32).
-    #[arg(long)]
-    copies: Option<u32>,
-    /// Force the threads per block (a power of two, 32 to 1024).
-    #[arg(long)]
-    block_size: Option<u32>,
+    #[command(flatten)]
+    forced: ForcedArgs,
 }
 
 /// Points per set of the built-in default dataset.
@@ -178,12 +168,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         gpus: args.gpus.clone(),
         block_points: args.block_points,
         streams: args.streams.max(1),
-        forced: Forced {
-            input_cache: args.input_cache,
-            output: args.output,
-            copies: args.copies,
-            block_size: args.block_size,
-        },
+        forced: args.forced.forced(),
         pool_pairs: args.pool_pairs,
     };
     let run_opts = RunOptions {
@@ -209,20 +194,9 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What to plan for: the problem, the device, the size, and forced choices.
+/// Plan decisions forced for an experiment.
 #[derive(Args)]
-struct Target {
-    /// A built-in problem name (see `twobs list`) or the path of a spec.
-    problem: String,
-    /// Device profile (titanxp, a100, h100, h200), or auto for the GPU in this machine.
-    #[arg(long, default_value = "h100")]
-    device: String,
-    /// Number of points: N for one set or both, or NxM for sets A and B.
-    #[arg(long, default_value = DEFAULT_POINTS, value_name = "N[xM]")]
-    points: String,
-    /// Override a parameter of the spec.
-    #[arg(long = "param", value_name = "NAME=VALUE")]
-    params: Vec<String>,
+struct ForcedArgs {
     /// Force the input cache.
     #[arg(long, value_name = "register_shm|register_roc|shuffle|naive")]
     input_cache: Option<InputCache>,
@@ -237,6 +211,30 @@ struct Target {
     block_size: Option<u32>,
 }
 
+impl ForcedArgs {
+    fn forced(&self) -> Forced {
+        Forced { input_cache: self.input_cache, output: self.output, copies: self.copies, block_size: self.block_size }
+    }
+}
+
+/// What to plan for: the problem, the device, the size, and forced choices.
+#[derive(Args)]
+struct Target {
+    /// A built-in problem name (see `twobs list`) or the path of a spec.
+    problem: String,
+    /// Device profile (titanxp, a100, h100, h200), or auto for the GPU in this machine.
+    #[arg(long, default_value = "h100")]
+    device: String,
+    /// Number of points: N for one set or both, or NxM for sets A and B.
+    #[arg(long, default_value = DEFAULT_POINTS, value_name = "N[xM]")]
+    points: String,
+    /// Override a parameter of the spec.
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    params: Vec<String>,
+    #[command(flatten)]
+    forced: ForcedArgs,
+}
+
 struct Planned {
     problem: Problem,
     params: Params,
@@ -245,10 +243,6 @@ struct Planned {
 }
 
 impl Target {
-    fn forced(&self) -> Forced {
-        Forced { input_cache: self.input_cache, output: self.output, copies: self.copies, block_size: self.block_size }
-    }
-
     fn points(&self, sets: Sets) -> anyhow::Result<Points> {
         let parse = |s: &str| {
             s.trim().replace('_', "").parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
@@ -276,14 +270,14 @@ impl Target {
             eprintln!("note: {note}");
         }
         let points = self.points(problem.input.sets)?;
-        let plan = Plan::new(&problem, &params, &device, points, self.forced())?;
+        let plan = Plan::new(&problem, &params, &device, points, self.forced.forced())?;
         Ok(Planned { problem, params, device, plan })
     }
 
     /// The command that regenerates this kernel, for its header.
     fn command_line(&self, problem: &Problem, device: &Device) -> String {
         let points = (self.points != DEFAULT_POINTS).then_some(self.points.as_str());
-        codegen::regenerate_command(problem, device, points, &self.params, self.forced())
+        codegen::regenerate_command(problem, device, points, &self.params, self.forced.forced())
     }
 }
 

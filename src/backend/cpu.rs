@@ -291,9 +291,3 @@ impl<T: Copy> Shared<T> {
         self.0
     }
 }
-
-/// Shows the driver a problem gets (for `twobs gen --cpu` and the docs).
-pub fn driver_source(problem: &Problem, params: &Params, f64_mode: bool) -> anyhow::Result<String> {
-    let (p, v) = if f64_mode { (problem.in_f64(), params.in_f64()) } else { (problem.clone(), params.clone()) };
-    Ok(codegen::render_cpu(&p, &v, visit_of(problem), f64_mode)?.source)
-}

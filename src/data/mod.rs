@@ -73,19 +73,6 @@ impl Column {
         }
     }
 
-    /// Little-endian bytes of the values, padded with zeros to `len` values.
-    pub fn padded_bytes(&self, len: usize) -> Vec<u8> {
-        let mut out: Vec<u8> = match self {
-            Column::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            Column::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            Column::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            Column::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            Column::U32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        };
-        out.resize(len * self.scalar().bytes() as usize, 0);
-        out
-    }
-
     /// Little-endian bytes of rows [start, start + len) into `dst`, zeros after them.
     pub fn write_bytes(&self, start: usize, len: usize, dst: &mut [u8]) {
         let w = self.scalar().bytes() as usize;

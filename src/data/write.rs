@@ -54,7 +54,7 @@ pub fn pairs(path: &Path, pairs: &[[u64; 2]]) -> anyhow::Result<()> {
 }
 
 /// Where the neighbour values go beside the ids: `knn.npy` -> `knn_values.npy`.
-pub fn knn_values_path(ids: &Path) -> PathBuf {
+fn knn_values_path(ids: &Path) -> PathBuf {
     let stem = ids.file_stem().and_then(|s| s.to_str()).unwrap_or("knn");
     ids.with_file_name(format!("{stem}_values.npy"))
 }
