@@ -103,8 +103,11 @@ pub fn present(
 ) -> anyhow::Result<serde_json::Value> {
     let mut result = serde_json::Map::new();
     result.insert("kind".into(), json!(exec.outcome.kind()));
-    // Human-readable lines go to stderr when the report takes stdout.
-    let say = |line: String| if report_to_stdout { eprintln!("{line}") } else { println!("{line}") };
+    // Human-readable lines go to stderr when stdout carries data: the JSON
+    // report, or a histogram's CSV (so that `twobs run rdf > g.csv` is a clean CSV).
+    let csv_to_stdout = matches!(exec.outcome, Outcome::Histogram(_)) && opts.out.is_none() && !report_to_stdout;
+    let quiet_stdout = report_to_stdout || csv_to_stdout;
+    let say = |line: String| if quiet_stdout { eprintln!("{line}") } else { println!("{line}") };
     say(format!("{}: {}", problem.name, codegen::output_text(problem, params)));
     match &exec.outcome {
         Outcome::Count(c) => {
