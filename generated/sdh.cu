@@ -9,24 +9,24 @@
 // plan for sdh on h100: 1000000 points, 499999500000 pairs (lower_triangle)
 //   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
 //   output class  TypeII          output 4000 B: above alpha = 16 B, within beta = 232448 B of shared memory per block
-//   output        aop             output of 500 elements < gamma = 604: 2 copies per block by lane id (AOP) cost least
+//   output        op              output of 500 elements >= gamma = 423: one private copy per block (OP) costs least
 //   input_cache   register_roc    Type-II: the tiles of 32 resident blocks (32 x 64 x 12 B = 24576 B) fit the read-only cache (28672 B), leaving shared memory to the output
 //   block_size    64              the smallest block that still fills a multiprocessor (2048 threads / 32 blocks): the most blocks, so the most private output copies, per multiprocessor
-//   copies        2               least R x L in the copy model below
+//   copies        1               least R x L in the copy model below
 //   intra_block   balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
-//   resources                     grid 15625 blocks; 8000 B shared per block (0 B tile + 8000 B output); ~32 registers per thread (estimate)
-//   occupancy                     25 blocks = 1600 threads per multiprocessor (limited by SharedMemory); R = 5 rounds
+//   resources                     grid 15625 blocks; 4000 B shared per block (0 B tile + 4000 B output); ~32 registers per thread (estimate)
+//   occupancy                     32 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
 //
-//   copy model (eq. 1-5): H_S = 500 elements, C_L = 1, C_LP = 0.6 (not yet measured on this GPU; the Titan XP fit stands in), gamma = 604
+//   copy model (eq. 1-5): H_S = 500 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 423
 //     copies   k  shared/block  blocks/SM  threads/SM  rounds R  L(k)/C_L     R x L
-//          1  32          4000         32        2048         4    1.888       7.6
-//          2  16          8000         25        1600         5    1.157       5.8  <- least
-//          4   8         16000         13         832        10    1.034      10.3
-//          8   4         32000          7         448        17    1.007      17.1
-//         16   2         64000          3         192        40    1.001      40.0
+//          1  32          4000         32        2048         4    1.044       4.2  <- least
+//          2  16          8000         25        1600         5    1.008       5.0
+//          4   8         16000         13         832        10    1.002      10.0
+//          8   4         32000          7         448        17    1.000      17.0
+//         16   2         64000          3         192        40    1.000      40.0
 //         32   1        128000          1          64       119    1.000     119.0
 //
-// Launch: 15625 blocks of 64 threads, 8000 B dynamic shared memory.
+// Launch: 15625 blocks of 64 threads, 4000 B dynamic shared memory.
 // Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
 // Regenerate: twobs gen problems/sdh.xml --device h100
 // ------------------------------------------------------------------ types
@@ -133,12 +133,12 @@ struct Tiles {
   }
 };
 
-// ------------------------------------------------------------------ output stage: aop
+// ------------------------------------------------------------------ output stage: op
 // Output privatization in shared memory: COPIES private copies of the output
 // per block; lane l updates copy l % COPIES, so only lanes that share a copy
 // can collide (AOP, section 3.3.2; COPIES = 1 is plain OP). The copies are
 // summed into the global output once per block.
-constexpr unsigned COPIES = 2;
+constexpr unsigned COPIES = 1;
 constexpr unsigned OUTPUT_OFFSET = 0;  // after the input tile
 
 struct Output {

@@ -50,6 +50,12 @@ pub struct Device {
 const PASCAL_FIT: ModelConstants =
     ModelConstants { c_l: 1.0, c_lp: 0.6, source: "fitted to the paper's Table 5 (Titan XP)" };
 
+/// Fitted to SDH on an H100 (50 and 500 buckets, 1 to 32 copies, 1,000,000
+/// points): the C_LP whose R x L best matches the measured times (docs/planner.md).
+/// Collisions cost little on Hopper next to the atomic throughput itself.
+const HOPPER_FIT: ModelConstants =
+    ModelConstants { c_l: 1.0, c_lp: 0.03, source: "fitted to SDH times measured on an H100" };
+
 /// No measurement yet on this architecture: the Pascal fit stands in.
 const UNMEASURED: ModelConstants =
     ModelConstants { c_l: 1.0, c_lp: 0.6, source: "not yet measured on this GPU; the Titan XP fit stands in" };
@@ -122,7 +128,7 @@ impl Device {
                 boost_clock_mhz: 1980,
                 fp32_lanes_per_sm: 128,
                 memory_bandwidth_gbs: 3350.0,
-                model: UNMEASURED,
+                model: HOPPER_FIT,
             },
             // H200 SXM 141 GB: the H100's chip with faster, larger memory.
             "h200" => Device { name: "h200".into(), memory_bandwidth_gbs: 4800.0, ..Device::profile("h100")? },

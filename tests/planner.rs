@@ -146,3 +146,41 @@ fn every_listed_variant_plans() {
         }
     }
 }
+
+/// SDH on 1,000,000 uniform points on an H100, register_roc input, B = 64:
+/// measured pairs/s (x 1e11) for 1 to 32 copies (docs/bench/h100-call2-variants.log).
+const H100_SDH: [(u32, [f64; 6]); 2] =
+    [(50, [2.192, 2.380, 2.465, 2.427, 2.427, 2.419]), (500, [2.552, 2.544, 2.230, 1.495, 0.7148, 0.2454])];
+
+/// Squared log error between the model's R x L and the measured times, each
+/// bucket count up to a scale of its own.
+fn h100_fit_error(c_lp: f64) -> f64 {
+    let dev = Device::profile("h100").unwrap();
+    let constants = twobs::device::ModelConstants { c_l: 1.0, c_lp, source: "fit" };
+    let mut err = 0.0;
+    for (bins, rates) in H100_SDH {
+        let problem = twobs::model::CopyProblem {
+            slots: bins,
+            bytes_per_slot: 8,
+            other_shared_bytes: 0,
+            block_size: 64,
+            registers_per_thread: 32,
+            total_threads: 1_000_000u64.div_ceil(64) * 64,
+        };
+        let rows = twobs::model::copy_table(&dev, problem, constants);
+        let logs: Vec<f64> = rows.iter().zip(rates).map(|(r, rate)| (1.0 / rate / r.cost.unwrap()).ln()).collect();
+        let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+        err += logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>();
+    }
+    err
+}
+
+#[test]
+fn hopper_constants_are_the_best_fit_to_the_measured_times() {
+    let best = (0..=200).map(|i| i as f64 * 0.01).min_by(|a, b| h100_fit_error(*a).total_cmp(&h100_fit_error(*b))).unwrap();
+    for name in ["h100", "h200"] {
+        let m = Device::profile(name).unwrap().model;
+        assert!((m.c_lp - best).abs() < 0.005, "{name}: C_LP {} but the best fit is {best}", m.c_lp);
+    }
+    println!("C_LP best fit {best}: error {:.3} (vs {:.3} at the Titan XP's 0.6)", h100_fit_error(best), h100_fit_error(0.6));
+}
