@@ -177,10 +177,15 @@ fn h100_fit_error(c_lp: f64) -> f64 {
 
 #[test]
 fn hopper_constants_are_the_best_fit_to_the_measured_times() {
-    let best = (0..=200).map(|i| i as f64 * 0.01).min_by(|a, b| h100_fit_error(*a).total_cmp(&h100_fit_error(*b))).unwrap();
+    let best =
+        (0..=200).map(|i| i as f64 * 0.01).min_by(|a, b| h100_fit_error(*a).total_cmp(&h100_fit_error(*b))).unwrap();
     for name in ["h100", "h200"] {
         let m = Device::profile(name).unwrap().model;
         assert!((m.c_lp - best).abs() < 0.005, "{name}: C_LP {} but the best fit is {best}", m.c_lp);
     }
-    println!("C_LP best fit {best}: error {:.3} (vs {:.3} at the Titan XP's 0.6)", h100_fit_error(best), h100_fit_error(0.6));
+    println!(
+        "C_LP best fit {best}: error {:.3} (vs {:.3} at the Titan XP's 0.6)",
+        h100_fit_error(best),
+        h100_fit_error(0.6)
+    );
 }
