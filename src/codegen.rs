@@ -29,8 +29,9 @@ pub struct Kernel {
     pub source: String,
 }
 
-const TEMPLATES: [(&str, &str); 17] = [
+const TEMPLATES: [(&str, &str); 18] = [
     ("kernel.cu", include_str!("../templates/kernel.cu")),
+    ("probe.cu", include_str!("../templates/probe.cu")),
     ("common/types.cu", include_str!("../templates/common/types.cu")),
     ("common/contribution.cu", include_str!("../templates/common/contribution.cu")),
     ("cpu/driver.cpp", include_str!("../templates/cpu/driver.cpp")),
@@ -403,19 +404,11 @@ pub fn render_cpu(
     finish(cx, "cpu/driver.cpp", format!("{}.cpp", problem.name))
 }
 
-/// The types, parameters and snippet alone, as the kernel has them (for probes).
-pub fn prelude_and_snippet(problem: &Problem, params: &Params) -> anyhow::Result<String> {
-    let source =
-        render(problem, params, &probe_plan(problem, params)?, &Device::profile("h100").expect("profile"), "")?.source;
-    let end = source
-        .find("// ------------------------------------------------------------------ launch shape")
-        .unwrap_or(source.len());
-    Ok(source[..end].to_owned())
-}
-
-fn probe_plan(problem: &Problem, params: &Params) -> anyhow::Result<Plan> {
-    let dev = Device::profile("h100").expect("profile");
-    Plan::new(problem, params, &dev, crate::plan::Points { a: 1 << 20, b: Some(1 << 20) }, Forced::default())
+/// The pair function alone in a one-line kernel, for counting its
+/// floating-point instructions (`backend::nvrtc::fp_instructions`).
+pub fn render_probe(problem: &Problem, params: &Params) -> anyhow::Result<Kernel> {
+    let cx = context(problem, params, PlanCx::default(), None);
+    finish(cx, "probe.cu", format!("{}-probe.cu", problem.name))
 }
 
 fn context(problem: &Problem, params: &Params, plan: PlanCx, full_plan: Option<&Plan>) -> KernelCx {

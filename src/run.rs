@@ -139,10 +139,8 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
         let compute_s = g.wall_s - g.compile_s;
         let pair_rate = pairs as f64 / compute_s.max(1e-9);
         let issue_rate: f64 = run.devices.iter().map(|d| d.fp32_issue_rate()).sum();
-        let fp = crate::codegen::prelude_and_snippet(problem, params)
-            .and_then(|src| {
-                crate::backend::nvrtc::fp_instructions(&src, &problem.function.name, &run.devices[0].arch())
-            })
+        let fp = crate::codegen::render_probe(problem, params)
+            .and_then(|probe| crate::backend::nvrtc::fp_instructions(&probe, &run.devices[0].arch()))
             .ok();
         let name = &run.devices[0].name;
         Execution {

@@ -92,3 +92,17 @@ fn nvrtc_compiles_every_kernel() {
     println!("{} kernels compiled, {} failed", results.len() - failures.len(), failures.len());
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+#[test]
+fn the_probe_counts_the_pair_functions_floating_point_instructions() {
+    twobs::backend::nvrtc::available().unwrap_or_else(|why| panic!("{why}. Run the suite through scripts/test.sh."));
+    let count = |name: &str| {
+        let p = built_in(name).unwrap();
+        let params = p.bind(&[]).unwrap();
+        twobs::backend::nvrtc::fp_instructions(&codegen::render_probe(&p, &params).unwrap(), "sm_90").unwrap()
+    };
+    // 3-D distance: 3 sub, 3 mul, 2 add, 1 sqrt (the count the H100 runs reported); 2-D: 6; integer keys: none.
+    assert_eq!(count("sdh"), 9);
+    assert_eq!(count("selfjoin"), 6);
+    assert_eq!(count("nlj"), 0);
+}

@@ -68,15 +68,12 @@ pub fn compile(kernel: &Kernel, arch: &str) -> anyhow::Result<Compiled> {
     Ok(Compiled { arch: arch.to_owned(), cubin, log, registers, spill_bytes })
 }
 
-/// PTX arithmetic instructions on f32 or f64 of `function` in `source` (types,
-/// parameters and snippet), compiled alone for `compute_XY`: an estimate of the
-/// floating-point work of one pair (SASS expands sqrt and division further).
-pub fn fp_instructions(source: &str, function: &str, arch: &str) -> anyhow::Result<u32> {
+/// PTX arithmetic instructions on f32 or f64 in a probe kernel
+/// ([`crate::codegen::render_probe`]), compiled for `compute_XY`: an estimate
+/// of the floating-point work of one pair (SASS expands sqrt and division further).
+pub fn fp_instructions(probe: &Kernel, arch: &str) -> anyhow::Result<u32> {
     available().map_err(anyhow::Error::msg)?;
-    let probe = format!(
-        "{source}\nextern \"C\" __global__ void twobs_probe(const Point* a, const Point* b, Value* out) {{\n  const unsigned t = threadIdx.x;\n  out[t] = {function}(a[t], b[t]);\n}}\n"
-    );
-    let src = std::ffi::CString::new(probe)?;
+    let src = std::ffi::CString::new(probe.source.as_bytes())?;
     let prog = result::create_program(&src, None)?;
     let mut options: Vec<String> = NVRTC_OPTIONS.iter().map(|s| s.to_string()).collect();
     options.push(format!("--gpu-architecture={}", arch.replace("sm_", "compute_")));
