@@ -134,18 +134,11 @@ pub fn present(
                     result.insert("file".into(), json!(path.display().to_string()));
                 }
                 None => {
-                    let mut text = format!("bin_lo,bin_hi,count{}\n", if g.is_some() { ",g_r" } else { "" });
-                    for (k, c) in counts.iter().enumerate() {
-                        text += &format!("{},{},{c}", edges[k], edges[k + 1]);
-                        if let Some((g, _)) = &g {
-                            text += &format!(",{:.6}", g[k]);
-                        }
-                        text += "\n";
-                    }
+                    let g = g.as_ref().map(|(g, _)| g.as_slice());
                     if report_to_stdout {
-                        eprint!("{text}");
+                        write::histogram_csv_to(&mut std::io::stderr().lock(), &edges, counts, g)?;
                     } else {
-                        print!("{text}");
+                        write::histogram_csv_to(&mut std::io::stdout().lock(), &edges, counts, g)?;
                     }
                     say(format!("{} pairs counted in {} buckets", counts.iter().sum::<u64>(), counts.len()));
                 }

@@ -13,9 +13,16 @@ fn create(path: &Path) -> anyhow::Result<BufWriter<std::fs::File>> {
     Ok(BufWriter::new(std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?))
 }
 
-/// bin_lo,bin_hi,count[,g_r] per bucket.
+/// bin_lo,bin_hi,count[,g_r] per bucket, to a file.
 pub fn histogram_csv(path: &Path, edges: &[f64], counts: &[u64], g: Option<&[f64]>) -> anyhow::Result<()> {
     let mut w = create(path)?;
+    histogram_csv_to(&mut w, edges, counts, g)?;
+    w.flush()?;
+    Ok(())
+}
+
+/// bin_lo,bin_hi,count[,g_r] per bucket, to any writer (stdout for `twobs run rdf`).
+pub fn histogram_csv_to(w: &mut impl Write, edges: &[f64], counts: &[u64], g: Option<&[f64]>) -> std::io::Result<()> {
     writeln!(w, "bin_lo,bin_hi,count{}", if g.is_some() { ",g_r" } else { "" })?;
     for (k, c) in counts.iter().enumerate() {
         write!(w, "{},{},{c}", edges[k], edges[k + 1])?;
@@ -24,7 +31,6 @@ pub fn histogram_csv(path: &Path, edges: &[f64], counts: &[u64], g: Option<&[f64
         }
         writeln!(w)?;
     }
-    w.flush()?;
     Ok(())
 }
 
