@@ -7,7 +7,7 @@ use rand::{RngExt, SeedableRng};
 
 use crate::backend::cpu::CpuDriver;
 use crate::backend::cuda;
-use crate::data::{Inputs, PointSet};
+use crate::data::Inputs;
 use crate::outcome::Outcome;
 use crate::run::{RunOptions, pair_count};
 use crate::spec::{Params, Problem};
@@ -104,11 +104,7 @@ pub fn verify(
     let mut rows: Vec<usize> = (0..SAMPLE_ROWS.min(n)).map(|_| rng.random_range(0..n)).collect();
     rows.sort_unstable();
     rows.dedup();
-    let sample = PointSet {
-        columns: inputs.a.columns.iter().map(|c| c.select(&rows)).collect(),
-        origin: format!("{} rows sampled from {}", rows.len(), inputs.a.origin),
-        rows: None,
-    };
+    let sample = inputs.a.subset(&rows, format!("{} rows sampled from {}", rows.len(), inputs.a.origin));
     let sub = Inputs { a: sample, b: Some(inputs.other().clone()) };
     let cross = problem.as_cross();
     let mut gpu_opts = opts.gpu.clone();

@@ -814,10 +814,10 @@ fn run_dob(
 }
 
 /// Rows sampled from a block to estimate the selectivity of a pairs problem.
-const SAMPLE_ROWS: usize = 2048;
+const SELECTIVITY_SAMPLE_ROWS: usize = 2048;
 
 /// The fraction of pairs that pass, measured on the kernel itself over up to
-/// SAMPLE_ROWS rows of each side of `unit` (the self-join seed sizes its
+/// SELECTIVITY_SAMPLE_ROWS rows of each side of `unit` (the self-join seed sizes its
 /// result buffer from such a sample).
 #[allow(clippy::too_many_arguments)]
 fn sample_selectivity(
@@ -831,14 +831,14 @@ fn sample_selectivity(
 ) -> anyhow::Result<f64> {
     let pick = |set: &PointSet, (lo, hi): (usize, usize), salt: u64| -> PointSet {
         let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed ^ salt ^ lo as u64);
-        let mut rows: Vec<usize> = if hi - lo <= SAMPLE_ROWS {
+        let mut rows: Vec<usize> = if hi - lo <= SELECTIVITY_SAMPLE_ROWS {
             (lo..hi).collect()
         } else {
-            (0..SAMPLE_ROWS).map(|_| rng.random_range(lo..hi)).collect()
+            (0..SELECTIVITY_SAMPLE_ROWS).map(|_| rng.random_range(lo..hi)).collect()
         };
         rows.sort_unstable();
         rows.dedup();
-        PointSet { columns: set.columns.iter().map(|c| c.select(&rows)).collect(), origin: "sample".into(), rows: None }
+        set.subset(&rows, "sample".into())
     };
     let sa = pick(&job.inputs.a, job.a_blocks[unit.a_block], 1);
     a_dev.load(stream, &sa, (2, unit.a_block), 0, sa.len())?;

@@ -94,7 +94,7 @@ impl Column {
     }
 
     /// The rows `keep` of this column, in order.
-    pub fn select(&self, keep: &[usize]) -> Column {
+    fn select(&self, keep: &[usize]) -> Column {
         match self {
             Column::F32(v) => Column::F32(keep.iter().map(|&i| v[i]).collect()),
             Column::F64(v) => Column::F64(keep.iter().map(|&i| v[i]).collect()),
@@ -192,6 +192,11 @@ impl PointSet {
             self.rows = Some(keep.iter().map(|&i| i as u64).collect());
         }
         Ok(self)
+    }
+
+    /// The points at `rows`, in order, as a new set (indices start again at 0).
+    pub fn subset(&self, rows: &[usize], origin: String) -> PointSet {
+        PointSet { columns: self.columns.iter().map(|c| c.select(rows)).collect(), origin, rows: None }
     }
 
     /// The smallest and largest value of each component.
