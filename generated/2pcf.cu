@@ -12,7 +12,7 @@
 //   output        register        Type-I: accumulate in registers, reduce once per block
 //   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
 //   block_size    512             each shared tile feeds 512 threads, the paper's choice for Type-I (section 5.2)
-//   intra_block   balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
+//   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
 //   resources                     grid 1954 blocks; 6144 B shared per block (6144 B tile + 0 B output); ~32 registers per thread (estimate)
 //   occupancy                     4 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
 //
@@ -47,8 +47,13 @@ __device__ float distance(float3 a, float3 b) {
   return sqrtf(dx * dx + dy * dy + dz * dz);
 }
 #line 50 "2pcf.cu"
+__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
+  return distance(twobs_a, twobs_b);
+}
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 512;  // threads per block = points per tile
+[[maybe_unused]] constexpr unsigned TILE_BYTES = 6144;  // the input tile's shared memory; the output's follows
+[[maybe_unused]] constexpr bool UNORDERED_PAIRS = true;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
 
 __device__ __forceinline__ unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
@@ -70,27 +75,31 @@ __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
   return p;
 }
 
-// ------------------------------------------------------------------ what a pair contributes
-constexpr Value THRESHOLD = static_cast<Value>(params::r);
-__device__ __forceinline__ bool passes(Value v) { return v < THRESHOLD; }
-// A count is a histogram with one slot.
-[[maybe_unused]] constexpr unsigned SLOTS = 1;
-__device__ __forceinline__ int slot_of(Value v) { return passes(v) ? 0 : -1; }
+// What the output stage learns about its thread.
+struct Here {
+  unsigned i;                // the own point's index in set A's block
+  bool own_valid;            // i < a.n
+  unsigned a_offset;         // whole-input index of A's first point
+  unsigned other_offset;     // likewise for the other set
+  unsigned char* output_smem;  // the output's shared memory, after the input tile
+};
 
-// Sum of v over the block; the result is valid in thread 0.
-template <class T>
-__device__ __forceinline__ T block_sum(T v) {
-  __shared__ T warp_sums[B / 32];
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(FULL_WARP, v, o);
-  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
-  __syncthreads();
-  v = threadIdx.x < B / 32 ? warp_sums[threadIdx.x] : T(0);
-  if (threadIdx.x < 32) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(FULL_WARP, v, o);
-  }
-  __syncthreads();
-  return v;
+// ------------------------------------------------------------------ what a pair contributes: count
+// A count is a total of one slot: the pairs whose value passes.
+[[maybe_unused]] constexpr unsigned SLOTS = 1;
+typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per launch
+typedef unsigned long long Total;  // 64-bit totals in shared and global memory
+constexpr Value THRESHOLD = static_cast<Value>(params::r);
+
+struct Contribution {
+  int slot;  // < 0: the pair adds nothing
+  Tally amount;
+};
+
+__device__ __forceinline__ Contribution contribute(const Point& a, const Point& b) {
+  return {pair_value(a, b) < THRESHOLD ? 0 : -1, 1u};
 }
+
 // ------------------------------------------------------------------ input stage: register_shm
 // Register-SHM: each thread keeps its own point in registers; the block
 // stages the other tile in shared memory with 16-byte loads, one array per
@@ -135,32 +144,49 @@ struct Tiles {
 };
 
 // ------------------------------------------------------------------ output stage: register
-// Register output (Type-I): each thread counts into SLOTS register(s); one block
-// reduction and one 64-bit atomicAdd per slot and block at the end.
-struct Output {
-  unsigned long long* out;
-  unsigned counts[SLOTS];  // a thread meets fewer than 2^32 points per launch
+// Register output (Type-I): each thread tallies every slot in registers; one
+// block reduction and one atomicAdd per slot and block at the end.
 
-  __device__ __forceinline__ Output(unsigned long long* result, unsigned char*) : out(result) {
+// Sum of v over the block; the result is valid in thread 0.
+template <class T>
+__device__ __forceinline__ T block_sum(T v) {
+  __shared__ T warp_sums[B / 32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(FULL_WARP, v, o);
+  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = threadIdx.x < B / 32 ? warp_sums[threadIdx.x] : T(0);
+  if (threadIdx.x < 32) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(FULL_WARP, v, o);
+  }
+  __syncthreads();
+  return v;
+}
+
+struct Output {
+  Total* out;
+  Tally tally[SLOTS];
+
+  __device__ __forceinline__ Output(Total* totals, const Here&) : out(totals) {
 #pragma unroll
-    for (unsigned k = 0; k < SLOTS; ++k) counts[k] = 0;
+    for (unsigned k = 0; k < SLOTS; ++k) tally[k] = Tally(0);
   }
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-  __device__ __forceinline__ void add(unsigned, unsigned, Value v, bool valid) {
-    const int slot = valid ? slot_of(v) : -1;
+  __device__ __forceinline__ void add(unsigned, const Point& own, unsigned, const Point& q, bool valid) {
+    const Contribution c = contribute(own, q);
+    const int slot = valid ? c.slot : -1;
 #pragma unroll
-    for (unsigned k = 0; k < SLOTS; ++k) counts[k] += slot == static_cast<int>(k);
+    for (unsigned k = 0; k < SLOTS; ++k) tally[k] += slot == static_cast<int>(k) ? c.amount : Tally(0);
   }
 
   __device__ __forceinline__ bool end_step(unsigned) { return false; }
 
-  __device__ __forceinline__ void finish(unsigned, bool) {
+  __device__ __forceinline__ void finish(const Here&) {
 #pragma unroll
     for (unsigned k = 0; k < SLOTS; ++k) {
-      const unsigned long long total = block_sum<unsigned long long>(counts[k]);
-      if (threadIdx.x == 0 && total != 0) atomicAdd(out + k, total);
+      const Total total = block_sum<Total>(tally[k]);
+      if (threadIdx.x == 0 && total != Total(0)) atomicAdd(out + k, total);
     }
   }
 };
@@ -171,9 +197,9 @@ extern "C" __global__ void __launch_bounds__(B) twobs_2pcf(
     const float* a_y,
     const float* a_z,
     unsigned n_a,
-    unsigned a_offset,      // index of A's first point in the whole input (results use whole-input indices)
-    unsigned other_offset,  // likewise for the other set
-    unsigned long long* result) {
+    unsigned a_offset,
+    unsigned other_offset,
+    Total* totals) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Set a = { a_x, a_y, a_z, n_a };
   const Set& other = a;
@@ -182,12 +208,13 @@ extern "C" __global__ void __launch_bounds__(B) twobs_2pcf(
   const unsigned i = block * B + t;
   const bool own_valid = i < a.n;
   const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
-  Output out(result, smem);
+  const Here here = {i, own_valid, a_offset, other_offset, smem + TILE_BYTES};
+  Output out(totals, here);
   Tiles tiles(smem);
-  const unsigned tiles_total = (other.n + B - 1) / B;
   // Circulant tile pairing: block b meets tiles b+1 .. b+M/2 (mod M), so every
   // unordered pair of tiles is visited once and every block does the same work;
   // the last step pairs the block's own points with each other.
+  const unsigned tiles_total = (other.n + B - 1) / B;
   const unsigned offdiag = (tiles_total - 1) / 2 + ((tiles_total % 2 == 0 && block < tiles_total / 2) ? 1 : 0);
   const unsigned steps = offdiag + 1;
   for (unsigned s = out.first_step(); s < steps; ++s) {
@@ -196,7 +223,7 @@ extern "C" __global__ void __launch_bounds__(B) twobs_2pcf(
       const unsigned tile = (block + 1 + s) % tiles_total;
       tiles.load(other, tile * B);
       tiles.for_each(umin(B, other.n - tile * B), [&](unsigned jl, const Point& q) {
-        out.add(i, tile * B + jl, distance(own, q), own_valid);
+        out.add(i, own, tile * B + jl, q, own_valid);
       });
     } else {
       tiles.load(a, block * B);
@@ -206,10 +233,12 @@ extern "C" __global__ void __launch_bounds__(B) twobs_2pcf(
       for (unsigned d = 1; d <= B / 2; ++d) {
         const unsigned jl = (t + d) & (B - 1);
         const bool valid = own_valid && jl < len && (d < B / 2 || t < B / 2);
-        out.add(i, block * B + jl, distance(own, tiles.at(jl)), valid);
+        out.add(i, own, block * B + jl, tiles.at(jl), valid);
       }
+
     }
     if (out.end_step(s)) return;  // output full: this block resumes at step s
   }
-  out.finish(i, own_valid);
+
+  out.finish(here);
 }

@@ -12,9 +12,18 @@
 //   output        register        Type-I: accumulate in registers, reduce once per block
 //   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
 //   block_size    512             each shared tile feeds 512 threads, the paper's choice for Type-I (section 5.2)
-//   intra_block   balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
+//   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
 //   resources                     grid 1954 blocks; 6144 B shared per block (6144 B tile + 0 B output); ~32 registers per thread (estimate)
 //   occupancy                     4 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
+//
+//   copy model (eq. 1-5): H_S = 1 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 3201
+//     copies   k  shared/block  blocks/SM  threads/SM  rounds R  L(k)/C_L     R x L
+//          1  32          6152          4        2048         4    1.916       7.7
+//          2  16          6160          4        2048         4    1.436       5.7
+//          4   8          6176          4        2048         4    1.196       4.8
+//          8   4          6208          4        2048         4    1.076       4.3
+//         16   2          6272          4        2048         4    1.019       4.1
+//         32   1          6400          4        2048         4    1.000       4.0  <- least
 //
 // Launch: 1954 blocks of 512 threads, 6144 B dynamic shared memory.
 // Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
@@ -38,9 +47,14 @@ __device__ float gaussian(float3 a, float3 b) {
   const float d2 = dx * dx + dy * dy + dz * dz;
   return expf(-d2 * (0.5f / (params::h * params::h)));
 }
-#line 42 "kde.cu"
+#line 51 "kde.cu"
+__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
+  return gaussian(twobs_a, twobs_b);
+}
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 512;  // threads per block = points per tile
+[[maybe_unused]] constexpr unsigned TILE_BYTES = 6144;  // the input tile's shared memory; the output's follows
+[[maybe_unused]] constexpr bool UNORDERED_PAIRS = true;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
 
 __device__ __forceinline__ unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
@@ -62,22 +76,30 @@ __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
   return p;
 }
 
-// ------------------------------------------------------------------ what a pair contributes
+// What the output stage learns about its thread.
+struct Here {
+  unsigned i;                // the own point's index in set A's block
+  bool own_valid;            // i < a.n
+  unsigned a_offset;         // whole-input index of A's first point
+  unsigned other_offset;     // likewise for the other set
+  unsigned char* output_smem;  // the output's shared memory, after the input tile
+};
 
-// Sum of v over the block; the result is valid in thread 0.
-template <class T>
-__device__ __forceinline__ T block_sum(T v) {
-  __shared__ T warp_sums[B / 32];
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(FULL_WARP, v, o);
-  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
-  __syncthreads();
-  v = threadIdx.x < B / 32 ? warp_sums[threadIdx.x] : T(0);
-  if (threadIdx.x < 32) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(FULL_WARP, v, o);
-  }
-  __syncthreads();
-  return v;
+// ------------------------------------------------------------------ what a pair contributes: sum
+// A sum is a total of one slot: every pair adds its value, in f64.
+[[maybe_unused]] constexpr unsigned SLOTS = 1;
+typedef double Tally;
+typedef double Total;
+
+struct Contribution {
+  int slot;  // < 0: the pair adds nothing
+  Tally amount;
+};
+
+__device__ __forceinline__ Contribution contribute(const Point& a, const Point& b) {
+  return {0, static_cast<double>(pair_value(a, b))};
 }
+
 // ------------------------------------------------------------------ input stage: register_shm
 // Register-SHM: each thread keeps its own point in registers; the block
 // stages the other tile in shared memory with 16-byte loads, one array per
@@ -122,25 +144,50 @@ struct Tiles {
 };
 
 // ------------------------------------------------------------------ output stage: register
-// Register output (Type-I): each thread sums its pair values in a double;
-// one block reduction and one atomicAdd per block at the end.
-struct Output {
-  double* out;
-  double sum;
+// Register output (Type-I): each thread tallies every slot in registers; one
+// block reduction and one atomicAdd per slot and block at the end.
 
-  __device__ __forceinline__ Output(double* result, unsigned char*) : out(result), sum(0.0) {}
+// Sum of v over the block; the result is valid in thread 0.
+template <class T>
+__device__ __forceinline__ T block_sum(T v) {
+  __shared__ T warp_sums[B / 32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(FULL_WARP, v, o);
+  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = threadIdx.x < B / 32 ? warp_sums[threadIdx.x] : T(0);
+  if (threadIdx.x < 32) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(FULL_WARP, v, o);
+  }
+  __syncthreads();
+  return v;
+}
+
+struct Output {
+  Total* out;
+  Tally tally[SLOTS];
+
+  __device__ __forceinline__ Output(Total* totals, const Here&) : out(totals) {
+#pragma unroll
+    for (unsigned k = 0; k < SLOTS; ++k) tally[k] = Tally(0);
+  }
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-  __device__ __forceinline__ void add(unsigned, unsigned, Value v, bool valid) {
-    sum += valid ? static_cast<double>(v) : 0.0;
+  __device__ __forceinline__ void add(unsigned, const Point& own, unsigned, const Point& q, bool valid) {
+    const Contribution c = contribute(own, q);
+    const int slot = valid ? c.slot : -1;
+#pragma unroll
+    for (unsigned k = 0; k < SLOTS; ++k) tally[k] += slot == static_cast<int>(k) ? c.amount : Tally(0);
   }
 
   __device__ __forceinline__ bool end_step(unsigned) { return false; }
 
-  __device__ __forceinline__ void finish(unsigned, bool) {
-    const double total = block_sum<double>(sum);
-    if (threadIdx.x == 0) atomicAdd(out, total);
+  __device__ __forceinline__ void finish(const Here&) {
+#pragma unroll
+    for (unsigned k = 0; k < SLOTS; ++k) {
+      const Total total = block_sum<Total>(tally[k]);
+      if (threadIdx.x == 0 && total != Total(0)) atomicAdd(out + k, total);
+    }
   }
 };
 
@@ -150,9 +197,9 @@ extern "C" __global__ void __launch_bounds__(B) twobs_kde(
     const float* a_y,
     const float* a_z,
     unsigned n_a,
-    unsigned a_offset,      // index of A's first point in the whole input (results use whole-input indices)
-    unsigned other_offset,  // likewise for the other set
-    double* result) {
+    unsigned a_offset,
+    unsigned other_offset,
+    Total* totals) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Set a = { a_x, a_y, a_z, n_a };
   const Set& other = a;
@@ -161,12 +208,13 @@ extern "C" __global__ void __launch_bounds__(B) twobs_kde(
   const unsigned i = block * B + t;
   const bool own_valid = i < a.n;
   const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
-  Output out(result, smem);
+  const Here here = {i, own_valid, a_offset, other_offset, smem + TILE_BYTES};
+  Output out(totals, here);
   Tiles tiles(smem);
-  const unsigned tiles_total = (other.n + B - 1) / B;
   // Circulant tile pairing: block b meets tiles b+1 .. b+M/2 (mod M), so every
   // unordered pair of tiles is visited once and every block does the same work;
   // the last step pairs the block's own points with each other.
+  const unsigned tiles_total = (other.n + B - 1) / B;
   const unsigned offdiag = (tiles_total - 1) / 2 + ((tiles_total % 2 == 0 && block < tiles_total / 2) ? 1 : 0);
   const unsigned steps = offdiag + 1;
   for (unsigned s = out.first_step(); s < steps; ++s) {
@@ -175,7 +223,7 @@ extern "C" __global__ void __launch_bounds__(B) twobs_kde(
       const unsigned tile = (block + 1 + s) % tiles_total;
       tiles.load(other, tile * B);
       tiles.for_each(umin(B, other.n - tile * B), [&](unsigned jl, const Point& q) {
-        out.add(i, tile * B + jl, gaussian(own, q), own_valid);
+        out.add(i, own, tile * B + jl, q, own_valid);
       });
     } else {
       tiles.load(a, block * B);
@@ -185,10 +233,12 @@ extern "C" __global__ void __launch_bounds__(B) twobs_kde(
       for (unsigned d = 1; d <= B / 2; ++d) {
         const unsigned jl = (t + d) & (B - 1);
         const bool valid = own_valid && jl < len && (d < B / 2 || t < B / 2);
-        out.add(i, block * B + jl, gaussian(own, tiles.at(jl)), valid);
+        out.add(i, own, block * B + jl, tiles.at(jl), valid);
       }
+
     }
     if (out.end_step(s)) return;  // output full: this block resumes at step s
   }
-  out.finish(i, own_valid);
+
+  out.finish(here);
 }

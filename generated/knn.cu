@@ -37,8 +37,13 @@ __device__ float distance(float3 a, float3 b) {
   return sqrtf(dx * dx + dy * dy + dz * dz);
 }
 #line 40 "knn.cu"
+__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
+  return distance(twobs_a, twobs_b);
+}
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 256;  // threads per block = points per tile
+[[maybe_unused]] constexpr unsigned TILE_BYTES = 3072;  // the input tile's shared memory; the output's follows
+[[maybe_unused]] constexpr bool UNORDERED_PAIRS = false;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
 
 __device__ __forceinline__ unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
@@ -60,7 +65,16 @@ __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
   return p;
 }
 
-// ------------------------------------------------------------------ what a pair contributes
+// What the output stage learns about its thread.
+struct Here {
+  unsigned i;                // the own point's index in set A's block
+  bool own_valid;            // i < a.n
+  unsigned a_offset;         // whole-input index of A's first point
+  unsigned other_offset;     // likewise for the other set
+  unsigned char* output_smem;  // the output's shared memory, after the input tile
+};
+
+// ------------------------------------------------------------------ what a pair contributes: knn
 constexpr unsigned K = static_cast<unsigned>(params::k);
 
 // The K best (value, index) pairs seen so far, sorted; ties go to the smaller
@@ -154,32 +168,32 @@ struct Output {
   unsigned other_offset;
   TopK top;
 
-  __device__ __forceinline__ Output(Value* values, unsigned* indices, unsigned other_off, unsigned i, bool own_valid,
-                                    unsigned char*)
-      : out_value(values), out_index(indices), other_offset(other_off) {
-    if (own_valid) {
+  __device__ __forceinline__ Output(Value* values, unsigned* indices, const Here& here)
+      : out_value(values), out_index(indices), other_offset(here.other_offset) {
+    if (here.own_valid) {
 #pragma unroll
       for (unsigned k = 0; k < K; ++k) {
-        top.best[k] = out_value[static_cast<size_t>(i) * K + k];
-        top.index[k] = out_index[static_cast<size_t>(i) * K + k];
+        top.best[k] = out_value[static_cast<size_t>(here.i) * K + k];
+        top.index[k] = out_index[static_cast<size_t>(here.i) * K + k];
       }
     }
   }
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-  __device__ __forceinline__ void add(unsigned, unsigned j, Value v, bool valid) {
+  __device__ __forceinline__ void add(unsigned, const Point& own, unsigned j, const Point& q, bool valid) {
+    const Value v = pair_value(own, q);
     if (valid) top.offer(v, other_offset + j);
   }
 
   __device__ __forceinline__ bool end_step(unsigned) { return false; }
 
-  __device__ __forceinline__ void finish(unsigned i, bool own_valid) {
-    if (!own_valid) return;
+  __device__ __forceinline__ void finish(const Here& here) {
+    if (!here.own_valid) return;
 #pragma unroll
     for (unsigned k = 0; k < K; ++k) {
-      out_value[static_cast<size_t>(i) * K + k] = top.best[k];
-      out_index[static_cast<size_t>(i) * K + k] = top.index[k];
+      out_value[static_cast<size_t>(here.i) * K + k] = top.best[k];
+      out_index[static_cast<size_t>(here.i) * K + k] = top.index[k];
     }
   }
 };
@@ -190,9 +204,10 @@ extern "C" __global__ void __launch_bounds__(B) twobs_knn(
     const float* a_y,
     const float* a_z,
     unsigned n_a,
-    unsigned a_offset,      // index of A's first point in the whole input (results use whole-input indices)
-    unsigned other_offset,  // likewise for the other set
-    Value* out_value, unsigned* out_index) {
+    unsigned a_offset,
+    unsigned other_offset,
+    Value* values,
+    unsigned* indices) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Set a = { a_x, a_y, a_z, n_a };
   const Set& other = a;
@@ -201,20 +216,22 @@ extern "C" __global__ void __launch_bounds__(B) twobs_knn(
   const unsigned i = block * B + t;
   const bool own_valid = i < a.n;
   const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
-  Output out(out_value, out_index, other_offset, i, own_valid, smem);
+  const Here here = {i, own_valid, a_offset, other_offset, smem + TILE_BYTES};
+  Output out(values, indices, here);
   Tiles tiles(smem);
+  // Every block walks all tiles, starting at its own so that blocks spread
+  // over memory; a point is not paired with itself.
   const unsigned tiles_total = (other.n + B - 1) / B;
-  // Every block walks all tiles, starting at its own so that blocks spread over memory.
-  const unsigned steps = tiles_total;
-  for (unsigned s = out.first_step(); s < steps; ++s) {
+  for (unsigned s = out.first_step(); s < tiles_total; ++s) {
     out.begin_step(s);
     const unsigned tile = (block + s) % tiles_total;
     tiles.load(other, tile * B);
     tiles.for_each(umin(B, other.n - tile * B), [&](unsigned jl, const Point& q) {
       const unsigned j = tile * B + jl;
-      out.add(i, j, distance(own, q), own_valid && j != i);
+      out.add(i, own, j, q, own_valid && j != i);
     });
     if (out.end_step(s)) return;  // output full: this block resumes at step s
   }
-  out.finish(i, own_valid);
+
+  out.finish(here);
 }

@@ -56,8 +56,13 @@ __device__ float min_image_distance(float3 a, float3 b) {
   return sqrtf(dx * dx + dy * dy + dz * dz);
 }
 #line 59 "rdf.cu"
+__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
+  return min_image_distance(twobs_a, twobs_b);
+}
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 64;  // threads per block = points per tile
+[[maybe_unused]] constexpr unsigned TILE_BYTES = 0;  // the input tile's shared memory; the output's follows
+[[maybe_unused]] constexpr bool UNORDERED_PAIRS = false;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
 
 __device__ __forceinline__ unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
@@ -79,15 +84,32 @@ __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
   return p;
 }
 
-// ------------------------------------------------------------------ what a pair contributes
+// What the output stage learns about its thread.
+struct Here {
+  unsigned i;                // the own point's index in set A's block
+  bool own_valid;            // i < a.n
+  unsigned a_offset;         // whole-input index of A's first point
+  unsigned other_offset;     // likewise for the other set
+  unsigned char* output_smem;  // the output's shared memory, after the input tile
+};
+
+// ------------------------------------------------------------------ what a pair contributes: histogram
 // bucket = floor((v - LO) * SCALE) in Value arithmetic, SCALE = bins / (max - min)
 // rounded once on the host; values outside [min, max) and NaN fall in no bucket.
 [[maybe_unused]] constexpr unsigned SLOTS = static_cast<unsigned>(params::bins);
+typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per launch
+typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 constexpr Value LO = 0.0f;
 constexpr Value SCALE = 1000.0f;
-__device__ __forceinline__ int slot_of(Value v) {
-  const Value x = (v - LO) * SCALE;
-  return (x >= Value(0) && x < Value(SLOTS)) ? static_cast<int>(x) : -1;
+
+struct Contribution {
+  int slot;  // < 0: the pair adds nothing
+  Tally amount;
+};
+
+__device__ __forceinline__ Contribution contribute(const Point& a, const Point& b) {
+  const Value x = (pair_value(a, b) - LO) * SCALE;
+  return {(x >= Value(0) && x < Value(SLOTS)) ? static_cast<int>(x) : -1, 1u};
 }
 
 // ------------------------------------------------------------------ input stage: register_roc
@@ -141,39 +163,39 @@ struct Tiles {
 };
 
 // ------------------------------------------------------------------ output stage: op
-// Output privatization in shared memory: COPIES private copies of the output
+// Output privatization in shared memory: COPIES private copies of the totals
 // per block; lane l updates copy l % COPIES, so only lanes that share a copy
 // can collide (AOP, section 3.3.2; COPIES = 1 is plain OP). The copies are
-// summed into the global output once per block.
+// summed into the global totals once per block.
 constexpr unsigned COPIES = 1;
-constexpr unsigned OUTPUT_OFFSET = 0;  // after the input tile
 
 struct Output {
-  unsigned long long* out;
-  unsigned long long* copies;
+  Total* out;
+  Total* copies;
 
-  __device__ __forceinline__ Output(unsigned long long* result, unsigned char* smem)
-      : out(result), copies(reinterpret_cast<unsigned long long*>(smem + OUTPUT_OFFSET)) {
-    for (unsigned k = threadIdx.x; k < COPIES * SLOTS; k += B) copies[k] = 0;
+  __device__ __forceinline__ Output(Total* totals, const Here& here)
+      : out(totals), copies(reinterpret_cast<Total*>(here.output_smem)) {
+    for (unsigned k = threadIdx.x; k < COPIES * SLOTS; k += B) copies[k] = Total(0);
     __syncthreads();
   }
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-  __device__ __forceinline__ void add(unsigned, unsigned, Value v, bool valid) {
-    const int slot = valid ? slot_of(v) : -1;
-    if (slot >= 0) atomicAdd(copies + (threadIdx.x & (COPIES - 1)) * SLOTS + slot, 1ull);
+  __device__ __forceinline__ void add(unsigned, const Point& own, unsigned, const Point& q, bool valid) {
+    const Contribution c = contribute(own, q);
+    const int slot = valid ? c.slot : -1;
+    if (slot >= 0) atomicAdd(copies + (threadIdx.x & (COPIES - 1)) * SLOTS + slot, static_cast<Total>(c.amount));
   }
 
   __device__ __forceinline__ bool end_step(unsigned) { return false; }
 
-  __device__ __forceinline__ void finish(unsigned, bool) {
+  __device__ __forceinline__ void finish(const Here&) {
     __syncthreads();
     for (unsigned k = threadIdx.x; k < SLOTS; k += B) {
-      unsigned long long total = 0;
+      Total total = Total(0);
 #pragma unroll
       for (unsigned c = 0; c < COPIES; ++c) total += copies[c * SLOTS + k];
-      if (total != 0) atomicAdd(out + k, total);
+      if (total != Total(0)) atomicAdd(out + k, total);
     }
   }
 };
@@ -188,9 +210,9 @@ extern "C" __global__ void __launch_bounds__(B) twobs_rdf(
     const float* b_y,
     const float* b_z,
     unsigned n_b,
-    unsigned a_offset,      // index of A's first point in the whole input (results use whole-input indices)
-    unsigned other_offset,  // likewise for the other set
-    unsigned long long* result) {
+    unsigned a_offset,
+    unsigned other_offset,
+    Total* totals) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Set a = { a_x, a_y, a_z, n_a };
   const Set other = { b_x, b_y, b_z, n_b };
@@ -199,20 +221,21 @@ extern "C" __global__ void __launch_bounds__(B) twobs_rdf(
   const unsigned i = block * B + t;
   const bool own_valid = i < a.n;
   const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
-  Output out(result, smem);
+  const Here here = {i, own_valid, a_offset, other_offset, smem + TILE_BYTES};
+  Output out(totals, here);
   Tiles tiles(smem);
+  // Every block walks all tiles of the other set, starting at its own so that
+  // blocks spread over memory.
   const unsigned tiles_total = (other.n + B - 1) / B;
-  // Every block walks all tiles, starting at its own so that blocks spread over memory.
-  const unsigned steps = tiles_total;
-  for (unsigned s = out.first_step(); s < steps; ++s) {
+  for (unsigned s = out.first_step(); s < tiles_total; ++s) {
     out.begin_step(s);
     const unsigned tile = (block + s) % tiles_total;
     tiles.load(other, tile * B);
     tiles.for_each(umin(B, other.n - tile * B), [&](unsigned jl, const Point& q) {
-      const unsigned j = tile * B + jl;
-      out.add(i, j, min_image_distance(own, q), own_valid);
+      out.add(i, own, tile * B + jl, q, own_valid);
     });
     if (out.end_step(s)) return;  // output full: this block resumes at step s
   }
-  out.finish(i, own_valid);
+
+  out.finish(here);
 }

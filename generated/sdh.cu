@@ -13,7 +13,7 @@
 //   input_cache   register_roc    Type-II: the tiles of 32 resident blocks (32 x 64 x 12 B = 24576 B) fit the read-only cache (28672 B), leaving shared memory to the output
 //   block_size    64              the smallest block that still fills a multiprocessor (2048 threads / 32 blocks): the most blocks, so the most private output copies, per multiprocessor
 //   copies        1               least R x L in the copy model below
-//   intra_block   balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
+//   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
 //   resources                     grid 15625 blocks; 4000 B shared per block (0 B tile + 4000 B output); ~32 registers per thread (estimate)
 //   occupancy                     32 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
 //
@@ -49,8 +49,13 @@ __device__ float distance(float3 a, float3 b) {
   return sqrtf(dx * dx + dy * dy + dz * dz);
 }
 #line 52 "sdh.cu"
+__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
+  return distance(twobs_a, twobs_b);
+}
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 64;  // threads per block = points per tile
+[[maybe_unused]] constexpr unsigned TILE_BYTES = 0;  // the input tile's shared memory; the output's follows
+[[maybe_unused]] constexpr bool UNORDERED_PAIRS = true;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
 
 __device__ __forceinline__ unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
@@ -72,15 +77,32 @@ __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
   return p;
 }
 
-// ------------------------------------------------------------------ what a pair contributes
+// What the output stage learns about its thread.
+struct Here {
+  unsigned i;                // the own point's index in set A's block
+  bool own_valid;            // i < a.n
+  unsigned a_offset;         // whole-input index of A's first point
+  unsigned other_offset;     // likewise for the other set
+  unsigned char* output_smem;  // the output's shared memory, after the input tile
+};
+
+// ------------------------------------------------------------------ what a pair contributes: histogram
 // bucket = floor((v - LO) * SCALE) in Value arithmetic, SCALE = bins / (max - min)
 // rounded once on the host; values outside [min, max) and NaN fall in no bucket.
 [[maybe_unused]] constexpr unsigned SLOTS = static_cast<unsigned>(params::bins);
+typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per launch
+typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 constexpr Value LO = 0.0f;
 constexpr Value SCALE = 288.67514f;
-__device__ __forceinline__ int slot_of(Value v) {
-  const Value x = (v - LO) * SCALE;
-  return (x >= Value(0) && x < Value(SLOTS)) ? static_cast<int>(x) : -1;
+
+struct Contribution {
+  int slot;  // < 0: the pair adds nothing
+  Tally amount;
+};
+
+__device__ __forceinline__ Contribution contribute(const Point& a, const Point& b) {
+  const Value x = (pair_value(a, b) - LO) * SCALE;
+  return {(x >= Value(0) && x < Value(SLOTS)) ? static_cast<int>(x) : -1, 1u};
 }
 
 // ------------------------------------------------------------------ input stage: register_roc
@@ -134,39 +156,39 @@ struct Tiles {
 };
 
 // ------------------------------------------------------------------ output stage: op
-// Output privatization in shared memory: COPIES private copies of the output
+// Output privatization in shared memory: COPIES private copies of the totals
 // per block; lane l updates copy l % COPIES, so only lanes that share a copy
 // can collide (AOP, section 3.3.2; COPIES = 1 is plain OP). The copies are
-// summed into the global output once per block.
+// summed into the global totals once per block.
 constexpr unsigned COPIES = 1;
-constexpr unsigned OUTPUT_OFFSET = 0;  // after the input tile
 
 struct Output {
-  unsigned long long* out;
-  unsigned long long* copies;
+  Total* out;
+  Total* copies;
 
-  __device__ __forceinline__ Output(unsigned long long* result, unsigned char* smem)
-      : out(result), copies(reinterpret_cast<unsigned long long*>(smem + OUTPUT_OFFSET)) {
-    for (unsigned k = threadIdx.x; k < COPIES * SLOTS; k += B) copies[k] = 0;
+  __device__ __forceinline__ Output(Total* totals, const Here& here)
+      : out(totals), copies(reinterpret_cast<Total*>(here.output_smem)) {
+    for (unsigned k = threadIdx.x; k < COPIES * SLOTS; k += B) copies[k] = Total(0);
     __syncthreads();
   }
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-  __device__ __forceinline__ void add(unsigned, unsigned, Value v, bool valid) {
-    const int slot = valid ? slot_of(v) : -1;
-    if (slot >= 0) atomicAdd(copies + (threadIdx.x & (COPIES - 1)) * SLOTS + slot, 1ull);
+  __device__ __forceinline__ void add(unsigned, const Point& own, unsigned, const Point& q, bool valid) {
+    const Contribution c = contribute(own, q);
+    const int slot = valid ? c.slot : -1;
+    if (slot >= 0) atomicAdd(copies + (threadIdx.x & (COPIES - 1)) * SLOTS + slot, static_cast<Total>(c.amount));
   }
 
   __device__ __forceinline__ bool end_step(unsigned) { return false; }
 
-  __device__ __forceinline__ void finish(unsigned, bool) {
+  __device__ __forceinline__ void finish(const Here&) {
     __syncthreads();
     for (unsigned k = threadIdx.x; k < SLOTS; k += B) {
-      unsigned long long total = 0;
+      Total total = Total(0);
 #pragma unroll
       for (unsigned c = 0; c < COPIES; ++c) total += copies[c * SLOTS + k];
-      if (total != 0) atomicAdd(out + k, total);
+      if (total != Total(0)) atomicAdd(out + k, total);
     }
   }
 };
@@ -177,9 +199,9 @@ extern "C" __global__ void __launch_bounds__(B) twobs_sdh(
     const float* a_y,
     const float* a_z,
     unsigned n_a,
-    unsigned a_offset,      // index of A's first point in the whole input (results use whole-input indices)
-    unsigned other_offset,  // likewise for the other set
-    unsigned long long* result) {
+    unsigned a_offset,
+    unsigned other_offset,
+    Total* totals) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Set a = { a_x, a_y, a_z, n_a };
   const Set& other = a;
@@ -188,12 +210,13 @@ extern "C" __global__ void __launch_bounds__(B) twobs_sdh(
   const unsigned i = block * B + t;
   const bool own_valid = i < a.n;
   const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
-  Output out(result, smem);
+  const Here here = {i, own_valid, a_offset, other_offset, smem + TILE_BYTES};
+  Output out(totals, here);
   Tiles tiles(smem);
-  const unsigned tiles_total = (other.n + B - 1) / B;
   // Circulant tile pairing: block b meets tiles b+1 .. b+M/2 (mod M), so every
   // unordered pair of tiles is visited once and every block does the same work;
   // the last step pairs the block's own points with each other.
+  const unsigned tiles_total = (other.n + B - 1) / B;
   const unsigned offdiag = (tiles_total - 1) / 2 + ((tiles_total % 2 == 0 && block < tiles_total / 2) ? 1 : 0);
   const unsigned steps = offdiag + 1;
   for (unsigned s = out.first_step(); s < steps; ++s) {
@@ -202,7 +225,7 @@ extern "C" __global__ void __launch_bounds__(B) twobs_sdh(
       const unsigned tile = (block + 1 + s) % tiles_total;
       tiles.load(other, tile * B);
       tiles.for_each(umin(B, other.n - tile * B), [&](unsigned jl, const Point& q) {
-        out.add(i, tile * B + jl, distance(own, q), own_valid);
+        out.add(i, own, tile * B + jl, q, own_valid);
       });
     } else {
       tiles.load(a, block * B);
@@ -212,10 +235,12 @@ extern "C" __global__ void __launch_bounds__(B) twobs_sdh(
       for (unsigned d = 1; d <= B / 2; ++d) {
         const unsigned jl = (t + d) & (B - 1);
         const bool valid = own_valid && jl < len && (d < B / 2 || t < B / 2);
-        out.add(i, block * B + jl, distance(own, tiles.at(jl)), valid);
+        out.add(i, own, block * B + jl, tiles.at(jl), valid);
       }
+
     }
     if (out.end_step(s)) return;  // output full: this block resumes at step s
   }
-  out.finish(i, own_valid);
+
+  out.finish(here);
 }

@@ -12,7 +12,7 @@
 //   output        dob             Type-III: pages of 512 pairs taken with one atomicAdd each
 //   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
 //   block_size    256             a tile of 256 points amortizes each barrier without large per-block output state
-//   intra_block   balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
+//   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
 //   resources                     grid 3907 blocks; 2048 B shared per block (2048 B tile + 0 B output); ~40 registers per thread (estimate)
 //   occupancy                     6 blocks = 1536 threads per multiprocessor (limited by Registers); R = 5 rounds
 //   page_size     512             512 pairs of 2 x u32 per page; the runner sizes the pool
@@ -38,8 +38,13 @@ __device__ float distance(float2 a, float2 b) {
   return sqrtf(dx * dx + dy * dy);
 }
 #line 41 "selfjoin.cu"
+__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
+  return distance(twobs_a, twobs_b);
+}
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 256;  // threads per block = points per tile
+[[maybe_unused]] constexpr unsigned TILE_BYTES = 2048;  // the input tile's shared memory; the output's follows
+[[maybe_unused]] constexpr bool UNORDERED_PAIRS = true;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
 
 __device__ __forceinline__ unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
@@ -59,9 +64,22 @@ __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
   return p;
 }
 
-// ------------------------------------------------------------------ what a pair contributes
+// What the output stage learns about its thread.
+struct Here {
+  unsigned i;                // the own point's index in set A's block
+  bool own_valid;            // i < a.n
+  unsigned a_offset;         // whole-input index of A's first point
+  unsigned other_offset;     // likewise for the other set
+  unsigned char* output_smem;  // the output's shared memory, after the input tile
+};
+
+// ------------------------------------------------------------------ what a pair contributes: pairs
 constexpr Value THRESHOLD = static_cast<Value>(params::eps);
-__device__ __forceinline__ bool passes(Value v) { return v <= THRESHOLD; }
+
+// Whether the pair belongs to the output.
+__device__ __forceinline__ bool passes(const Point& a, const Point& b) {
+  return pair_value(a, b) <= THRESHOLD;
+}
 
 // ------------------------------------------------------------------ input stage: register_shm
 // Register-SHM: each thread keeps its own point in registers; the block
@@ -134,11 +152,10 @@ struct Output {
   bool failed;            // this warp found the pool empty during the current step
 
   __device__ __forceinline__ Output(uint2* pool_, uint2* owner_, unsigned* fill_, unsigned* next_, unsigned pages_,
-                                    unsigned* resume_, unsigned* overflow_, unsigned a_off, unsigned other_off,
-                                    unsigned char*)
+                                    unsigned* resume_, unsigned* overflow_, const Here& here)
       : pool(pool_), page_owner(owner_), page_fill(fill_), next_page(next_), num_pages(pages_), resume(resume_),
-        overflow(overflow_), a_offset(a_off), other_offset(other_off), page(NO_PAGE), fill(0), step_page(NO_PAGE),
-        step_fill(0), step(0), failed(false) {}
+        overflow(overflow_), a_offset(here.a_offset), other_offset(here.other_offset), page(NO_PAGE), fill(0),
+        step_page(NO_PAGE), step_fill(0), step(0), failed(false) {}
 
   // DONE skips the whole block; the read is the same in every thread.
   __device__ __forceinline__ unsigned first_step() const { return resume[blockIdx.x]; }
@@ -149,8 +166,9 @@ struct Output {
     step_fill = fill;
   }
 
-  __device__ __forceinline__ void add(unsigned i, unsigned j, Value v, bool valid) {
-    const bool hit = valid && passes(v);
+  __device__ __forceinline__ void add(unsigned i, const Point& own, unsigned j, const Point& q, bool valid) {
+    const bool pass = passes(own, q);
+    const bool hit = valid && pass;
     const unsigned mask = __ballot_sync(FULL_WARP, hit);
     if (mask == 0 || failed) return;  // the same in every lane
     const unsigned lane = threadIdx.x & 31;
@@ -170,7 +188,10 @@ struct Output {
       }
     }
     if (hit) {
-      const uint2 pair = i < j ? make_uint2(a_offset + i, a_offset + j) : make_uint2(a_offset + j, a_offset + i);
+      // One set visited once per unordered pair: report it as (min, max).
+      const uint2 pair = !UNORDERED_PAIRS ? make_uint2(a_offset + i, other_offset + j)
+                         : i < j          ? make_uint2(a_offset + i, a_offset + j)
+                                          : make_uint2(a_offset + j, a_offset + i);
       const size_t slot = rank < room ? static_cast<size_t>(page) * PAGE + fill + rank
                                       : static_cast<size_t>(fresh) * PAGE + (rank - room);
       pool[slot] = pair;
@@ -197,7 +218,7 @@ struct Output {
     return stop;
   }
 
-  __device__ __forceinline__ void finish(unsigned, bool) {
+  __device__ __forceinline__ void finish(const Here&) {
     if ((threadIdx.x & 31) == 0 && page != NO_PAGE) page_fill[page] = fill;
     if (threadIdx.x == 0) resume[blockIdx.x] = DONE;
   }
@@ -208,10 +229,15 @@ extern "C" __global__ void __launch_bounds__(B) twobs_selfjoin(
     const float* a_x,
     const float* a_y,
     unsigned n_a,
-    unsigned a_offset,      // index of A's first point in the whole input (results use whole-input indices)
-    unsigned other_offset,  // likewise for the other set
-    uint2* pool, uint2* page_owner, unsigned* page_fill, unsigned* next_page, unsigned num_pages,
-    unsigned* resume, unsigned* overflow) {
+    unsigned a_offset,
+    unsigned other_offset,
+    uint2* pool,
+    uint2* page_owner,
+    unsigned* page_fill,
+    unsigned* next_page,
+    unsigned num_pages,
+    unsigned* resume,
+    unsigned* overflow) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Set a = { a_x, a_y, n_a };
   const Set& other = a;
@@ -220,12 +246,13 @@ extern "C" __global__ void __launch_bounds__(B) twobs_selfjoin(
   const unsigned i = block * B + t;
   const bool own_valid = i < a.n;
   const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
-  Output out(pool, page_owner, page_fill, next_page, num_pages, resume, overflow, a_offset, other_offset, smem);
+  const Here here = {i, own_valid, a_offset, other_offset, smem + TILE_BYTES};
+  Output out(pool, page_owner, page_fill, next_page, num_pages, resume, overflow, here);
   Tiles tiles(smem);
-  const unsigned tiles_total = (other.n + B - 1) / B;
   // Circulant tile pairing: block b meets tiles b+1 .. b+M/2 (mod M), so every
   // unordered pair of tiles is visited once and every block does the same work;
   // the last step pairs the block's own points with each other.
+  const unsigned tiles_total = (other.n + B - 1) / B;
   const unsigned offdiag = (tiles_total - 1) / 2 + ((tiles_total % 2 == 0 && block < tiles_total / 2) ? 1 : 0);
   const unsigned steps = offdiag + 1;
   for (unsigned s = out.first_step(); s < steps; ++s) {
@@ -234,7 +261,7 @@ extern "C" __global__ void __launch_bounds__(B) twobs_selfjoin(
       const unsigned tile = (block + 1 + s) % tiles_total;
       tiles.load(other, tile * B);
       tiles.for_each(umin(B, other.n - tile * B), [&](unsigned jl, const Point& q) {
-        out.add(i, tile * B + jl, distance(own, q), own_valid);
+        out.add(i, own, tile * B + jl, q, own_valid);
       });
     } else {
       tiles.load(a, block * B);
@@ -244,10 +271,12 @@ extern "C" __global__ void __launch_bounds__(B) twobs_selfjoin(
       for (unsigned d = 1; d <= B / 2; ++d) {
         const unsigned jl = (t + d) & (B - 1);
         const bool valid = own_valid && jl < len && (d < B / 2 || t < B / 2);
-        out.add(i, block * B + jl, distance(own, tiles.at(jl)), valid);
+        out.add(i, own, block * B + jl, tiles.at(jl), valid);
       }
+
     }
     if (out.end_step(s)) return;  // output full: this block resumes at step s
   }
-  out.finish(i, own_valid);
+
+  out.finish(here);
 }

@@ -6,15 +6,20 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
-use crate::backend::cuda::GpuOptions;
+use crate::backend::cuda::{self, GpuOptions};
+use crate::backend::nvrtc;
+use crate::cache::Cache;
 use crate::codegen;
 use crate::data::{InputOptions, Inputs, read_input};
-use crate::device::Device;
-use crate::plan::{Forced, InputCache, OutputStage, Plan, Points};
+use crate::device::{Device, PROFILE_NAMES};
+use crate::plan::{Forced, Plan, Points};
 use crate::problems;
 use crate::report::{self, OutputOptions};
 use crate::run::{self, BackendChoice, RunOptions};
 use crate::spec::{Params, Problem, Sets};
+use crate::stage::contribution;
+use crate::stage::input::InputCache;
+use crate::stage::output::OutputChoice;
 
 #[derive(Parser)]
 #[command(
@@ -67,8 +72,8 @@ struct RunArgs {
     #[arg(long = "param", value_name = "NAME=VALUE")]
     params: Vec<String>,
     /// auto (the GPU when one is usable, else the CPU), cuda or cpu.
-    #[arg(long, default_value = "auto")]
-    backend: BackendChoice,
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
     /// Result file: CSV for a histogram, .npy or .csv for pairs, .npy for KNN.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
@@ -118,12 +123,40 @@ struct RunArgs {
     forced: ForcedArgs,
 }
 
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum BackendArg {
+    Auto,
+    Cuda,
+    Cpu,
+}
+
+impl BackendArg {
+    fn choice(self) -> BackendChoice {
+        match self {
+            BackendArg::Auto => BackendChoice::Auto,
+            BackendArg::Cuda => BackendChoice::Cuda,
+            BackendArg::Cpu => BackendChoice::Cpu,
+        }
+    }
+}
+
+/// `--param` values bound to the problem's parameters.
+fn bind(problem: &Problem, params: &[String]) -> anyhow::Result<Params> {
+    problem.bind(params).map_err(|e| anyhow::anyhow!("--param {e}"))
+}
+
 /// Points per set of the built-in default dataset.
 const DEFAULT_DATASET_POINTS: u64 = 20_000;
 
 fn run_command(args: RunArgs) -> anyhow::Result<()> {
     let problem = problems::load(&args.problem)?;
-    let params = problem.bind(&args.params)?;
+    let params = bind(&problem, &args.params)?;
+    if args.f64 && matches!(args.backend, BackendArg::Cuda) {
+        anyhow::bail!("--f64 is a mode of the CPU backend; use --backend cpu");
+    }
+    if args.verify && matches!(args.backend, BackendArg::Cpu) {
+        anyhow::bail!("--verify checks a GPU run against the CPU backend; this run is on the CPU");
+    }
     let components = problem.input.element.components();
     let opts = InputOptions { dims: args.dims, drop_nonfinite: args.drop_nonfinite, seed: args.seed };
     let wanted = match problem.input.sets {
@@ -152,12 +185,11 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
             given.len()
         );
     }
-    let a = read_input(&given[0], &components, &opts).map_err(|e| e.context("set A"))?;
+    let a = read_input(&given[0], &components, &opts).context("set A")?;
     let b = match given.get(1) {
-        Some(arg) => Some(
-            read_input(arg, &components, &InputOptions { seed: args.seed + 1, ..opts.clone() })
-                .map_err(|e| e.context("set B"))?,
-        ),
+        Some(arg) => {
+            Some(read_input(arg, &components, &InputOptions { seed: args.seed + 1, ..opts.clone() }).context("set B")?)
+        }
         None => None,
     };
     let inputs = Inputs { a, b };
@@ -172,12 +204,13 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         pool_pairs: args.pool_pairs,
     };
     let run_opts = RunOptions {
-        backend: args.backend,
+        backend: args.backend.choice(),
         threads: args.threads,
         f64: args.f64,
         quiet: args.quiet,
         gpu,
         verify: args.verify,
+        cache: Cache::user(),
     };
     let exec = run::execute(&problem, &params, &inputs, &run_opts)?;
     if !args.quiet {
@@ -202,7 +235,7 @@ struct ForcedArgs {
     input_cache: Option<InputCache>,
     /// Force the output stage.
     #[arg(long, value_name = "register|op|aop|global|dob|topk")]
-    output: Option<OutputStage>,
+    output: Option<OutputChoice>,
     /// Force the number of private output copies (1, 2, 4, 8, 16, 32).
     #[arg(long)]
     copies: Option<u32>,
@@ -264,11 +297,8 @@ impl Target {
 
     fn plan(&self) -> anyhow::Result<Planned> {
         let problem = problems::load(&self.problem)?;
-        let params = problem.bind(&self.params)?;
-        let (device, note) = Device::select(&self.device)?;
-        if let Some(note) = note {
-            eprintln!("note: {note}");
-        }
+        let params = bind(&problem, &self.params)?;
+        let device = select_device(&self.device)?;
         let points = self.points(problem.input.sets)?;
         let plan = Plan::new(&problem, &params, &device, points, self.forced.forced())?;
         Ok(Planned { problem, params, device, plan })
@@ -282,6 +312,20 @@ impl Target {
 }
 
 const DEFAULT_POINTS: &str = "1000000";
+
+/// `--device`: a profile name, or `auto` for the GPU in this machine (the h100
+/// profile, with a note, when there is none).
+fn select_device(name: &str) -> anyhow::Result<Device> {
+    if name == "auto" {
+        return Ok(cuda::live_device(0).unwrap_or_else(|why| {
+            eprintln!("note: --device auto: no usable GPU ({why}); planning for the h100 profile");
+            Device::profile("h100").expect("h100 profile exists")
+        }));
+    }
+    Device::profile(name).ok_or_else(|| {
+        anyhow::anyhow!("unknown device `{name}`; expected auto or one of: {}", PROFILE_NAMES.join(", "))
+    })
+}
 
 fn list() {
     for name in problems::BUILT_IN {
@@ -301,7 +345,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string_pretty(&p.plan)?);
             } else {
                 println!("{} ({}): {}", p.problem.name, p.problem.origin, p.problem.summary);
-                println!("output: {}", codegen::output_text(&p.problem, &p.params));
+                println!("output: {}", contribution::describe(&p.problem, &p.params));
                 println!(
                     "device: {} ({}, {}): {} SMs, {} KiB shared/SM, {} KiB shared/block opt-in\n",
                     p.device.name,
@@ -317,25 +361,20 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Gen { target, out_dir, check } => {
             let p = target.plan()?;
             let cmd = target.command_line(&p.problem, &p.device);
-            let kernel = codegen::render(&p.problem, &p.params, &p.plan, &p.device, &cmd)?;
+            let kernel = codegen::render(&p.problem, &p.params, &p.plan, &p.device, &cmd);
             match out_dir {
                 Some(dir) => {
                     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
                     let path = dir.join(&kernel.file_name);
                     std::fs::write(&path, &kernel.source)
                         .with_context(|| format!("cannot write {}", path.display()))?;
-                    eprintln!(
-                        "wrote {} ({}, {} lines)",
-                        path.display(),
-                        p.plan.variant(),
-                        kernel.source.lines().count()
-                    );
+                    eprintln!("wrote {} ({}, {} lines)", path.display(), p.plan.variant, kernel.source.lines().count());
                 }
                 None if check => {}
                 None => print!("{}", kernel.source),
             }
             if check {
-                let compiled = crate::backend::nvrtc::compile(&kernel, &p.device.arch())?;
+                let compiled = nvrtc::compile(&kernel, &p.device.arch())?;
                 eprintln!(
                     "compiled {} for {}: {} registers, {} bytes spilled, {} B cubin",
                     kernel.file_name,

@@ -147,23 +147,6 @@ impl Device {
         self.multiprocessors as f64 * self.fp32_lanes_per_sm as f64 * self.boost_clock_mhz as f64 * 1e6
     }
 
-    /// Resolves `--device`: a profile name, or `auto` for the live GPU
-    /// (falling back to h100 with a note when there is none).
-    pub fn select(name: &str) -> anyhow::Result<(Device, Option<String>)> {
-        if name == "auto" {
-            return Ok(match crate::backend::cuda::live_device(0) {
-                Ok(d) => (d, None),
-                Err(why) => (
-                    Device::profile("h100").expect("h100 profile exists"),
-                    Some(format!("--device auto: no usable GPU ({why:#}); planning for the h100 profile")),
-                ),
-            });
-        }
-        Device::profile(name).map(|d| (d, None)).ok_or_else(|| {
-            anyhow::anyhow!("unknown device `{name}`; expected auto or one of: {}", PROFILE_NAMES.join(", "))
-        })
-    }
-
     /// The profile whose model constants best describe a live device of this compute capability.
     pub fn closest_profile(cc: (u32, u32)) -> Device {
         let name = match cc.0 {

@@ -1,11 +1,15 @@
 //! twobs: 2-body statistics on GPUs, from an XML problem spec and a CUDA
 //! pair function to a planned, generated and compiled kernel.
 //!
-//! Data flows one way: [`spec`] (XML -> Problem) -> [`plan`] (Problem +
-//! Device -> Plan, with [`model`]) -> [`codegen`] (Plan -> CUDA source) ->
-//! [`backend`] (NVRTC, the GPU).
+//! Data flows one way, each stage in its own module:
+//! [`spec`] (XML -> Problem) -> [`plan`] (Problem + Device -> Plan, composed
+//! from the [`stage`] families with the [`model`]s) -> [`codegen`] (Plan ->
+//! CUDA source) -> [`backend`] (compiled module, run; [`cache`]) ->
+//! [`outcome`] -> [`report`]. [`run`] and [`verify`] drive a run; [`cli`] is
+//! the command line, the only place errors become `anyhow`.
 
 pub mod backend;
+pub mod cache;
 pub mod cli;
 pub mod codegen;
 pub mod data;
@@ -17,4 +21,5 @@ pub mod problems;
 pub mod report;
 pub mod run;
 pub mod spec;
+pub mod stage;
 pub mod verify;

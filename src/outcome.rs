@@ -1,32 +1,136 @@
 //! What a backend returns: the same types from the CPU and the GPU, with
-//! indices into the sets as the backend saw them.
+//! indices into the sets as the backend saw them, and how two outcomes are
+//! compared.
+
+use serde::Serialize;
 
 /// The result of one run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Outcome {
-    Count(u64),
-    Sum(f64),
-    /// One 64-bit count per bucket.
-    Histogram(Vec<u64>),
+    /// One total per slot: a count (one slot), a histogram's buckets, a sum (one slot).
+    Totals(Totals),
     /// (i, j) index pairs: i < j for a symmetric one-set problem; (a, b) for two sets.
     Pairs(Vec<[u32; 2]>),
     /// For each query, K neighbour indices and their values, best first; a query
     /// with fewer than K partners is padded with index u32::MAX and value +inf.
-    Knn {
-        k: usize,
-        ids: Vec<u32>,
-        values: Vec<f64>,
-    },
+    Knn { k: usize, ids: Vec<u32>, values: Vec<f64> },
+}
+
+/// Totals per slot: 64-bit counts, or f64 sums.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Totals {
+    Counts(Vec<u64>),
+    Sums(Vec<f64>),
+}
+
+impl Totals {
+    pub fn len(&self) -> usize {
+        match self {
+            Totals::Counts(v) => v.len(),
+            Totals::Sums(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds `other` slot by slot (the merge of partial totals).
+    pub fn add(&mut self, other: &Totals) {
+        match (self, other) {
+            (Totals::Counts(a), Totals::Counts(b)) => a.iter_mut().zip(b).for_each(|(x, y)| *x += y),
+            (Totals::Sums(a), Totals::Sums(b)) => a.iter_mut().zip(b).for_each(|(x, y)| *x += y),
+            _ => panic!("partial totals of one run have one type"),
+        }
+    }
+
+    /// The slots as f64, for reports.
+    pub fn as_f64(&self) -> Vec<f64> {
+        match self {
+            Totals::Counts(v) => v.iter().map(|&c| c as f64).collect(),
+            Totals::Sums(v) => v.clone(),
+        }
+    }
 }
 
 impl Outcome {
     pub fn kind(&self) -> &'static str {
         match self {
-            Outcome::Count(_) => "count",
-            Outcome::Sum(_) => "sum",
-            Outcome::Histogram(_) => "histogram",
+            Outcome::Totals(Totals::Counts(_)) => "counts",
+            Outcome::Totals(Totals::Sums(_)) => "sums",
             Outcome::Pairs(_) => "pairs",
             Outcome::Knn { .. } => "knn",
+        }
+    }
+
+    /// The first difference between `self` (the result under test) and
+    /// `reference`, if any. Counts, pairs (as sets) and KNN lists must be equal;
+    /// sums agree to a relative 1e-6, since the GPU adds in another order and
+    /// CUDA's expf and friends are not correctly rounded.
+    pub fn difference(&self, reference: &Outcome) -> Option<String> {
+        match (self, reference) {
+            (Outcome::Totals(Totals::Counts(g)), Outcome::Totals(Totals::Counts(c))) => {
+                let k = (0..g.len().max(c.len())).find(|&k| g.get(k) != c.get(k))?;
+                Some(format!(
+                    "slot {k}: {:?} against {:?} ({} slots differ; totals {} against {})",
+                    g.get(k),
+                    c.get(k),
+                    (0..g.len().max(c.len())).filter(|&k| g.get(k) != c.get(k)).count(),
+                    g.iter().sum::<u64>(),
+                    c.iter().sum::<u64>()
+                ))
+            }
+            (Outcome::Totals(Totals::Sums(g)), Outcome::Totals(Totals::Sums(c))) => {
+                if g.len() != c.len() {
+                    return Some(format!("{} slots against {}", g.len(), c.len()));
+                }
+                let close =
+                    |x: f64, y: f64| (x - y).abs() <= 1e-6 * y.abs().max(f64::MIN_POSITIVE) && x.is_nan() == y.is_nan();
+                let k = (0..g.len()).find(|&k| !close(g[k], c[k]))?;
+                Some(format!(
+                    "slot {k}: sum {} against {} (relative difference {:e})",
+                    g[k],
+                    c[k],
+                    (g[k] - c[k]).abs() / c[k].abs()
+                ))
+            }
+            (Outcome::Pairs(g), Outcome::Pairs(c)) => {
+                let (mut g, mut c) = (g.clone(), c.clone());
+                g.sort_unstable();
+                c.sort_unstable();
+                if g == c {
+                    return None;
+                }
+                let missing = c.iter().find(|p| g.binary_search(p).is_err());
+                let extra = g.iter().find(|p| c.binary_search(p).is_err());
+                let duplicate = g.windows(2).find(|w| w[0] == w[1]).map(|w| w[0]);
+                let mut distinct = g.clone();
+                distinct.dedup();
+                Some(format!(
+                    "{} pairs ({} distinct) against {}; first missing {missing:?}, first extra {extra:?}, first duplicate {duplicate:?}",
+                    g.len(),
+                    distinct.len(),
+                    c.len()
+                ))
+            }
+            (Outcome::Knn { k, ids: gi, values: gv }, Outcome::Knn { ids: ci, values: cv, .. }) => {
+                let at = (0..gi.len().max(ci.len())).find(|&x| {
+                    gi.get(x) != ci.get(x) || gv.get(x).map(|v| v.to_bits()) != cv.get(x).map(|v| v.to_bits())
+                })?;
+                let k = (*k).max(1);
+                Some(format!(
+                    "query {}, rank {}: ({:?}, {:?}) against ({:?}, {:?})",
+                    at / k,
+                    at % k,
+                    gi.get(at),
+                    gv.get(at),
+                    ci.get(at),
+                    cv.get(at)
+                ))
+            }
+            (g, c) => Some(format!("a result of {} against one of {}", g.kind(), c.kind())),
         }
     }
 }

@@ -4,9 +4,18 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
+use crate::spec::{Disk, Files, Problem, SpecError};
 
-use crate::spec::{Disk, Files, Problem};
+/// PROBLEM named neither a readable spec nor a built-in, or a spec that is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read the spec `{path}`: {source}")]
+    Unreadable { path: String, source: std::io::Error },
+    #[error("`{0}` is neither a spec file nor a built-in problem; built-ins: {built_ins}", built_ins = BUILT_IN.join(", "))]
+    Unknown(String),
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+}
 
 /// (file name under problems/, contents)
 const FILES: [(&str, &str); 12] = [
@@ -45,13 +54,12 @@ pub fn built_in(name: &str) -> Option<Problem> {
 
 /// Resolves PROBLEM: an existing file (or anything ending in .xml) is a spec path,
 /// otherwise a built-in name.
-pub fn load(arg: &str) -> anyhow::Result<Problem> {
+pub fn load(arg: &str) -> Result<Problem, LoadError> {
     let path = Path::new(arg);
     if path.exists() || arg.ends_with(".xml") {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read the spec `{arg}`"))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| LoadError::Unreadable { path: arg.to_owned(), source })?;
         return Ok(Problem::parse(&text, path, &Disk)?);
     }
-    built_in(arg).ok_or_else(|| {
-        anyhow::anyhow!("`{arg}` is neither a spec file nor a built-in problem; built-ins: {}", BUILT_IN.join(", "))
-    })
+    built_in(arg).ok_or_else(|| LoadError::Unknown(arg.to_owned()))
 }

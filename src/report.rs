@@ -5,12 +5,25 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::codegen;
-use crate::data::{Inputs, write};
-use crate::outcome::Outcome;
-use crate::plan::{Visit, visit_of};
+use crate::data::Inputs;
+use crate::data::write::{self, WriteError};
+use crate::outcome::{Outcome, Totals};
 use crate::run::Execution;
 use crate::spec::{Normalization, Output, Params, Problem, Sets};
+use crate::stage::contribution;
+use crate::stage::visit::Visit;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("both orders of every pair (--symmetric) apply to pairs of a one-set problem with a symmetric function")]
+    NotSymmetric,
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    #[error("cannot write the report {path}: {source}")]
+    Report { path: String, source: std::io::Error },
+    #[error("cannot write to standard output: {0}")]
+    Stdout(std::io::Error),
+}
 
 #[derive(Debug, Clone, Default)]
 pub struct OutputOptions {
@@ -23,8 +36,8 @@ pub struct OutputOptions {
 }
 
 /// The pair conventions, stated in the report and the docs.
-fn conventions(problem: &Problem, symmetric: bool) -> String {
-    let pairs = match (visit_of(problem), &problem.output) {
+fn conventions(problem: &Problem, visit: Visit, symmetric: bool) -> String {
+    let pairs = match (visit, &problem.output) {
         (Visit::LowerTriangle, Output::Pairs { .. }) if symmetric => {
             "pairs in both orders, plus (i, i) for every point (--symmetric; right for a distance, which is 0 at i = i)"
         }
@@ -47,15 +60,9 @@ fn conventions(problem: &Problem, symmetric: bool) -> String {
     format!("{pairs}{test}; indices are row numbers of the input files, from 0")
 }
 
-fn histogram_edges(problem: &Problem, params: &Params) -> Vec<f64> {
-    let Output::Histogram { bins, min, max } = &problem.output else { return vec![] };
-    let (bins, lo, hi) = (params.eval(bins).as_f64() as usize, params.eval(min).as_f64(), params.eval(max).as_f64());
-    (0..=bins).map(|k| lo + (hi - lo) * k as f64 / bins as f64).collect()
-}
-
 /// g(r) of each shell and the volume it assumed: the `box` parameter's cube when
 /// it is positive, else the bounding box of the data.
-fn rdf(problem: &Problem, params: &Params, inputs: &Inputs, edges: &[f64], counts: &[u64]) -> (Vec<f64>, String) {
+fn rdf(problem: &Problem, params: &Params, inputs: &Inputs, edges: &[f64], counts: &[f64]) -> (Vec<f64>, String) {
     let (volume, how) = match params.get("box").map(|v| v.as_f64()).filter(|b| *b > 0.0) {
         Some(b) => (b * b * b, format!("the periodic box of edge box = {b}")),
         None => {
@@ -86,7 +93,7 @@ fn rdf(problem: &Problem, params: &Params, inputs: &Inputs, edges: &[f64], count
         .enumerate()
         .map(|(k, &c)| {
             let shell = 4.0 / 3.0 * std::f64::consts::PI * (edges[k + 1].powi(3) - edges[k].powi(3));
-            c as f64 / (pair_density * shell)
+            c / (pair_density * shell)
         })
         .collect();
     (g, format!("g(r) = count / (pair density x shell volume), volume from {how}"))
@@ -100,47 +107,50 @@ pub fn present(
     exec: &Execution,
     opts: &OutputOptions,
     report_to_stdout: bool,
-) -> anyhow::Result<serde_json::Value> {
+) -> Result<serde_json::Value, ReportError> {
     let mut result = serde_json::Map::new();
-    result.insert("kind".into(), json!(exec.outcome.kind()));
+    result.insert("kind".into(), json!(problem.output.kind()));
     // Human-readable lines go to stderr when stdout carries data: the JSON
     // report, or a histogram's CSV (so that `twobs run rdf > g.csv` is a clean CSV).
-    let csv_to_stdout = matches!(exec.outcome, Outcome::Histogram(_)) && opts.out.is_none() && !report_to_stdout;
+    let csv_to_stdout = matches!(exec.outcome, Outcome::Totals(_))
+        && matches!(problem.output, Output::Histogram { .. })
+        && opts.out.is_none()
+        && !report_to_stdout;
     let quiet_stdout = report_to_stdout || csv_to_stdout;
     let say = |line: String| if quiet_stdout { eprintln!("{line}") } else { println!("{line}") };
-    say(format!("{}: {}", problem.name, codegen::output_text(problem, params)));
-    match &exec.outcome {
-        Outcome::Count(c) => {
-            say(format!("count = {c}"));
-            result.insert("count".into(), json!(c));
+    say(format!("{}: {}", problem.name, contribution::describe(problem, params)));
+    match (&exec.outcome, &problem.output) {
+        (Outcome::Totals(Totals::Counts(c)), Output::Count { .. }) => {
+            say(format!("count = {}", c[0]));
+            result.insert("count".into(), json!(c[0]));
         }
-        Outcome::Sum(s) => {
-            say(format!("sum = {s}"));
-            result.insert("sum".into(), json!(s));
+        (Outcome::Totals(Totals::Sums(s)), Output::Sum) => {
+            say(format!("sum = {}", s[0]));
+            result.insert("sum".into(), json!(s[0]));
         }
-        Outcome::Histogram(counts) => {
-            let edges = histogram_edges(problem, params);
-            let g =
-                (problem.normalize == Some(Normalization::Rdf)).then(|| rdf(problem, params, inputs, &edges, counts));
+        (Outcome::Totals(totals), _) => {
+            let edges = contribution::histogram_edges(problem, params);
+            let g = (problem.normalize == Some(Normalization::Rdf))
+                .then(|| rdf(problem, params, inputs, &edges, &totals.as_f64()));
+            let what = match totals {
+                Totals::Counts(c) => format!("{} pairs counted", c.iter().sum::<u64>()),
+                Totals::Sums(s) => format!("pair weights summing to {}", s.iter().sum::<f64>()),
+            };
             match &opts.out {
                 Some(path) => {
-                    write::histogram_csv(path, &edges, counts, g.as_ref().map(|(g, _)| g.as_slice()))?;
-                    say(format!(
-                        "{} buckets, {} pairs counted -> {}",
-                        counts.len(),
-                        counts.iter().sum::<u64>(),
-                        path.display()
-                    ));
+                    write::histogram_csv(path, &edges, totals, g.as_ref().map(|(g, _)| g.as_slice()))?;
+                    say(format!("{} buckets, {what} -> {}", totals.len(), path.display()));
                     result.insert("file".into(), json!(path.display().to_string()));
                 }
                 None => {
                     let g = g.as_ref().map(|(g, _)| g.as_slice());
-                    if report_to_stdout {
-                        write::histogram_csv_to(&mut std::io::stderr().lock(), &edges, counts, g)?;
+                    let written = if report_to_stdout {
+                        write::histogram_csv_to(&mut std::io::stderr().lock(), &edges, totals, g)
                     } else {
-                        write::histogram_csv_to(&mut std::io::stdout().lock(), &edges, counts, g)?;
-                    }
-                    say(format!("{} pairs counted in {} buckets", counts.iter().sum::<u64>(), counts.len()));
+                        write::histogram_csv_to(&mut std::io::stdout().lock(), &edges, totals, g)
+                    };
+                    written.map_err(ReportError::Stdout)?;
+                    say(format!("{what} in {} buckets", totals.len()));
                 }
             }
             if let Some((g, how)) = &g {
@@ -149,16 +159,19 @@ pub fn present(
                 result.insert("normalization".into(), json!(how));
             }
             result.insert("edges".into(), json!(edges));
-            result.insert("counts".into(), json!(counts));
+            match totals {
+                Totals::Counts(c) => result.insert("counts".into(), json!(c)),
+                Totals::Sums(s) => result.insert("sums".into(), json!(s)),
+            };
         }
-        Outcome::Pairs(pairs) => {
+        (Outcome::Pairs(pairs), _) => {
             let one_set = problem.input.sets == Sets::One;
             let other = inputs.other();
             let mut rows: Vec<[u64; 2]> =
                 pairs.iter().map(|&[i, j]| [inputs.a.original_row(i as u64), other.original_row(j as u64)]).collect();
             if opts.symmetric {
-                if !(one_set && visit_of(problem) == Visit::LowerTriangle) {
-                    anyhow::bail!("--symmetric applies to pairs of a one-set problem with a symmetric function");
+                if !(one_set && exec.shape.visit == Visit::LowerTriangle) {
+                    return Err(ReportError::NotSymmetric);
                 }
                 let n = rows.len();
                 rows.reserve(n + inputs.a.len());
@@ -177,7 +190,7 @@ pub fn present(
             result.insert("file".into(), json!(path.display().to_string()));
             result.insert("sorted".into(), json!(opts.sorted));
         }
-        Outcome::Knn { k, ids, values } => {
+        (Outcome::Knn { k, ids, values }, _) => {
             let other = inputs.other();
             let rows: Vec<u64> = ids
                 .iter()
@@ -199,7 +212,12 @@ pub fn present(
     let t = &exec.timings;
     say(format!(
         "{} on {}: {} pairs in {:.3} s ({:.3e} pairs/s; compile {:.3} s)",
-        exec.backend, exec.device, exec.pairs, t.compute_s, t.pairs_per_s, t.compile_s
+        exec.backend.name(),
+        exec.device,
+        exec.shape.pairs,
+        t.compute_s,
+        t.pairs_per_s,
+        t.compile_s
     ));
     if let Some(g) = &t.gpu {
         say(format!(
@@ -227,12 +245,12 @@ pub fn present(
     Ok(json!({
         "problem": { "name": problem.name, "origin": problem.origin, "summary": problem.summary },
         "params": params.values.iter().map(|(n, v)| (n.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
-        "backend": exec.backend,
+        "backend": exec.backend.name(),
         "device": exec.device,
         "notes": exec.notes,
         "inputs": inputs_json,
-        "pairs": exec.pairs.to_string(),
-        "conventions": conventions(problem, opts.symmetric),
+        "pairs": exec.shape.pairs.to_string(),
+        "conventions": conventions(problem, exec.shape.visit, opts.symmetric),
         "result": result,
         "timings": t,
         "plans": exec.plans,
@@ -241,12 +259,13 @@ pub fn present(
 }
 
 /// Writes the report to `dest` (`-` for stdout).
-pub fn write_report(report: &serde_json::Value, dest: &str) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(report)? + "\n";
+pub fn write_report(report: &serde_json::Value, dest: &str) -> Result<(), ReportError> {
+    let text = serde_json::to_string_pretty(report).expect("a JSON value prints") + "\n";
     if dest == "-" {
         print!("{text}");
     } else {
-        std::fs::write(Path::new(dest), text).map_err(|e| anyhow::anyhow!("cannot write the report {dest}: {e}"))?;
+        std::fs::write(Path::new(dest), text)
+            .map_err(|source| ReportError::Report { path: dest.to_owned(), source })?;
     }
     Ok(())
 }

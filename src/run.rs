@@ -1,36 +1,60 @@
-//! `twobs run`: inputs in, a backend chosen, the outcome translated back to
-//! the user's row numbers.
+//! `twobs run`: a backend chosen, the problem computed on the inputs, and
+//! (when asked) checked against the CPU backend.
 
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use crate::backend::cpu::CpuDriver;
-use crate::backend::cuda::{self, GpuOptions, GpuTimings};
+use crate::backend::cpu::{CpuDriver, CpuError};
+use crate::backend::cuda::{self, GpuError, GpuOptions, GpuTimings};
+use crate::backend::nvrtc;
+use crate::cache::Cache;
+use crate::codegen;
 use crate::data::Inputs;
 use crate::outcome::Outcome;
-use crate::plan::Plan;
-use crate::plan::{Visit, visit_of};
+use crate::plan::{Plan, Points, Shape};
 use crate::spec::{Params, Problem};
+use crate::verify::{self, VerifyError};
 
+/// Which backend to run on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendChoice {
+    /// The GPU when one is usable, else the CPU.
     Auto,
     Cuda,
     Cpu,
 }
 
-impl std::str::FromStr for BackendChoice {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(BackendChoice::Auto),
-            "cuda" => Ok(BackendChoice::Cuda),
-            "cpu" => Ok(BackendChoice::Cpu),
-            _ => Err(format!("unknown backend `{s}`; expected auto, cuda or cpu")),
+/// The backend a run used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    Cuda,
+    Cpu,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Cuda => "cuda",
+            Backend::Cpu => "cpu",
         }
     }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("f64 arithmetic is a mode of the CPU backend; this run is on the GPU")]
+    F64OnGpu,
+    #[error("verifying compares a GPU run with the CPU backend; this run is on the CPU")]
+    VerifyOnCpu,
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+    #[error(transparent)]
+    Cpu(#[from] CpuError),
+    #[error(transparent)]
+    Verify(#[from] VerifyError),
 }
 
 #[derive(Debug, Clone)]
@@ -44,6 +68,7 @@ pub struct RunOptions {
     pub gpu: GpuOptions,
     /// Re-compute on the CPU backend and fail on any difference.
     pub verify: bool,
+    pub cache: Cache,
 }
 
 /// Seconds spent in each stage.
@@ -75,25 +100,17 @@ pub struct Timings {
 /// What a run did and found.
 #[derive(Debug, Clone)]
 pub struct Execution {
-    pub backend: &'static str,
+    pub backend: Backend,
     pub device: String,
     pub notes: Vec<String>,
-    pub pairs: u128,
+    /// Which pairs were visited and what they added up to.
+    pub shape: Shape,
     pub outcome: Outcome,
     pub timings: Timings,
     /// The GPU plans (diagonal kernel, kernel between blocks).
     pub plans: Vec<Plan>,
     /// What --verify compared.
     pub verified: Option<String>,
-}
-
-pub fn pair_count(problem: &Problem, inputs: &Inputs) -> u128 {
-    let n = inputs.a.len() as u128;
-    match visit_of(problem) {
-        Visit::LowerTriangle => n * n.saturating_sub(1) / 2,
-        Visit::AllPairs => n * n.saturating_sub(1),
-        Visit::Cross => n * inputs.other().len() as u128,
-    }
 }
 
 fn progress_bar(total: u128, quiet: bool) -> ProgressBar {
@@ -109,100 +126,110 @@ fn progress_bar(total: u128, quiet: bool) -> ProgressBar {
     bar
 }
 
-/// Runs `problem` on `inputs` on the chosen backend.
-pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOptions) -> anyhow::Result<Execution> {
-    let start = Instant::now();
-    let pairs = pair_count(problem, inputs);
-    let mut notes = Vec::new();
-    let backend = match opts.backend {
-        BackendChoice::Cpu => BackendChoice::Cpu,
-        BackendChoice::Cuda => BackendChoice::Cuda,
-        BackendChoice::Auto => match cuda::usable().and_then(|()| crate::backend::nvrtc::available()) {
-            Ok(()) => BackendChoice::Cuda,
-            Err(why) => {
-                notes.push(format!("no usable GPU ({why}): running on the CPU backend"));
-                BackendChoice::Cpu
+/// The backend `choice` resolves to on this machine, with a note when `auto` falls back.
+fn backend(choice: BackendChoice, notes: &mut Vec<String>) -> Backend {
+    match choice {
+        BackendChoice::Cpu => Backend::Cpu,
+        BackendChoice::Cuda => Backend::Cuda,
+        BackendChoice::Auto => {
+            match cuda::usable().map_err(|e| e.to_string()).and_then(|()| nvrtc::available().map_err(|e| e.to_string()))
+            {
+                Ok(()) => Backend::Cuda,
+                Err(why) => {
+                    notes.push(format!("no usable GPU ({why}): running on the CPU backend"));
+                    Backend::Cpu
+                }
             }
-        },
-    };
+        }
+    }
+}
+
+/// Runs `problem` on `inputs` on the chosen backend.
+pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOptions) -> Result<Execution, RunError> {
+    let start = Instant::now();
+    let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
+    let shape = Shape::new(problem, params, points);
+    let mut notes = Vec::new();
+    let backend = backend(opts.backend, &mut notes);
     let threads =
         if opts.threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.threads };
-    let mut exec = if backend == BackendChoice::Cuda {
-        if opts.f64 {
-            anyhow::bail!("--f64 is a mode of the CPU backend; use --backend cpu");
+    if backend == Backend::Cuda && opts.f64 {
+        return Err(RunError::F64OnGpu);
+    }
+    if backend == Backend::Cpu && opts.verify {
+        return Err(RunError::VerifyOnCpu);
+    }
+    let bar = progress_bar(shape.pairs, opts.quiet);
+    let mut exec = match backend {
+        Backend::Cuda => {
+            let run = cuda::run(problem, params, inputs, &opts.gpu, &opts.cache, &bar)?;
+            bar.finish_and_clear();
+            notes.extend(run.notes.iter().cloned());
+            let g = &run.timings;
+            let compute_s = g.wall_s - g.compile_s;
+            let pair_rate = shape.pairs as f64 / compute_s.max(1e-9);
+            let issue_rate: f64 = run.devices.iter().map(|d| d.fp32_issue_rate()).sum();
+            let fp = nvrtc::fp_instructions(&codegen::render_probe(problem, params), &run.devices[0].arch()).ok();
+            let name = &run.devices[0].name;
+            Execution {
+                backend,
+                device: format!(
+                    "{} x {name} ({}), blocks of {} points, {} stream(s) per GPU",
+                    run.devices.len(),
+                    run.devices[0].arch(),
+                    run.block_points,
+                    opts.gpu.streams.max(1)
+                ),
+                notes,
+                shape,
+                outcome: run.outcome,
+                timings: Timings {
+                    compile_s: g.compile_s,
+                    compute_s,
+                    total_s: 0.0,
+                    pairs_per_s: pair_rate,
+                    gpu: Some(g.clone()),
+                    fp_instructions_per_pair: fp,
+                    fp32_issue_rate: Some(issue_rate),
+                    // An integer problem does no floating-point work to compare with the FP32 rate.
+                    fp32_issue_fraction: fp.filter(|&f| f > 0).map(|f| pair_rate * f as f64 / issue_rate),
+                    verify_s: None,
+                },
+                plans: run.plans,
+                verified: None,
+            }
         }
-        let bar = progress_bar(pairs, opts.quiet);
-        let run = cuda::run(problem, params, inputs, &opts.gpu, &bar)?;
-        bar.finish_and_clear();
-        notes.extend(run.notes.iter().cloned());
-        let g = &run.timings;
-        let compute_s = g.wall_s - g.compile_s;
-        let pair_rate = pairs as f64 / compute_s.max(1e-9);
-        let issue_rate: f64 = run.devices.iter().map(|d| d.fp32_issue_rate()).sum();
-        let fp = crate::codegen::render_probe(problem, params)
-            .and_then(|probe| crate::backend::nvrtc::fp_instructions(&probe, &run.devices[0].arch()))
-            .ok();
-        let name = &run.devices[0].name;
-        Execution {
-            backend: "cuda",
-            device: format!(
-                "{} x {name} ({}), blocks of {} points, {} stream(s) per GPU",
-                run.devices.len(),
-                run.devices[0].arch(),
-                run.block_points,
-                opts.gpu.streams.max(1)
-            ),
-            notes,
-            pairs,
-            outcome: run.outcome,
-            timings: Timings {
-                compile_s: g.compile_s,
-                compute_s,
-                total_s: 0.0,
-                pairs_per_s: pair_rate,
-                gpu: Some(g.clone()),
-                fp_instructions_per_pair: fp,
-                fp32_issue_rate: Some(issue_rate),
-                // An integer problem does no floating-point work to compare with the FP32 rate.
-                fp32_issue_fraction: fp.filter(|&f| f > 0).map(|f| pair_rate * f as f64 / issue_rate),
-                verify_s: None,
-            },
-            plans: run.plans,
-            verified: None,
-        }
-    } else {
-        let driver = CpuDriver::compile(problem, params, opts.f64)?;
-        let bar = progress_bar(pairs, opts.quiet);
-        let compute = Instant::now();
-        let outcome = driver.run(inputs, threads, &bar)?;
-        bar.finish_and_clear();
-        let compute_s = compute.elapsed().as_secs_f64();
-        Execution {
-            backend: "cpu",
-            device: format!(
-                "{threads} CPU threads, {}{}",
-                if opts.f64 { "f64 arithmetic" } else { "the spec's arithmetic" },
-                if driver.cached { ", driver from the cache" } else { "" }
-            ),
-            notes,
-            pairs,
-            outcome,
-            timings: Timings {
-                compile_s: driver.compile_seconds,
-                compute_s,
-                pairs_per_s: pairs as f64 / compute_s.max(1e-9),
-                ..Default::default()
-            },
-            plans: vec![],
-            verified: None,
+        Backend::Cpu => {
+            let driver = CpuDriver::compile(problem, params, &shape, opts.f64, &opts.cache)?;
+            let compute = Instant::now();
+            let outcome = driver.run(inputs, threads, &bar);
+            bar.finish_and_clear();
+            let compute_s = compute.elapsed().as_secs_f64();
+            Execution {
+                backend,
+                device: format!(
+                    "{threads} CPU threads, {}{}",
+                    if opts.f64 { "f64 arithmetic" } else { "the spec's arithmetic" },
+                    if driver.cached { ", driver from the cache" } else { "" }
+                ),
+                notes,
+                shape,
+                outcome,
+                timings: Timings {
+                    compile_s: driver.compile_seconds,
+                    compute_s,
+                    pairs_per_s: shape.pairs as f64 / compute_s.max(1e-9),
+                    ..Default::default()
+                },
+                plans: vec![],
+                verified: None,
+            }
         }
     };
     if opts.verify {
-        if exec.backend == "cpu" {
-            anyhow::bail!("--verify checks a GPU run against the CPU backend; this run is on the CPU");
-        }
         let t = Instant::now();
-        exec.verified = Some(crate::verify::verify(problem, params, inputs, &exec.outcome, opts, threads)?);
+        exec.verified =
+            Some(verify::verify(problem, params, &shape, inputs, &exec.outcome, &opts.gpu, &opts.cache, threads)?);
         exec.timings.verify_s = Some(t.elapsed().as_secs_f64());
     }
     exec.timings.total_s = start.elapsed().as_secs_f64();

@@ -15,9 +15,20 @@ use std::collections::BTreeSet;
 
 use rand::{RngExt, SeedableRng};
 use twobs::backend::cpu::CpuDriver;
+use twobs::cache::Cache;
 use twobs::data::{Column, Inputs, PointSet};
-use twobs::outcome::Outcome;
+use twobs::outcome::{Outcome, Totals};
+use twobs::plan::{Points, Shape};
 use twobs::problems::built_in;
+
+/// The tests' own cache, never the user's.
+fn cache() -> Cache {
+    Cache::at(concat!(env!("CARGO_TARGET_TMPDIR"), "/twobs-cache"))
+}
+
+fn points(inputs: &Inputs) -> Points {
+    Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) }
+}
 
 const GRID: f64 = 16.0;
 
@@ -110,8 +121,9 @@ fn reference_histogram(values: impl Iterator<Item = f64>, bins: u32, lo: f64, hi
 fn run_cpu(name: &str, params: &[String], inputs: &Inputs) -> Outcome {
     let p = built_in(name).unwrap();
     let params = p.bind(params).unwrap();
-    let driver = CpuDriver::compile(&p, &params, false).unwrap();
-    driver.run(inputs, 2, &indicatif::ProgressBar::hidden()).unwrap()
+    let shape = Shape::new(&p, &params, points(inputs));
+    let driver = CpuDriver::compile(&p, &params, &shape, false, &cache()).unwrap();
+    driver.run(inputs, 2, &indicatif::ProgressBar::hidden())
 }
 
 /// Self-problem sizes: one point, two points, odd sizes.
@@ -131,7 +143,7 @@ fn sdh_histogram_is_exact() {
             0.0,
             r_max as f64,
         );
-        assert_eq!(got, Outcome::Histogram(want), "n = {n}, bins = {bins}");
+        assert_eq!(got, Outcome::Totals(Totals::Counts(want)), "n = {n}, bins = {bins}");
     }
 }
 
@@ -152,7 +164,7 @@ fn rdf_histogram_is_exact_periodic_and_open() {
                 0.0,
                 r_max as f64,
             );
-            assert_eq!(got, Outcome::Histogram(want), "box {bx}, {n_a} x {n_b}");
+            assert_eq!(got, Outcome::Totals(Totals::Counts(want)), "box {bx}, {n_a} x {n_b}");
         }
     }
 }
@@ -166,7 +178,7 @@ fn two_point_correlation_count_is_exact() {
         let got = run_cpu("2pcf", &[format!("r={r}")], &Inputs { a: set(&pts), b: None });
         let want =
             (0..n).flat_map(|i| ((i + 1)..n).map(move |j| (i, j))).filter(|&(i, j)| dist(&pts[i], &pts[j]) < r).count();
-        assert_eq!(got, Outcome::Count(want as u64), "n = {n}, r = {r}");
+        assert_eq!(got, Outcome::Totals(Totals::Counts(vec![want as u64])), "n = {n}, r = {r}");
     }
 }
 
@@ -176,9 +188,11 @@ fn kernel_density_sum_agrees() {
     for n in SIZES {
         let pts = grid_points(&mut rng, n, 3);
         let h = 0.05f32;
-        let Outcome::Sum(got) = run_cpu("kde", &[format!("h={h}")], &Inputs { a: set(&pts), b: None }) else {
+        let Outcome::Totals(Totals::Sums(got)) = run_cpu("kde", &[format!("h={h}")], &Inputs { a: set(&pts), b: None })
+        else {
             panic!()
         };
+        let got = got[0];
         let h = h as f64;
         let want: f64 = (0..n)
             .flat_map(|i| ((i + 1)..n).map(move |j| (i, j)))
@@ -264,10 +278,11 @@ fn f64_mode_agrees_with_the_reference_too() {
     let p = built_in("2pcf").unwrap();
     let r = safe_threshold(0.2);
     let params = p.bind(&[format!("r={r}")]).unwrap();
-    let driver = CpuDriver::compile(&p, &params, true).unwrap();
-    let got = driver.run(&Inputs { a: set(&pts), b: None }, 2, &indicatif::ProgressBar::hidden()).unwrap();
+    let inputs = Inputs { a: set(&pts), b: None };
+    let driver = CpuDriver::compile(&p, &params, &Shape::new(&p, &params, points(&inputs)), true, &cache()).unwrap();
+    let got = driver.run(&inputs, 2, &indicatif::ProgressBar::hidden());
     let r = r as f32 as f64; // the parameter keeps its f32 value in f64 mode
     let want =
         (0..300).flat_map(|i| ((i + 1)..300).map(move |j| (i, j))).filter(|&(i, j)| dist(&pts[i], &pts[j]) < r).count();
-    assert_eq!(got, Outcome::Count(want as u64));
+    assert_eq!(got, Outcome::Totals(Totals::Counts(vec![want as u64])));
 }

@@ -1,53 +1,85 @@
-//! Every kernel the generator can emit for the built-in problems: pinned by a
-//! snapshot, and compiled by NVRTC through the runner's own code path.
+//! Every kernel the generator can emit for the built-in problems: the
+//! planner's kernel of each problem pinned as a snapshot, the plan of every
+//! forced variant pinned as JSON, and every variant compiled by NVRTC through
+//! the runner's own code path.
 
 use twobs::codegen::{self, Kernel};
 use twobs::device::Device;
-use twobs::plan::{self, Forced, Plan, Points};
+use twobs::plan::{self, Forced, Plan};
 use twobs::problems::{BUILT_IN, built_in};
 
+/// (snapshot name, problem, parameter overrides): the built-ins, and RDF with open boundaries.
+fn problems() -> Vec<(String, &'static str, Vec<String>)> {
+    let mut runs: Vec<(String, &str, Vec<String>)> = BUILT_IN.iter().map(|n| (n.to_string(), *n, vec![])).collect();
+    runs.push(("rdf-box0".into(), "rdf", vec!["box=0".to_owned()]));
+    runs
+}
+
 struct Case {
-    /// `<problem>-<variant>`, unique.
-    name: String,
+    /// `<problem>[-<overrides>]`.
+    problem: String,
+    /// `planned`, or the plan's variant name.
+    label: String,
+    plan: Plan,
     kernel: Kernel,
 }
 
-/// The planner's kernel and every forced variant, for each built-in on the
-/// default profile; RDF also with open boundaries (box = 0).
+/// The planner's kernel and every forced variant, for each problem on the h100 profile.
 fn cases() -> Vec<Case> {
     let dev = Device::profile("h100").unwrap();
-    let mut runs: Vec<(&str, Vec<String>)> = BUILT_IN.iter().map(|n| (*n, vec![])).collect();
-    runs.push(("rdf", vec!["box=0".to_owned()]));
     let mut out = Vec::new();
-    for (name, overrides) in runs {
-        let problem = built_in(name).unwrap();
+    for (name, problem, overrides) in problems() {
+        let problem = built_in(problem).unwrap();
         let params = problem.bind(&overrides).unwrap();
-        let points =
-            Points { a: 1_000_000, b: matches!(problem.input.sets, twobs::spec::Sets::Two).then_some(1_000_000) };
-        let suffix: String = overrides.iter().map(|o| format!("-{}", o.replace('=', ""))).collect();
+        let points = plan::points_of(problem.input.sets, 1_000_000, 1_000_000);
         let mut forced = vec![Forced::default()];
-        forced.extend(plan::variants(&problem, &params, &dev, points));
+        forced.extend(plan::variants(&problem, &params, points));
         for f in forced {
             let plan = Plan::new(&problem, &params, &dev, points, f).unwrap();
             let cmd = codegen::regenerate_command(&problem, &dev, None, &overrides, f);
-            let kernel = codegen::render(&problem, &params, &plan, &dev, &cmd).unwrap();
-            let label = if f.any() { plan.variant() } else { "planned".to_owned() };
-            out.push(Case { name: format!("{name}{suffix}-{label}"), kernel });
+            let kernel = codegen::render(&problem, &params, &plan, &dev, &cmd);
+            let label = if f.any() { plan.variant.clone() } else { "planned".to_owned() };
+            out.push(Case { problem: name.clone(), label, plan, kernel });
         }
     }
     out
 }
 
 #[test]
-fn emitted_cuda_matches_the_snapshots() {
-    let cases = cases();
-    let mut names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
-    names.sort();
-    names.dedup();
-    assert_eq!(names.len(), cases.len(), "case names must be unique");
+fn the_planners_kernel_of_each_problem_matches_its_snapshot() {
     insta::with_settings!({ snapshot_path => "snapshots/kernels", prepend_module_to_snapshot => false, omit_expression => true }, {
-        for case in &cases {
-            insta::assert_snapshot!(case.name.as_str(), case.kernel.source.as_str());
+        for case in cases().iter().filter(|c| c.label == "planned") {
+            insta::assert_snapshot!(case.problem.as_str(), case.kernel.source.as_str());
+        }
+    });
+}
+
+/// What a plan decided, without the prose that explains it.
+fn decided(plan: &Plan) -> serde_json::Value {
+    serde_json::json!({
+        "variant": plan.variant,
+        "class": plan.class,
+        "visit": plan.shape.visit,
+        "collect": plan.shape.collect,
+        "input_cache": plan.input_cache,
+        "output": plan.output,
+        "diagonal": plan.diagonal,
+        "launch": plan.launch,
+        "params": plan.params.iter().map(|p| format!("{} {}", p.ctype, p.name)).collect::<Vec<_>>(),
+    })
+}
+
+#[test]
+fn the_plan_of_every_variant_matches_its_snapshot() {
+    let cases = cases();
+    insta::with_settings!({ snapshot_path => "snapshots/plans", prepend_module_to_snapshot => false, omit_expression => true }, {
+        for (name, _, _) in problems() {
+            let plans: Vec<serde_json::Value> = cases
+                .iter()
+                .filter(|c| c.problem == name)
+                .map(|c| serde_json::json!({ "label": c.label, "plan": decided(&c.plan) }))
+                .collect();
+            insta::assert_snapshot!(name.as_str(), serde_json::to_string_pretty(&plans).unwrap());
         }
     });
 }
@@ -61,7 +93,7 @@ fn nvrtc_compiles_every_kernel() {
     let arch = Device::profile("h100").unwrap().arch();
     let arch = arch.as_str();
     let cases = cases();
-    let results: Vec<(String, anyhow::Result<twobs::backend::nvrtc::Compiled>)> = std::thread::scope(|s| {
+    let results: Vec<(String, Result<twobs::backend::nvrtc::Compiled, _>)> = std::thread::scope(|s| {
         let chunks: Vec<&[Case]> = cases.chunks(cases.len().div_ceil(2)).collect();
         let handles: Vec<_> = chunks
             .into_iter()
@@ -69,7 +101,9 @@ fn nvrtc_compiles_every_kernel() {
                 s.spawn(move || {
                     chunk
                         .iter()
-                        .map(|c| (c.name.clone(), twobs::backend::nvrtc::compile(&c.kernel, arch)))
+                        .map(|c| {
+                            (format!("{}-{}", c.problem, c.label), twobs::backend::nvrtc::compile(&c.kernel, arch))
+                        })
                         .collect::<Vec<_>>()
                 })
             })
@@ -86,10 +120,11 @@ fn nvrtc_compiles_every_kernel() {
                     failures.push(format!("{name}: compiler warnings:\n{}", c.log));
                 }
             }
-            Err(e) => failures.push(format!("{name}: {e:#}")),
+            Err(e) => failures.push(format!("{name}: {e}")),
         }
     }
     println!("{} kernels compiled, {} failed", results.len() - failures.len(), failures.len());
+    assert!(results.len() >= 140, "{} kernels: every variant of every problem", results.len());
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
@@ -99,10 +134,29 @@ fn the_probe_counts_the_pair_functions_floating_point_instructions() {
     let count = |name: &str| {
         let p = built_in(name).unwrap();
         let params = p.bind(&[]).unwrap();
-        twobs::backend::nvrtc::fp_instructions(&codegen::render_probe(&p, &params).unwrap(), "sm_90").unwrap()
+        twobs::backend::nvrtc::fp_instructions(&codegen::render_probe(&p, &params), "sm_90").unwrap()
     };
     // 3-D distance: 3 sub, 3 mul, 2 add, 1 sqrt (the count the H100 runs reported); 2-D: 6; integer keys: none.
     assert_eq!(count("sdh"), 9);
     assert_eq!(count("selfjoin"), 6);
     assert_eq!(count("nlj"), 0);
+}
+
+#[test]
+fn kernel_parameters_come_from_one_list() {
+    // The signature is rendered from the plan's list: every entry, in order.
+    for case in cases() {
+        let signature_start = case.kernel.source.find(&format!("{}(", case.kernel.entry)).unwrap();
+        let signature = &case.kernel.source[signature_start..];
+        let signature = &signature[..signature.find(") {").unwrap()];
+        let declared: Vec<String> = signature
+            .split('(')
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .map(|d| d.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        let listed: Vec<String> = case.plan.params.iter().map(|p| format!("{} {}", p.ctype, p.name)).collect();
+        assert_eq!(declared, listed, "{}-{}", case.problem, case.label);
+    }
 }

@@ -2,15 +2,27 @@
 //! counts of Table 5.
 
 use twobs::device::Device;
-use twobs::plan::{Forced, InputCache, OutputClass, OutputStage, Plan, Points, Visit};
+use twobs::plan::{Forced, Plan, PlanError, Points};
 use twobs::problems::built_in;
+use twobs::stage::input::InputCache;
+use twobs::stage::output::{OutputChoice, OutputClass};
+use twobs::stage::visit::Visit;
 
-fn plan(name: &str, device: &str, n: u64, params: &[&str], forced: Forced) -> anyhow::Result<Plan> {
+fn plan(name: &str, device: &str, n: u64, params: &[&str], forced: Forced) -> Result<Plan, PlanError> {
     let p = built_in(name).unwrap();
-    let params = p.bind(&params.iter().map(|s| s.to_string()).collect::<Vec<_>>())?;
+    let params = p.bind(&params.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
     let dev = Device::profile(device).unwrap();
     let b = matches!(p.input.sets, twobs::spec::Sets::Two).then_some(n);
     Plan::new(&p, &params, &dev, Points { a: n, b }, forced)
+}
+
+/// The output stage's name and copy count.
+fn output(p: &Plan) -> (OutputChoice, u32) {
+    use twobs::stage::output::{OutputStage, totals::Store};
+    match p.output {
+        OutputStage::Totals { store: Store::Shared { copies }, .. } => (p.output.choice(), copies),
+        other => (other.choice(), 1),
+    }
 }
 
 /// The copy count the model picks for SDH with `bins` buckets on the Titan XP, 512,000 points.
@@ -46,11 +58,11 @@ fn type_i_outputs_go_to_registers_with_shared_tiles() {
     for name in ["2pcf", "kde"] {
         let p = plan(name, "h100", 1_000_000, &[], Forced::default()).unwrap();
         assert_eq!(p.class, OutputClass::TypeI);
-        assert_eq!((p.input_cache, p.output), (InputCache::RegisterShm, OutputStage::Register), "{name}");
+        assert_eq!((p.input_cache, output(&p).0), (InputCache::RegisterShm, OutputChoice::Register), "{name}");
     }
     // Two buckets of 8 bytes still fit alpha = 16 bytes.
     let p = plan("sdh", "h100", 1_000_000, &["bins=2"], Forced::default()).unwrap();
-    assert_eq!((p.class, p.output), (OutputClass::TypeI, OutputStage::Register));
+    assert_eq!((p.class, output(&p).0), (OutputClass::TypeI, OutputChoice::Register));
     let p = plan("sdh", "h100", 1_000_000, &["bins=3"], Forced::default()).unwrap();
     assert_eq!(p.class, OutputClass::TypeII);
 }
@@ -59,11 +71,11 @@ fn type_i_outputs_go_to_registers_with_shared_tiles() {
 fn type_ii_histograms_are_privatized_with_read_only_input() {
     // The paper's RDF case study: 500 buckets -> RoC-OP, 50 buckets -> RoC-AOP.
     let p = plan("rdf", "titanxp", 1_000_000, &["bins=500"], Forced::default()).unwrap();
-    assert_eq!((p.input_cache, p.output, p.copies), (InputCache::RegisterRoc, OutputStage::Op, 1));
+    assert_eq!((p.input_cache, output(&p)), (InputCache::RegisterRoc, (OutputChoice::Op, 1)));
     let p = plan("rdf", "titanxp", 1_000_000, &["bins=50"], Forced::default()).unwrap();
-    assert_eq!((p.input_cache, p.output), (InputCache::RegisterRoc, OutputStage::Aop));
-    assert!(p.copies > 1);
-    assert_eq!(p.visit, Visit::Cross);
+    assert_eq!((p.input_cache, output(&p).0), (InputCache::RegisterRoc, OutputChoice::Aop));
+    assert!(output(&p).1 > 1);
+    assert_eq!(p.shape.visit, Visit::Cross);
 }
 
 #[test]
@@ -71,51 +83,54 @@ fn type_iii_outputs_use_the_direct_output_buffer() {
     for name in ["selfjoin", "nlj"] {
         let p = plan(name, "h100", 1_000_000, &[], Forced::default()).unwrap();
         assert_eq!(
-            (p.class, p.input_cache, p.output),
-            (OutputClass::TypeIII, InputCache::RegisterShm, OutputStage::Dob),
+            (p.class, p.input_cache, output(&p).0),
+            (OutputClass::TypeIII, InputCache::RegisterShm, OutputChoice::Dob),
             "{name}"
         );
-        assert!(p.page_size.unwrap() >= 32, "a warp's 32 pairs must fit one fresh page");
+        let twobs::stage::output::OutputStage::Dob { page_pairs } = p.output else { panic!("{:?}", p.output) };
+        assert!(page_pairs >= 32, "a warp's 32 pairs must fit one fresh page");
     }
     // A histogram beyond shared memory goes to global atomics.
     let p = plan("sdh", "h100", 1_000_000, &["bins=100000"], Forced::default()).unwrap();
-    assert_eq!((p.class, p.output), (OutputClass::TypeIII, OutputStage::Global));
+    assert_eq!((p.class, output(&p).0), (OutputClass::TypeIII, OutputChoice::Global));
 }
 
 #[test]
 fn knn_keeps_k_per_query_over_all_ordered_pairs() {
     let p = plan("knn", "h100", 1_000_000, &[], Forced::default()).unwrap();
-    assert_eq!((p.class, p.output, p.visit), (OutputClass::PerQuery, OutputStage::Topk, Visit::AllPairs));
+    assert_eq!((p.class, output(&p).0, p.shape.visit), (OutputClass::PerQuery, OutputChoice::Topk, Visit::AllPairs));
 }
 
 #[test]
 fn visits_follow_sets_and_symmetry() {
-    assert_eq!(plan("sdh", "h100", 1000, &[], Forced::default()).unwrap().visit, Visit::LowerTriangle);
-    assert_eq!(plan("sdh", "h100", 1000, &[], Forced::default()).unwrap().pairs, 1000 * 999 / 2);
-    assert_eq!(plan("nlj", "h100", 1000, &[], Forced::default()).unwrap().pairs, 1000 * 1000);
+    assert_eq!(plan("sdh", "h100", 1000, &[], Forced::default()).unwrap().shape.visit, Visit::LowerTriangle);
+    assert_eq!(plan("sdh", "h100", 1000, &[], Forced::default()).unwrap().shape.pairs, 1000 * 999 / 2);
+    assert_eq!(plan("nlj", "h100", 1000, &[], Forced::default()).unwrap().shape.pairs, 1000 * 1000);
 }
 
 #[test]
 fn small_inputs_use_smaller_blocks_so_every_multiprocessor_works() {
     let p = plan("2pcf", "h100", 5000, &[], Forced::default()).unwrap();
-    assert!(p.grid >= 132 / 2, "grid {} for 5000 points", p.grid);
-    assert_eq!(plan("2pcf", "h100", 10_000_000, &[], Forced::default()).unwrap().block_size, 512);
+    assert!(p.launch.grid >= 132 / 2, "grid {} for 5000 points", p.launch.grid);
+    assert_eq!(plan("2pcf", "h100", 10_000_000, &[], Forced::default()).unwrap().launch.block_size, 512);
 }
 
 #[test]
 fn impossible_forced_choices_say_why() {
     let err =
         |name: &str, params: &[&str], f: Forced| format!("{:#}", plan(name, "h100", 100_000, params, f).unwrap_err());
-    let e = err("sdh", &[], Forced { output: Some(OutputStage::Register), ..Default::default() });
+    let e = err("sdh", &[], Forced { output: Some(OutputChoice::Register), ..Default::default() });
     assert!(e.contains("register is impossible: the output is 4000 B per thread") && e.contains("alpha = 16 B"), "{e}");
-    let e = err("sdh", &[], Forced { output: Some(OutputStage::Dob), ..Default::default() });
+    let e = err("sdh", &[], Forced { output: Some(OutputChoice::Dob), ..Default::default() });
     assert!(e.contains("dob cannot produce a histogram output; possible: register, op, aop, global"), "{e}");
     let e = err("sdh", &["bins=4000"], Forced { copies: Some(32), ..Default::default() });
     assert!(e.contains("needs 1024000 B of shared memory per block") && e.contains("at most 232448 B"), "{e}");
     let e = err("sdh", &[], Forced { copies: Some(3), ..Default::default() });
     assert!(e.contains("one of 1, 2, 4, 8, 16, 32"), "{e}");
-    let e = err("kde", &[], Forced { copies: Some(4), ..Default::default() });
-    assert!(e.contains("aop cannot produce a sum output"), "{e}");
+    let e = err("kde", &[], Forced { output: Some(OutputChoice::Topk), ..Default::default() });
+    assert!(e.contains("topk cannot produce a sum output; possible: register, op, aop, global"), "{e}");
+    let e = err("sdh", &[], Forced { output: Some(OutputChoice::Op), copies: Some(4), ..Default::default() });
+    assert!(e.contains("4 copies with the op output stage"), "{e}");
     let e = err("sdh", &[], Forced { block_size: Some(100), ..Default::default() });
     assert!(e.contains("power of two from 32 to 1024"), "{e}");
 }
@@ -123,7 +138,7 @@ fn impossible_forced_choices_say_why() {
 #[test]
 fn worse_forced_choices_are_called_out() {
     let p = plan("sdh", "titanxp", 512_000, &["bins=20"], Forced { copies: Some(1), ..Default::default() }).unwrap();
-    assert_eq!(p.output, OutputStage::Op);
+    assert_eq!(output(&p), (OutputChoice::Op, 1));
     let notes = p.notes.join("\n");
     assert!(notes.contains("1 copies: the model predicts") && notes.contains("the cost of 16 copies"), "{notes}");
     assert!(notes.contains("output op is forced; the planner chooses aop"), "{notes}");
@@ -139,7 +154,7 @@ fn every_listed_variant_plans() {
         let params = p.bind(&[]).unwrap();
         let dev = Device::profile("h100").unwrap();
         let points = Points { a: 1_000_000, b: None };
-        let variants = twobs::plan::variants(&p, &params, &dev, points);
+        let variants = twobs::plan::variants(&p, &params, points);
         assert!(variants.len() >= 4, "{name}");
         for f in variants {
             Plan::new(&p, &params, &dev, points, f).unwrap_or_else(|e| panic!("{name} {f:?}: {e:#}"));

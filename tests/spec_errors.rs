@@ -233,7 +233,7 @@ fn parameter_overrides_are_checked() {
     let msg = |o: &[&str]| format!("{:#}", p.bind(&o.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap_err());
     assert!(msg(&["bins"]).contains("expected NAME=VALUE"));
     assert!(msg(&["bin=3"]).contains("no parameter `bin`; its parameters are: bins, r_max"));
-    assert!(msg(&["bins=-1"]).contains("--param bins=-1: expected a whole number (u32)"));
+    assert!(msg(&["bins=-1"]).contains("bins=-1: expected a whole number (u32)"));
     assert!(msg(&["bins=0"]).contains("histogram bins (bins=0) must be between 1"));
     assert!(msg(&["r_max=0"]).contains("histogram range is empty: min (0) must be below max (r_max=0)"));
     assert!(msg(&["r_max=inf"]).contains("not a finite number"));

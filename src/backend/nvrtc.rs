@@ -1,11 +1,39 @@
 //! NVRTC through cudarc: CUDA source -> CUBIN for one architecture. The same
 //! code path serves the runner and the compile tests (NVRTC needs no GPU).
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
+use std::sync::Arc;
 
 use cudarc::nvrtc::{result, sys};
 
+use crate::cache::{Cache, CacheError, Key, Memo};
 use crate::codegen::{Kernel, NVRTC_OPTIONS};
+
+/// Why NVRTC gave no CUBIN.
+#[derive(Debug, thiserror::Error)]
+pub enum NvrtcError {
+    #[error(
+        "libnvrtc (CUDA 13) was not found on the library path; install it (`pip install nvidia-cuda-nvrtc==13.0.*`) and add its nvidia/cu13/lib folder to LD_LIBRARY_PATH, as scripts/test.sh does"
+    )]
+    Missing,
+    #[error("NVRTC failed: {0}")]
+    Api(#[from] result::NvrtcError),
+    #[error(transparent)]
+    Compile(#[from] CompileError),
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+}
+
+/// A kernel that did not compile, with the evidence: the compiler's log, the
+/// exact options, and the generated lines the log points at.
+#[derive(Debug, thiserror::Error)]
+#[error("NVRTC could not compile {file} with options {}:\n{}{excerpt}", options.join(" "), log.trim_end())]
+pub struct CompileError {
+    pub file: String,
+    pub options: Vec<String>,
+    pub log: String,
+    pub excerpt: String,
+}
 
 /// A kernel compiled for one architecture.
 #[derive(Debug, Clone)]
@@ -19,89 +47,132 @@ pub struct Compiled {
     pub spill_bytes: u32,
 }
 
-/// Whether libnvrtc can be loaded, and if not, why.
-pub fn available() -> Result<(), String> {
+/// Whether libnvrtc can be loaded.
+pub fn available() -> Result<(), NvrtcError> {
     // SAFETY: only probes whether the shared library can be opened.
-    if unsafe { sys::is_culib_present() } {
-        Ok(())
-    } else {
-        Err("libnvrtc (CUDA 13) was not found on the library path; install it (`pip install nvidia-cuda-nvrtc==13.0.*`) and add its nvidia/cu13/lib folder to LD_LIBRARY_PATH, as scripts/test.sh does".to_owned())
-    }
+    if unsafe { sys::is_culib_present() } { Ok(()) } else { Err(NvrtcError::Missing) }
 }
 
 /// The loaded NVRTC's version, e.g. (13, 0).
-pub fn version() -> anyhow::Result<(i32, i32)> {
-    available().map_err(anyhow::Error::msg)?;
+pub fn version() -> Result<(i32, i32), NvrtcError> {
+    available()?;
     let (mut major, mut minor) = (0, 0);
     // SAFETY: plain out-parameters.
     unsafe { sys::nvrtcVersion(&mut major, &mut minor) }.result()?;
     Ok((major, minor))
 }
 
-/// Compiles `kernel` for `arch` (`sm_90`). A failure carries the log, the options and
-/// the generated lines the log points at.
-pub fn compile(kernel: &Kernel, arch: &str) -> anyhow::Result<Compiled> {
-    available().map_err(anyhow::Error::msg)?;
+/// An NVRTC program, destroyed by its owner on every path.
+struct Program(sys::nvrtcProgram);
+
+impl Program {
+    fn new(kernel: &Kernel) -> Result<Program, NvrtcError> {
+        let src = CString::new(kernel.source.as_bytes()).expect("generated source has no NUL");
+        let name = CString::new(kernel.file_name.as_bytes()).expect("file names have no NUL");
+        Ok(Program(result::create_program(&src, Some(&name))?))
+    }
+
+    /// Compiles with `options`; Err carries the log.
+    fn compile(&self, options: &[String]) -> (Result<(), result::NvrtcError>, String) {
+        // SAFETY: self.0 is a live program; the log is read after compiling.
+        let compiled = unsafe { result::compile_program(self.0, options) };
+        let log = unsafe { result::get_program_log(self.0) }
+            .map(|raw| unsafe { CStr::from_ptr(raw.as_ptr()) }.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        (compiled, log)
+    }
+
+    fn cubin(&self) -> Result<Vec<u8>, NvrtcError> {
+        let mut size = 0usize;
+        // SAFETY: a successfully compiled, live program; the buffer has the size NVRTC reports.
+        unsafe { sys::nvrtcGetCUBINSize(self.0, &mut size) }.result()?;
+        let mut bytes = vec![0u8; size];
+        unsafe { sys::nvrtcGetCUBIN(self.0, bytes.as_mut_ptr().cast()) }.result()?;
+        Ok(bytes)
+    }
+
+    fn ptx(&self) -> Result<String, NvrtcError> {
+        // SAFETY: a successfully compiled, live program.
+        let ptx = unsafe { result::get_ptx(self.0) }?;
+        Ok(unsafe { CStr::from_ptr(ptx.as_ptr()) }.to_string_lossy().into_owned())
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: the program is live and dropped once.
+        let _ = unsafe { result::destroy_program(self.0) };
+    }
+}
+
+fn options(arch: &str) -> Vec<String> {
     let mut options: Vec<String> = NVRTC_OPTIONS.iter().map(|s| s.to_string()).collect();
     options.push(format!("--gpu-architecture={arch}"));
+    options
+}
+
+/// Compiles `kernel` for `arch` (`sm_90`), with the resource report.
+pub fn compile(kernel: &Kernel, arch: &str) -> Result<Compiled, NvrtcError> {
+    available()?;
+    let mut options = options(arch);
     options.push("--ptxas-options=-v".to_owned());
-    let src = std::ffi::CString::new(kernel.source.as_bytes())?;
-    let name = std::ffi::CString::new(kernel.file_name.as_bytes())?;
-    let prog = result::create_program(&src, Some(&name))?;
-    // SAFETY: prog was just created and is destroyed once below.
-    let compiled = unsafe { result::compile_program(prog, &options) };
-    let log = unsafe { result::get_program_log(prog) }
-        .map(|raw| unsafe { CStr::from_ptr(raw.as_ptr()) }.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let cubin = compiled.map_err(anyhow::Error::from).and_then(|()| unsafe { cubin(prog) });
-    unsafe { result::destroy_program(prog) }?;
-    let cubin = cubin.map_err(|e| {
-        anyhow::anyhow!(
-            "NVRTC could not compile {} ({e}) with options {}:\n{}{}",
-            kernel.file_name,
-            options.join(" "),
-            log.trim_end(),
-            excerpt(kernel, &log)
-        )
-    })?;
+    let program = Program::new(kernel)?;
+    let (compiled, log) = program.compile(&options);
+    if compiled.is_err() {
+        let excerpt = excerpt(kernel, &log);
+        return Err(CompileError { file: kernel.file_name.clone(), options, log, excerpt }.into());
+    }
+    let cubin = program.cubin()?;
     let (registers, spill_bytes) = resources(&log);
     Ok(Compiled { arch: arch.to_owned(), cubin, log, registers, spill_bytes })
+}
+
+static CUBINS: Memo<Vec<u8>> = Memo::new();
+
+/// NVRTC's CUBIN for `kernel`, compiled once per source, architecture, NVRTC
+/// version and options: from this process, else from `cache`, else compiled.
+/// Returns the CUBIN and whether it came from a cache.
+pub fn cubin(kernel: &Kernel, arch: &str, cache: &Cache) -> Result<(Arc<Vec<u8>>, bool), NvrtcError> {
+    let (major, minor) = version()?;
+    let options = options(arch).join(" ");
+    let nvrtc = format!("{major}.{minor}");
+    let key = Key::of(&[kernel.source.as_bytes(), arch.as_bytes(), nvrtc.as_bytes(), options.as_bytes()]);
+    let mut cached = true;
+    let bytes = CUBINS.get_or_try(key, || -> Result<Vec<u8>, NvrtcError> {
+        let entry = cache.entry("cuda", kernel.file_name.trim_end_matches(".cu"), key, "cubin")?;
+        if let Some(bytes) = entry.read() {
+            return Ok(bytes);
+        }
+        cached = false;
+        let compiled = compile(kernel, arch)?;
+        entry.write(&compiled.cubin)?;
+        Ok(compiled.cubin)
+    })?;
+    Ok((bytes, cached))
 }
 
 /// PTX arithmetic instructions on f32 or f64 in a probe kernel
 /// ([`crate::codegen::render_probe`]), compiled for `compute_XY`: an estimate
 /// of the floating-point work of one pair (SASS expands sqrt and division further).
-pub fn fp_instructions(probe: &Kernel, arch: &str) -> anyhow::Result<u32> {
-    available().map_err(anyhow::Error::msg)?;
-    let src = std::ffi::CString::new(probe.source.as_bytes())?;
-    let prog = result::create_program(&src, None)?;
-    let mut options: Vec<String> = NVRTC_OPTIONS.iter().map(|s| s.to_string()).collect();
-    options.push(format!("--gpu-architecture={}", arch.replace("sm_", "compute_")));
-    let ptx = unsafe { result::compile_program(prog, &options) }
-        .map_err(anyhow::Error::from)
-        .and_then(|()| unsafe { result::get_ptx(prog) }.map_err(anyhow::Error::from));
-    unsafe { result::destroy_program(prog) }?;
-    let ptx = ptx?;
-    let text = unsafe { CStr::from_ptr(ptx.as_ptr()) }.to_string_lossy().into_owned();
+pub fn fp_instructions(probe: &Kernel, arch: &str) -> Result<u32, NvrtcError> {
+    available()?;
+    let program = Program::new(probe)?;
+    let options = options(&arch.replace("sm_", "compute_"));
+    let (compiled, log) = program.compile(&options);
+    if compiled.is_err() {
+        let excerpt = excerpt(probe, &log);
+        return Err(CompileError { file: probe.file_name.clone(), options, log, excerpt }.into());
+    }
+    let text = program.ptx()?;
     const OPS: [&str; 16] = [
         "add", "sub", "mul", "fma", "div", "sqrt", "rsqrt", "rcp", "ex2", "lg2", "sin", "cos", "abs", "neg", "min",
         "max",
     ];
     Ok(text
         .lines()
-        .filter_map(|l| l.trim().split_whitespace().next())
+        .filter_map(|l| l.split_whitespace().next())
         .filter(|op| (op.ends_with(".f32") || op.ends_with(".f64")) && OPS.iter().any(|o| op.starts_with(o)))
         .count() as u32)
-}
-
-/// # Safety
-/// `prog` must be a successfully compiled, live program.
-unsafe fn cubin(prog: sys::nvrtcProgram) -> anyhow::Result<Vec<u8>> {
-    let mut size = 0usize;
-    unsafe { sys::nvrtcGetCUBINSize(prog, &mut size) }.result()?;
-    let mut bytes = vec![0u8; size];
-    unsafe { sys::nvrtcGetCUBIN(prog, bytes.as_mut_ptr().cast()) }.result()?;
-    Ok(bytes)
 }
 
 /// Registers and spill bytes from ptxas's `-v` report.

@@ -14,6 +14,18 @@ pub use synth::{Generator, synthesize};
 
 use crate::spec::{Component, Scalar};
 
+/// Input that cannot be read as the spec's points: what was wrong, and where
+/// (the file, line, row or field).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InputError(pub String);
+
+/// An [`InputError`] from a format string.
+#[macro_export]
+macro_rules! input_error {
+    ($($t:tt)*) => { $crate::data::InputError(format!($($t)*)) };
+}
+
 /// The largest set twobs indexes: pair indices are 32-bit.
 pub const MAX_POINTS: u64 = u32::MAX as u64;
 
@@ -60,6 +72,17 @@ impl Column {
             Scalar::I32 => Column::I32(Vec::with_capacity(n)),
             Scalar::I64 => Column::I64(Vec::with_capacity(n)),
             Scalar::U32 => Column::U32(Vec::with_capacity(n)),
+        }
+    }
+
+    /// The first value's address, for the CPU driver.
+    pub fn as_ptr(&self) -> *const std::ffi::c_void {
+        match self {
+            Column::F32(v) => v.as_ptr().cast(),
+            Column::F64(v) => v.as_ptr().cast(),
+            Column::I32(v) => v.as_ptr().cast(),
+            Column::I64(v) => v.as_ptr().cast(),
+            Column::U32(v) => v.as_ptr().cast(),
         }
     }
 
@@ -147,41 +170,41 @@ impl PointSet {
 
     /// Checks the set against the spec's components; with `drop_nonfinite`, rows
     /// holding NaN or infinity are dropped (and remembered), otherwise refused.
-    pub fn validate(mut self, components: &[Component], drop_nonfinite: bool) -> anyhow::Result<PointSet> {
+    pub fn validate(mut self, components: &[Component], drop_nonfinite: bool) -> Result<PointSet, InputError> {
         if self.columns.len() != components.len() {
-            anyhow::bail!(
+            return Err(input_error!(
                 "{}: {} columns per point, but the spec's element has {} ({})",
                 self.origin,
                 self.columns.len(),
                 components.len(),
                 components.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
-            );
+            ));
         }
         for (col, comp) in self.columns.iter().zip(components) {
             debug_assert_eq!(col.scalar(), comp.scalar, "readers convert to the spec's types");
         }
         let n = self.len();
         if n == 0 {
-            anyhow::bail!("{}: no points", self.origin);
+            return Err(input_error!("{}: no points", self.origin));
         }
         if n as u64 > MAX_POINTS {
-            anyhow::bail!(
+            return Err(input_error!(
                 "{}: {n} points, but twobs indexes points with 32 bits: at most {MAX_POINTS} per set",
                 self.origin
-            );
+            ));
         }
         let bad: Vec<usize> = (0..n).filter(|&i| !self.columns.iter().all(|c| c.is_finite(i))).collect();
         if let Some(&first) = bad.first() {
             if !drop_nonfinite {
-                anyhow::bail!(
+                return Err(input_error!(
                     "{}: row {first} (counting from 0) holds NaN or infinity, and {} rows in all; fix the data or pass --drop-nonfinite to leave them out",
                     self.origin,
                     bad.len()
-                );
+                ));
             }
             let keep: Vec<usize> = (0..n).filter(|i| bad.binary_search(i).is_err()).collect();
             if keep.is_empty() {
-                anyhow::bail!("{}: every row holds NaN or infinity", self.origin);
+                return Err(input_error!("{}: every row holds NaN or infinity", self.origin));
             }
             eprintln!(
                 "note: {}: dropped {} rows holding NaN or infinity; indices in the results are the original row numbers",

@@ -5,9 +5,8 @@
 use std::io::Read;
 use std::path::Path;
 
-use anyhow::Context as _;
-
-use super::{Column, Generator, PointSet, synthesize};
+use super::{Column, Generator, InputError, PointSet, synthesize};
+use crate::input_error;
 use crate::spec::{Component, Scalar};
 
 #[derive(Debug, Clone, Default)]
@@ -21,30 +20,32 @@ pub struct InputOptions {
 }
 
 /// Reads `arg` (a file, or `generator:N` such as `uniform:100000`) as points of `components`.
-pub fn read_input(arg: &str, components: &[Component], opts: &InputOptions) -> anyhow::Result<PointSet> {
+pub fn read_input(arg: &str, components: &[Component], opts: &InputOptions) -> Result<PointSet, InputError> {
     let path = Path::new(arg);
     if !path.exists() {
         if let Some((name, n)) = arg.split_once(':') {
             if let Some(generator) = Generator::parse(name) {
                 let n: u64 = n.replace('_', "").parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-                    anyhow::anyhow!("--input {arg}: expected {name}:N with N a positive number of points")
+                    input_error!("--input {arg}: expected {name}:N with N a positive number of points")
                 })?;
                 let set = synthesize(generator, n, components, opts.seed)?;
                 return set.validate(components, false);
             }
         }
-        anyhow::bail!(
+        return Err(input_error!(
             "--input {arg}: no such file (a synthetic input is written uniform:N, clustered:N or exponential:N)"
-        );
+        ));
     }
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
     let set = match ext.as_str() {
         "npy" => read_npy(path, components)?,
         "csv" | "txt" | "tsv" | "dat" | "xyz" => read_text(path, components)?,
         "bin" | "raw" => read_raw(path, components, opts.dims)?,
-        _ => anyhow::bail!(
-            "{arg}: unknown file type `.{ext}`; expected .npy, .csv/.txt (text), or .bin/.raw with --dims"
-        ),
+        _ => {
+            return Err(input_error!(
+                "{arg}: unknown file type `.{ext}`; expected .npy, .csv/.txt (text), or .bin/.raw with --dims"
+            ));
+        }
     };
     set.validate(components, opts.drop_nonfinite)
 }
@@ -54,19 +55,19 @@ fn origin(path: &Path) -> String {
 }
 
 /// Converts a value read as f64 or i64 to the spec's type; integers must be exact.
-fn push_value(col: &mut Column, v: Number, at: &dyn Fn() -> String) -> anyhow::Result<()> {
-    let int = |v: Number| -> anyhow::Result<i64> {
+fn push_value(col: &mut Column, v: Number, at: &dyn Fn() -> String) -> Result<(), InputError> {
+    let int = |v: Number| -> Result<i64, InputError> {
         match v {
             Number::Int(i) => Ok(i),
             Number::Float(f) if f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 => Ok(f as i64),
             Number::Float(f) => {
-                anyhow::bail!("{}: {f} is not a whole number, but the spec's field is an integer", at())
+                return Err(input_error!("{}: {f} is not a whole number, but the spec's field is an integer", at()));
             }
         }
     };
-    let range = |x: i64, lo: i64, hi: i64, t: &str| -> anyhow::Result<i64> {
+    let range = |x: i64, lo: i64, hi: i64, t: &str| -> Result<i64, InputError> {
         if x < lo || x > hi {
-            anyhow::bail!("{}: {x} does not fit {t}", at());
+            return Err(input_error!("{}: {x} does not fit {t}", at()));
         }
         Ok(x)
     };
@@ -98,18 +99,18 @@ fn columns_for(components: &[Component], n: usize) -> Vec<Column> {
 
 /// Text: one point per line, values separated by commas or white space; `#`
 /// comments and one header line of names are skipped.
-fn read_text(path: &Path, components: &[Component]) -> anyhow::Result<PointSet> {
+fn read_text(path: &Path, components: &[Component]) -> Result<PointSet, InputError> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
         .comment(Some(b'#'))
         .from_path(path)
-        .with_context(|| format!("cannot open {}", path.display()))?;
+        .map_err(|e| input_error!("cannot open {}: {e}", path.display()))?;
     let d = components.len();
     let mut columns = columns_for(components, 0);
     let mut header_skipped = false;
     for (k, record) in reader.records().enumerate() {
-        let record = record.with_context(|| format!("{}: cannot read line {}", path.display(), k + 1))?;
+        let record = record.map_err(|e| input_error!("{}: cannot read line {}: {e}", path.display(), k + 1))?;
         let line = record.position().map_or(k as u64 + 1, |p| p.line());
         // GDS-Join's files separate by commas; many others by spaces or tabs.
         let fields: Vec<&str> = if record.len() == 1 {
@@ -125,12 +126,12 @@ fn read_text(path: &Path, components: &[Component]) -> anyhow::Result<PointSet> 
             continue;
         }
         if fields.len() != d {
-            anyhow::bail!(
+            return Err(input_error!(
                 "{}:{line}: {} values on this line, expected {d} ({})",
                 path.display(),
                 fields.len(),
                 names(components)
-            );
+            ));
         }
         for ((col, text), comp) in columns.iter_mut().zip(&fields).zip(components) {
             let at = || format!("{}:{line}: field `{}`", path.display(), comp.name);
@@ -139,11 +140,11 @@ fn read_text(path: &Path, components: &[Component]) -> anyhow::Result<PointSet> 
             } else {
                 text.parse::<f64>().map(Number::Float)
             }
-            .map_err(|_| anyhow::anyhow!("{}: `{text}` is not a number", at()))?;
+            .map_err(|_| input_error!("{}: `{text}` is not a number", at()))?;
             if comp.scalar == Scalar::F32 {
                 // Parse straight to f32: rounding once, to the nearest f32.
                 let Column::F32(c) = col else { unreachable!() };
-                c.push(text.parse::<f32>().map_err(|_| anyhow::anyhow!("{}: `{text}` is not a number", at()))?);
+                c.push(text.parse::<f32>().map_err(|_| input_error!("{}: `{text}` is not a number", at()))?);
                 continue;
             }
             push_value(col, v, &at)?;
@@ -157,34 +158,34 @@ fn names(components: &[Component]) -> String {
 }
 
 /// Raw little-endian records: the components of each point in order, of the spec's types.
-fn read_raw(path: &Path, components: &[Component], dims: Option<u32>) -> anyhow::Result<PointSet> {
+fn read_raw(path: &Path, components: &[Component], dims: Option<u32>) -> Result<PointSet, InputError> {
     let Some(dims) = dims else {
-        anyhow::bail!(
+        return Err(input_error!(
             "{}: a raw binary file needs --dims (values per point; the spec has {})",
             path.display(),
             components.len()
-        );
+        ));
     };
     if dims as usize != components.len() {
-        anyhow::bail!(
+        return Err(input_error!(
             "{}: --dims {dims}, but the spec's element has {} values ({})",
             path.display(),
             components.len(),
             names(components)
-        );
+        ));
     }
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = std::fs::read(path).map_err(|e| input_error!("cannot read {}: {e}", path.display()))?;
     let record: usize = components.iter().map(|c| c.scalar.bytes() as usize).sum();
     if bytes.is_empty() {
-        anyhow::bail!("{}: the file is empty", path.display());
+        return Err(input_error!("{}: the file is empty", path.display()));
     }
     if bytes.len() % record != 0 {
-        anyhow::bail!(
+        return Err(input_error!(
             "{}: {} bytes is not a whole number of {record}-byte points ({})",
             path.display(),
             bytes.len(),
             components.iter().map(|c| format!("{}: {}", c.name, c.scalar)).collect::<Vec<_>>().join(", ")
-        );
+        ));
     }
     let n = bytes.len() / record;
     let mut columns = columns_for(components, n);
@@ -230,10 +231,12 @@ fn decode(scalar: Scalar, b: &[u8]) -> Number {
 
 /// .npy: an N x D (or N, for one value per point) array of f4, f8, i4, i8 or u4,
 /// in C or Fortran order; or a structured array whose fields are the spec's fields.
-fn read_npy(path: &Path, components: &[Component]) -> anyhow::Result<PointSet> {
-    let file =
-        std::io::BufReader::new(std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?);
-    let npy = npyz::NpyFile::new(file).with_context(|| format!("{}: not a readable .npy file", path.display()))?;
+fn read_npy(path: &Path, components: &[Component]) -> Result<PointSet, InputError> {
+    let file = std::io::BufReader::new(
+        std::fs::File::open(path).map_err(|e| input_error!("cannot open {}: {e}", path.display()))?,
+    );
+    let npy =
+        npyz::NpyFile::new(file).map_err(|e| input_error!("{}: not a readable .npy file: {e}", path.display()))?;
     let shape = npy.shape().to_vec();
     let fortran = npy.order() == npyz::Order::Fortran;
     let dtype = npy.dtype();
@@ -243,7 +246,7 @@ fn read_npy(path: &Path, components: &[Component]) -> anyhow::Result<PointSet> {
         npyz::DType::Plain(ts) => {
             let ts = ts.to_string();
             let (scalar, bytes, _) = npy_scalar(&ts).ok_or_else(|| {
-                anyhow::anyhow!(
+                input_error!(
                     "{}: element type `{ts}` is not supported; expected <f4, <f8, <i4, <i8 or <u4",
                     path.display()
                 )
@@ -251,14 +254,14 @@ fn read_npy(path: &Path, components: &[Component]) -> anyhow::Result<PointSet> {
             let (n, cols) = match shape.as_slice() {
                 [n] => (*n as usize, 1),
                 [n, c] => (*n as usize, *c as usize),
-                other => anyhow::bail!("{}: shape {other:?}; expected (N, {d})", path.display()),
+                other => return Err(input_error!("{}: shape {other:?}; expected (N, {d})", path.display())),
             };
             if cols != d {
-                anyhow::bail!(
+                return Err(input_error!(
                     "{}: shape ({n}, {cols}), but the spec's element has {d} values ({})",
                     path.display(),
                     names(components)
-                );
+                ));
             }
             ((0..d).map(|c| (scalar, c * bytes)).collect(), d * bytes, n)
         }
@@ -266,18 +269,21 @@ fn read_npy(path: &Path, components: &[Component]) -> anyhow::Result<PointSet> {
             let n = match shape.as_slice() {
                 [n] => *n as usize,
                 other => {
-                    anyhow::bail!("{}: a structured array of shape {other:?}; expected one dimension", path.display())
+                    return Err(input_error!(
+                        "{}: a structured array of shape {other:?}; expected one dimension",
+                        path.display()
+                    ));
                 }
             };
             let mut offsets = Vec::new();
             let mut at = 0;
             for f in fields {
                 let npyz::DType::Plain(ts) = &f.dtype else {
-                    anyhow::bail!("{}: field `{}` is not a plain number", path.display(), f.name);
+                    return Err(input_error!("{}: field `{}` is not a plain number", path.display(), f.name));
                 };
                 let ts = ts.to_string();
                 let (scalar, bytes, _) = npy_scalar(&ts).ok_or_else(|| {
-                    anyhow::anyhow!(
+                    input_error!(
                         "{}: field `{}` has type `{ts}`; expected <f4, <f8, <i4, <i8 or <u4",
                         path.display(),
                         f.name
@@ -289,7 +295,7 @@ fn read_npy(path: &Path, components: &[Component]) -> anyhow::Result<PointSet> {
             let mut layout = Vec::new();
             for c in components {
                 let (_, scalar, off) = offsets.iter().find(|(name, _, _)| *name == c.name).ok_or_else(|| {
-                    anyhow::anyhow!(
+                    input_error!(
                         "{}: no field `{}`; the file has {}",
                         path.display(),
                         c.name,
@@ -300,19 +306,21 @@ fn read_npy(path: &Path, components: &[Component]) -> anyhow::Result<PointSet> {
             }
             (layout, at, n)
         }
-        npyz::DType::Array(..) => anyhow::bail!("{}: array-valued elements are not supported", path.display()),
+        npyz::DType::Array(..) => {
+            return Err(input_error!("{}: array-valued elements are not supported", path.display()));
+        }
     };
     if n == 0 {
-        anyhow::bail!("{}: the array is empty", path.display());
+        return Err(input_error!("{}: the array is empty", path.display()));
     }
     let mut bytes = Vec::with_capacity(n * record);
-    npy.into_inner().read_to_end(&mut bytes).with_context(|| format!("cannot read {}", path.display()))?;
+    npy.into_inner().read_to_end(&mut bytes).map_err(|e| input_error!("cannot read {}: {e}", path.display()))?;
     if bytes.len() < n * record {
-        anyhow::bail!(
+        return Err(input_error!(
             "{}: the file is truncated: {} bytes of data for {n} points of {record} bytes",
             path.display(),
             bytes.len()
-        );
+        ));
     }
     let mut columns = columns_for(components, n);
     for (c, (col, &(scalar, off))) in columns.iter_mut().zip(&layout).enumerate() {

@@ -3,7 +3,8 @@
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Exp, Normal};
 
-use super::{Column, PointSet};
+use super::{Column, InputError, PointSet};
+use crate::input_error;
 use crate::spec::{Component, Scalar};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,9 +39,9 @@ impl Generator {
 
 /// `n` points of `components`. Float components lie in [0, 1); integer
 /// components are uniform in [0, n) so that a band join on them is selective.
-pub fn synthesize(generator: Generator, n: u64, components: &[Component], seed: u64) -> anyhow::Result<PointSet> {
+pub fn synthesize(generator: Generator, n: u64, components: &[Component], seed: u64) -> Result<PointSet, InputError> {
     if n > super::MAX_POINTS {
-        anyhow::bail!("{}:{n}: at most {} points per set", generator.name(), super::MAX_POINTS);
+        return Err(input_error!("{}:{n}: at most {} points per set", generator.name(), super::MAX_POINTS));
     }
     let n = n as usize;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);

@@ -24,6 +24,15 @@ pub struct SpecError {
     pub message: String,
 }
 
+/// A parameter value that does not fit its declaration or the output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParamError(pub String);
+
+macro_rules! param_error {
+    ($($t:tt)*) => { ParamError(format!($($t)*)) };
+}
+
 /// How many point sets the statistic runs over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -205,22 +214,20 @@ impl Problem {
     }
 
     /// The parameter values: defaults, then `NAME=VALUE` overrides in order.
-    pub fn bind(&self, overrides: &[String]) -> anyhow::Result<Params> {
+    pub fn bind(&self, overrides: &[String]) -> Result<Params, ParamError> {
         let mut values: Vec<(String, Value)> = self.params.iter().map(|p| (p.name.clone(), p.default)).collect();
         for item in overrides {
-            let (name, text) =
-                item.split_once('=').ok_or_else(|| anyhow::anyhow!("--param `{item}`: expected NAME=VALUE"))?;
+            let (name, text) = item.split_once('=').ok_or_else(|| param_error!("`{item}`: expected NAME=VALUE"))?;
             let (name, text) = (name.trim(), text.trim());
             let Some(param) = self.param(name) else {
                 let known: Vec<&str> = self.params.iter().map(|p| p.name.as_str()).collect();
-                anyhow::bail!(
-                    "--param {name}: problem `{}` has no parameter `{name}`; its parameters are: {}",
+                return Err(param_error!(
+                    "problem `{}` has no parameter `{name}`; its parameters are: {}",
                     self.name,
                     if known.is_empty() { "(none)".to_owned() } else { known.join(", ") }
-                );
+                ));
             };
-            let value =
-                Value::parse(param.scalar, text).map_err(|why| anyhow::anyhow!("--param {name}={text}: {why}"))?;
+            let value = Value::parse(param.scalar, text).map_err(|why| param_error!("{name}={text}: {why}"))?;
             values.iter_mut().find(|(n, _)| n == name).expect("declared").1 = value;
         }
         let params = Params { values };
@@ -310,30 +317,33 @@ impl Params {
     }
 
     /// Checks the values the output needs: bins and K at least 1, a range with min < max.
-    fn check(&self, problem: &Problem) -> anyhow::Result<()> {
+    fn check(&self, problem: &Problem) -> Result<(), ParamError> {
         for (name, v) in &self.values {
             if !v.is_finite() {
-                anyhow::bail!("parameter {name} = {v} is not a finite number");
+                return Err(param_error!("parameter {name} = {v} is not a finite number"));
             }
         }
         match &problem.output {
             Output::Histogram { bins, min, max } => {
                 let n = self.eval(bins).as_f64();
                 if !(1.0..=(1u64 << 24) as f64).contains(&n) {
-                    anyhow::bail!("histogram bins ({}) must be between 1 and 16777216", self.describe(bins));
+                    return Err(param_error!(
+                        "histogram bins ({}) must be between 1 and 16777216",
+                        self.describe(bins)
+                    ));
                 }
                 if self.eval(min).as_f64() >= self.eval(max).as_f64() {
-                    anyhow::bail!(
+                    return Err(param_error!(
                         "histogram range is empty: min ({}) must be below max ({})",
                         self.describe(min),
                         self.describe(max)
-                    );
+                    ));
                 }
             }
             Output::Knn { k } => {
                 let n = self.eval(k).as_f64();
                 if !(1.0..=1024.0).contains(&n) {
-                    anyhow::bail!("K ({}) must be between 1 and 1024", self.describe(k));
+                    return Err(param_error!("K ({}) must be between 1 and 1024", self.describe(k)));
                 }
             }
             Output::Count { .. } | Output::Sum | Output::Pairs { .. } => {}

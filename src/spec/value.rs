@@ -70,6 +70,22 @@ impl Scalar {
     pub fn is_integer(self) -> bool {
         matches!(self, Scalar::I32 | Scalar::I64 | Scalar::U32)
     }
+
+    /// A little-endian value of this type, as f64.
+    pub fn decode_f64(self, bytes: &[u8]) -> f64 {
+        let b = |n: usize| -> [u8; 8] {
+            let mut w = [0u8; 8];
+            w[..n].copy_from_slice(&bytes[..n]);
+            w
+        };
+        match self {
+            Scalar::F32 => f32::from_le_bytes(b(4)[..4].try_into().expect("4 bytes")) as f64,
+            Scalar::F64 => f64::from_le_bytes(b(8)),
+            Scalar::I32 => i32::from_le_bytes(b(4)[..4].try_into().expect("4 bytes")) as f64,
+            Scalar::I64 => i64::from_le_bytes(b(8)) as f64,
+            Scalar::U32 => u32::from_le_bytes(b(4)[..4].try_into().expect("4 bytes")) as f64,
+        }
+    }
 }
 
 impl fmt::Display for Scalar {

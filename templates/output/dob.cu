@@ -10,7 +10,7 @@
 // page only if its step precedes its block's resume step, drains the pool and
 // relaunches. Blocks then start at their resume step: no pair is lost or
 // written twice.
-constexpr unsigned PAGE = {{ plan.page_size }};  // pairs per page
+constexpr unsigned PAGE = {{ stage.page_pairs }};  // pairs per page
 constexpr unsigned NO_PAGE = 0xffffffffu;
 constexpr unsigned DONE = 0xffffffffu;
 
@@ -29,11 +29,10 @@ struct Output {
   bool failed;            // this warp found the pool empty during the current step
 
   __device__ __forceinline__ Output(uint2* pool_, uint2* owner_, unsigned* fill_, unsigned* next_, unsigned pages_,
-                                    unsigned* resume_, unsigned* overflow_, unsigned a_off, unsigned other_off,
-                                    unsigned char*)
+                                    unsigned* resume_, unsigned* overflow_, const Here& here)
       : pool(pool_), page_owner(owner_), page_fill(fill_), next_page(next_), num_pages(pages_), resume(resume_),
-        overflow(overflow_), a_offset(a_off), other_offset(other_off), page(NO_PAGE), fill(0), step_page(NO_PAGE),
-        step_fill(0), step(0), failed(false) {}
+        overflow(overflow_), a_offset(here.a_offset), other_offset(here.other_offset), page(NO_PAGE), fill(0),
+        step_page(NO_PAGE), step_fill(0), step(0), failed(false) {}
 
   // DONE skips the whole block; the read is the same in every thread.
   __device__ __forceinline__ unsigned first_step() const { return resume[blockIdx.x]; }
@@ -44,8 +43,9 @@ struct Output {
     step_fill = fill;
   }
 
-  __device__ __forceinline__ void add(unsigned i, unsigned j, Value v, bool valid) {
-    const bool hit = valid && passes(v);
+  __device__ __forceinline__ void add(unsigned i, const Point& own, unsigned j, const Point& q, bool valid) {
+    const bool pass = passes(own, q);
+    const bool hit = valid && pass;
     const unsigned mask = __ballot_sync(FULL_WARP, hit);
     if (mask == 0 || failed) return;  // the same in every lane
     const unsigned lane = threadIdx.x & 31;
@@ -65,11 +65,10 @@ struct Output {
       }
     }
     if (hit) {
-{%- if plan.visit == "lower_triangle" %}
-      const uint2 pair = i < j ? make_uint2(a_offset + i, a_offset + j) : make_uint2(a_offset + j, a_offset + i);
-{%- else %}
-      const uint2 pair = make_uint2(a_offset + i, other_offset + j);
-{%- endif %}
+      // One set visited once per unordered pair: report it as (min, max).
+      const uint2 pair = !UNORDERED_PAIRS ? make_uint2(a_offset + i, other_offset + j)
+                         : i < j          ? make_uint2(a_offset + i, a_offset + j)
+                                          : make_uint2(a_offset + j, a_offset + i);
       const size_t slot = rank < room ? static_cast<size_t>(page) * PAGE + fill + rank
                                       : static_cast<size_t>(fresh) * PAGE + (rank - room);
       pool[slot] = pair;
@@ -96,7 +95,7 @@ struct Output {
     return stop;
   }
 
-  __device__ __forceinline__ void finish(unsigned, bool) {
+  __device__ __forceinline__ void finish(const Here&) {
     if ((threadIdx.x & 31) == 0 && page != NO_PAGE) page_fill[page] = fill;
     if (threadIdx.x == 0) resume[blockIdx.x] = DONE;
   }

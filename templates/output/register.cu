@@ -1,29 +1,46 @@
-// Register output (Type-I): each thread counts into SLOTS register(s); one block
-// reduction and one 64-bit atomicAdd per slot and block at the end.
-struct Output {
-  unsigned long long* out;
-  unsigned counts[SLOTS];  // a thread meets fewer than 2^32 points per launch
+// Register output (Type-I): each thread tallies every slot in registers; one
+// block reduction and one atomicAdd per slot and block at the end.
 
-  __device__ __forceinline__ Output(unsigned long long* result, unsigned char*) : out(result) {
+// Sum of v over the block; the result is valid in thread 0.
+template <class T>
+__device__ __forceinline__ T block_sum(T v) {
+  __shared__ T warp_sums[B / 32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(FULL_WARP, v, o);
+  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = threadIdx.x < B / 32 ? warp_sums[threadIdx.x] : T(0);
+  if (threadIdx.x < 32) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(FULL_WARP, v, o);
+  }
+  __syncthreads();
+  return v;
+}
+
+struct Output {
+  Total* out;
+  Tally tally[SLOTS];
+
+  __device__ __forceinline__ Output(Total* totals, const Here&) : out(totals) {
 #pragma unroll
-    for (unsigned k = 0; k < SLOTS; ++k) counts[k] = 0;
+    for (unsigned k = 0; k < SLOTS; ++k) tally[k] = Tally(0);
   }
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-  __device__ __forceinline__ void add(unsigned, unsigned, Value v, bool valid) {
-    const int slot = valid ? slot_of(v) : -1;
+  __device__ __forceinline__ void add(unsigned, const Point& own, unsigned, const Point& q, bool valid) {
+    const Contribution c = contribute(own, q);
+    const int slot = valid ? c.slot : -1;
 #pragma unroll
-    for (unsigned k = 0; k < SLOTS; ++k) counts[k] += slot == static_cast<int>(k);
+    for (unsigned k = 0; k < SLOTS; ++k) tally[k] += slot == static_cast<int>(k) ? c.amount : Tally(0);
   }
 
   __device__ __forceinline__ bool end_step(unsigned) { return false; }
 
-  __device__ __forceinline__ void finish(unsigned, bool) {
+  __device__ __forceinline__ void finish(const Here&) {
 #pragma unroll
     for (unsigned k = 0; k < SLOTS; ++k) {
-      const unsigned long long total = block_sum<unsigned long long>(counts[k]);
-      if (threadIdx.x == 0 && total != 0) atomicAdd(out + k, total);
+      const Total total = block_sum<Total>(tally[k]);
+      if (threadIdx.x == 0 && total != Total(0)) atomicAdd(out + k, total);
     }
   }
 };

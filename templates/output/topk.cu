@@ -8,32 +8,32 @@ struct Output {
   unsigned other_offset;
   TopK top;
 
-  __device__ __forceinline__ Output(Value* values, unsigned* indices, unsigned other_off, unsigned i, bool own_valid,
-                                    unsigned char*)
-      : out_value(values), out_index(indices), other_offset(other_off) {
-    if (own_valid) {
+  __device__ __forceinline__ Output(Value* values, unsigned* indices, const Here& here)
+      : out_value(values), out_index(indices), other_offset(here.other_offset) {
+    if (here.own_valid) {
 #pragma unroll
       for (unsigned k = 0; k < K; ++k) {
-        top.best[k] = out_value[static_cast<size_t>(i) * K + k];
-        top.index[k] = out_index[static_cast<size_t>(i) * K + k];
+        top.best[k] = out_value[static_cast<size_t>(here.i) * K + k];
+        top.index[k] = out_index[static_cast<size_t>(here.i) * K + k];
       }
     }
   }
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-  __device__ __forceinline__ void add(unsigned, unsigned j, Value v, bool valid) {
+  __device__ __forceinline__ void add(unsigned, const Point& own, unsigned j, const Point& q, bool valid) {
+    const Value v = pair_value(own, q);
     if (valid) top.offer(v, other_offset + j);
   }
 
   __device__ __forceinline__ bool end_step(unsigned) { return false; }
 
-  __device__ __forceinline__ void finish(unsigned i, bool own_valid) {
-    if (!own_valid) return;
+  __device__ __forceinline__ void finish(const Here& here) {
+    if (!here.own_valid) return;
 #pragma unroll
     for (unsigned k = 0; k < K; ++k) {
-      out_value[static_cast<size_t>(i) * K + k] = top.best[k];
-      out_index[static_cast<size_t>(i) * K + k] = top.index[k];
+      out_value[static_cast<size_t>(here.i) * K + k] = top.best[k];
+      out_index[static_cast<size_t>(here.i) * K + k] = top.index[k];
     }
   }
 };

@@ -1,0 +1,121 @@
+//! The output kind of the spec (count, sum, histogram, pairs, knn): what one
+//! pair contributes, what the output collects, and how the kind is described.
+//! Its fragment is shared by the GPU kernel and the CPU driver, so both
+//! backends test, bucket and rank pairs with the very same arithmetic.
+//!
+//! Fragment contract (`templates/contribution/*.cu`), after the types, the
+//! snippet and `Value pair_value(const Point&, const Point&)`:
+//! - a totals kind ([`Collect::Totals`]) defines `SLOTS`, `Tally` (what a
+//!   thread accumulates in registers), `Total` (`unsigned long long` for
+//!   counts, `double` for sums, as [`Total`] says), `struct Contribution { int
+//!   slot; Tally amount; }` and `Contribution contribute(a, b)`, slot < 0 when
+//!   the pair adds nothing;
+//! - a pairs kind defines `bool passes(a, b)`;
+//! - a per-query kind defines `K` and `struct TopK` with `best[K]`,
+//!   `index[K]` and `offer(value, index)`, ties to the smaller index.
+
+use super::Template;
+use super::output::{Collect, Total};
+use crate::spec::{Operand, Output, Params, Problem, Scalar, Value};
+
+/// What the output of `problem` collects with these parameter values.
+pub fn collect(problem: &Problem, params: &Params) -> Collect {
+    let whole = |op: &Operand| params.eval(op).as_f64() as u32;
+    match &problem.output {
+        Output::Count { .. } => Collect::Totals { slots: 1, total: Total::Count },
+        Output::Sum => Collect::Totals { slots: 1, total: Total::Sum },
+        Output::Histogram { bins, .. } => Collect::Totals { slots: whole(bins), total: Total::Count },
+        Output::Pairs { .. } => Collect::Pairs,
+        Output::Knn { k } => Collect::Knn { k: whole(k) },
+    }
+}
+
+/// The kind's fragment and what it renders with.
+pub fn fragment(problem: &Problem, params: &Params) -> (Template, serde_json::Value) {
+    let returns = problem.function.returns;
+    let whole = |op: &Operand| match op {
+        Operand::Param(name) => format!("static_cast<unsigned>(params::{name})"),
+        Operand::Literal(v) => v.cast(Scalar::U32).c_literal(),
+    };
+    match &problem.output {
+        Output::Count { threshold, compare } => (
+            Template::ContributionCount,
+            serde_json::json!({ "threshold": operand_expr(threshold, returns), "compare": compare.c_operator() }),
+        ),
+        Output::Pairs { threshold, compare, .. } => (
+            Template::ContributionPairs,
+            serde_json::json!({ "threshold": operand_expr(threshold, returns), "compare": compare.c_operator() }),
+        ),
+        Output::Sum => (Template::ContributionSum, serde_json::json!({})),
+        Output::Histogram { bins, .. } => {
+            let (lo, scale) = histogram_scale(problem, params).expect("a histogram");
+            (
+                Template::ContributionHistogram,
+                serde_json::json!({ "bins": whole(bins), "lo": lo.c_literal(), "scale": scale.c_literal() }),
+            )
+        }
+        Output::Knn { k } => {
+            (Template::ContributionKnn, serde_json::json!({ "k": whole(k), "worst": worst_value(returns) }))
+        }
+    }
+}
+
+/// The C expression for an operand: `params::name` or a literal of `scalar`.
+fn operand_expr(op: &Operand, scalar: Scalar) -> String {
+    match op {
+        Operand::Param(name) => format!("params::{name}"),
+        Operand::Literal(v) => v.cast(scalar).c_literal(),
+    }
+}
+
+/// A value that ranks after every real one.
+fn worst_value(scalar: Scalar) -> &'static str {
+    match scalar {
+        Scalar::F32 => "__int_as_float(0x7f800000)",
+        Scalar::F64 => "__longlong_as_double(0x7ff0000000000000LL)",
+        Scalar::I32 => "2147483647",
+        Scalar::I64 => "9223372036854775807LL",
+        Scalar::U32 => "4294967295u",
+    }
+}
+
+/// The histogram's lower edge and bucket scale bins / (max - min), computed in
+/// f64 and rounded once to the value type.
+pub fn histogram_scale(problem: &Problem, params: &Params) -> Option<(Value, Value)> {
+    let Output::Histogram { bins, min, max } = &problem.output else {
+        return None;
+    };
+    let returns = problem.function.returns;
+    let lo = params.eval(min).cast(returns);
+    let hi = params.eval(max).cast(returns);
+    let scale = params.eval(bins).as_f64() / (hi.as_f64() - lo.as_f64());
+    Some((lo, Value::F64(scale).cast(returns)))
+}
+
+/// The bucket edges of a histogram output, as the user gave them.
+pub fn histogram_edges(problem: &Problem, params: &Params) -> Vec<f64> {
+    let Output::Histogram { bins, min, max } = &problem.output else { return vec![] };
+    let (bins, lo, hi) = (params.eval(bins).as_f64() as usize, params.eval(min).as_f64(), params.eval(max).as_f64());
+    (0..=bins).map(|k| lo + (hi - lo) * k as f64 / bins as f64).collect()
+}
+
+/// One line saying what the output is, with its parameter values.
+pub fn describe(problem: &Problem, params: &Params) -> String {
+    let show = |op: &Operand| match op {
+        Operand::Param(n) => format!("{n} = {}", params.eval(op)),
+        Operand::Literal(v) => v.to_string(),
+    };
+    match &problem.output {
+        Output::Count { threshold, compare } => {
+            format!("count of pairs with value {} {}", compare.c_operator(), show(threshold))
+        }
+        Output::Sum => "sum of pair values (f64)".to_owned(),
+        Output::Histogram { bins, min, max } => {
+            format!("histogram of {} buckets over [{}, {})", show(bins), show(min), show(max))
+        }
+        Output::Pairs { threshold, compare, .. } => {
+            format!("pairs with value {} {}", compare.c_operator(), show(threshold))
+        }
+        Output::Knn { k } => format!("{} nearest per query (smallest values, ties to the smaller index)", show(k)),
+    }
+}

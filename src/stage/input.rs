@@ -1,0 +1,223 @@
+//! The input family: where the "other" points of each pair are cached while a
+//! block works on them, the kernel parameters that bring the points in, and
+//! the device buffers that hold one block of a set.
+//!
+//! Fragment contract (`templates/input/*.cu`): defines `struct Tiles` with
+//! - `explicit Tiles(unsigned char* smem)`: its tile starts at `smem` (byte 0);
+//! - `void load(const Set& s, unsigned start)`: every thread of the block calls
+//!   it; afterwards points `start .. start + B` of `s` are available (rows past
+//!   `s.n` are padding and may be read, never counted);
+//! - `template <class F> void for_each(unsigned len, F&& f)`: calls
+//!   `f(jl, q)` for `jl` in `0 .. len` in order, `q` the tile's point `jl`;
+//! - `Point at(unsigned jl)`, only where [`InputCache::random_access`] holds.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DriverError, PinnedHostSlice};
+use serde::Serialize;
+
+use super::output::OutputClass;
+use super::{KernelParam, Side, Source, Template};
+use crate::data::PointSet;
+use crate::device::Device;
+use crate::model::{self, BlockNeeds};
+use crate::spec::{Element, Sets};
+
+/// Rows of each component array are padded to a multiple of this many points,
+/// so that whole tiles and paired loads stay in bounds.
+pub const PAD_POINTS: usize = 1024;
+
+/// Where the other points of each pair are cached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputCache {
+    /// Own point in registers, the other block's tile in shared memory.
+    RegisterShm,
+    /// Own point in registers, the tile read through the read-only cache.
+    RegisterRoc,
+    /// Tiles passed around a warp with __shfl_sync; no shared memory.
+    Shuffle,
+    /// No staging: every thread reads the other points from global memory (Algorithm 1).
+    Naive,
+}
+
+impl InputCache {
+    pub const ALL: [InputCache; 4] =
+        [InputCache::RegisterShm, InputCache::RegisterRoc, InputCache::Shuffle, InputCache::Naive];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            InputCache::RegisterShm => "register_shm",
+            InputCache::RegisterRoc => "register_roc",
+            InputCache::Shuffle => "shuffle",
+            InputCache::Naive => "naive",
+        }
+    }
+
+    /// The planning rule (paper Fig. 9): a Type-II output needs shared memory
+    /// for its copies, so its tiles go through the read-only cache when the
+    /// tiles of every resident block fit it, else around the warp by shuffles;
+    /// every other output leaves shared memory to the tile.
+    pub fn choose(
+        class: OutputClass,
+        block_size: u32,
+        registers: u32,
+        element: &Element,
+        dev: &Device,
+    ) -> (Self, String) {
+        if class != OutputClass::TypeII {
+            return (
+                InputCache::RegisterShm,
+                "tiles in shared memory: the lowest-latency cache, free for input since the output is not there".into(),
+            );
+        }
+        let element_bytes = element.bytes();
+        let blocks =
+            model::occupancy(dev, BlockNeeds { threads: block_size, shared_bytes: 0, registers_per_thread: registers })
+                .map_or(1, |o| o.blocks_per_sm);
+        let working_set = blocks * block_size * element_bytes;
+        // Where L1 and shared memory are one array, count on what is left at the largest shared carve-out.
+        let capacity = if dev.unified_l1 {
+            dev.readonly_cache_per_sm.saturating_sub(dev.shared_per_sm)
+        } else {
+            dev.readonly_cache_per_sm
+        };
+        if working_set <= capacity {
+            (
+                InputCache::RegisterRoc,
+                format!(
+                    "Type-II: the tiles of {blocks} resident blocks ({blocks} x {block_size} x {element_bytes} B = {working_set} B) fit the read-only cache ({capacity} B), leaving shared memory to the output"
+                ),
+            )
+        } else {
+            (
+                InputCache::Shuffle,
+                format!(
+                    "Type-II: the tiles of {blocks} resident blocks ({working_set} B) overflow the read-only cache ({capacity} B); warp shuffles need no cache"
+                ),
+            )
+        }
+    }
+
+    /// Bytes of shared memory the tile takes, at the start of the block's shared memory.
+    pub fn tile_bytes(self, block_size: u32, element: &Element) -> u32 {
+        match self {
+            InputCache::RegisterShm => block_size * element.bytes(),
+            _ => 0,
+        }
+    }
+
+    /// Whether `Tiles::at(j)` exists: shuffled tiles live in other lanes' registers.
+    pub fn random_access(self) -> bool {
+        self != InputCache::Shuffle
+    }
+
+    pub fn fragment(self) -> Template {
+        match self {
+            InputCache::RegisterShm => Template::InputRegisterShm,
+            InputCache::RegisterRoc => Template::InputRegisterRoc,
+            InputCache::Shuffle => Template::InputShuffle,
+            InputCache::Naive => Template::InputNaive,
+        }
+    }
+}
+
+impl std::fmt::Display for InputCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for InputCache {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        InputCache::ALL.iter().copied().find(|v| v.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = InputCache::ALL.iter().map(|v| v.name()).collect();
+            format!("unknown input cache `{s}`; expected one of: {}", names.join(", "))
+        })
+    }
+}
+
+/// The kernel parameters that bring the points in: the component arrays and
+/// the size of A's block, the same for the other set's block when the kernel
+/// is between two sets, and where both blocks start in the whole input
+/// (results use whole-input indices).
+pub fn params(element: &Element, sets: Sets) -> Vec<KernelParam> {
+    let mut out = Vec::new();
+    let components = element.components();
+    let side = |side: Side, out: &mut Vec<KernelParam>| {
+        for (c, comp) in components.iter().enumerate() {
+            out.push(KernelParam {
+                name: format!("{}_{}", side.prefix(), comp.name),
+                ctype: format!("const {}*", comp.scalar.c_type()),
+                source: Source::Column(side, c),
+            });
+        }
+        out.push(KernelParam {
+            name: format!("n_{}", side.prefix()),
+            ctype: "unsigned".into(),
+            source: Source::Count(side),
+        });
+    };
+    side(Side::A, &mut out);
+    if sets == Sets::Two {
+        side(Side::B, &mut out);
+    }
+    out.push(KernelParam { name: "a_offset".into(), ctype: "unsigned".into(), source: Source::Offset(Side::A) });
+    out.push(KernelParam { name: "other_offset".into(), ctype: "unsigned".into(), source: Source::Offset(Side::B) });
+    out
+}
+
+/// One block of a set on the device: one padded array per component, and the
+/// pinned host memory its uploads go through.
+pub struct DeviceBlock {
+    pub columns: Vec<CudaSlice<u8>>,
+    staging: Vec<PinnedHostSlice<u8>>,
+    /// (tag, block) now loaded, so that a block used twice is uploaded once.
+    holds: Option<(u32, usize)>,
+}
+
+impl DeviceBlock {
+    /// Room for `max_points` points of `set`'s components.
+    pub fn new(
+        ctx: &Arc<CudaContext>,
+        stream: &Arc<CudaStream>,
+        set: &PointSet,
+        max_points: usize,
+    ) -> Result<Self, DriverError> {
+        let padded = max_points.max(1).next_multiple_of(PAD_POINTS);
+        let mut columns = Vec::new();
+        let mut staging = Vec::new();
+        for c in &set.columns {
+            let bytes = padded * c.scalar().bytes() as usize;
+            columns.push(stream.alloc_zeros::<u8>(bytes)?);
+            // SAFETY: pinned memory is written before every upload reads it.
+            staging.push(unsafe { ctx.alloc_pinned::<u8>(bytes) }?);
+        }
+        Ok(DeviceBlock { columns, staging, holds: None })
+    }
+
+    /// Uploads rows [start, end) of `set` (zeros after them up to the padding),
+    /// unless `(tag, block)` is what the buffers already hold.
+    pub fn load(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        set: &PointSet,
+        tag: (u32, usize),
+        (start, end): (usize, usize),
+    ) -> Result<(), DriverError> {
+        if self.holds == Some(tag) {
+            return Ok(());
+        }
+        let padded = (end - start).max(1).next_multiple_of(PAD_POINTS);
+        for ((col, dev), pinned) in set.columns.iter().zip(&mut self.columns).zip(&mut self.staging) {
+            let bytes = padded * col.scalar().bytes() as usize;
+            // The previous upload from this buffer has finished: every unit ends with a synchronize.
+            let host = pinned.as_mut_slice()?;
+            col.write_bytes(start, end - start, &mut host[..bytes]);
+            stream.memcpy_htod(&host[..bytes], &mut dev.slice_mut(..bytes))?;
+        }
+        self.holds = Some(tag);
+        Ok(())
+    }
+}

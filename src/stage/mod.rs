@@ -1,0 +1,205 @@
+//! The kernel's stage families, one module each. A family owns its planning
+//! rule and the explanation that goes with it, its template fragment and the
+//! contract the fragment keeps, the kernel parameters it adds, its device
+//! buffers, how partial results merge, and its CPU driver fragment:
+//!
+//! - [`visit`]: which pairs, and how blocks meet tiles;
+//! - [`input`]: where the other point of each pair is cached;
+//! - [`contribution`]: what one pair contributes, from the spec's output kind;
+//! - [`output`]: where contributions accumulate (registers, shared copies,
+//!   global memory, the direct output buffer, per-query top-K).
+//!
+//! [`crate::plan`] composes the families' choices into a Plan,
+//! [`crate::codegen`] renders their fragments into one kernel (and one CPU
+//! driver), and [`crate::backend`] allocates their buffers and launches.
+
+pub mod contribution;
+pub mod input;
+pub mod output;
+pub mod visit;
+
+use cudarc::driver::{CudaSlice, LaunchArgs, PushKernelArg};
+use serde::Serialize;
+
+/// One side of a pair: set A (the points each thread owns), or the other set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    A,
+    B,
+}
+
+impl Side {
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Side::A => "a",
+            Side::B => "b",
+        }
+    }
+}
+
+/// One parameter of the kernel. The plan holds the whole list: the kernel's
+/// signature is rendered from it, and the launcher pushes one argument per
+/// entry, resolved from `source`, so the two cannot disagree.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelParam {
+    pub name: String,
+    pub ctype: String,
+    pub source: Source,
+}
+
+/// Where the launcher takes a parameter's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// Component array `c` of a side's block (`const T*`).
+    Column(Side, usize),
+    /// Points in a side's block.
+    Count(Side),
+    /// Index of a side's first point in the whole input.
+    Offset(Side),
+    /// A buffer or count of the output stage.
+    Output(output::Arg),
+}
+
+/// A value the launcher can push as a kernel argument.
+pub trait PushArg {
+    fn push<'a>(&'a self, args: &mut LaunchArgs<'a>);
+}
+
+impl<T> PushArg for CudaSlice<T> {
+    fn push<'a>(&'a self, args: &mut LaunchArgs<'a>) {
+        args.arg(self);
+    }
+}
+
+impl PushArg for u32 {
+    fn push<'a>(&'a self, args: &mut LaunchArgs<'a>) {
+        args.arg(self);
+    }
+}
+
+/// The values behind every [`Source`] for one launch.
+pub struct KernelArgs<'a> {
+    pub a: &'a input::DeviceBlock,
+    /// The other set's block, for a kernel between two sets.
+    pub b: Option<&'a input::DeviceBlock>,
+    /// Points in A's and the other block.
+    pub counts: [u32; 2],
+    /// Whole-input index of the first point of A's and the other block.
+    pub offsets: [u32; 2],
+    pub output: output::DeviceOutput<'a>,
+}
+
+impl KernelArgs<'_> {
+    /// The argument for `source`. Every source of a plan's list resolves: the
+    /// plan lists B's columns only for a kernel between two sets, and the
+    /// output's arguments only for its own stage.
+    pub fn resolve(&self, source: Source) -> &dyn PushArg {
+        let side = |s: Side| match s {
+            Side::A => 0,
+            Side::B => 1,
+        };
+        match source {
+            Source::Column(Side::A, c) => &self.a.columns[c],
+            Source::Column(Side::B, c) => &self.b.expect("a two-set kernel has B's block").columns[c],
+            Source::Count(s) => &self.counts[side(s)],
+            Source::Offset(s) => &self.offsets[side(s)],
+            Source::Output(arg) => self.output.arg(arg),
+        }
+    }
+}
+
+/// Every template, named by the family that owns it; the enum, not a string,
+/// picks the code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Template {
+    Kernel,
+    Probe,
+    Types,
+    ContributionCount,
+    ContributionHistogram,
+    ContributionSum,
+    ContributionPairs,
+    ContributionKnn,
+    InputRegisterShm,
+    InputRegisterRoc,
+    InputShuffle,
+    InputNaive,
+    OutputRegister,
+    OutputShared,
+    OutputGlobal,
+    OutputDob,
+    OutputTopK,
+    VisitLowerTriangle,
+    VisitAllPairs,
+    VisitCross,
+    DiagonalBalanced,
+    DiagonalFiltered,
+    CpuDriver,
+    CpuPrelude,
+    CpuF64Begin,
+    CpuF64End,
+    CpuVisitLowerTriangle,
+    CpuVisitAllPairs,
+    CpuVisitCross,
+    CpuTotals,
+    CpuPairs,
+    CpuTopK,
+}
+
+macro_rules! templates {
+    ($($variant:ident => $path:literal),* $(,)?) => {
+        impl Template {
+            pub const ALL: &[Template] = &[$(Template::$variant),*];
+
+            /// The file under `templates/`, the name other templates include it by.
+            pub fn path(self) -> &'static str {
+                match self {
+                    $(Template::$variant => $path),*
+                }
+            }
+
+            pub fn text(self) -> &'static str {
+                match self {
+                    $(Template::$variant => include_str!(concat!("../../templates/", $path))),*
+                }
+            }
+        }
+    };
+}
+
+templates! {
+    Kernel => "kernel.cu",
+    Probe => "probe.cu",
+    Types => "common/types.cu",
+    ContributionCount => "contribution/count.cu",
+    ContributionHistogram => "contribution/histogram.cu",
+    ContributionSum => "contribution/sum.cu",
+    ContributionPairs => "contribution/pairs.cu",
+    ContributionKnn => "contribution/knn.cu",
+    InputRegisterShm => "input/register_shm.cu",
+    InputRegisterRoc => "input/register_roc.cu",
+    InputShuffle => "input/shuffle.cu",
+    InputNaive => "input/naive.cu",
+    OutputRegister => "output/register.cu",
+    OutputShared => "output/shared.cu",
+    OutputGlobal => "output/global.cu",
+    OutputDob => "output/dob.cu",
+    OutputTopK => "output/topk.cu",
+    VisitLowerTriangle => "visit/lower_triangle.cu",
+    VisitAllPairs => "visit/all_pairs.cu",
+    VisitCross => "visit/cross.cu",
+    DiagonalBalanced => "visit/diagonal_balanced.cu",
+    DiagonalFiltered => "visit/diagonal_filtered.cu",
+    CpuDriver => "cpu/driver.cpp",
+    CpuPrelude => "cpu/prelude.h",
+    CpuF64Begin => "cpu/f64_begin.h",
+    CpuF64End => "cpu/f64_end.h",
+    CpuVisitLowerTriangle => "cpu/visit/lower_triangle.cpp",
+    CpuVisitAllPairs => "cpu/visit/all_pairs.cpp",
+    CpuVisitCross => "cpu/visit/cross.cpp",
+    CpuTotals => "cpu/output/totals.cpp",
+    CpuPairs => "cpu/output/pairs.cpp",
+    CpuTopK => "cpu/output/topk.cpp",
+}

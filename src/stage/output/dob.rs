@@ -1,0 +1,203 @@
+//! The direct output buffer (section 3.3.3): passing pairs appended to pages
+//! of a global pool, one page per warp at a time, a new page taken with one
+//! atomicAdd on the global page pointer.
+//!
+//! The pool may run out. Every pair belongs to a step (one tile) of its block
+//! and a block's steps run in order, so a block that cannot get a page stops
+//! at the end of that step: it truncates the page it began the step with back
+//! to where the step began, records the step as its resume point and raises
+//! the overflow flag. Pages record the (block, step) that took them; the host
+//! keeps a page only when its step precedes its block's resume point, drains
+//! the pool and relaunches, and blocks start at their resume point. No pair is
+//! lost or written twice. Partial results merge by concatenation.
+//!
+//! Fragment contract, beyond [`super`]'s: the contribution fragment defines
+//! `bool passes(a, b)`; the visit defines `UNORDERED_PAIRS`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use cudarc::driver::{CudaSlice, CudaStream, DriverError};
+use serde::Serialize;
+
+use super::PushArg;
+use crate::stage::{KernelParam, Source};
+
+/// Pairs per page: a warp's 32 pairs of one step always fit one fresh page.
+pub const PAGE_PAIRS: u32 = 512;
+
+/// A resume point of a block that has finished.
+const DONE: u32 = u32::MAX;
+
+/// The stage's kernel arguments, in the order of the kernel's parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arg {
+    /// num_pages x PAGE pairs (i, j).
+    Pool,
+    /// (block, step) that took each page.
+    PageOwner,
+    /// Pairs used in each page.
+    PageFill,
+    /// The first free page: the global page pointer.
+    NextPage,
+    /// Pages in the pool.
+    NumPages,
+    /// Per block: the first step to run, DONE when finished.
+    Resume,
+    /// Set when any block stopped early.
+    Overflow,
+}
+
+pub fn params() -> Vec<KernelParam> {
+    let p = |name: &str, ctype: &str, arg: Arg| KernelParam {
+        name: name.into(),
+        ctype: ctype.into(),
+        source: Source::Output(super::Arg::Dob(arg)),
+    };
+    vec![
+        p("pool", "uint2*", Arg::Pool),
+        p("page_owner", "uint2*", Arg::PageOwner),
+        p("page_fill", "unsigned*", Arg::PageFill),
+        p("next_page", "unsigned*", Arg::NextPage),
+        p("num_pages", "unsigned", Arg::NumPages),
+        p("resume", "unsigned*", Arg::Resume),
+        p("overflow", "unsigned*", Arg::Overflow),
+    ]
+}
+
+/// The pool and its bookkeeping on one stream.
+pub struct DeviceDob {
+    pool: CudaSlice<u32>,
+    owner: CudaSlice<u32>,
+    fill: CudaSlice<u32>,
+    next_page: CudaSlice<u32>,
+    overflow: CudaSlice<u32>,
+    resume: CudaSlice<u32>,
+    pages: u32,
+    page_pairs: u32,
+}
+
+impl DeviceDob {
+    fn new(stream: &Arc<CudaStream>, pages: u32, page_pairs: u32, max_grid: usize) -> Result<Self, DriverError> {
+        let pages_n = pages as usize;
+        Ok(DeviceDob {
+            pool: stream.alloc_zeros::<u32>(pages_n * page_pairs as usize * 2)?,
+            owner: stream.alloc_zeros::<u32>(pages_n * 2)?,
+            fill: stream.alloc_zeros::<u32>(pages_n)?,
+            next_page: stream.alloc_zeros::<u32>(1)?,
+            overflow: stream.alloc_zeros::<u32>(1)?,
+            resume: stream.alloc_zeros::<u32>(max_grid.max(1))?,
+            pages,
+            page_pairs,
+        })
+    }
+
+    pub fn arg(&self, arg: Arg) -> &dyn PushArg {
+        match arg {
+            Arg::Pool => &self.pool,
+            Arg::PageOwner => &self.owner,
+            Arg::PageFill => &self.fill,
+            Arg::NextPage => &self.next_page,
+            Arg::NumPages => &self.pages,
+            Arg::Resume => &self.resume,
+            Arg::Overflow => &self.overflow,
+        }
+    }
+}
+
+/// What running one unit to completion took.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DobRun {
+    pub launches: u64,
+    pub kernel_s: f64,
+    pub drain_s: f64,
+}
+
+/// Runs a DOB kernel of `grid` blocks to completion: `launch` it, drain the
+/// pages of finished steps into `sink`, relaunch from the resume points while
+/// the pool overflows, and grow the pool when a launch makes no progress at
+/// all. `dob` is reused when it holds at least `pool_pairs` pairs and `grid`
+/// resume points.
+pub fn run<E: From<DriverError>>(
+    stream: &Arc<CudaStream>,
+    page_pairs: u32,
+    grid: u32,
+    pool_pairs: u64,
+    dob: &mut Option<DeviceDob>,
+    launch: &mut dyn FnMut(&DeviceDob) -> Result<(), E>,
+    sink: &mut Vec<[u32; 2]>,
+) -> Result<DobRun, E> {
+    let page = page_pairs as usize;
+    let pages = pool_pairs.div_ceil(page_pairs as u64).clamp(1, u32::MAX as u64 / 2) as u32;
+    let grid_n = grid as usize;
+    if dob.as_ref().is_none_or(|d| d.resume.len() < grid_n || d.pages < pages || d.page_pairs != page_pairs) {
+        *dob = None; // free the old pool first
+        *dob = Some(DeviceDob::new(stream, pages, page_pairs, grid_n)?);
+    }
+    let mut d = dob.take().expect("allocated above");
+    let mut run = DobRun::default();
+    let result = (|| -> Result<(), E> {
+        stream.memset_zeros(&mut d.resume)?;
+        let mut last_resume = vec![0u32; grid_n];
+        loop {
+            stream.memset_zeros(&mut d.next_page)?;
+            stream.memset_zeros(&mut d.overflow)?;
+            let t0 = Instant::now();
+            launch(&d)?;
+            stream.synchronize().map_err(E::from)?;
+            run.kernel_s += t0.elapsed().as_secs_f64();
+            run.launches += 1;
+
+            let t = Instant::now();
+            let next_page = stream.clone_dtoh(&d.next_page)?[0];
+            let overflow = stream.clone_dtoh(&d.overflow)?[0];
+            let resume = stream.clone_dtoh(&d.resume.slice(..grid_n))?;
+            let used = next_page.min(d.pages) as usize;
+            let (owner, fill, pool) = if used > 0 {
+                (
+                    stream.clone_dtoh(&d.owner.slice(..used * 2))?,
+                    stream.clone_dtoh(&d.fill.slice(..used))?,
+                    stream.clone_dtoh(&d.pool.slice(..used * page * 2))?,
+                )
+            } else {
+                (vec![], vec![], vec![])
+            };
+            stream.synchronize()?;
+            let mut kept = 0usize;
+            for p in 0..used {
+                let (block, step) = (owner[2 * p] as usize, owner[2 * p + 1]);
+                let stop = resume[block];
+                if stop == DONE || step < stop {
+                    let base = p * page * 2;
+                    let n = (fill[p] as usize).min(page);
+                    sink.extend((0..n).map(|e| [pool[base + 2 * e], pool[base + 2 * e + 1]]));
+                    kept += n;
+                }
+            }
+            run.drain_s += t.elapsed().as_secs_f64();
+            if overflow == 0 {
+                return Ok(());
+            }
+            if kept == 0 && resume == last_resume {
+                // Not one block finished a step: the pool is too small for any; grow it.
+                let pages = d.pages.saturating_mul(4).min(u32::MAX / 2);
+                let grown = DeviceDob::new(stream, pages, page_pairs, grid_n)?;
+                d = grown;
+                stream.memcpy_htod(&resume, &mut d.resume.slice_mut(..grid_n))?;
+            }
+            last_resume = resume;
+        }
+    })();
+    *dob = Some(d);
+    result.map(|()| run)
+}
+
+/// The pool for `pairs` pairs at the sampled `selectivity`: the estimate with
+/// a quarter to spare, plus the partly filled page each warp may leave, at
+/// least 64 Ki pairs and at most `cap`. A short pool only costs relaunches.
+pub fn pool_for(selectivity: f64, pairs: u128, grid: u32, block_size: u32, page_pairs: u32, cap: u64) -> u64 {
+    let warps = grid as u64 * (block_size as u64 / 32).max(1);
+    let estimate = (selectivity * pairs as f64 * 1.25) as u64;
+    (estimate + warps * page_pairs as u64).clamp(1 << 16, cap.max(1 << 16))
+}

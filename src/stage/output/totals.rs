@@ -1,0 +1,195 @@
+//! Totals per slot (counts, sums, histograms): kept in registers (Type-I), in
+//! private copies in shared memory (Type-II: OP with one copy per block, AOP
+//! with several chosen by lane id, sized by the paper's copy model), or with
+//! atomics straight into global memory (Type-III). Every store ends in the same
+//! device array of one 64-bit total per slot; partial totals merge by adding.
+//!
+//! Fragment contract, beyond [`super`]'s: the contribution fragment defines
+//! `SLOTS`, `Tally` (a thread's own accumulator), `Total` (the 64-bit total)
+//! and `Contribution contribute(a, b)` with a slot (< 0: nothing) and an amount.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream, DriverError};
+use serde::Serialize;
+
+use super::{OutputChoice, PushArg, Template, Total};
+use crate::device::Device;
+use crate::model::{self, CopyProblem, CopyRow};
+use crate::outcome::Totals;
+use crate::stage::{KernelParam, Source};
+
+/// Every total is 8 bytes: a 64-bit count or an f64 sum.
+pub const SLOT_BYTES: u32 = 8;
+
+/// Where the totals accumulate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "store")]
+pub enum Store {
+    /// Each thread tallies every slot in registers; one block reduction at the end.
+    Registers,
+    /// `copies` private copies per block in shared memory (OP for one, AOP for
+    /// more), lane l updating copy l % copies; summed into global memory once per block.
+    Shared { copies: u32 },
+    /// Atomics straight into the totals in global memory.
+    Global,
+}
+
+impl Store {
+    pub fn choice(self) -> OutputChoice {
+        match self {
+            Store::Registers => OutputChoice::Register,
+            Store::Shared { copies: 1 } => OutputChoice::Op,
+            Store::Shared { .. } => OutputChoice::Aop,
+            Store::Global => OutputChoice::Global,
+        }
+    }
+
+    pub fn shared_bytes(self, slots: u32) -> u32 {
+        match self {
+            Store::Shared { copies } => copies * slots * SLOT_BYTES,
+            _ => 0,
+        }
+    }
+
+    pub fn fragment(self) -> (Template, serde_json::Value) {
+        match self {
+            Store::Registers => (Template::OutputRegister, serde_json::json!({})),
+            Store::Shared { copies } => (Template::OutputShared, serde_json::json!({ "copies": copies })),
+            Store::Global => (Template::OutputGlobal, serde_json::json!({})),
+        }
+    }
+}
+
+/// Shared copies want the smallest block that still fills a multiprocessor.
+pub fn shared_block_size(dev: &Device) -> (u32, String) {
+    (
+        dev.threads_per_sm / dev.blocks_per_sm,
+        format!(
+            "the smallest block that still fills a multiprocessor ({} threads / {} blocks): the most blocks, so the most private output copies, per multiprocessor",
+            dev.threads_per_sm, dev.blocks_per_sm
+        ),
+    )
+}
+
+/// The paper's copy-count model (section 3.3.2) for one output: R x L for
+/// every copy count, the least, and gamma.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CopyModel {
+    pub c_l: f64,
+    pub c_lp: f64,
+    pub constants_source: &'static str,
+    /// H_S: elements of one output copy.
+    pub slots: u32,
+    pub rows: Vec<CopyRow>,
+    /// The copy count of least modelled cost.
+    pub best: u32,
+    /// gamma: the smallest output size from which one copy (OP) is best.
+    pub gamma: Option<u32>,
+}
+
+impl CopyModel {
+    /// The model for `slots` slots beside `tile_bytes` of input tile, or None
+    /// when even one copy would not fit a block's shared memory.
+    pub fn new(
+        dev: &Device,
+        slots: u32,
+        tile_bytes: u32,
+        block_size: u32,
+        registers: u32,
+        total_threads: u64,
+    ) -> Option<CopyModel> {
+        let beta = dev.shared_per_block_optin;
+        if slots as u64 * SLOT_BYTES as u64 > beta as u64 {
+            return None;
+        }
+        let problem = |slots: u32| CopyProblem {
+            slots,
+            bytes_per_slot: SLOT_BYTES,
+            other_shared_bytes: tile_bytes,
+            block_size,
+            registers_per_thread: registers,
+            total_threads,
+        };
+        let rows = model::copy_table(dev, problem(slots), dev.model);
+        let best = model::best_copies(&rows).map_or(1, |r| r.copies);
+        let gamma = (1..=beta / SLOT_BYTES).find(|&s| {
+            let rows = model::copy_table(dev, problem(s), dev.model);
+            model::best_copies(&rows).is_some_and(|r| r.copies == 1)
+        });
+        Some(CopyModel {
+            c_l: dev.model.c_l,
+            c_lp: dev.model.c_lp,
+            constants_source: dev.model.source,
+            slots,
+            rows,
+            best,
+            gamma,
+        })
+    }
+
+    /// R x L of `copies` copies, where they fit.
+    pub fn cost(&self, copies: u32) -> Option<f64> {
+        self.rows.iter().find(|r| r.copies == copies).and_then(|r| r.cost)
+    }
+
+    /// Why the model's copy count, for a Type-II output.
+    pub fn why(&self, copies: u32) -> String {
+        match self.gamma {
+            Some(g) if copies == 1 => {
+                format!("output of {} elements >= gamma = {g}: one private copy per block (OP) costs least", self.slots)
+            }
+            Some(g) => {
+                format!(
+                    "output of {} elements < gamma = {g}: {copies} copies per block by lane id (AOP) cost least",
+                    self.slots
+                )
+            }
+            None => format!("{copies} copies per block cost least"),
+        }
+    }
+}
+
+/// The stage's kernel argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arg {
+    /// One `Total` per slot.
+    Totals,
+}
+
+pub fn params() -> Vec<KernelParam> {
+    vec![KernelParam {
+        name: "totals".into(),
+        ctype: "Total*".into(),
+        source: Source::Output(super::Arg::Totals(Arg::Totals)),
+    }]
+}
+
+/// The totals on one stream, zeroed once and added to by every launch.
+pub struct DeviceTotals {
+    totals: CudaSlice<u64>,
+    total: Total,
+}
+
+impl DeviceTotals {
+    pub fn new(stream: &Arc<CudaStream>, slots: u32, total: Total) -> Result<Self, DriverError> {
+        // Zero bits are 0 as a count and +0.0 as a sum.
+        Ok(DeviceTotals { totals: stream.alloc_zeros::<u64>(slots.max(1) as usize)?, total })
+    }
+
+    pub fn arg(&self, arg: Arg) -> &dyn PushArg {
+        match arg {
+            Arg::Totals => &self.totals,
+        }
+    }
+
+    pub fn download(&self, stream: &Arc<CudaStream>) -> Result<Totals, DriverError> {
+        let bits = stream.clone_dtoh(&self.totals)?;
+        stream.synchronize()?;
+        Ok(match self.total {
+            Total::Count => Totals::Counts(bits),
+            Total::Sum => Totals::Sums(bits.into_iter().map(f64::from_bits).collect()),
+        })
+    }
+}

@@ -1,0 +1,14 @@
+// A count is a total of one slot: the pairs whose value passes.
+[[maybe_unused]] constexpr unsigned SLOTS = 1;
+typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per launch
+typedef unsigned long long Total;  // 64-bit totals in shared and global memory
+constexpr Value THRESHOLD = static_cast<Value>({{ stage.threshold }});
+
+struct Contribution {
+  int slot;  // < 0: the pair adds nothing
+  Tally amount;
+};
+
+__device__ __forceinline__ Contribution contribute(const Point& a, const Point& b) {
+  return {pair_value(a, b) {{ stage.compare }} THRESHOLD ? 0 : -1, 1u};
+}

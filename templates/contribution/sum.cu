@@ -1,0 +1,13 @@
+// A sum is a total of one slot: every pair adds its value, in f64.
+[[maybe_unused]] constexpr unsigned SLOTS = 1;
+typedef double Tally;
+typedef double Total;
+
+struct Contribution {
+  int slot;  // < 0: the pair adds nothing
+  Tally amount;
+};
+
+__device__ __forceinline__ Contribution contribute(const Point& a, const Point& b) {
+  return {0, static_cast<double>(pair_value(a, b))};
+}

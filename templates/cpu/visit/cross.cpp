@@ -1,0 +1,6 @@
+// Calls f(j, q) for every point j of the other set.
+template <class F>
+static inline void for_partners(const TwobsSet*, const TwobsSet* b, uint64_t i, F&& f) {
+  (void)i;
+  for (uint64_t j = 0; j < b->n; ++j) f(j, load_point(b, j));
+}

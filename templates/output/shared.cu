@@ -1,0 +1,36 @@
+// Output privatization in shared memory: COPIES private copies of the totals
+// per block; lane l updates copy l % COPIES, so only lanes that share a copy
+// can collide (AOP, section 3.3.2; COPIES = 1 is plain OP). The copies are
+// summed into the global totals once per block.
+constexpr unsigned COPIES = {{ stage.copies }};
+
+struct Output {
+  Total* out;
+  Total* copies;
+
+  __device__ __forceinline__ Output(Total* totals, const Here& here)
+      : out(totals), copies(reinterpret_cast<Total*>(here.output_smem)) {
+    for (unsigned k = threadIdx.x; k < COPIES * SLOTS; k += B) copies[k] = Total(0);
+    __syncthreads();
+  }
+  __device__ __forceinline__ unsigned first_step() const { return 0; }
+  __device__ __forceinline__ void begin_step(unsigned) {}
+
+  __device__ __forceinline__ void add(unsigned, const Point& own, unsigned, const Point& q, bool valid) {
+    const Contribution c = contribute(own, q);
+    const int slot = valid ? c.slot : -1;
+    if (slot >= 0) atomicAdd(copies + (threadIdx.x & (COPIES - 1)) * SLOTS + slot, static_cast<Total>(c.amount));
+  }
+
+  __device__ __forceinline__ bool end_step(unsigned) { return false; }
+
+  __device__ __forceinline__ void finish(const Here&) {
+    __syncthreads();
+    for (unsigned k = threadIdx.x; k < SLOTS; k += B) {
+      Total total = Total(0);
+#pragma unroll
+      for (unsigned c = 0; c < COPIES; ++c) total += copies[c * SLOTS + k];
+      if (total != Total(0)) atomicAdd(out + k, total);
+    }
+  }
+};
