@@ -47,9 +47,8 @@ def twobs(problem, args, n, timeout=120):
     r = json.loads(p.stdout)
     t = r["timings"]
     plan = r["plans"][0]
-    out = plan["output"] + (str(plan["copies"]) if plan["output"] == "aop" else "")
     return {
-        "variant": f'{plan["input_cache"]} / {out} / B={plan["block_size"]}',
+        "variant": plan["variant"],
         "pairs": int(r["pairs"]),
         "time_s": t["compute_s"],
         "kernel_s": t["gpu"]["kernel_s"],

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""The planner's kernels of two or more twobs binaries, in one call on one GPU.
+
+For each case (1,000,000 uniform points; RDF and the band join 1M x 1M), each
+binary runs the planner's own plan REPS times, interleaved so that clock drift
+hits every binary alike; the table gives the median kernel time (CUDA events,
+from the report) and compute time (input in host memory to result in host
+memory, compilation excluded), and checks that all binaries found the same
+result. Writes $OUT/bench-ab.md and $OUT/bench-ab.json.
+
+Usage: BINARIES=before=PATH,after=PATH scripts/bench-ab.py
+"""
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+OUT = os.environ.get("OUT", "/tmp")
+N = int(os.environ.get("BENCH_N", "1000000"))
+REPS = int(os.environ.get("BENCH_REPS", "3"))
+BINARIES = [b.split("=", 1) for b in os.environ.get("BINARIES", "after=target/release/twobs").split(",")]
+os.environ.setdefault("TWOBS_CACHE", "/tmp/twobs-cache")
+
+def band_keys():
+    """Band-join keys: int32 over the whole range (uniform:N keys lie in [0, N) and would join 2e9 pairs)."""
+    import numpy as np
+    rng = np.random.default_rng(12345)
+    paths = []
+    for name in ("band_a.npy", "band_b.npy"):
+        path = os.path.join(OUT, name)
+        np.save(path, rng.integers(-2**31, 2**31, size=N, dtype=np.int64).astype(np.int32))
+        paths.append(path)
+    return paths
+
+
+CASES = [
+    # (label, problem, two sets, args); "band" reads the band_keys() files
+    ("SDH, 50 buckets", "sdh", False, ["--param", "bins=50"]),
+    ("SDH, 500 buckets", "sdh", False, ["--param", "bins=500"]),
+    ("RDF 1M x 1M, 500 shells, open box", "rdf", True, ["--param", "box=0", "--param", "r_max=0.5"]),
+    ("RDF 1M x 1M, 500 shells, periodic box", "rdf", True, ["--param", "box=1", "--param", "r_max=0.5"]),
+    ("2PCF, r = 0.1", "2pcf", False, ["--param", "r=0.1"]),
+    ("band join 1M x 1M int32 keys over the whole range, d = 1073", "nlj", "band", ["--param", "d=1073"]),
+]
+ONLY = {int(x) for x in os.environ.get("BENCH_CASES", ",".join(str(i) for i in range(len(CASES)))).split(",") if x}
+
+
+def run(binary, problem, two, args):
+    if two == "band":
+        inputs = [x for path in BAND for x in ("--input", path)]
+    else:
+        inputs = ["--input", f"uniform:{N}"] * (2 if two else 1)
+    cmd = [binary, "run", problem, *inputs, *args, "--backend", "cuda", "--quiet", "--seed", "7", "--report", "-",
+           "--out", os.path.join(OUT, "bench-ab.result")]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        return {"error": (p.stderr.strip().splitlines() or ["?"])[-1][:200]}
+    r = json.loads(p.stdout)
+    t = r["timings"]
+    plan = r["plans"][0]
+    variant = plan.get("variant") or "{}-{}{}-b{}".format(
+        plan["input_cache"], plan["output"], plan["copies"] if plan["output"] == "aop" else "", plan["block_size"])
+    result = r["result"]
+    digest = json.dumps({k: result.get(k) for k in ("count", "counts", "sum", "pairs")}, sort_keys=True)
+    if result.get("file") and os.path.exists(result["file"]):
+        # Pairs: the file's pairs, order aside.
+        digest += hashlib.sha256(b"".join(sorted(open(result["file"], "rb").read().splitlines()))).hexdigest()
+    return {"variant": variant, "kernel_s": t["gpu"]["kernel_s"], "compute_s": t["compute_s"], "compile_s": t["compile_s"],
+            "pairs": int(r["pairs"]), "digest": digest}
+
+
+BAND = []
+
+
+def main():
+    if any(c[2] == "band" for i, c in enumerate(CASES) if i in ONLY):
+        BAND.extend(band_keys())
+    rows = []
+    for index, (label, problem, two, args) in enumerate(CASES):
+        if index not in ONLY:
+            continue
+        runs = {name: [] for name, _ in BINARIES}
+        for name, binary in BINARIES:  # warm: compile once, outside the timings
+            run(binary, problem, two, args)
+        for _ in range(REPS):
+            for name, binary in BINARIES:
+                runs[name].append(run(binary, problem, two, args))
+        row = {"case": label, "binaries": {}}
+        for name, rs in runs.items():
+            ok = [r for r in rs if "error" not in r]
+            if not ok:
+                row["binaries"][name] = {"error": rs[0]["error"]}
+                continue
+            row["binaries"][name] = {
+                "variant": ok[0]["variant"],
+                "kernel_s": statistics.median(r["kernel_s"] for r in ok),
+                "compute_s": statistics.median(r["compute_s"] for r in ok),
+                "kernel_spread": max(r["kernel_s"] for r in ok) - min(r["kernel_s"] for r in ok),
+                "pairs": ok[0]["pairs"],
+                "same_result": len({r["digest"] for r in ok}) == 1,
+                "digest": ok[0]["digest"],
+            }
+        digests = {b["digest"] for b in row["binaries"].values() if "digest" in b}
+        row["identical_across_binaries"] = len(digests) == 1
+        rows.append(row)
+        print(json.dumps({"case": label, **{n: {k: v for k, v in b.items() if k != "digest"} for n, b in row["binaries"].items()}}), flush=True)
+        with open(os.path.join(OUT, "bench-ab.json"), "w") as f:
+            json.dump(rows, f, indent=1)
+    table = ["| case | " + " | ".join(f"{n}: kernel (s) | {n}: compute (s)" for n, _ in BINARIES) + " | same result |",
+             "| --- |" + " ---: | ---: |" * len(BINARIES) + " --- |"]
+    for row in rows:
+        cells = []
+        for name, _ in BINARIES:
+            b = row["binaries"].get(name, {"error": "not run"})
+            cells += [b["error"], ""] if "error" in b else [f"{b['kernel_s']:.3f} ({b['variant']})", f"{b['compute_s']:.3f}"]
+        table.append(f"| {row['case']} | " + " | ".join(cells) + f" | {'yes' if row['identical_across_binaries'] else 'NO'} |")
+    text = "\n".join(table) + "\n"
+    open(os.path.join(OUT, "bench-ab.md"), "w").write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

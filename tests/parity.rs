@@ -1,0 +1,180 @@
+//! CPU/GPU parity over every plan variant: the GPU backend, forced to each
+//! variant that applies, against the CPU backend on the same fresh random data
+//! (seed printed; TWOBS_TEST_SEED repeats it). Counts, histograms, pair sets
+//! and KNN lists must be identical, sums agree to 1e-6.
+//!
+//! Beyond the variants: streamed blocks, one and two points, the direct output
+//! buffer overflowing into relaunches, one and four streams, and two GPUs.
+//!
+//! Without a GPU every case is reported as ignored, with the reason; none
+//! passes without running. On a GPU machine without a Rust toolchain, build
+//! here with `cargo test --release --test parity --no-run` and run the binary
+//! there (scripts/gpu-suite.sh).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use indicatif::ProgressBar;
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use twobs::backend::cpu::CpuDriver;
+use twobs::backend::cuda::{self, GpuOptions};
+use twobs::backend::nvrtc;
+use twobs::cache::Cache;
+use twobs::data::{Generator, Inputs, synthesize};
+use twobs::plan::{self, Forced, Shape};
+use twobs::problems::{BUILT_IN, built_in};
+use twobs::spec::{Disk, Problem, Sets};
+
+/// Points of a one-set case, and of the two sets of a two-set case: odd, and
+/// not a multiple of any block size.
+const N: u64 = 3001;
+const NA: u64 = 2999;
+const NB: u64 = 1777;
+
+/// A problem with its parameters, under a name.
+struct Subject {
+    name: String,
+    problem: Problem,
+    params: Vec<String>,
+}
+
+fn subjects() -> Vec<Subject> {
+    let mut out: Vec<Subject> = BUILT_IN
+        .iter()
+        .map(|n| {
+            let params: &[&str] = match *n {
+                "sdh" => &["bins=97"],
+                "rdf" => &["bins=53"],
+                "2pcf" => &["r=0.2"],
+                "selfjoin" => &["eps=0.05"],
+                "nlj" => &["d=2"],
+                _ => &[],
+            };
+            Subject { name: n.to_string(), problem: built_in(n).unwrap(), params: params.iter().map(|s| s.to_string()).collect() }
+        })
+        .collect();
+    out.push(Subject {
+        name: "rdf-open-box".into(),
+        problem: built_in("rdf").unwrap(),
+        params: vec!["box=0".into(), "r_max=1.0".into(), "bins=53".into()],
+    });
+    let manhattan = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/manhattan/manhattan.xml");
+    let text = std::fs::read_to_string(&manhattan).unwrap();
+    out.push(Subject { name: "manhattan".into(), problem: Problem::parse(&text, &manhattan, &Disk).unwrap(), params: vec![] });
+    out
+}
+
+/// The tests' own cache: $TWOBS_CACHE where the binary runs away from its build, else under target/.
+fn cache() -> Cache {
+    match std::env::var_os("TWOBS_CACHE") {
+        Some(dir) => Cache::at(dir),
+        None => Cache::at(concat!(env!("CARGO_TARGET_TMPDIR"), "/twobs-cache")),
+    }
+}
+
+fn seed() -> u64 {
+    std::env::var("TWOBS_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+    })
+}
+
+/// Fresh inputs for `problem`: clustered set A (dense pairs), uniform set B.
+fn inputs(problem: &Problem, a: u64, b: u64, seed: u64) -> Inputs {
+    let components = problem.input.element.components();
+    let set = |g, n, s| synthesize(g, n, &components, s).unwrap().validate(&components, false).unwrap();
+    Inputs {
+        a: set(Generator::Clustered, a, seed),
+        b: (problem.input.sets == Sets::Two).then(|| set(Generator::Uniform, b, seed + 1)),
+    }
+}
+
+/// One case: the GPU with `opts` against the CPU, on inputs of `a` (and `b`) points.
+fn case(subject: &Subject, opts: GpuOptions, a: u64, b: u64, seed: u64, gpu: &Result<(), String>) -> Result<Completion, Failed> {
+    if let Err(why) = gpu {
+        return Ok(Completion::ignored_with(format!("no GPU here: {why}")));
+    }
+    let problem = &subject.problem;
+    let params = problem.bind(&subject.params).map_err(|e| e.to_string())?;
+    let inputs = inputs(problem, a, b, seed);
+    let cache = cache();
+    let hidden = ProgressBar::hidden();
+    let run = cuda::run(problem, &params, &inputs, &opts, &cache, &hidden).map_err(|e| format!("GPU: {e}"))?;
+    let shape = Shape::new(problem, &params, plan::points_of(problem.input.sets, a, b));
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let cpu = CpuDriver::compile(problem, &params, &shape, false, &cache).map_err(|e| format!("CPU: {e}"))?;
+    let reference = cpu.run(&inputs, threads, &hidden);
+    match run.outcome.difference(&reference) {
+        None => Ok(Completion::Completed),
+        Some(d) => Err(format!("seed {seed}, plan {}: the GPU differs from the CPU: {d}", run.plans[0].variant).into()),
+    }
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let seed = seed();
+    println!("TWOBS_TEST_SEED={seed}");
+    let gpu: Arc<Result<(), String>> = Arc::new(
+        cuda::usable().map_err(|e| e.to_string()).and_then(|()| nvrtc::available().map_err(|e| e.to_string())),
+    );
+    let two_gpus: Arc<Result<(), String>> = Arc::new(match gpu.as_ref() {
+        Ok(()) => match cudarc::driver::CudaContext::device_count() {
+            Ok(n) if n >= 2 => Ok(()),
+            Ok(n) => Err(format!("{n} GPU visible; these cases need two")),
+            Err(e) => Err(e.to_string()),
+        },
+        Err(why) => Err(why.clone()),
+    });
+    let subjects: Vec<Arc<Subject>> = subjects().into_iter().map(Arc::new).collect();
+    let mut trials = Vec::new();
+    let mut add = |name: String, subject: &Arc<Subject>, opts: GpuOptions, a: u64, b: u64, gpus: &Arc<Result<(), String>>| {
+        let (subject, gpus) = (subject.clone(), gpus.clone());
+        let case_seed = seed ^ (trials.len() as u64).wrapping_mul(0x9e3779b97f4a7c15);
+        trials.push(Trial::ignorable_test(name, move || case(&subject, opts, a, b, case_seed, &gpus)));
+    };
+    let base = GpuOptions { streams: 2, ..Default::default() };
+    for s in &subjects {
+        let params = s.problem.bind(&s.params).unwrap();
+        let points = plan::points_of(s.problem.input.sets, N, NB);
+        let (a, b) = if s.problem.input.sets == Sets::Two { (NA, NB) } else { (N, N) };
+        let mut forced = vec![Forced::default()];
+        forced.extend(plan::variants(&s.problem, &params, points));
+        for f in forced {
+            let label = match (f.input_cache, f.output, f.copies) {
+                (None, None, None) => "planned".to_owned(),
+                (i, o, c) => format!(
+                    "{}-{}{}",
+                    i.map_or("planned".into(), |i| i.to_string()),
+                    o.map_or("planned".into(), |o| o.to_string()),
+                    c.map_or(String::new(), |c| c.to_string())
+                ),
+            };
+            add(format!("{}/{label}", s.name), s, GpuOptions { forced: f, ..base.clone() }, a, b, &gpu);
+        }
+        for block in [32, 1024] {
+            let f = Forced { block_size: Some(block), ..Default::default() };
+            add(format!("{}/planned-block-{block}", s.name), s, GpuOptions { forced: f, ..base.clone() }, a, b, &gpu);
+        }
+        for n in [1, 2] {
+            add(format!("{}/{n}-points", s.name), s, base.clone(), n, n, &gpu);
+        }
+        let streamed = GpuOptions { block_points: Some(700), ..base.clone() };
+        add(format!("{}/streamed-blocks-of-700", s.name), s, streamed, a, b, &gpu);
+        let one = GpuOptions { block_points: Some(1000), streams: 1, ..base.clone() };
+        add(format!("{}/streamed-one-stream", s.name), s, one, a, b, &gpu);
+        let four = GpuOptions { block_points: Some(512), streams: 4, ..base.clone() };
+        add(format!("{}/streamed-four-streams", s.name), s, four, a, b, &gpu);
+        let two = GpuOptions { gpus: Some(vec![0, 1]), block_points: Some(800), ..base.clone() };
+        add(format!("{}/two-gpus", s.name), s, two, a, b, &two_gpus);
+    }
+    // The direct output buffer overflows: resume points, relaunches, pool growth.
+    for s in subjects.iter().filter(|s| matches!(s.name.as_str(), "selfjoin" | "nlj")) {
+        let (a, b) = if s.problem.input.sets == Sets::Two { (NA, NB) } else { (N, N) };
+        for pool in [1024, 4096, 20000] {
+            let opts = GpuOptions { pool_pairs: Some(pool), ..base.clone() };
+            add(format!("{}/pool-of-{pool}-pairs", s.name), s, opts, a, b, &gpu);
+        }
+        let opts = GpuOptions { pool_pairs: Some(20000), block_points: Some(1000), ..base.clone() };
+        add(format!("{}/pool-of-20000-streamed", s.name), s, opts, a, b, &gpu);
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
