@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A cache folder could not be made or written.
@@ -97,11 +98,14 @@ impl Entry {
         self.path.exists()
     }
 
-    /// A path beside the entry to make it in; [`Entry::commit`] moves it into
-    /// place, so that a reader never sees half an artefact.
+    /// A path beside the entry to make it in, unique to this call; [`Entry::commit`]
+    /// moves it into place, so that no reader, in this process or another,
+    /// ever sees half an artefact.
     pub fn partial(&self) -> PathBuf {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
         let ext = self.path.extension().and_then(|e| e.to_str()).unwrap_or("bin");
-        self.path.with_extension(format!("{}.partial.{ext}", std::process::id()))
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        self.path.with_extension(format!("{}-{n}.partial.{ext}", std::process::id()))
     }
 
     pub fn commit(&self, partial: &Path) -> Result<(), CacheError> {
@@ -117,23 +121,28 @@ impl Entry {
 
 /// What this process already built or loaded, by key.
 pub struct Memo<T> {
-    map: Mutex<Option<HashMap<Key, Arc<T>>>>,
+    map: Mutex<Option<HashMap<Key, Slot<T>>>>,
 }
+
+/// One key's value, made once: callers wanting the same key wait for the
+/// first; callers wanting other keys do not.
+type Slot<T> = Arc<Mutex<Option<Arc<T>>>>;
 
 impl<T> Memo<T> {
     pub const fn new() -> Self {
         Memo { map: Mutex::new(None) }
     }
 
-    /// The value under `key`, made by `make` the first time. Concurrent first
-    /// calls may both make it; the first stored wins.
+    /// The value under `key`, made by `make` the first time (and again after a failure).
     pub fn get_or_try<E>(&self, key: Key, make: impl FnOnce() -> Result<T, E>) -> Result<Arc<T>, E> {
-        if let Some(v) = self.map.lock().expect("memo lock").as_ref().and_then(|m| m.get(&key)) {
+        let slot = self.map.lock().expect("memo lock").get_or_insert_with(HashMap::new).entry(key).or_default().clone();
+        let mut value = slot.lock().expect("memo slot lock");
+        if let Some(v) = value.as_ref() {
             return Ok(v.clone());
         }
         let made = Arc::new(make()?);
-        let mut guard = self.map.lock().expect("memo lock");
-        Ok(guard.get_or_insert_with(HashMap::new).entry(key).or_insert(made).clone())
+        *value = Some(made.clone());
+        Ok(made)
     }
 }
 

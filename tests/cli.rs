@@ -185,3 +185,34 @@ fn the_cuda_backend_without_a_gpu_says_so() {
     let o = twobs(&["run", "2pcf", "--backend", "cpu", "--verify", "--input", "uniform:100"]);
     assert!(stderr(&o).contains("--verify checks a GPU run against the CPU backend"), "{}", stderr(&o));
 }
+
+#[test]
+fn processes_sharing_a_fresh_cache_build_the_same_driver_safely() {
+    let dir = tempfile::tempdir().unwrap();
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_twobs"))
+                .env("TWOBS_CACHE", dir.path())
+                .args(["run", "2pcf", "--backend", "cpu", "--input", "uniform:300", "--quiet"])
+                .current_dir(dir.path())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs: Vec<Output> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    for o in &outputs {
+        assert!(o.status.success(), "{}", stderr(o));
+    }
+    // All found the same count, and the cache holds one driver, no partial files.
+    let count = |o: &Output| stdout(o).lines().find(|l| l.starts_with("count = ")).map(str::to_owned);
+    assert!(count(&outputs[0]).is_some(), "{}", stdout(&outputs[0]));
+    assert!(outputs.iter().all(|o| count(o) == count(&outputs[0])));
+    let files: Vec<String> = std::fs::read_dir(dir.path().join("cpu"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files.iter().filter(|f| f.ends_with(".so")).count(), 1, "{files:?}");
+    assert!(!files.iter().any(|f| f.contains("partial")), "{files:?}");
+}

@@ -102,7 +102,12 @@ impl CpuDriver {
         let lib = DRIVERS.get_or_try(key, || -> Result<libloading::Library, CpuError> {
             if !entry.exists() {
                 cached = false;
-                std::fs::write(&source_path, &driver.source)
+                // Another process may be making the same driver: each writes and
+                // compiles its own partial files, and the renames are atomic.
+                let partial_source = entry.partial().with_extension("cpp");
+                std::fs::write(&partial_source, &driver.source)
+                    .map_err(|source| CacheError { path: partial_source.clone(), source })?;
+                std::fs::rename(&partial_source, &source_path)
                     .map_err(|source| CacheError { path: source_path.clone(), source })?;
                 let partial = entry.partial();
                 let out = Command::new(&cxx)
