@@ -96,8 +96,8 @@ struct Contribution {
   Tally amount;
 };
 
-__device__ __forceinline__ Contribution contribute(const Point& a, const Point& b) {
-  return {pair_value(a, b) < THRESHOLD ? 0 : -1, 1u};
+__device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
+  return {pair_value(twobs_a, twobs_b) < THRESHOLD ? 0 : -1, 1u};
 }
 
 // ------------------------------------------------------------------ input stage: register_shm

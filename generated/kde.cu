@@ -96,8 +96,8 @@ struct Contribution {
   Tally amount;
 };
 
-__device__ __forceinline__ Contribution contribute(const Point& a, const Point& b) {
-  return {0, static_cast<double>(pair_value(a, b))};
+__device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
+  return {0, static_cast<double>(pair_value(twobs_a, twobs_b))};
 }
 
 // ------------------------------------------------------------------ input stage: register_shm

@@ -75,8 +75,8 @@ struct Here {
 constexpr Value THRESHOLD = static_cast<Value>(params::d);
 
 // Whether the pair belongs to the output.
-__device__ __forceinline__ bool passes(const Point& a, const Point& b) {
-  return pair_value(a, b) <= THRESHOLD;
+__device__ __forceinline__ bool passes(const Point& twobs_a, const Point& twobs_b) {
+  return pair_value(twobs_a, twobs_b) <= THRESHOLD;
 }
 
 // ------------------------------------------------------------------ input stage: register_shm

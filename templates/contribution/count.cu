@@ -9,6 +9,6 @@ struct Contribution {
   Tally amount;
 };
 
-__device__ __forceinline__ Contribution contribute(const Point& a, const Point& b) {
-  return {pair_value(a, b) {{ stage.compare }} THRESHOLD ? 0 : -1, 1u};
+__device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
+  return {pair_value(twobs_a, twobs_b) {{ stage.compare }} THRESHOLD ? 0 : -1, 1u};
 }

@@ -11,7 +11,7 @@ struct Contribution {
   Tally amount;
 };
 
-__device__ __forceinline__ Contribution contribute(const Point& a, const Point& b) {
-  const Value x = (pair_value(a, b) - LO) * SCALE;
+__device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
+  const Value x = (pair_value(twobs_a, twobs_b) - LO) * SCALE;
   return {(x >= Value(0) && x < Value(SLOTS)) ? static_cast<int>(x) : -1, 1u};
 }

@@ -1,6 +1,6 @@
 constexpr Value THRESHOLD = static_cast<Value>({{ stage.threshold }});
 
 // Whether the pair belongs to the output.
-__device__ __forceinline__ bool passes(const Point& a, const Point& b) {
-  return pair_value(a, b) {{ stage.compare }} THRESHOLD;
+__device__ __forceinline__ bool passes(const Point& twobs_a, const Point& twobs_b) {
+  return pair_value(twobs_a, twobs_b) {{ stage.compare }} THRESHOLD;
 }
