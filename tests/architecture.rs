@@ -11,8 +11,8 @@ use std::path::Path;
 /// consume; `stage` holds the families the planner composes; `cache` serves
 /// the backends.
 const FLOW: [&str; 15] = [
-    "spec", "problems", "outcome", "data", "device", "model", "stage", "plan", "codegen", "cache", "backend",
-    "verify", "run", "report", "cli",
+    "spec", "problems", "outcome", "data", "device", "model", "stage", "plan", "codegen", "cache", "backend", "verify",
+    "run", "report", "cli",
 ];
 
 /// Module path of each source file: `src/stage/output/mod.rs` -> `stage::output`.
@@ -49,7 +49,8 @@ fn imports(at: &str, source: &str, known: &BTreeSet<String>) -> BTreeSet<String>
                     continue; // `$crate::` in a macro, or part of a longer name
                 }
                 let rest = &line[i + anchor.len()..];
-                let run: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':').collect();
+                let run: String =
+                    rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':').collect();
                 let mut path: Vec<String> = if anchor == "super::" {
                     base[..base.len() - 1].iter().map(|s| s.to_string()).collect()
                 } else {

@@ -286,3 +286,38 @@ fn f64_mode_agrees_with_the_reference_too() {
         (0..300).flat_map(|i| ((i + 1)..300).map(move |j| (i, j))).filter(|&(i, j)| dist(&pts[i], &pts[j]) < r).count();
     assert_eq!(got, Outcome::Totals(Totals::Counts(vec![want as u64])));
 }
+
+#[test]
+fn weighted_histogram_sums_are_exact() {
+    // examples/weighted: points (x, y, z, w), each pair adds w_a * w_b to the
+    // bucket of its distance. Weights are multiples of 1/16 in (0, 1], so every
+    // product is exact in f32 and every sum exact in f64, in any order.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/weighted/weighted.xml");
+    let p = twobs::spec::Problem::parse(&std::fs::read_to_string(&path).unwrap(), &path, &twobs::spec::Disk).unwrap();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let (bins, r_max) = safe_bins(40, 1.8, &grid_distances(3));
+    for n in SIZES {
+        let mut pts = grid_points(&mut rng, n, 3);
+        for q in &mut pts {
+            q.push(rng.random_range(1..=16u32) as f64 / 16.0);
+        }
+        let inputs = Inputs { a: set(&pts), b: None };
+        let params = p.bind(&[format!("bins={bins}"), format!("r_max={r_max}")]).unwrap();
+        let shape = Shape::new(&p, &params, points(&inputs));
+        let got = CpuDriver::compile(&p, &params, &shape, false, &cache()).unwrap().run(
+            &inputs,
+            2,
+            &indicatif::ProgressBar::hidden(),
+        );
+        let mut want = vec![0f64; bins as usize];
+        for i in 0..n {
+            for j in i + 1..n {
+                let d = dist(&pts[i][..3], &pts[j][..3]);
+                if d < r_max as f64 {
+                    want[(d / r_max as f64 * bins as f64).floor() as usize] += pts[i][3] * pts[j][3];
+                }
+            }
+        }
+        assert_eq!(got, Outcome::Totals(Totals::Sums(want)), "n = {n}, bins = {bins}");
+    }
+}

@@ -3,15 +3,25 @@
 //! forced variant pinned as JSON, and every variant compiled by NVRTC through
 //! the runner's own code path.
 
+use std::path::Path;
 use twobs::codegen::{self, Kernel};
 use twobs::device::Device;
 use twobs::plan::{self, Forced, Plan};
-use twobs::problems::{BUILT_IN, built_in};
 
-/// (snapshot name, problem, parameter overrides): the built-ins, and RDF with open boundaries.
-fn problems() -> Vec<(String, &'static str, Vec<String>)> {
-    let mut runs: Vec<(String, &str, Vec<String>)> = BUILT_IN.iter().map(|n| (n.to_string(), *n, vec![])).collect();
-    runs.push(("rdf-box0".into(), "rdf", vec!["box=0".to_owned()]));
+use twobs::problems::{BUILT_IN, built_in};
+use twobs::spec::{Disk, Problem};
+
+/// (snapshot name, problem, parameter overrides): the built-ins, RDF with
+/// open boundaries, and the examples' user specs.
+fn problems() -> Vec<(String, Problem, Vec<String>)> {
+    let mut runs: Vec<(String, Problem, Vec<String>)> =
+        BUILT_IN.iter().map(|n| (n.to_string(), built_in(n).unwrap(), vec![])).collect();
+    runs.push(("rdf-box0".into(), built_in("rdf").unwrap(), vec!["box=0".to_owned()]));
+    for example in ["manhattan/manhattan.xml", "weighted/weighted.xml"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(example);
+        let problem = Problem::parse(&std::fs::read_to_string(&path).unwrap(), &path, &Disk).unwrap();
+        runs.push((problem.name.clone(), problem, vec![]));
+    }
     runs
 }
 
@@ -29,7 +39,6 @@ fn cases() -> Vec<Case> {
     let dev = Device::profile("h100").unwrap();
     let mut out = Vec::new();
     for (name, problem, overrides) in problems() {
-        let problem = built_in(problem).unwrap();
         let params = problem.bind(&overrides).unwrap();
         let points = plan::points_of(problem.input.sets, 1_000_000, 1_000_000);
         let mut forced = vec![Forced::default()];

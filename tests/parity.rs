@@ -50,7 +50,11 @@ fn subjects() -> Vec<Subject> {
                 "nlj" => &["d=2"],
                 _ => &[],
             };
-            Subject { name: n.to_string(), problem: built_in(n).unwrap(), params: params.iter().map(|s| s.to_string()).collect() }
+            Subject {
+                name: n.to_string(),
+                problem: built_in(n).unwrap(),
+                params: params.iter().map(|s| s.to_string()).collect(),
+            }
         })
         .collect();
     out.push(Subject {
@@ -58,9 +62,11 @@ fn subjects() -> Vec<Subject> {
         problem: built_in("rdf").unwrap(),
         params: vec!["box=0".into(), "r_max=1.0".into(), "bins=53".into()],
     });
-    let manhattan = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/manhattan/manhattan.xml");
-    let text = std::fs::read_to_string(&manhattan).unwrap();
-    out.push(Subject { name: "manhattan".into(), problem: Problem::parse(&text, &manhattan, &Disk).unwrap(), params: vec![] });
+    for (name, example) in [("manhattan", "manhattan/manhattan.xml"), ("weighted", "weighted/weighted.xml")] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(example);
+        let text = std::fs::read_to_string(&path).unwrap();
+        out.push(Subject { name: name.into(), problem: Problem::parse(&text, &path, &Disk).unwrap(), params: vec![] });
+    }
     out
 }
 
@@ -89,7 +95,14 @@ fn inputs(problem: &Problem, a: u64, b: u64, seed: u64) -> Inputs {
 }
 
 /// One case: the GPU with `opts` against the CPU, on inputs of `a` (and `b`) points.
-fn case(subject: &Subject, opts: GpuOptions, a: u64, b: u64, seed: u64, gpu: &Result<(), String>) -> Result<Completion, Failed> {
+fn case(
+    subject: &Subject,
+    opts: GpuOptions,
+    a: u64,
+    b: u64,
+    seed: u64,
+    gpu: &Result<(), String>,
+) -> Result<Completion, Failed> {
     if let Err(why) = gpu {
         return Ok(Completion::ignored_with(format!("no GPU here: {why}")));
     }
@@ -126,11 +139,12 @@ fn main() {
     });
     let subjects: Vec<Arc<Subject>> = subjects().into_iter().map(Arc::new).collect();
     let mut trials = Vec::new();
-    let mut add = |name: String, subject: &Arc<Subject>, opts: GpuOptions, a: u64, b: u64, gpus: &Arc<Result<(), String>>| {
-        let (subject, gpus) = (subject.clone(), gpus.clone());
-        let case_seed = seed ^ (trials.len() as u64).wrapping_mul(0x9e3779b97f4a7c15);
-        trials.push(Trial::ignorable_test(name, move || case(&subject, opts, a, b, case_seed, &gpus)));
-    };
+    let mut add =
+        |name: String, subject: &Arc<Subject>, opts: GpuOptions, a: u64, b: u64, gpus: &Arc<Result<(), String>>| {
+            let (subject, gpus) = (subject.clone(), gpus.clone());
+            let case_seed = seed ^ (trials.len() as u64).wrapping_mul(0x9e3779b97f4a7c15);
+            trials.push(Trial::ignorable_test(name, move || case(&subject, opts, a, b, case_seed, &gpus)));
+        };
     let base = GpuOptions { streams: 2, ..Default::default() };
     for s in &subjects {
         let params = s.problem.bind(&s.params).unwrap();

@@ -162,6 +162,16 @@ fn missing_function_is_named() {
 }
 
 #[test]
+fn a_weight_names_a_function_of_the_snippet() {
+    let spec = with(r#"max="r_max"/>"#, r#"max="r_max" weight="w"/>"#);
+    fails_at(&spec, 5, 60, &["does not define the weight function `w`", "f.cu"]);
+    let spec = with(r#"max="r_max"/>"#, r#"max="r_max" weight="distance" normalize="rdf"/>"#);
+    fails_at(&spec, 5, 78, &["does not go with a weight"]);
+    let (p, _, _dir) = parse(&with(r#"max="r_max"/>"#, r#"max="r_max" weight="distance"/>"#));
+    assert!(matches!(p.unwrap().output, twobs::spec::Output::Histogram { weight: Some(w), .. } if w == "distance"));
+}
+
+#[test]
 fn duplicates_are_rejected() {
     fails_at(
         &with(

@@ -136,8 +136,9 @@ pub enum Output {
     Count { threshold: Operand, compare: Compare },
     /// Sum of all pair values (in f64).
     Sum,
-    /// Pairs counted into `bins` equal buckets over [min, max).
-    Histogram { bins: Operand, min: Operand, max: Operand },
+    /// Pairs counted into `bins` equal buckets over [min, max); with a
+    /// `weight` function, each pair adds weight(a, b) (in f64) instead of 1.
+    Histogram { bins: Operand, min: Operand, max: Operand, weight: Option<String> },
     /// The index pairs whose value passes the comparison.
     Pairs { threshold: Operand, compare: Compare, estimate: Option<f64> },
     /// The K pairs of smallest value for each query point.
@@ -268,8 +269,8 @@ impl Problem {
         }
         p.output = match &self.output {
             Output::Count { threshold, compare } => Output::Count { threshold: widen_op(threshold), compare: *compare },
-            Output::Histogram { bins, min, max } => {
-                Output::Histogram { bins: bins.clone(), min: widen_op(min), max: widen_op(max) }
+            Output::Histogram { bins, min, max, weight } => {
+                Output::Histogram { bins: bins.clone(), min: widen_op(min), max: widen_op(max), weight: weight.clone() }
             }
             Output::Pairs { threshold, compare, estimate } => {
                 Output::Pairs { threshold: widen_op(threshold), compare: *compare, estimate: *estimate }
@@ -324,7 +325,7 @@ impl Params {
             }
         }
         match &problem.output {
-            Output::Histogram { bins, min, max } => {
+            Output::Histogram { bins, min, max, .. } => {
                 let n = self.eval(bins).as_f64();
                 if !(1.0..=(1u64 << 24) as f64).contains(&n) {
                     return Err(param_error!(
@@ -480,12 +481,15 @@ impl Cx<'_> {
         let input = self.input(one("input")?)?;
         let function = self.function(one("function")?, origin, files)?;
         let output_node = one("output")?;
-        let output = self.output(output_node, &params, function.returns)?;
+        let output = self.output(output_node, &params, &function)?;
         let normalize = match self.attr(output_node, "normalize") {
             None => None,
             Some(a) if a.value == "rdf" => {
                 if !matches!(input.element, Element::Vector { dims: 3, .. }) {
                     return Err(self.err(a.pos, "normalize=\"rdf\" needs 3-D points (shell volumes are 3-D)"));
+                }
+                if matches!(output, Output::Histogram { weight: Some(_), .. }) {
+                    return Err(self.err(a.pos, "normalize=\"rdf\" counts pairs; it does not go with a weight"));
                 }
                 Some(Normalization::Rdf)
             }
@@ -588,7 +592,8 @@ impl Cx<'_> {
         Ok(Function { name, file: shown, source, symmetric, returns })
     }
 
-    fn output(&self, node: &Node, params: &[Param], returns: Scalar) -> Result<Output, SpecError> {
+    fn output(&self, node: &Node, params: &[Param], function: &Function) -> Result<Output, SpecError> {
+        let returns = function.returns;
         self.no_children(node)?;
         self.no_text(node)?;
         let kind_attr = self.required(node, "kind", "count, sum, histogram, pairs or knn")?;
@@ -617,7 +622,7 @@ impl Cx<'_> {
                 Output::Sum
             }
             "histogram" => {
-                self.only_attrs(node, &["kind", "bins", "min", "max", "normalize"])?;
+                self.only_attrs(node, &["kind", "bins", "min", "max", "normalize", "weight"])?;
                 if returns.is_integer() {
                     return Err(self.err(kind_attr.pos, "a histogram needs a function that returns f32 or f64"));
                 }
@@ -628,6 +633,22 @@ impl Cx<'_> {
                         None => Operand::Literal(Value::parse(returns, "0").expect("zero parses")),
                     },
                     max: operand("max", "the upper edge of the last bucket", returns)?,
+                    weight: match self.attr(node, "weight") {
+                        None => None,
+                        Some(a) => {
+                            let name = self.identifier(a)?;
+                            if !defines_function(&function.source, &name) {
+                                return Err(self.err(
+                                    a.pos,
+                                    format!(
+                                        "the snippet `{}` does not define the weight function `{name}`",
+                                        function.file
+                                    ),
+                                ));
+                            }
+                            Some(name)
+                        }
+                    },
                 }
             }
             "pairs" => {

@@ -5,7 +5,7 @@
 //!
 //! Fragment contract (`templates/contribution/*.cu`), after the types, the
 //! snippet and `Value pair_value(const Point&, const Point&)`:
-//! - a totals kind ([`Collect::Totals`]) defines `SLOTS`, `Tally` (what a
+//! - a totals kind ([`Collect::Totals`]: count, sum, histogram, weighted histogram) defines `SLOTS`, `Tally` (what a
 //!   thread accumulates in registers), `Total` (`unsigned long long` for
 //!   counts, `double` for sums, as [`Total`] says), `struct Contribution { int
 //!   slot; Tally amount; }` and `Contribution contribute(a, b)`, slot < 0 when
@@ -24,7 +24,8 @@ pub fn collect(problem: &Problem, params: &Params) -> Collect {
     match &problem.output {
         Output::Count { .. } => Collect::Totals { slots: 1, total: Total::Count },
         Output::Sum => Collect::Totals { slots: 1, total: Total::Sum },
-        Output::Histogram { bins, .. } => Collect::Totals { slots: whole(bins), total: Total::Count },
+        Output::Histogram { bins, weight: None, .. } => Collect::Totals { slots: whole(bins), total: Total::Count },
+        Output::Histogram { bins, weight: Some(_), .. } => Collect::Totals { slots: whole(bins), total: Total::Sum },
         Output::Pairs { .. } => Collect::Pairs,
         Output::Knn { k } => Collect::Knn { k: whole(k) },
     }
@@ -47,11 +48,17 @@ pub fn fragment(problem: &Problem, params: &Params) -> (Template, serde_json::Va
             serde_json::json!({ "threshold": operand_expr(threshold, returns), "compare": compare.c_operator() }),
         ),
         Output::Sum => (Template::ContributionSum, serde_json::json!({})),
-        Output::Histogram { bins, .. } => {
+        Output::Histogram { bins, weight, .. } => {
             let (lo, scale) = histogram_scale(problem, params).expect("a histogram");
+            let template = match weight {
+                None => Template::ContributionHistogram,
+                Some(_) => Template::ContributionWeightedHistogram,
+            };
             (
-                Template::ContributionHistogram,
-                serde_json::json!({ "bins": whole(bins), "lo": lo.c_literal(), "scale": scale.c_literal() }),
+                template,
+                serde_json::json!({
+                    "bins": whole(bins), "lo": lo.c_literal(), "scale": scale.c_literal(), "weight": weight,
+                }),
             )
         }
         Output::Knn { k } => {
@@ -82,7 +89,7 @@ fn worst_value(scalar: Scalar) -> &'static str {
 /// The histogram's lower edge and bucket scale bins / (max - min), computed in
 /// f64 and rounded once to the value type.
 pub fn histogram_scale(problem: &Problem, params: &Params) -> Option<(Value, Value)> {
-    let Output::Histogram { bins, min, max } = &problem.output else {
+    let Output::Histogram { bins, min, max, .. } = &problem.output else {
         return None;
     };
     let returns = problem.function.returns;
@@ -94,7 +101,7 @@ pub fn histogram_scale(problem: &Problem, params: &Params) -> Option<(Value, Val
 
 /// The bucket edges of a histogram output, as the user gave them.
 pub fn histogram_edges(problem: &Problem, params: &Params) -> Vec<f64> {
-    let Output::Histogram { bins, min, max } = &problem.output else { return vec![] };
+    let Output::Histogram { bins, min, max, .. } = &problem.output else { return vec![] };
     let (bins, lo, hi) = (params.eval(bins).as_f64() as usize, params.eval(min).as_f64(), params.eval(max).as_f64());
     (0..=bins).map(|k| lo + (hi - lo) * k as f64 / bins as f64).collect()
 }
@@ -110,9 +117,13 @@ pub fn describe(problem: &Problem, params: &Params) -> String {
             format!("count of pairs with value {} {}", compare.c_operator(), show(threshold))
         }
         Output::Sum => "sum of pair values (f64)".to_owned(),
-        Output::Histogram { bins, min, max } => {
-            format!("histogram of {} buckets over [{}, {})", show(bins), show(min), show(max))
-        }
+        Output::Histogram { bins, min, max, weight } => format!(
+            "histogram of {} buckets over [{}, {}){}",
+            show(bins),
+            show(min),
+            show(max),
+            weight.as_ref().map_or(String::new(), |w| format!(", each pair adding {w}(a, b)"))
+        ),
         Output::Pairs { threshold, compare, .. } => {
             format!("pairs with value {} {}", compare.c_operator(), show(threshold))
         }
