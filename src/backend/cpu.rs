@@ -163,13 +163,8 @@ impl CpuDriver {
         let chunk = (n / (threads * 64)).clamp(1, 4096);
         let chunks = n.div_ceil(chunk);
         let next = AtomicUsize::new(0);
-        let rows_pairs = |lo: usize, hi: usize| -> u64 {
-            match self.visit {
-                Visit::LowerTriangle => (lo..hi).map(|i| (n - 1 - i) as u64).sum(),
-                Visit::AllPairs => ((hi - lo) * (n - 1)) as u64,
-                Visit::Cross => ((hi - lo) * n_b) as u64,
-            }
-        };
+        let rows_pairs =
+            |lo: usize, hi: usize| self.visit.pairs_of_rows(lo as u64, hi as u64, n as u64, n_b as u64) as u64;
         let lib = &*self.lib;
         let collect = self.collect;
 

@@ -82,6 +82,17 @@ impl Visit {
         }
     }
 
+    /// Pairs of rows [lo, hi) of A, among `n_a` points and `n_b` others.
+    pub fn pairs_of_rows(self, lo: u64, hi: u64, n_a: u64, n_b: u64) -> u128 {
+        let rows = (hi - lo) as u128;
+        match self {
+            // Row i meets the n_a - 1 - i rows after it.
+            Visit::LowerTriangle => rows * (2 * n_a as u128 - lo as u128 - hi as u128 - 1) / 2,
+            Visit::AllPairs => rows * (n_a as u128).saturating_sub(1),
+            Visit::Cross => rows * n_b as u128,
+        }
+    }
+
     /// Whether a pair is reported once as (min, max) rather than as (own, other).
     pub fn unordered(self) -> bool {
         self == Visit::LowerTriangle
@@ -183,6 +194,15 @@ pub struct Unit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rows_add_up_to_the_whole() {
+        for visit in [Visit::LowerTriangle, Visit::AllPairs, Visit::Cross] {
+            let by_rows: u128 =
+                [(0, 3), (3, 10), (10, 11)].iter().map(|&(lo, hi)| visit.pairs_of_rows(lo, hi, 11, 7)).sum();
+            assert_eq!(by_rows, visit.pairs(11, 7), "{visit:?}");
+        }
+    }
 
     #[test]
     fn units_cover_every_pair_once() {
