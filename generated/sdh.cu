@@ -90,10 +90,16 @@ struct Here {
 // bucket = floor((v - LO) * SCALE) in Value arithmetic, SCALE = bins / (max - min)
 // rounded once on the host; values outside [min, max) and NaN fall in no bucket.
 [[maybe_unused]] constexpr unsigned SLOTS = static_cast<unsigned>(params::bins);
-typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per launch
-typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 constexpr Value LO = 0.0f;
 constexpr Value SCALE = 288.67514f;
+
+__device__ __forceinline__ int bucket_of(Value v) {
+  const Value x = (v - LO) * SCALE;
+  return (x >= Value(0) && x < Value(SLOTS)) ? static_cast<int>(x) : -1;
+}
+
+typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per launch
+typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 
 struct Contribution {
   int slot;  // < 0: the pair adds nothing
@@ -101,8 +107,7 @@ struct Contribution {
 };
 
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
-  const Value x = (pair_value(twobs_a, twobs_b) - LO) * SCALE;
-  return {(x >= Value(0) && x < Value(SLOTS)) ? static_cast<int>(x) : -1, 1u};
+  return {bucket_of(pair_value(twobs_a, twobs_b)), 1u};
 }
 
 // ------------------------------------------------------------------ input stage: register_roc

@@ -122,22 +122,6 @@ impl InputCache {
     }
 }
 
-impl std::fmt::Display for InputCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for InputCache {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        InputCache::ALL.iter().copied().find(|v| v.name() == s).ok_or_else(|| {
-            let names: Vec<&str> = InputCache::ALL.iter().map(|v| v.name()).collect();
-            format!("unknown input cache `{s}`; expected one of: {}", names.join(", "))
-        })
-    }
-}
-
 /// The kernel parameters that bring the points in: the component arrays and
 /// the size of A's block, the same for the other set's block when the kernel
 /// is between two sets, and where both blocks start in the whole input

@@ -110,6 +110,30 @@ impl KernelArgs<'_> {
     }
 }
 
+/// `FromStr` and `Display` by the names of `ALL` and `name()`: the names a
+/// plan shows and `--input-cache`, `--output` take.
+macro_rules! named {
+    ($t:ty, $what:literal) => {
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl std::str::FromStr for $t {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                <$t>::ALL.iter().copied().find(|v| v.name() == s).ok_or_else(|| {
+                    let names: Vec<&str> = <$t>::ALL.iter().map(|v| v.name()).collect();
+                    format!("unknown {} `{s}`; expected one of: {}", $what, names.join(", "))
+                })
+            }
+        }
+    };
+}
+named!(input::InputCache, "input cache");
+named!(output::OutputChoice, "output stage");
+
 /// Every template, named by the family that owns it; the enum, not a string,
 /// picks the code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +142,7 @@ pub enum Template {
     Probe,
     Types,
     ContributionCount,
+    ContributionBucket,
     ContributionHistogram,
     ContributionWeightedHistogram,
     ContributionSum,
@@ -175,6 +200,7 @@ templates! {
     Probe => "probe.cu",
     Types => "common/types.cu",
     ContributionCount => "contribution/count.cu",
+    ContributionBucket => "contribution/bucket.cu",
     ContributionHistogram => "contribution/histogram.cu",
     ContributionWeightedHistogram => "contribution/weighted_histogram.cu",
     ContributionSum => "contribution/sum.cu",

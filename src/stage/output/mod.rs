@@ -25,8 +25,6 @@ pub mod dob;
 pub mod topk;
 pub mod totals;
 
-use std::fmt;
-
 use serde::Serialize;
 
 use super::{KernelParam, PushArg, Template};
@@ -211,22 +209,6 @@ impl OutputChoice {
             }
             _ => (256, "a tile of 256 points amortizes each barrier without large per-block output state".into()),
         }
-    }
-}
-
-impl fmt::Display for OutputChoice {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for OutputChoice {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        OutputChoice::ALL.iter().copied().find(|v| v.name() == s).ok_or_else(|| {
-            let names: Vec<&str> = OutputChoice::ALL.iter().map(|v| v.name()).collect();
-            format!("unknown output stage `{s}`; expected one of: {}", names.join(", "))
-        })
     }
 }
 
