@@ -54,6 +54,9 @@ enum Command {
         /// Also compile the kernel with NVRTC and report its registers and spills.
         #[arg(long)]
         check: bool,
+        /// With --check: write NVRTC's CUBIN to FILE (for nvdisasm or cuobjdump).
+        #[arg(long, value_name = "FILE", requires = "check")]
+        cubin: Option<PathBuf>,
     },
     /// Compute a problem on data: exact results on the GPU or the CPU.
     Run(RunArgs),
@@ -358,7 +361,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 print!("{}", p.plan);
             }
         }
-        Command::Gen { target, out_dir, check } => {
+        Command::Gen { target, out_dir, check, cubin } => {
             let p = target.plan()?;
             let cmd = target.command_line(&p.problem, &p.device);
             let kernel = codegen::render(&p.problem, &p.params, &p.plan, &p.device, &cmd);
@@ -385,6 +388,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 );
                 if std::env::var_os("TWOBS_SHOW_LOG").is_some() {
                     eprintln!("{}", compiled.log);
+                }
+                if let Some(path) = cubin {
+                    if path.exists() {
+                        anyhow::bail!("{} exists; twobs does not overwrite a file it did not write", path.display());
+                    }
+                    std::fs::write(&path, &compiled.cubin).with_context(|| format!("cannot write {}", path.display()))?;
+                    eprintln!("wrote {}", path.display());
                 }
             }
         }
