@@ -16,14 +16,14 @@
 //   resources                     grid 1954 blocks; 6144 B shared per block (6144 B tile + 0 B output); ~32 registers per thread (estimate)
 //   occupancy                     4 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
 //
-//   copy model (eq. 1-5): H_S = 1 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 3201
+//   copy model (eq. 1-5): H_S = 1 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 6401
 //     copies   k  shared/block  blocks/SM  threads/SM  rounds R  L(k)/C_L     R x L
-//          1  32          6152          4        2048         4    1.916       7.7
-//          2  16          6160          4        2048         4    1.436       5.7
-//          4   8          6176          4        2048         4    1.196       4.8
-//          8   4          6208          4        2048         4    1.076       4.3
-//         16   2          6272          4        2048         4    1.019       4.1
-//         32   1          6400          4        2048         4    1.000       4.0  <- least
+//          1  32          6148          4        2048         4    1.916       7.7
+//          2  16          6152          4        2048         4    1.436       5.7
+//          4   8          6160          4        2048         4    1.196       4.8
+//          8   4          6176          4        2048         4    1.076       4.3
+//         16   2          6208          4        2048         4    1.019       4.1
+//         32   1          6272          4        2048         4    1.000       4.0  <- least
 //
 // Launch: 1954 blocks of 512 threads, 6144 B dynamic shared memory.
 // Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90

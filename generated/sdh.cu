@@ -9,22 +9,23 @@
 // plan for sdh on h100: 1000000 points, 499999500000 pairs (lower_triangle)
 //   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
 //   output class  TypeII          output 4000 B: above alpha = 16 B, within beta = 232448 B of shared memory per block
-//   output        op              output of 500 elements >= gamma = 423: one private copy per block (OP) costs least
+//   output        aop             output of 500 elements < gamma = 845: 2 copies per block by lane id (AOP) cost least
 //   input_cache   register_roc    Type-II: the tiles of 32 resident blocks (32 x 64 x 12 B = 24576 B) fit the read-only cache (28672 B), leaving shared memory to the output
 //   block_size    64              the smallest block that still fills a multiprocessor (2048 threads / 32 blocks): the most blocks, so the most private output copies, per multiprocessor
-//   copies        1               least R x L in the copy model below
+//   copies        2               least R x L in the copy model below
+//   counter       unsigned        32-bit counters, native shared atomics: a copy counts at most 64 threads x 1000000 partners = 64000000 < 2^32 pairs
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
 //   resources                     grid 15625 blocks; 4000 B shared per block (0 B tile + 4000 B output); ~32 registers per thread (estimate)
 //   occupancy                     32 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
 //
-//   copy model (eq. 1-5): H_S = 500 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 423
+//   copy model (eq. 1-5): H_S = 500 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 845
 //     copies   k  shared/block  blocks/SM  threads/SM  rounds R  L(k)/C_L     R x L
-//          1  32          4000         32        2048         4    1.044       4.2  <- least
-//          2  16          8000         25        1600         5    1.008       5.0
-//          4   8         16000         13         832        10    1.002      10.0
-//          8   4         32000          7         448        17    1.000      17.0
-//         16   2         64000          3         192        40    1.000      40.0
-//         32   1        128000          1          64       119    1.000     119.0
+//          1  32          2000         32        2048         4    1.044       4.2
+//          2  16          4000         32        2048         4    1.008       4.0  <- least
+//          4   8          8000         25        1600         5    1.002       5.0
+//          8   4         16000         13         832        10    1.000      10.0
+//         16   2         32000          7         448        17    1.000      17.0
+//         32   1         64000          3         192        40    1.000      40.0
 //
 // Launch: 15625 blocks of 64 threads, 4000 B dynamic shared memory.
 // Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
@@ -48,7 +49,7 @@ __device__ float distance(float3 a, float3 b) {
   const float dz = a.z - b.z;
   return sqrtf(dx * dx + dy * dy + dz * dz);
 }
-#line 52 "sdh.cu"
+#line 53 "sdh.cu"
 __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
   return distance(twobs_a, twobs_b);
 }
@@ -160,20 +161,22 @@ struct Tiles {
   }
 };
 
-// ------------------------------------------------------------------ output stage: op
+// ------------------------------------------------------------------ output stage: aop2
 // Output privatization in shared memory: COPIES private copies of the totals
 // per block; lane l updates copy l % COPIES, so only lanes that share a copy
-// can collide (AOP, section 3.3.2; COPIES = 1 is plain OP). The copies are
-// summed into the global totals once per block.
-constexpr unsigned COPIES = 1;
+// can collide (AOP, section 3.3.2; COPIES = 1 is plain OP). Copy c of slot s
+// is word s * COPIES + c: with 32 copies the lanes of a warp hit 32 different
+// banks. The copies are summed into the global totals once per block.
+constexpr unsigned COPIES = 2;
+typedef unsigned Counter;  // what a copy counts in
 
 struct Output {
   Total* out;
-  Total* copies;
+  Counter* copies;
 
   __device__ __forceinline__ Output(Total* totals, const Here& here)
-      : out(totals), copies(reinterpret_cast<Total*>(here.output_smem)) {
-    for (unsigned k = threadIdx.x; k < COPIES * SLOTS; k += B) copies[k] = Total(0);
+      : out(totals), copies(reinterpret_cast<Counter*>(here.output_smem)) {
+    for (unsigned k = threadIdx.x; k < COPIES * SLOTS; k += B) copies[k] = Counter(0);
     __syncthreads();
   }
   __device__ __forceinline__ unsigned first_step() const { return 0; }
@@ -182,7 +185,7 @@ struct Output {
   __device__ __forceinline__ void add(unsigned, const Point& own, unsigned, const Point& q, bool valid) {
     const Contribution c = contribute(own, q);
     const int slot = valid ? c.slot : -1;
-    if (slot >= 0) atomicAdd(copies + (threadIdx.x & (COPIES - 1)) * SLOTS + slot, static_cast<Total>(c.amount));
+    if (slot >= 0) atomicAdd(copies + slot * COPIES + (threadIdx.x & (COPIES - 1)), static_cast<Counter>(c.amount));
   }
 
   __device__ __forceinline__ bool end_step(unsigned) { return false; }
@@ -192,7 +195,7 @@ struct Output {
     for (unsigned k = threadIdx.x; k < SLOTS; k += B) {
       Total total = Total(0);
 #pragma unroll
-      for (unsigned c = 0; c < COPIES; ++c) total += copies[c * SLOTS + k];
+      for (unsigned c = 0; c < COPIES; ++c) total += copies[k * COPIES + c];
       if (total != Total(0)) atomicAdd(out + k, total);
     }
   }

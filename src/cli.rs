@@ -393,7 +393,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     if path.exists() {
                         anyhow::bail!("{} exists; twobs does not overwrite a file it did not write", path.display());
                     }
-                    std::fs::write(&path, &compiled.cubin).with_context(|| format!("cannot write {}", path.display()))?;
+                    std::fs::write(&path, &compiled.cubin)
+                        .with_context(|| format!("cannot write {}", path.display()))?;
                     eprintln!("wrote {}", path.display());
                 }
             }

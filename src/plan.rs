@@ -15,7 +15,7 @@ use crate::spec::{Params, Problem, Sets};
 use crate::stage::KernelParam;
 use crate::stage::contribution;
 use crate::stage::input::{self, InputCache};
-use crate::stage::output::totals::{CopyModel, Store};
+use crate::stage::output::totals::{CopyModel, Counter, Store};
 use crate::stage::output::{Collect, OutputChoice, OutputClass, OutputStage, dob};
 use crate::stage::visit::{Diagonal, Visit};
 
@@ -98,6 +98,7 @@ pub enum Choice {
     InputCache,
     BlockSize,
     Copies,
+    Counter,
     Diagonal,
 }
 
@@ -110,6 +111,7 @@ impl Choice {
             Choice::InputCache => "input_cache",
             Choice::BlockSize => "block_size",
             Choice::Copies => "copies",
+            Choice::Counter => "counter",
             Choice::Diagonal => "diagonal",
         }
     }
@@ -189,8 +191,8 @@ fn registers_estimate(problem: &Problem, output: OutputStage) -> u32 {
     (22 + 2 * words + output.registers(problem.function.returns)).next_multiple_of(8).clamp(32, 255)
 }
 
-/// The output stage named `choice` for `collect`, with `copies` shared copies.
-fn stage(choice: OutputChoice, collect: Collect, copies: u32) -> OutputStage {
+/// The output stage named `choice` for `collect`, with `copies` shared copies of `counter`s.
+fn stage(choice: OutputChoice, collect: Collect, copies: u32, counter: Counter) -> OutputStage {
     match (choice, collect) {
         (OutputChoice::Dob, _) => OutputStage::Dob { page_pairs: dob::PAGE_PAIRS },
         (OutputChoice::Topk, Collect::Knn { k }) => OutputStage::TopK { k },
@@ -198,7 +200,7 @@ fn stage(choice: OutputChoice, collect: Collect, copies: u32) -> OutputStage {
             let store = match choice {
                 OutputChoice::Register => Store::Registers,
                 OutputChoice::Global => Store::Global,
-                _ => Store::Shared { copies },
+                _ => Store::Shared { copies, counter },
             };
             OutputStage::Totals { slots, total, store }
         }
@@ -292,7 +294,7 @@ impl Plan {
         };
         let grid = query_points.div_ceil(block_size as u64).max(1);
         let total_threads = grid * block_size as u64;
-        let registers = registers_estimate(problem, stage(choice, shape.collect, 1));
+        let registers = registers_estimate(problem, stage(choice, shape.collect, 1, Counter::Total));
         let element = &problem.input.element;
 
         let (input_cache, input_why) = match forced.input_cache {
@@ -301,11 +303,17 @@ impl Plan {
         };
         let tile_bytes = input_cache.tile_bytes(block_size, element);
 
+        // Shared copies count in 32 bits where no copy can overflow them.
+        let partners = points.b.unwrap_or(points.a);
+        let counter = match shape.collect {
+            Collect::Totals { total, .. } => Counter::choose(total, block_size, partners),
+            _ => (Counter::Total, String::new()),
+        };
         // The copy model (section 3.3.2) is shown for every output that can be
         // privatized, so that forced choices can be judged against it.
         let copy_model = match shape.collect {
             Collect::Totals { slots, .. } => {
-                CopyModel::new(dev, slots, tile_bytes, block_size, registers, total_threads)
+                CopyModel::new(dev, slots, counter.0.bytes(), tile_bytes, block_size, registers, total_threads)
             }
             _ => None,
         };
@@ -332,7 +340,7 @@ impl Plan {
                 output_why = m.why(copies);
             }
         }
-        let output = stage(choice, shape.collect, copies);
+        let output = stage(choice, shape.collect, copies, counter.0);
 
         let output_shared_bytes = output.shared_bytes();
         let shared_bytes = tile_bytes + output_shared_bytes;
@@ -359,7 +367,7 @@ impl Plan {
         decisions.push(Decision { what: Choice::Output, choice: choice.name().into(), why: output_why });
         decisions.push(Decision { what: Choice::InputCache, choice: input_cache.name().into(), why: input_why });
         decisions.push(Decision { what: Choice::BlockSize, choice: block_size.to_string(), why: block_why });
-        if let OutputStage::Totals { store: Store::Shared { copies }, .. } = output {
+        if let OutputStage::Totals { store: Store::Shared { copies, counter: c }, .. } = output {
             decisions.push(Decision {
                 what: Choice::Copies,
                 choice: copies.to_string(),
@@ -369,6 +377,7 @@ impl Plan {
                     "least R x L in the copy model below".into()
                 },
             });
+            decisions.push(Decision { what: Choice::Counter, choice: c.c_type().into(), why: counter.1 });
         }
         let diagonal = shape.visit.diagonal(input_cache.random_access());
         if let Some(d) = diagonal {
@@ -428,7 +437,7 @@ impl Plan {
                 self.launch.block_size, planned.launch.block_size
             ));
         }
-        if let (Some(model), OutputStage::Totals { store: Store::Shared { copies }, .. }) =
+        if let (Some(model), OutputStage::Totals { store: Store::Shared { copies, .. }, .. }) =
             (&self.copy_model, self.output)
         {
             if let (Some(mine), Some(best)) = (model.cost(copies), model.cost(model.best)) {

@@ -242,7 +242,9 @@ impl OutputStage {
     /// A short name: `aop32`, `op`, `dob`.
     pub fn label(self) -> String {
         match self {
-            OutputStage::Totals { store: totals::Store::Shared { copies }, .. } if copies > 1 => format!("aop{copies}"),
+            OutputStage::Totals { store: totals::Store::Shared { copies, .. }, .. } if copies > 1 => {
+                format!("aop{copies}")
+            }
             other => other.choice().name().to_owned(),
         }
     }

@@ -30,7 +30,7 @@ pub enum Store {
     Registers,
     /// `copies` private copies per block in shared memory (OP for one, AOP for
     /// more), lane l updating copy l % copies; summed into global memory once per block.
-    Shared { copies: u32 },
+    Shared { copies: u32, counter: Counter },
     /// Atomics straight into the totals in global memory.
     Global,
 }
@@ -39,7 +39,7 @@ impl Store {
     pub fn choice(self) -> OutputChoice {
         match self {
             Store::Registers => OutputChoice::Register,
-            Store::Shared { copies: 1 } => OutputChoice::Op,
+            Store::Shared { copies: 1, .. } => OutputChoice::Op,
             Store::Shared { .. } => OutputChoice::Aop,
             Store::Global => OutputChoice::Global,
         }
@@ -47,7 +47,7 @@ impl Store {
 
     pub fn shared_bytes(self, slots: u32) -> u32 {
         match self {
-            Store::Shared { copies } => copies * slots * SLOT_BYTES,
+            Store::Shared { copies, counter } => copies * slots * counter.bytes(),
             _ => 0,
         }
     }
@@ -55,8 +55,59 @@ impl Store {
     pub fn fragment(self) -> (Template, serde_json::Value) {
         match self {
             Store::Registers => (Template::OutputRegister, serde_json::json!({})),
-            Store::Shared { copies } => (Template::OutputShared, serde_json::json!({ "copies": copies })),
+            Store::Shared { copies, counter } => {
+                (Template::OutputShared, serde_json::json!({ "copies": copies, "counter": counter.c_type() }))
+            }
             Store::Global => (Template::OutputGlobal, serde_json::json!({})),
+        }
+    }
+}
+
+/// The element of the private copies in shared memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Counter {
+    /// 32-bit counts: one native shared-memory atomic per pair (a 64-bit add is
+    /// a compare-and-swap loop on Hopper). Chosen only where no copy can reach 2^32.
+    U32,
+    /// The output's own `Total` (64-bit counts, f64 sums).
+    Total,
+}
+
+impl Counter {
+    /// The planning rule: 32-bit counters when even one copy shared by all
+    /// `block_size` threads, each meeting at most `partners` points in a
+    /// launch, stays below 2^32.
+    pub fn choose(total: Total, block_size: u32, partners: u64) -> (Counter, String) {
+        let most = block_size as u128 * partners as u128;
+        match total {
+            Total::Sum => (Counter::Total, "sums are added in f64".into()),
+            Total::Count if most < 1 << 32 => (
+                Counter::U32,
+                format!(
+                    "32-bit counters, native shared atomics: a copy counts at most {block_size} threads x {partners} partners = {most} < 2^32 pairs"
+                ),
+            ),
+            Total::Count => (
+                Counter::Total,
+                format!(
+                    "64-bit counters: {block_size} threads x {partners} partners = {most} pairs could overflow 32 bits"
+                ),
+            ),
+        }
+    }
+
+    pub fn bytes(self) -> u32 {
+        match self {
+            Counter::U32 => 4,
+            Counter::Total => SLOT_BYTES,
+        }
+    }
+
+    pub fn c_type(self) -> &'static str {
+        match self {
+            Counter::U32 => "unsigned",
+            Counter::Total => "Total",
         }
     }
 }
@@ -89,23 +140,24 @@ pub struct CopyModel {
 }
 
 impl CopyModel {
-    /// The model for `slots` slots beside `tile_bytes` of input tile, or None
-    /// when even one copy would not fit a block's shared memory.
+    /// The model for `slots` slots of `bytes_per_slot` beside `tile_bytes` of
+    /// input tile, or None when even one copy would not fit a block's shared memory.
     pub fn new(
         dev: &Device,
         slots: u32,
+        bytes_per_slot: u32,
         tile_bytes: u32,
         block_size: u32,
         registers: u32,
         total_threads: u64,
     ) -> Option<CopyModel> {
         let beta = dev.shared_per_block_optin;
-        if slots as u64 * SLOT_BYTES as u64 > beta as u64 {
+        if slots as u64 * bytes_per_slot as u64 > beta as u64 {
             return None;
         }
         let problem = |slots: u32| CopyProblem {
             slots,
-            bytes_per_slot: SLOT_BYTES,
+            bytes_per_slot,
             other_shared_bytes: tile_bytes,
             block_size,
             registers_per_thread: registers,
@@ -113,7 +165,7 @@ impl CopyModel {
         };
         let rows = model::copy_table(dev, problem(slots), dev.model);
         let best = model::best_copies(&rows).map_or(1, |r| r.copies);
-        let gamma = (1..=beta / SLOT_BYTES).find(|&s| {
+        let gamma = (1..=beta / bytes_per_slot).find(|&s| {
             let rows = model::copy_table(dev, problem(s), dev.model);
             model::best_copies(&rows).is_some_and(|r| r.copies == 1)
         });
