@@ -12,20 +12,21 @@
 //   output        register        Type-I: accumulate in registers, reduce once per block
 //   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
 //   block_size    512             each shared tile feeds 512 threads, the paper's choice for Type-I (section 5.2)
+//   points/thread 4               each tile point serves 4 pairs: 489 blocks still give the 132 multiprocessors two each, ~40 registers
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
-//   resources                     grid 1954 blocks; 6144 B shared per block (6144 B tile + 0 B output); ~32 registers per thread (estimate)
-//   occupancy                     4 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
+//   resources                     grid 489 blocks; 6144 B shared per block (6144 B tile + 0 B output); ~40 registers per thread (estimate)
+//   occupancy                     3 blocks = 1536 threads per multiprocessor (limited by Registers); R = 2 rounds
 //
-//   copy model (eq. 1-5): H_S = 1 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 3201
+//   copy model (eq. 1-5): H_S = 1 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 6849
 //     copies   k  shared/block  blocks/SM  threads/SM  rounds R  L(k)/C_L     R x L
-//          1  32          6152          4        2048         4    1.916       7.7
-//          2  16          6160          4        2048         4    1.436       5.7
-//          4   8          6176          4        2048         4    1.196       4.8
-//          8   4          6208          4        2048         4    1.076       4.3
-//         16   2          6272          4        2048         4    1.019       4.1
-//         32   1          6400          4        2048         4    1.000       4.0  <- least
+//          1  32          6152          3        1536         2    1.916       3.8
+//          2  16          6160          3        1536         2    1.436       2.9
+//          4   8          6176          3        1536         2    1.196       2.4
+//          8   4          6208          3        1536         2    1.076       2.2
+//         16   2          6272          3        1536         2    1.019       2.0
+//         32   1          6400          3        1536         2    1.000       2.0  <- least
 //
-// Launch: 1954 blocks of 512 threads, 6144 B dynamic shared memory.
+// Launch: 489 blocks of 512 threads, 6144 B dynamic shared memory.
 // Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
 // Regenerate: twobs gen problems/kde.xml --device h100
 // ------------------------------------------------------------------ types
@@ -47,12 +48,13 @@ __device__ float gaussian(float3 a, float3 b) {
   const float d2 = dx * dx + dy * dy + dz * dz;
   return expf(-d2 * (0.5f / (params::h * params::h)));
 }
-#line 51 "kde.cu"
+#line 52 "kde.cu"
 __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
   return gaussian(twobs_a, twobs_b);
 }
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 512;  // threads per block = points per tile
+constexpr unsigned R = 4;  // own points per thread: each tile point serves R pairs
 [[maybe_unused]] constexpr unsigned TILE_BYTES = 6144;  // the input tile's shared memory; the output's follows
 [[maybe_unused]] constexpr bool UNORDERED_PAIRS = true;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
@@ -76,13 +78,17 @@ __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
   return p;
 }
 
-// What the output stage learns about its thread.
+// What the output stage learns about its thread. Own point r of the thread
+// is A's point i0 + r * B (so that the block's loads of them coalesce).
 struct Here {
-  unsigned i;                // the own point's index in set A's block
-  bool own_valid;            // i < a.n
+  unsigned i0;               // the thread's first own point in set A's block
+  unsigned n_a;              // points in A's block: own points at or past it are padding
   unsigned a_offset;         // whole-input index of A's first point
   unsigned other_offset;     // likewise for the other set
   unsigned char* output_smem;  // the output's shared memory, after the input tile
+
+  __device__ __forceinline__ unsigned own(unsigned r) const { return i0 + r * B; }
+  __device__ __forceinline__ bool valid(unsigned r) const { return own(r) < n_a; }
 };
 
 // ------------------------------------------------------------------ what a pair contributes: sum
@@ -173,7 +179,7 @@ struct Output {
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-  __device__ __forceinline__ void add(unsigned, const Point& own, unsigned, const Point& q, bool valid) {
+  __device__ __forceinline__ void add(unsigned, unsigned, const Point& own, unsigned, const Point& q, bool valid) {
     const Contribution c = contribute(own, q);
     const int slot = valid ? c.slot : -1;
 #pragma unroll
@@ -191,6 +197,20 @@ struct Output {
   }
 };
 
+// Offers the pairs of a thread's own points with tile point (j, q);
+// valid(r) says whether own point r's pair is in the visit.
+struct Offer {
+  Output& out;
+  const Here& here;
+  const Point (&own)[R];
+
+  template <class Valid>
+  __device__ __forceinline__ void operator()(unsigned j, const Point& q, const Valid& valid) const {
+#pragma unroll
+    for (unsigned r = 0; r < R; ++r) out.add(r, here.own(r), own[r], j, q, valid(r));
+  }
+};
+
 // ------------------------------------------------------------------ kernel: lower_triangle
 extern "C" __global__ void __launch_bounds__(B) twobs_kde(
     const float* a_x,
@@ -202,40 +222,66 @@ extern "C" __global__ void __launch_bounds__(B) twobs_kde(
     Total* totals) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Set a = { a_x, a_y, a_z, n_a };
-  const Set& other = a;
+  [[maybe_unused]] const Set& other = a;
   const unsigned t = threadIdx.x;
   const unsigned block = blockIdx.x;
-  const unsigned i = block * B + t;
-  const bool own_valid = i < a.n;
-  const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
-  const Here here = {i, own_valid, a_offset, other_offset, smem + TILE_BYTES};
+  const unsigned first = block * B * R;  // the block's first own point
+  const Here here = {first + t, a.n, a_offset, other_offset, smem + TILE_BYTES};
+  Point own[R];
+#pragma unroll
+  for (unsigned r = 0; r < R; ++r) own[r] = load_point(a, here.own(r));  // padding rows are loaded, never counted
+  // Interior blocks own no padding: their full tiles skip every validity test.
+  const bool all_own_valid = first + B * R <= a.n;
   Output out(totals, here);
   Tiles tiles(smem);
-  // Circulant tile pairing: block b meets tiles b+1 .. b+M/2 (mod M), so every
-  // unordered pair of tiles is visited once and every block does the same work;
-  // the last step pairs the block's own points with each other.
-  const unsigned tiles_total = (other.n + B - 1) / B;
-  const unsigned offdiag = (tiles_total - 1) / 2 + ((tiles_total % 2 == 0 && block < tiles_total / 2) ? 1 : 0);
+  const Offer offer{out, here, own};
+  [[maybe_unused]] const auto always = [](unsigned) { return true; };
+  [[maybe_unused]] const auto own_valid = [&](unsigned r) { return here.valid(r); };
+  // Circulant pairing of spans of B x R points: block b meets the spans
+  // b+1 .. b+M/2 (mod M), so every unordered pair of spans is visited once and
+  // every block does the same work; the last step pairs the block's own points
+  // with each other. A step loads the span's R tiles in turn.
+  const unsigned span = B * R;
+  const unsigned spans = (a.n + span - 1) / span;
+  const unsigned offdiag = (spans - 1) / 2 + ((spans % 2 == 0 && block < spans / 2) ? 1 : 0);
   const unsigned steps = offdiag + 1;
   for (unsigned s = out.first_step(); s < steps; ++s) {
     out.begin_step(s);
-    if (s < offdiag) {
-      const unsigned tile = (block + 1 + s) % tiles_total;
-      tiles.load(other, tile * B);
-      tiles.for_each(umin(B, other.n - tile * B), [&](unsigned jl, const Point& q) {
-        out.add(i, own, tile * B + jl, q, own_valid);
-      });
-    } else {
-      tiles.load(a, block * B);
-      const unsigned len = umin(B, a.n - block * B);
-      // Load-balanced pairing (section 3.4.1): thread t meets (t + d) % B for d = 1..B/2;
-      // at d = B/2 only the lower half, so each pair is met once.
-      for (unsigned d = 1; d <= B / 2; ++d) {
-        const unsigned jl = (t + d) & (B - 1);
-        const bool valid = own_valid && jl < len && (d < B / 2 || t < B / 2);
-        out.add(i, own, block * B + jl, tiles.at(jl), valid);
-      }
+    const bool diagonal = s == offdiag;
+    const unsigned partner = diagonal ? block : (block + 1 + s) % spans;
+#pragma unroll 1
+    for (unsigned u = 0; u < R; ++u) {  // not unrolled: own[] is indexed by the unrolled r only
+      const unsigned start = partner * span + u * B;
+      if (start >= a.n) break;  // the same in every thread
+      tiles.load(a, start);
+      const unsigned len = umin(B, a.n - start);
+      if (!diagonal) {
+        if (all_own_valid && len == B) {
+          tiles.for_each(B, [&](unsigned jl, const Point& q) { offer(start + jl, q, always); });
+        } else {
+          tiles.for_each(len, [&](unsigned jl, const Point& q) { offer(start + jl, q, own_valid); });
+        }
+      } else {
+        // Own rows before u meet the whole tile, row u meets it by the diagonal
+        // pattern, rows after u come later (the pair is met from their side).
+        if (u > 0) {
+          tiles.for_each(len, [&](unsigned jl, const Point& q) {
+            offer(start + jl, q, [&](unsigned r) { return r < u && here.valid(r); });
+          });
+        }
+        // Load-balanced pairing (section 3.4.1): thread t meets (t + d) % B for
+        // d = 1..B/2; at d = B/2 only the lower half, so each pair is met once.
+#pragma unroll
+        for (unsigned r = 0; r < R; ++r) {
+          if (r != u) continue;
+          for (unsigned d = 1; d <= B / 2; ++d) {
+            const unsigned jl = (t + d) & (B - 1);
+            const bool valid = here.valid(r) && jl < len && (d < B / 2 || t < B / 2);
+            out.add(r, here.own(r), own[r], start + jl, tiles.at(jl), valid);
+          }
+        }
 
+      }
     }
     if (out.end_step(s)) return;  // output full: this block resumes at step s
   }

@@ -12,10 +12,11 @@
 //   output        topk            per query: the K best so far in registers, written once
 //   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
 //   block_size    256             a tile of 256 points amortizes each barrier without large per-block output state
-//   resources                     grid 3907 blocks; 3072 B shared per block (3072 B tile + 0 B output); ~48 registers per thread (estimate)
-//   occupancy                     5 blocks = 1280 threads per multiprocessor (limited by Registers); R = 6 rounds
+//   points/thread 2               each tile point serves 2 pairs: 1954 blocks still give the 132 multiprocessors two each, ~64 registers
+//   resources                     grid 1954 blocks; 3072 B shared per block (3072 B tile + 0 B output); ~64 registers per thread (estimate)
+//   occupancy                     4 blocks = 1024 threads per multiprocessor (limited by Registers); R = 4 rounds
 //
-// Launch: 3907 blocks of 256 threads, 3072 B dynamic shared memory.
+// Launch: 1954 blocks of 256 threads, 3072 B dynamic shared memory.
 // Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
 // Regenerate: twobs gen problems/knn.xml --device h100
 // ------------------------------------------------------------------ types
@@ -36,12 +37,13 @@ __device__ float distance(float3 a, float3 b) {
   const float dz = a.z - b.z;
   return sqrtf(dx * dx + dy * dy + dz * dz);
 }
-#line 40 "knn.cu"
+#line 41 "knn.cu"
 __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
   return distance(twobs_a, twobs_b);
 }
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 256;  // threads per block = points per tile
+constexpr unsigned R = 2;  // own points per thread: each tile point serves R pairs
 [[maybe_unused]] constexpr unsigned TILE_BYTES = 3072;  // the input tile's shared memory; the output's follows
 [[maybe_unused]] constexpr bool UNORDERED_PAIRS = false;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
@@ -65,13 +67,17 @@ __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
   return p;
 }
 
-// What the output stage learns about its thread.
+// What the output stage learns about its thread. Own point r of the thread
+// is A's point i0 + r * B (so that the block's loads of them coalesce).
 struct Here {
-  unsigned i;                // the own point's index in set A's block
-  bool own_valid;            // i < a.n
+  unsigned i0;               // the thread's first own point in set A's block
+  unsigned n_a;              // points in A's block: own points at or past it are padding
   unsigned a_offset;         // whole-input index of A's first point
   unsigned other_offset;     // likewise for the other set
   unsigned char* output_smem;  // the output's shared memory, after the input tile
+
+  __device__ __forceinline__ unsigned own(unsigned r) const { return i0 + r * B; }
+  __device__ __forceinline__ bool valid(unsigned r) const { return own(r) < n_a; }
 };
 
 // ------------------------------------------------------------------ what a pair contributes: knn
@@ -158,43 +164,63 @@ struct Tiles {
 };
 
 // ------------------------------------------------------------------ output stage: topk
-// Per-query top-K: each query thread keeps its K best (value, index) pairs in
-// registers (K is a compile-time constant, so the arrays stay in registers
-// while they fit). It starts from the lists already in the output, so that
-// launches over further blocks of points refine them, and writes them back once.
+// Per-query top-K: each query thread keeps the K best (value, index) pairs of
+// each of its R own points in registers (K and R are compile-time constants,
+// so the arrays stay in registers while they fit). It starts from the lists
+// already in the output, so that launches over further blocks of points refine
+// them, and writes them back once.
 struct Output {
   Value* out_value;
   unsigned* out_index;
   unsigned other_offset;
-  TopK top;
+  TopK top[R];
 
   __device__ __forceinline__ Output(Value* values, unsigned* indices, const Here& here)
       : out_value(values), out_index(indices), other_offset(here.other_offset) {
-    if (here.own_valid) {
+#pragma unroll
+    for (unsigned r = 0; r < R; ++r) {
+      if (!here.valid(r)) continue;
 #pragma unroll
       for (unsigned k = 0; k < K; ++k) {
-        top.best[k] = out_value[static_cast<size_t>(here.i) * K + k];
-        top.index[k] = out_index[static_cast<size_t>(here.i) * K + k];
+        top[r].best[k] = out_value[static_cast<size_t>(here.own(r)) * K + k];
+        top[r].index[k] = out_index[static_cast<size_t>(here.own(r)) * K + k];
       }
     }
   }
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-  __device__ __forceinline__ void add(unsigned, const Point& own, unsigned j, const Point& q, bool valid) {
+  __device__ __forceinline__ void add(unsigned r, unsigned, const Point& own, unsigned j, const Point& q, bool valid) {
     const Value v = pair_value(own, q);
-    if (valid) top.offer(v, other_offset + j);
+    if (valid) top[r].offer(v, other_offset + j);
   }
 
   __device__ __forceinline__ bool end_step(unsigned) { return false; }
 
   __device__ __forceinline__ void finish(const Here& here) {
-    if (!here.own_valid) return;
 #pragma unroll
-    for (unsigned k = 0; k < K; ++k) {
-      out_value[static_cast<size_t>(here.i) * K + k] = top.best[k];
-      out_index[static_cast<size_t>(here.i) * K + k] = top.index[k];
+    for (unsigned r = 0; r < R; ++r) {
+      if (!here.valid(r)) continue;
+#pragma unroll
+      for (unsigned k = 0; k < K; ++k) {
+        out_value[static_cast<size_t>(here.own(r)) * K + k] = top[r].best[k];
+        out_index[static_cast<size_t>(here.own(r)) * K + k] = top[r].index[k];
+      }
     }
+  }
+};
+
+// Offers the pairs of a thread's own points with tile point (j, q);
+// valid(r) says whether own point r's pair is in the visit.
+struct Offer {
+  Output& out;
+  const Here& here;
+  const Point (&own)[R];
+
+  template <class Valid>
+  __device__ __forceinline__ void operator()(unsigned j, const Point& q, const Valid& valid) const {
+#pragma unroll
+    for (unsigned r = 0; r < R; ++r) out.add(r, here.own(r), own[r], j, q, valid(r));
   }
 };
 
@@ -210,26 +236,40 @@ extern "C" __global__ void __launch_bounds__(B) twobs_knn(
     unsigned* indices) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Set a = { a_x, a_y, a_z, n_a };
-  const Set& other = a;
+  [[maybe_unused]] const Set& other = a;
   const unsigned t = threadIdx.x;
   const unsigned block = blockIdx.x;
-  const unsigned i = block * B + t;
-  const bool own_valid = i < a.n;
-  const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
-  const Here here = {i, own_valid, a_offset, other_offset, smem + TILE_BYTES};
+  const unsigned first = block * B * R;  // the block's first own point
+  const Here here = {first + t, a.n, a_offset, other_offset, smem + TILE_BYTES};
+  Point own[R];
+#pragma unroll
+  for (unsigned r = 0; r < R; ++r) own[r] = load_point(a, here.own(r));  // padding rows are loaded, never counted
+  // Interior blocks own no padding: their full tiles skip every validity test.
+  const bool all_own_valid = first + B * R <= a.n;
   Output out(values, indices, here);
   Tiles tiles(smem);
+  const Offer offer{out, here, own};
+  [[maybe_unused]] const auto always = [](unsigned) { return true; };
+  [[maybe_unused]] const auto own_valid = [&](unsigned r) { return here.valid(r); };
   // Every block walks all tiles, starting at its own so that blocks spread
-  // over memory; a point is not paired with itself.
+  // over memory; a point is not paired with itself, so tiles that overlap the
+  // block's own points test j != i.
   const unsigned tiles_total = (other.n + B - 1) / B;
   for (unsigned s = out.first_step(); s < tiles_total; ++s) {
     out.begin_step(s);
-    const unsigned tile = (block + s) % tiles_total;
-    tiles.load(other, tile * B);
-    tiles.for_each(umin(B, other.n - tile * B), [&](unsigned jl, const Point& q) {
-      const unsigned j = tile * B + jl;
-      out.add(i, own, j, q, own_valid && j != i);
-    });
+    const unsigned tile = (block * R + s) % tiles_total;
+    const unsigned start = tile * B;
+    tiles.load(other, start);
+    const unsigned len = umin(B, other.n - start);
+    const bool overlaps = start < first + B * R && first < start + B;
+    if (all_own_valid && len == B && !overlaps) {
+      tiles.for_each(B, [&](unsigned jl, const Point& q) { offer(start + jl, q, always); });
+    } else {
+      tiles.for_each(len, [&](unsigned jl, const Point& q) {
+        const unsigned j = start + jl;
+        offer(j, q, [&](unsigned r) { return here.valid(r) && here.own(r) != j; });
+      });
+    }
     if (out.end_step(s)) return;  // output full: this block resumes at step s
   }
 

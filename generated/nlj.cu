@@ -12,11 +12,12 @@
 //   output        dob             Type-III: pages of 512 pairs taken with one atomicAdd each
 //   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
 //   block_size    256             a tile of 256 points amortizes each barrier without large per-block output state
-//   resources                     grid 3907 blocks; 1024 B shared per block (1024 B tile + 0 B output); ~32 registers per thread (estimate)
-//   occupancy                     8 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
+//   points/thread 8               each tile point serves 8 pairs: 489 blocks still give the 132 multiprocessors two each, ~40 registers
+//   resources                     grid 489 blocks; 1024 B shared per block (1024 B tile + 0 B output); ~40 registers per thread (estimate)
+//   occupancy                     6 blocks = 1536 threads per multiprocessor (limited by Registers); R = 1 rounds
 //   page_size     512             512 pairs of 2 x u32 per page; the runner sizes the pool
 //
-// Launch: 3907 blocks of 256 threads, 1024 B dynamic shared memory.
+// Launch: 489 blocks of 256 threads, 1024 B dynamic shared memory.
 // Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
 // Regenerate: twobs gen problems/nlj.xml --device h100
 // ------------------------------------------------------------------ types
@@ -37,12 +38,13 @@ __device__ long long key_gap(Point a, Point b) {
   const long long gap = static_cast<long long>(a.key) - static_cast<long long>(b.key);
   return gap < 0 ? -gap : gap;
 }
-#line 41 "nlj.cu"
+#line 42 "nlj.cu"
 __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
   return key_gap(twobs_a, twobs_b);
 }
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 256;  // threads per block = points per tile
+constexpr unsigned R = 8;  // own points per thread: each tile point serves R pairs
 [[maybe_unused]] constexpr unsigned TILE_BYTES = 1024;  // the input tile's shared memory; the output's follows
 [[maybe_unused]] constexpr bool UNORDERED_PAIRS = false;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
@@ -62,13 +64,17 @@ __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
   return p;
 }
 
-// What the output stage learns about its thread.
+// What the output stage learns about its thread. Own point r of the thread
+// is A's point i0 + r * B (so that the block's loads of them coalesce).
 struct Here {
-  unsigned i;                // the own point's index in set A's block
-  bool own_valid;            // i < a.n
+  unsigned i0;               // the thread's first own point in set A's block
+  unsigned n_a;              // points in A's block: own points at or past it are padding
   unsigned a_offset;         // whole-input index of A's first point
   unsigned other_offset;     // likewise for the other set
   unsigned char* output_smem;  // the output's shared memory, after the input tile
+
+  __device__ __forceinline__ unsigned own(unsigned r) const { return i0 + r * B; }
+  __device__ __forceinline__ bool valid(unsigned r) const { return own(r) < n_a; }
 };
 
 // ------------------------------------------------------------------ what a pair contributes: pairs
@@ -160,7 +166,7 @@ struct Output {
     step_fill = fill;
   }
 
-  __device__ __forceinline__ void add(unsigned i, const Point& own, unsigned j, const Point& q, bool valid) {
+  __device__ __forceinline__ void add(unsigned, unsigned i, const Point& own, unsigned j, const Point& q, bool valid) {
     const bool pass = passes(own, q);
     const bool hit = valid && pass;
     const unsigned mask = __ballot_sync(FULL_WARP, hit);
@@ -218,6 +224,20 @@ struct Output {
   }
 };
 
+// Offers the pairs of a thread's own points with tile point (j, q);
+// valid(r) says whether own point r's pair is in the visit.
+struct Offer {
+  Output& out;
+  const Here& here;
+  const Point (&own)[R];
+
+  template <class Valid>
+  __device__ __forceinline__ void operator()(unsigned j, const Point& q, const Valid& valid) const {
+#pragma unroll
+    for (unsigned r = 0; r < R; ++r) out.add(r, here.own(r), own[r], j, q, valid(r));
+  }
+};
+
 // ------------------------------------------------------------------ kernel: cross
 extern "C" __global__ void __launch_bounds__(B) twobs_nlj(
     const int* a_key,
@@ -238,22 +258,31 @@ extern "C" __global__ void __launch_bounds__(B) twobs_nlj(
   const Set other = { b_key, n_b };
   const unsigned t = threadIdx.x;
   const unsigned block = blockIdx.x;
-  const unsigned i = block * B + t;
-  const bool own_valid = i < a.n;
-  const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
-  const Here here = {i, own_valid, a_offset, other_offset, smem + TILE_BYTES};
+  const unsigned first = block * B * R;  // the block's first own point
+  const Here here = {first + t, a.n, a_offset, other_offset, smem + TILE_BYTES};
+  Point own[R];
+#pragma unroll
+  for (unsigned r = 0; r < R; ++r) own[r] = load_point(a, here.own(r));  // padding rows are loaded, never counted
+  // Interior blocks own no padding: their full tiles skip every validity test.
+  const bool all_own_valid = first + B * R <= a.n;
   Output out(pool, page_owner, page_fill, next_page, num_pages, resume, overflow, here);
   Tiles tiles(smem);
+  const Offer offer{out, here, own};
+  [[maybe_unused]] const auto always = [](unsigned) { return true; };
+  [[maybe_unused]] const auto own_valid = [&](unsigned r) { return here.valid(r); };
   // Every block walks all tiles of the other set, starting at its own so that
   // blocks spread over memory.
   const unsigned tiles_total = (other.n + B - 1) / B;
   for (unsigned s = out.first_step(); s < tiles_total; ++s) {
     out.begin_step(s);
-    const unsigned tile = (block + s) % tiles_total;
+    const unsigned tile = (block * R + s) % tiles_total;
     tiles.load(other, tile * B);
-    tiles.for_each(umin(B, other.n - tile * B), [&](unsigned jl, const Point& q) {
-      out.add(i, own, tile * B + jl, q, own_valid);
-    });
+    const unsigned len = umin(B, other.n - tile * B);
+    if (all_own_valid && len == B) {
+      tiles.for_each(B, [&](unsigned jl, const Point& q) { offer(tile * B + jl, q, always); });
+    } else {
+      tiles.for_each(len, [&](unsigned jl, const Point& q) { offer(tile * B + jl, q, own_valid); });
+    }
     if (out.end_step(s)) return;  // output full: this block resumes at step s
   }
 

@@ -9,24 +9,25 @@
 // plan for rdf on h100: 1000000 x 1000000 points, 1000000000000 pairs (cross)
 //   visit         cross           two sets: every (a, b)
 //   output class  TypeII          output 4000 B: above alpha = 16 B, within beta = 232448 B of shared memory per block
-//   output        aop             output of 500 elements < gamma = 845: 2 copies per block by lane id (AOP) cost least
-//   input_cache   register_roc    Type-II: the tiles of 32 resident blocks (32 x 64 x 12 B = 24576 B) fit the read-only cache (28672 B), leaving shared memory to the output
+//   output        aop             output of 500 elements < gamma = 1818: 4 copies per block by lane id (AOP) cost least
+//   input_cache   register_roc    Type-II: the tiles of 18 resident blocks (18 x 64 x 12 B = 13824 B) fit the read-only cache (28672 B), leaving shared memory to the output
 //   block_size    64              the smallest block that still fills a multiprocessor (2048 threads / 32 blocks): the most blocks, so the most private output copies, per multiprocessor
-//   copies        2               least R x L in the copy model below
-//   counter       unsigned        32-bit counters, native shared atomics: a copy counts at most 64 threads x 1000000 partners = 64000000 < 2^32 pairs
-//   resources                     grid 15625 blocks; 4000 B shared per block (0 B tile + 4000 B output); ~32 registers per thread (estimate)
-//   occupancy                     32 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
+//   points/thread 8               each tile point serves 8 pairs: 1954 blocks still give the 132 multiprocessors two each, ~56 registers
+//   copies        4               least R x L in the copy model below
+//   counter       unsigned        32-bit counters, native shared atomics: a copy counts at most 512 threads x 1000000 partners = 512000000 < 2^32 pairs
+//   resources                     grid 1954 blocks; 8000 B shared per block (0 B tile + 8000 B output); ~56 registers per thread (estimate)
+//   occupancy                     18 blocks = 1152 threads per multiprocessor (limited by Registers); R = 1 rounds
 //
-//   copy model (eq. 1-5): H_S = 500 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 845
+//   copy model (eq. 1-5): H_S = 500 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 1818
 //     copies   k  shared/block  blocks/SM  threads/SM  rounds R  L(k)/C_L     R x L
-//          1  32          2000         32        2048         4    1.044       4.2
-//          2  16          4000         32        2048         4    1.008       4.0  <- least
-//          4   8          8000         25        1600         5    1.002       5.0
-//          8   4         16000         13         832        10    1.000      10.0
-//         16   2         32000          7         448        17    1.000      17.0
-//         32   1         64000          3         192        40    1.000      40.0
+//          1  32          2000         18        1152         1    1.044       1.0
+//          2  16          4000         18        1152         1    1.008       1.0
+//          4   8          8000         18        1152         1    1.002       1.0  <- least
+//          8   4         16000         13         832         2    1.000       2.0
+//         16   2         32000          7         448         3    1.000       3.0
+//         32   1         64000          3         192         5    1.000       5.0
 //
-// Launch: 15625 blocks of 64 threads, 4000 B dynamic shared memory.
+// Launch: 1954 blocks of 64 threads, 8000 B dynamic shared memory.
 // Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
 // Regenerate: twobs gen problems/rdf.xml --device h100
 // ------------------------------------------------------------------ types
@@ -56,12 +57,13 @@ __device__ float min_image_distance(float3 a, float3 b) {
   const float dz = wrap(a.z - b.z);
   return sqrtf(dx * dx + dy * dy + dz * dz);
 }
-#line 60 "rdf.cu"
+#line 61 "rdf.cu"
 __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
   return min_image_distance(twobs_a, twobs_b);
 }
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 64;  // threads per block = points per tile
+constexpr unsigned R = 8;  // own points per thread: each tile point serves R pairs
 [[maybe_unused]] constexpr unsigned TILE_BYTES = 0;  // the input tile's shared memory; the output's follows
 [[maybe_unused]] constexpr bool UNORDERED_PAIRS = false;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
@@ -85,13 +87,17 @@ __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
   return p;
 }
 
-// What the output stage learns about its thread.
+// What the output stage learns about its thread. Own point r of the thread
+// is A's point i0 + r * B (so that the block's loads of them coalesce).
 struct Here {
-  unsigned i;                // the own point's index in set A's block
-  bool own_valid;            // i < a.n
+  unsigned i0;               // the thread's first own point in set A's block
+  unsigned n_a;              // points in A's block: own points at or past it are padding
   unsigned a_offset;         // whole-input index of A's first point
   unsigned other_offset;     // likewise for the other set
   unsigned char* output_smem;  // the output's shared memory, after the input tile
+
+  __device__ __forceinline__ unsigned own(unsigned r) const { return i0 + r * B; }
+  __device__ __forceinline__ bool valid(unsigned r) const { return own(r) < n_a; }
 };
 
 // ------------------------------------------------------------------ what a pair contributes: histogram
@@ -168,13 +174,13 @@ struct Tiles {
   }
 };
 
-// ------------------------------------------------------------------ output stage: aop2
+// ------------------------------------------------------------------ output stage: aop4
 // Output privatization in shared memory: COPIES private copies of the totals
 // per block; lane l updates copy l % COPIES, so only lanes that share a copy
 // can collide (AOP, section 3.3.2; COPIES = 1 is plain OP). Copy c of slot s
 // is word s * COPIES + c: with 32 copies the lanes of a warp hit 32 different
 // banks. The copies are summed into the global totals once per block.
-constexpr unsigned COPIES = 2;
+constexpr unsigned COPIES = 4;
 typedef unsigned Counter;  // what a copy counts in
 
 struct Output {
@@ -189,7 +195,7 @@ struct Output {
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-  __device__ __forceinline__ void add(unsigned, const Point& own, unsigned, const Point& q, bool valid) {
+  __device__ __forceinline__ void add(unsigned, unsigned, const Point& own, unsigned, const Point& q, bool valid) {
     const Contribution c = contribute(own, q);
     const int slot = valid ? c.slot : -1;
     if (slot >= 0) atomicAdd(copies + slot * COPIES + (threadIdx.x & (COPIES - 1)), static_cast<Counter>(c.amount));
@@ -205,6 +211,20 @@ struct Output {
       for (unsigned c = 0; c < COPIES; ++c) total += copies[k * COPIES + c];
       if (total != Total(0)) atomicAdd(out + k, total);
     }
+  }
+};
+
+// Offers the pairs of a thread's own points with tile point (j, q);
+// valid(r) says whether own point r's pair is in the visit.
+struct Offer {
+  Output& out;
+  const Here& here;
+  const Point (&own)[R];
+
+  template <class Valid>
+  __device__ __forceinline__ void operator()(unsigned j, const Point& q, const Valid& valid) const {
+#pragma unroll
+    for (unsigned r = 0; r < R; ++r) out.add(r, here.own(r), own[r], j, q, valid(r));
   }
 };
 
@@ -226,22 +246,31 @@ extern "C" __global__ void __launch_bounds__(B) twobs_rdf(
   const Set other = { b_x, b_y, b_z, n_b };
   const unsigned t = threadIdx.x;
   const unsigned block = blockIdx.x;
-  const unsigned i = block * B + t;
-  const bool own_valid = i < a.n;
-  const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
-  const Here here = {i, own_valid, a_offset, other_offset, smem + TILE_BYTES};
+  const unsigned first = block * B * R;  // the block's first own point
+  const Here here = {first + t, a.n, a_offset, other_offset, smem + TILE_BYTES};
+  Point own[R];
+#pragma unroll
+  for (unsigned r = 0; r < R; ++r) own[r] = load_point(a, here.own(r));  // padding rows are loaded, never counted
+  // Interior blocks own no padding: their full tiles skip every validity test.
+  const bool all_own_valid = first + B * R <= a.n;
   Output out(totals, here);
   Tiles tiles(smem);
+  const Offer offer{out, here, own};
+  [[maybe_unused]] const auto always = [](unsigned) { return true; };
+  [[maybe_unused]] const auto own_valid = [&](unsigned r) { return here.valid(r); };
   // Every block walks all tiles of the other set, starting at its own so that
   // blocks spread over memory.
   const unsigned tiles_total = (other.n + B - 1) / B;
   for (unsigned s = out.first_step(); s < tiles_total; ++s) {
     out.begin_step(s);
-    const unsigned tile = (block + s) % tiles_total;
+    const unsigned tile = (block * R + s) % tiles_total;
     tiles.load(other, tile * B);
-    tiles.for_each(umin(B, other.n - tile * B), [&](unsigned jl, const Point& q) {
-      out.add(i, own, tile * B + jl, q, own_valid);
-    });
+    const unsigned len = umin(B, other.n - tile * B);
+    if (all_own_valid && len == B) {
+      tiles.for_each(B, [&](unsigned jl, const Point& q) { offer(tile * B + jl, q, always); });
+    } else {
+      tiles.for_each(len, [&](unsigned jl, const Point& q) { offer(tile * B + jl, q, own_valid); });
+    }
     if (out.end_step(s)) return;  // output full: this block resumes at step s
   }
 

@@ -12,12 +12,13 @@
 //   output        dob             Type-III: pages of 512 pairs taken with one atomicAdd each
 //   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
 //   block_size    256             a tile of 256 points amortizes each barrier without large per-block output state
+//   points/thread 8               each tile point serves 8 pairs: 489 blocks still give the 132 multiprocessors two each, ~48 registers
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
-//   resources                     grid 3907 blocks; 2048 B shared per block (2048 B tile + 0 B output); ~40 registers per thread (estimate)
-//   occupancy                     6 blocks = 1536 threads per multiprocessor (limited by Registers); R = 5 rounds
+//   resources                     grid 489 blocks; 2048 B shared per block (2048 B tile + 0 B output); ~48 registers per thread (estimate)
+//   occupancy                     5 blocks = 1280 threads per multiprocessor (limited by Registers); R = 1 rounds
 //   page_size     512             512 pairs of 2 x u32 per page; the runner sizes the pool
 //
-// Launch: 3907 blocks of 256 threads, 2048 B dynamic shared memory.
+// Launch: 489 blocks of 256 threads, 2048 B dynamic shared memory.
 // Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
 // Regenerate: twobs gen problems/selfjoin.xml --device h100
 // ------------------------------------------------------------------ types
@@ -37,12 +38,13 @@ __device__ float distance(float2 a, float2 b) {
   const float dy = a.y - b.y;
   return sqrtf(dx * dx + dy * dy);
 }
-#line 41 "selfjoin.cu"
+#line 42 "selfjoin.cu"
 __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
   return distance(twobs_a, twobs_b);
 }
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 256;  // threads per block = points per tile
+constexpr unsigned R = 8;  // own points per thread: each tile point serves R pairs
 [[maybe_unused]] constexpr unsigned TILE_BYTES = 2048;  // the input tile's shared memory; the output's follows
 [[maybe_unused]] constexpr bool UNORDERED_PAIRS = true;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
@@ -64,13 +66,17 @@ __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
   return p;
 }
 
-// What the output stage learns about its thread.
+// What the output stage learns about its thread. Own point r of the thread
+// is A's point i0 + r * B (so that the block's loads of them coalesce).
 struct Here {
-  unsigned i;                // the own point's index in set A's block
-  bool own_valid;            // i < a.n
+  unsigned i0;               // the thread's first own point in set A's block
+  unsigned n_a;              // points in A's block: own points at or past it are padding
   unsigned a_offset;         // whole-input index of A's first point
   unsigned other_offset;     // likewise for the other set
   unsigned char* output_smem;  // the output's shared memory, after the input tile
+
+  __device__ __forceinline__ unsigned own(unsigned r) const { return i0 + r * B; }
+  __device__ __forceinline__ bool valid(unsigned r) const { return own(r) < n_a; }
 };
 
 // ------------------------------------------------------------------ what a pair contributes: pairs
@@ -166,7 +172,7 @@ struct Output {
     step_fill = fill;
   }
 
-  __device__ __forceinline__ void add(unsigned i, const Point& own, unsigned j, const Point& q, bool valid) {
+  __device__ __forceinline__ void add(unsigned, unsigned i, const Point& own, unsigned j, const Point& q, bool valid) {
     const bool pass = passes(own, q);
     const bool hit = valid && pass;
     const unsigned mask = __ballot_sync(FULL_WARP, hit);
@@ -224,6 +230,20 @@ struct Output {
   }
 };
 
+// Offers the pairs of a thread's own points with tile point (j, q);
+// valid(r) says whether own point r's pair is in the visit.
+struct Offer {
+  Output& out;
+  const Here& here;
+  const Point (&own)[R];
+
+  template <class Valid>
+  __device__ __forceinline__ void operator()(unsigned j, const Point& q, const Valid& valid) const {
+#pragma unroll
+    for (unsigned r = 0; r < R; ++r) out.add(r, here.own(r), own[r], j, q, valid(r));
+  }
+};
+
 // ------------------------------------------------------------------ kernel: lower_triangle
 extern "C" __global__ void __launch_bounds__(B) twobs_selfjoin(
     const float* a_x,
@@ -240,40 +260,66 @@ extern "C" __global__ void __launch_bounds__(B) twobs_selfjoin(
     unsigned* overflow) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Set a = { a_x, a_y, n_a };
-  const Set& other = a;
+  [[maybe_unused]] const Set& other = a;
   const unsigned t = threadIdx.x;
   const unsigned block = blockIdx.x;
-  const unsigned i = block * B + t;
-  const bool own_valid = i < a.n;
-  const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
-  const Here here = {i, own_valid, a_offset, other_offset, smem + TILE_BYTES};
+  const unsigned first = block * B * R;  // the block's first own point
+  const Here here = {first + t, a.n, a_offset, other_offset, smem + TILE_BYTES};
+  Point own[R];
+#pragma unroll
+  for (unsigned r = 0; r < R; ++r) own[r] = load_point(a, here.own(r));  // padding rows are loaded, never counted
+  // Interior blocks own no padding: their full tiles skip every validity test.
+  const bool all_own_valid = first + B * R <= a.n;
   Output out(pool, page_owner, page_fill, next_page, num_pages, resume, overflow, here);
   Tiles tiles(smem);
-  // Circulant tile pairing: block b meets tiles b+1 .. b+M/2 (mod M), so every
-  // unordered pair of tiles is visited once and every block does the same work;
-  // the last step pairs the block's own points with each other.
-  const unsigned tiles_total = (other.n + B - 1) / B;
-  const unsigned offdiag = (tiles_total - 1) / 2 + ((tiles_total % 2 == 0 && block < tiles_total / 2) ? 1 : 0);
+  const Offer offer{out, here, own};
+  [[maybe_unused]] const auto always = [](unsigned) { return true; };
+  [[maybe_unused]] const auto own_valid = [&](unsigned r) { return here.valid(r); };
+  // Circulant pairing of spans of B x R points: block b meets the spans
+  // b+1 .. b+M/2 (mod M), so every unordered pair of spans is visited once and
+  // every block does the same work; the last step pairs the block's own points
+  // with each other. A step loads the span's R tiles in turn.
+  const unsigned span = B * R;
+  const unsigned spans = (a.n + span - 1) / span;
+  const unsigned offdiag = (spans - 1) / 2 + ((spans % 2 == 0 && block < spans / 2) ? 1 : 0);
   const unsigned steps = offdiag + 1;
   for (unsigned s = out.first_step(); s < steps; ++s) {
     out.begin_step(s);
-    if (s < offdiag) {
-      const unsigned tile = (block + 1 + s) % tiles_total;
-      tiles.load(other, tile * B);
-      tiles.for_each(umin(B, other.n - tile * B), [&](unsigned jl, const Point& q) {
-        out.add(i, own, tile * B + jl, q, own_valid);
-      });
-    } else {
-      tiles.load(a, block * B);
-      const unsigned len = umin(B, a.n - block * B);
-      // Load-balanced pairing (section 3.4.1): thread t meets (t + d) % B for d = 1..B/2;
-      // at d = B/2 only the lower half, so each pair is met once.
-      for (unsigned d = 1; d <= B / 2; ++d) {
-        const unsigned jl = (t + d) & (B - 1);
-        const bool valid = own_valid && jl < len && (d < B / 2 || t < B / 2);
-        out.add(i, own, block * B + jl, tiles.at(jl), valid);
-      }
+    const bool diagonal = s == offdiag;
+    const unsigned partner = diagonal ? block : (block + 1 + s) % spans;
+#pragma unroll 1
+    for (unsigned u = 0; u < R; ++u) {  // not unrolled: own[] is indexed by the unrolled r only
+      const unsigned start = partner * span + u * B;
+      if (start >= a.n) break;  // the same in every thread
+      tiles.load(a, start);
+      const unsigned len = umin(B, a.n - start);
+      if (!diagonal) {
+        if (all_own_valid && len == B) {
+          tiles.for_each(B, [&](unsigned jl, const Point& q) { offer(start + jl, q, always); });
+        } else {
+          tiles.for_each(len, [&](unsigned jl, const Point& q) { offer(start + jl, q, own_valid); });
+        }
+      } else {
+        // Own rows before u meet the whole tile, row u meets it by the diagonal
+        // pattern, rows after u come later (the pair is met from their side).
+        if (u > 0) {
+          tiles.for_each(len, [&](unsigned jl, const Point& q) {
+            offer(start + jl, q, [&](unsigned r) { return r < u && here.valid(r); });
+          });
+        }
+        // Load-balanced pairing (section 3.4.1): thread t meets (t + d) % B for
+        // d = 1..B/2; at d = B/2 only the lower half, so each pair is met once.
+#pragma unroll
+        for (unsigned r = 0; r < R; ++r) {
+          if (r != u) continue;
+          for (unsigned d = 1; d <= B / 2; ++d) {
+            const unsigned jl = (t + d) & (B - 1);
+            const bool valid = here.valid(r) && jl < len && (d < B / 2 || t < B / 2);
+            out.add(r, here.own(r), own[r], start + jl, tiles.at(jl), valid);
+          }
+        }
 
+      }
     }
     if (out.end_step(s)) return;  // output full: this block resumes at step s
   }

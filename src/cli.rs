@@ -245,11 +245,20 @@ struct ForcedArgs {
     /// Force the threads per block (a power of two, 32 to 1024).
     #[arg(long)]
     block_size: Option<u32>,
+    /// Force the own points per thread (1, 2, 4, 8).
+    #[arg(long)]
+    points_per_thread: Option<u32>,
 }
 
 impl ForcedArgs {
     fn forced(&self) -> Forced {
-        Forced { input_cache: self.input_cache, output: self.output, copies: self.copies, block_size: self.block_size }
+        Forced {
+            input_cache: self.input_cache,
+            output: self.output,
+            copies: self.copies,
+            block_size: self.block_size,
+            points_per_thread: self.points_per_thread,
+        }
     }
 }
 

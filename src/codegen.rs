@@ -191,6 +191,7 @@ pub fn render(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, reg
         }),
     );
     cx.insert("block_size".into(), block_size.into());
+    cx.insert("points_per_thread".into(), plan.launch.points_per_thread.into());
     cx.insert("tile_bytes".into(), plan.launch.tile_bytes.into());
     cx.insert("unordered".into(), plan.shape.visit.unordered().into());
     cx.insert("two_sets".into(), (problem.input.sets == crate::spec::Sets::Two).into());
@@ -320,6 +321,9 @@ pub fn regenerate_command(
     }
     if let Some(v) = forced.block_size {
         cmd += &format!(" --block-size {v}");
+    }
+    if let Some(v) = forced.points_per_thread {
+        cmd += &format!(" --points-per-thread {v}");
     }
     cmd
 }

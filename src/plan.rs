@@ -34,6 +34,8 @@ pub enum PlanError {
     RegistersTooSmall { bytes: u64, alpha: u64 },
     #[error("block size {0}: must be a power of two from 32 to 1024")]
     BlockSize(u32),
+    #[error("{0} points per thread: must be 1, 2, 4 or 8")]
+    PointsPerThread(u32),
     #[error(
         "this plan needs {needed} B of shared memory per block ({tile} B input tile + {output} B for {copies} output copies), but {device} allows at most {available} B"
     )]
@@ -51,6 +53,7 @@ pub struct Forced {
     pub output: Option<OutputChoice>,
     pub copies: Option<u32>,
     pub block_size: Option<u32>,
+    pub points_per_thread: Option<u32>,
 }
 
 impl Forced {
@@ -97,6 +100,7 @@ pub enum Choice {
     Output,
     InputCache,
     BlockSize,
+    PointsPerThread,
     Copies,
     Counter,
     Diagonal,
@@ -110,6 +114,7 @@ impl Choice {
             Choice::Output => "output",
             Choice::InputCache => "input_cache",
             Choice::BlockSize => "block_size",
+            Choice::PointsPerThread => "points/thread",
             Choice::Copies => "copies",
             Choice::Counter => "counter",
             Choice::Diagonal => "diagonal",
@@ -128,6 +133,8 @@ pub struct Decision {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Launch {
     pub block_size: u32,
+    /// R: own points per thread; a block owns B x R points.
+    pub points_per_thread: u32,
     pub grid: u64,
     /// Dynamic shared memory per block: the input tile, then the output's.
     pub shared_bytes: u32,
@@ -184,11 +191,51 @@ fn block_size(choice: OutputChoice, query_points: u64, dev: &Device) -> (u32, St
 }
 
 /// Registers per thread the kernel is expected to need (no GPU to ask at plan
-/// time): a base for indices and loop state, the own and the other element,
-/// the output stage's state.
-fn registers_estimate(problem: &Problem, output: OutputStage) -> u32 {
+/// time): a base for indices and loop state, the R own elements and the other
+/// one, the output stage's state.
+fn registers_estimate(problem: &Problem, output: OutputStage, points_per_thread: u32) -> u32 {
     let words = problem.input.element.bytes().div_ceil(4);
-    (22 + 2 * words + output.registers(problem.function.returns)).next_multiple_of(8).clamp(32, 255)
+    let state = output.registers(problem.function.returns, points_per_thread);
+    (22 + (points_per_thread + 1) * words + state).next_multiple_of(8).clamp(32, 255)
+}
+
+/// Own points per thread that may be chosen.
+pub const POINTS_PER_THREAD: [u32; 4] = [1, 2, 4, 8];
+
+/// Registers a thread may take for its own points and output before R stops growing.
+const REGISTER_BUDGET: u32 = 96;
+
+/// The planning rule for R, the own points per thread: each tile point read
+/// serves R pairs, so take the largest R that keeps the registers within
+/// budget and still gives every multiprocessor two blocks.
+fn points_per_thread(
+    problem: &Problem,
+    output: OutputStage,
+    block_size: u32,
+    query_points: u64,
+    dev: &Device,
+) -> (u32, String) {
+    let fill = 2 * dev.multiprocessors as u64;
+    for r in POINTS_PER_THREAD.into_iter().rev() {
+        let registers = registers_estimate(problem, output, r);
+        let blocks = query_points.div_ceil(block_size as u64 * r as u64);
+        if registers <= REGISTER_BUDGET && (blocks >= fill || r == 1) {
+            return (
+                r,
+                if r == 1 {
+                    format!(
+                        "one own point per thread: more would leave fewer than {fill} blocks or need over {REGISTER_BUDGET} registers"
+                    )
+                } else {
+                    format!(
+                        "each tile point serves {r} pairs: {blocks} blocks still give the {} multiprocessors two each, ~{registers} registers",
+                        dev.multiprocessors
+                    )
+                },
+            );
+        }
+    }
+    unreachable!("R = 1 is always chosen")
 }
 
 /// The output stage named `choice` for `collect`, with `copies` shared copies of `counter`s.
@@ -205,6 +252,13 @@ fn stage(choice: OutputChoice, collect: Collect, copies: u32, counter: Counter) 
             OutputStage::Totals { slots, total, store }
         }
         _ => unreachable!("the planner checks that the stage applies"),
+    }
+}
+
+impl Launch {
+    /// Blocks for `points` own points.
+    pub fn grid_for(&self, points: usize) -> u32 {
+        points.div_ceil(self.block_size as usize * self.points_per_thread as usize).max(1) as u32
     }
 }
 
@@ -292,9 +346,15 @@ impl Plan {
             Some(b) => return Err(PlanError::BlockSize(b)),
             None => block_size(choice, query_points, dev),
         };
-        let grid = query_points.div_ceil(block_size as u64).max(1);
+        let provisional = stage(choice, shape.collect, 1, Counter::Total);
+        let (points_per_thread, points_why) = match forced.points_per_thread {
+            Some(r) if POINTS_PER_THREAD.contains(&r) => (r, "forced".to_owned()),
+            Some(r) => return Err(PlanError::PointsPerThread(r)),
+            None => points_per_thread(problem, provisional, block_size, query_points, dev),
+        };
+        let grid = query_points.div_ceil(block_size as u64 * points_per_thread as u64).max(1);
         let total_threads = grid * block_size as u64;
-        let registers = registers_estimate(problem, stage(choice, shape.collect, 1, Counter::Total));
+        let registers = registers_estimate(problem, provisional, points_per_thread);
         let element = &problem.input.element;
 
         let (input_cache, input_why) = match forced.input_cache {
@@ -306,7 +366,7 @@ impl Plan {
         // Shared copies count in 32 bits where no copy can overflow them.
         let partners = points.b.unwrap_or(points.a);
         let counter = match shape.collect {
-            Collect::Totals { total, .. } => Counter::choose(total, block_size, partners),
+            Collect::Totals { total, .. } => Counter::choose(total, block_size * points_per_thread, partners),
             _ => (Counter::Total, String::new()),
         };
         // The copy model (section 3.3.2) is shown for every output that can be
@@ -367,6 +427,11 @@ impl Plan {
         decisions.push(Decision { what: Choice::Output, choice: choice.name().into(), why: output_why });
         decisions.push(Decision { what: Choice::InputCache, choice: input_cache.name().into(), why: input_why });
         decisions.push(Decision { what: Choice::BlockSize, choice: block_size.to_string(), why: block_why });
+        decisions.push(Decision {
+            what: Choice::PointsPerThread,
+            choice: points_per_thread.to_string(),
+            why: points_why,
+        });
         if let OutputStage::Totals { store: Store::Shared { copies, counter: c }, .. } = output {
             decisions.push(Decision {
                 what: Choice::Copies,
@@ -389,7 +454,7 @@ impl Plan {
         Ok(Plan {
             problem: problem.name.clone(),
             device: dev.name.clone(),
-            variant: format!("{}-{}-b{block_size}", input_cache.name(), output.label()),
+            variant: format!("{}-{}-b{block_size}-r{points_per_thread}", input_cache.name(), output.label()),
             shape,
             class,
             output_bytes,
@@ -398,6 +463,7 @@ impl Plan {
             diagonal,
             launch: Launch {
                 block_size,
+                points_per_thread,
                 grid,
                 shared_bytes,
                 tile_bytes,
@@ -429,6 +495,12 @@ impl Plan {
                 self.output.choice(),
                 planned.output.choice(),
                 planned.why(Choice::Output)
+            ));
+        }
+        if self.launch.points_per_thread != planned.launch.points_per_thread {
+            self.notes.push(format!(
+                "{} points per thread are forced; the planner chooses {}",
+                self.launch.points_per_thread, planned.launch.points_per_thread
             ));
         }
         if self.launch.block_size != planned.launch.block_size {
@@ -529,7 +601,8 @@ impl fmt::Display for Plan {
 
 /// Every forced variant that applies to a problem: each input cache with each
 /// output stage that can collect its output (register only where the output
-/// fits alpha), and for AOP each copy count from 2 to 32.
+/// fits alpha), for AOP each copy count from 2 to 32; and each input cache
+/// with each number of own points per thread.
 pub fn variants(problem: &Problem, params: &Params, points: Points) -> Vec<Forced> {
     let shape = Shape::new(problem, params, points);
     let output_bytes = shape.collect.bytes(points.a, problem.function.returns);
@@ -545,9 +618,12 @@ pub fn variants(problem: &Problem, params: &Params, points: Points) -> Vec<Force
                     input_cache: Some(input),
                     output: Some(stage),
                     copies: (c > 0).then_some(c),
-                    block_size: None,
+                    ..Default::default()
                 });
             }
+        }
+        for r in POINTS_PER_THREAD {
+            out.push(Forced { input_cache: Some(input), points_per_thread: Some(r), ..Default::default() });
         }
     }
     out

@@ -9,6 +9,7 @@ __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& t
 }
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = {{ block_size }};  // threads per block = points per tile
+constexpr unsigned R = {{ points_per_thread }};  // own points per thread: each tile point serves R pairs
 [[maybe_unused]] constexpr unsigned TILE_BYTES = {{ tile_bytes }};  // the input tile's shared memory; the output's follows
 [[maybe_unused]] constexpr bool UNORDERED_PAIRS = {{ unordered }};  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
@@ -32,13 +33,17 @@ __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
   return p;
 }
 
-// What the output stage learns about its thread.
+// What the output stage learns about its thread. Own point r of the thread
+// is A's point i0 + r * B (so that the block's loads of them coalesce).
 struct Here {
-  unsigned i;                // the own point's index in set A's block
-  bool own_valid;            // i < a.n
+  unsigned i0;               // the thread's first own point in set A's block
+  unsigned n_a;              // points in A's block: own points at or past it are padding
   unsigned a_offset;         // whole-input index of A's first point
   unsigned other_offset;     // likewise for the other set
   unsigned char* output_smem;  // the output's shared memory, after the input tile
+
+  __device__ __forceinline__ unsigned own(unsigned r) const { return i0 + r * B; }
+  __device__ __forceinline__ bool valid(unsigned r) const { return own(r) < n_a; }
 };
 
 // ------------------------------------------------------------------ what a pair contributes: {{ names.kind }}
@@ -47,6 +52,20 @@ struct Here {
 {{ fragments.input }}
 // ------------------------------------------------------------------ output stage: {{ names.output }}
 {{ fragments.output }}
+// Offers the pairs of a thread's own points with tile point (j, q);
+// valid(r) says whether own point r's pair is in the visit.
+struct Offer {
+  Output& out;
+  const Here& here;
+  const Point (&own)[R];
+
+  template <class Valid>
+  __device__ __forceinline__ void operator()(unsigned j, const Point& q, const Valid& valid) const {
+#pragma unroll
+    for (unsigned r = 0; r < R; ++r) out.add(r, here.own(r), own[r], j, q, valid(r));
+  }
+};
+
 // ------------------------------------------------------------------ kernel: {{ names.visit }}
 extern "C" __global__ void __launch_bounds__(B) {{ kernel_name }}(
 {%- for p in kernel_params %}
@@ -57,16 +76,22 @@ extern "C" __global__ void __launch_bounds__(B) {{ kernel_name }}(
 {%- if two_sets %}
   const Set other = { {% for c in components %}b_{{ c.name }}, {% endfor %}n_b };
 {%- else %}
-  const Set& other = a;
+  [[maybe_unused]] const Set& other = a;
 {%- endif %}
   const unsigned t = threadIdx.x;
   const unsigned block = blockIdx.x;
-  const unsigned i = block * B + t;
-  const bool own_valid = i < a.n;
-  const Point own = load_point(a, i);  // rows past n are padding: loaded, never counted
-  const Here here = {i, own_valid, a_offset, other_offset, smem + TILE_BYTES};
+  const unsigned first = block * B * R;  // the block's first own point
+  const Here here = {first + t, a.n, a_offset, other_offset, smem + TILE_BYTES};
+  Point own[R];
+#pragma unroll
+  for (unsigned r = 0; r < R; ++r) own[r] = load_point(a, here.own(r));  // padding rows are loaded, never counted
+  // Interior blocks own no padding: their full tiles skip every validity test.
+  const bool all_own_valid = first + B * R <= a.n;
   Output out({% for name in output_args %}{{ name }}, {% endfor %}here);
   Tiles tiles(smem);
+  const Offer offer{out, here, own};
+  [[maybe_unused]] const auto always = [](unsigned) { return true; };
+  [[maybe_unused]] const auto own_valid = [&](unsigned r) { return here.valid(r); };
 {{ fragments.visit }}
   out.finish(here);
 }

@@ -80,7 +80,8 @@ fn plan_json_has_the_promised_keys() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let copies = v["copy_model"]["best"].as_u64().unwrap();
     assert!(copies > 1);
-    assert_eq!(v["variant"], format!("register_roc-aop{copies}-b64"));
+    let r = v["launch"]["points_per_thread"].as_u64().unwrap();
+    assert_eq!(v["variant"], format!("register_roc-aop{copies}-b64-r{r}"));
     assert_eq!(v["input_cache"], "register_roc");
     assert_eq!(v["output"]["stage"], "totals");
     assert_eq!(v["output"]["store"], "shared");

@@ -153,29 +153,36 @@ fn main() {
         let mut forced = vec![Forced::default()];
         forced.extend(plan::variants(&s.problem, &params, points));
         for f in forced {
-            let label = match (f.input_cache, f.output, f.copies) {
-                (None, None, None) => "planned".to_owned(),
-                (i, o, c) => format!(
-                    "{}-{}{}",
+            let label = match (f.input_cache, f.output, f.copies, f.points_per_thread) {
+                (None, None, None, None) => "planned".to_owned(),
+                (i, o, c, r) => format!(
+                    "{}-{}{}{}",
                     i.map_or("planned".into(), |i| i.to_string()),
                     o.map_or("planned".into(), |o| o.to_string()),
-                    c.map_or(String::new(), |c| c.to_string())
+                    c.map_or(String::new(), |c| c.to_string()),
+                    r.map_or(String::new(), |r| format!("-r{r}"))
                 ),
             };
             add(format!("{}/{label}", s.name), s, GpuOptions { forced: f, ..base.clone() }, a, b, &gpu);
         }
         for block in [32, 1024] {
-            let f = Forced { block_size: Some(block), ..Default::default() };
-            add(format!("{}/planned-block-{block}", s.name), s, GpuOptions { forced: f, ..base.clone() }, a, b, &gpu);
+            for r in [1, 8] {
+                let f = Forced { block_size: Some(block), points_per_thread: Some(r), ..Default::default() };
+                add(format!("{}/block-{block}-r{r}", s.name), s, GpuOptions { forced: f, ..base.clone() }, a, b, &gpu);
+            }
         }
         for n in [1, 2] {
             add(format!("{}/{n}-points", s.name), s, base.clone(), n, n, &gpu);
+        }
+        let r4 = Forced { points_per_thread: Some(4), ..Default::default() };
+        for n in [1, 2] {
+            add(format!("{}/{n}-points-r4", s.name), s, GpuOptions { forced: r4, ..base.clone() }, n, n, &gpu);
         }
         let streamed = GpuOptions { block_points: Some(700), ..base.clone() };
         add(format!("{}/streamed-blocks-of-700", s.name), s, streamed, a, b, &gpu);
         let one = GpuOptions { block_points: Some(1000), streams: 1, ..base.clone() };
         add(format!("{}/streamed-one-stream", s.name), s, one, a, b, &gpu);
-        let four = GpuOptions { block_points: Some(512), streams: 4, ..base.clone() };
+        let four = GpuOptions { block_points: Some(512), streams: 4, forced: r4, ..base.clone() };
         add(format!("{}/streamed-four-streams", s.name), s, four, a, b, &gpu);
         let two = GpuOptions { gpus: Some(vec![0, 1]), block_points: Some(800), ..base.clone() };
         add(format!("{}/two-gpus", s.name), s, two, a, b, &two_gpus);
@@ -189,6 +196,9 @@ fn main() {
         }
         let opts = GpuOptions { pool_pairs: Some(20000), block_points: Some(1000), ..base.clone() };
         add(format!("{}/pool-of-20000-streamed", s.name), s, opts, a, b, &gpu);
+        let r8 = Forced { points_per_thread: Some(8), ..Default::default() };
+        let opts = GpuOptions { pool_pairs: Some(4096), forced: r8, ..base.clone() };
+        add(format!("{}/pool-of-4096-r8", s.name), s, opts, a, b, &gpu);
     }
     libtest_mimic::run(&args, trials).exit();
 }

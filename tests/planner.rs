@@ -104,9 +104,17 @@ fn shared_copies_count_in_32_bits_when_they_cannot_overflow() {
     let p = plan("sdh", "h100", 1_000_000, &[], Forced::default()).unwrap();
     assert_eq!(counter(&p), Counter::U32);
     // 1024 threads x 5,000,000 partners could reach 2^32: 64-bit counters.
-    let f = Forced { block_size: Some(1024), output: Some(OutputChoice::Op), ..Default::default() };
+    let f = Forced {
+        block_size: Some(1024),
+        output: Some(OutputChoice::Op),
+        points_per_thread: Some(1),
+        ..Default::default()
+    };
     assert_eq!(counter(&plan("sdh", "h100", 5_000_000, &[], f).unwrap()), Counter::Total);
     assert_eq!(counter(&plan("sdh", "h100", 4_000_000, &[], f).unwrap()), Counter::U32);
+    // Each own point of a thread counts: 1024 threads x 2 points x 4,000,000 partners overflow.
+    let f2 = Forced { points_per_thread: Some(2), ..f };
+    assert_eq!(counter(&plan("sdh", "h100", 4_000_000, &[], f2).unwrap()), Counter::Total);
 }
 
 #[test]

@@ -430,7 +430,7 @@ fn stream_worker(
                 b_dev.load(&stream, other, (1, unit.b_block), (b0, b1)).doing(upload)?;
             }
             e1.record(&stream).doing(upload)?;
-            let grid = (a1 - a0).div_ceil(launcher.plan.launch.block_size as usize) as u32;
+            let grid = launcher.plan.launch.grid_for(a1 - a0);
             let counts = [(a1 - a0) as u32, (b1 - b0) as u32];
             let offsets = [a0 as u32, b0 as u32];
             let b_block = between.then_some(&b_dev);
@@ -546,7 +546,7 @@ fn sample_selectivity(
     }
     let pairs = launcher.plan.shape.visit.pairs(sa.len() as u64, sb.len() as u64) as f64;
     let OutputStage::Dob { page_pairs } = launcher.plan.output else { unreachable!("a DOB plan") };
-    let grid = sa.len().div_ceil(launcher.plan.launch.block_size as usize) as u32;
+    let grid = launcher.plan.launch.grid_for(sa.len());
     let counts = [sa.len() as u32, sb.len() as u32];
     let (a_dev, b_dev) = (&*a_dev, between.then_some(&*b_dev));
     let mut found = Vec::new();

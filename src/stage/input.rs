@@ -24,8 +24,9 @@ use crate::model::{self, BlockNeeds};
 use crate::spec::{Element, Sets};
 
 /// Rows of each component array are padded to a multiple of this many points,
-/// so that whole tiles and paired loads stay in bounds.
-pub const PAD_POINTS: usize = 1024;
+/// so that whole tiles, paired loads and a block's B x R own points (B <= 1024,
+/// R <= 8) stay in bounds.
+pub const PAD_POINTS: usize = 8192;
 
 /// Where the other points of each pair are cached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -2,13 +2,17 @@
 //! the input meet each other's tiles.
 //!
 //! Fragment contract (`templates/visit/*.cu`): included in the kernel body
-//! after `a`, `other`, `t`, `block`, `i`, `own`, `own_valid`, `out` (an
-//! `Output`) and `tiles` (a `Tiles`) are defined. It runs the block's steps:
-//! for each step `s` it calls `out.begin_step(s)`, loads one tile into `tiles`
-//! and offers every pair of the step to `out.add(i, own, j, q, valid)`, then
-//! returns from the kernel when `out.end_step(s)` says the output is full. The
-//! lower-triangle fragment takes the diagonal tile's pattern as `diagonal`
-//! (`templates/visit/diagonal_*.cu`), which needs `tiles.at(j)` when balanced.
+//! after `a`, `other`, `t`, `block`, `first` (the block's first own point; it
+//! owns B x R), `here`, `own[R]`, `all_own_valid`, `out` (an `Output`),
+//! `tiles` (a `Tiles`), `offer(j, q, valid)` (offers tile point j to every own
+//! point r for which `valid(r)`), `always` and `own_valid` are defined. It
+//! runs the block's steps: for each step `s` it calls `out.begin_step(s)`,
+//! loads the step's tiles into `tiles` and offers every pair of the step, then
+//! returns from the kernel when `out.end_step(s)` says the output is full.
+//! Full tiles of blocks without padding pass `always`, so interior tiles test
+//! nothing. The lower-triangle fragment takes the diagonal tile's pattern as
+//! `diagonal` (`templates/visit/diagonal_*.cu`), which needs `tiles.at(j)`
+//! when balanced.
 //!
 //! CPU fragment contract (`templates/cpu/visit/*.cpp`): defines
 //! `for_partners(a, b, i, f)` calling `f(j, q)` for every partner `j` of row `i`.

@@ -43,7 +43,7 @@ struct Output {
     step_fill = fill;
   }
 
-  __device__ __forceinline__ void add(unsigned i, const Point& own, unsigned j, const Point& q, bool valid) {
+  __device__ __forceinline__ void add(unsigned, unsigned i, const Point& own, unsigned j, const Point& q, bool valid) {
     const bool pass = passes(own, q);
     const bool hit = valid && pass;
     const unsigned mask = __ballot_sync(FULL_WARP, hit);

@@ -8,7 +8,7 @@ struct Output {
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-  __device__ __forceinline__ void add(unsigned, const Point& own, unsigned, const Point& q, bool valid) {
+  __device__ __forceinline__ void add(unsigned, unsigned, const Point& own, unsigned, const Point& q, bool valid) {
     const Contribution c = contribute(own, q);
     const int slot = valid ? c.slot : -1;
     if (slot >= 0) atomicAdd(out + slot, static_cast<Total>(c.amount));

@@ -12,9 +12,10 @@
 //! - `void begin_step(unsigned s)`, `bool end_step(unsigned s)`: every thread of
 //!   the block calls both around step `s`; `end_step` returns true, the same in
 //!   every thread, when the block must stop because the output is full;
-//! - `void add(unsigned i, const Point& own, unsigned j, const Point& q, bool valid)`:
-//!   the pair (i, j); every thread of a warp calls it together, `valid` false
-//!   for pairs outside the visit or past the end of a set;
+//! - `void add(unsigned r, unsigned i, const Point& own, unsigned j, const Point& q, bool valid)`:
+//!   the pair (i, j) of the thread's own point r (of R); every thread of a
+//!   warp calls it together, `valid` false for pairs outside the visit or past
+//!   the end of a set;
 //! - `void finish(const Here& here)`: every thread calls it once at the end.
 //!
 //! CPU fragment contract (`templates/cpu/output/*.cpp`): defines
@@ -265,10 +266,11 @@ impl OutputStage {
         }
     }
 
-    /// Registers the stage's per-thread state takes (an estimate: no GPU to ask at plan time).
-    pub fn registers(self, value: Scalar) -> u32 {
+    /// Registers the stage's per-thread state takes with R own points (an
+    /// estimate: no GPU to ask at plan time).
+    pub fn registers(self, value: Scalar, points_per_thread: u32) -> u32 {
         match self {
-            OutputStage::TopK { k } => k * (value.bytes() / 4 + 1),
+            OutputStage::TopK { k } => points_per_thread * k * (value.bytes() / 4 + 1),
             OutputStage::Dob { .. } => 8,
             OutputStage::Totals { .. } => 2,
         }
