@@ -12,21 +12,21 @@
 //   output        register        Type-I: accumulate in registers, reduce once per block
 //   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
 //   block_size    512             each shared tile feeds 512 threads, the paper's choice for Type-I (section 5.2)
-//   points/thread 4               each tile point serves 4 pairs: 489 blocks still give the 132 multiprocessors two each, ~40 registers
+//   points/thread 1               one own point per thread (~32 registers): more measured no faster while the pair arithmetic, not the loads, bounds the loop
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
-//   resources                     grid 489 blocks; 6144 B shared per block (6144 B tile + 0 B output); ~40 registers per thread (estimate)
-//   occupancy                     3 blocks = 1536 threads per multiprocessor (limited by Registers); R = 2 rounds
+//   resources                     grid 1954 blocks; 6144 B shared per block (6144 B tile + 0 B output); ~32 registers per thread (estimate)
+//   occupancy                     4 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
 //
-//   copy model (eq. 1-5): H_S = 1 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 6849
+//   copy model (eq. 1-5): H_S = 1 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 3201
 //     copies   k  shared/block  blocks/SM  threads/SM  rounds R  L(k)/C_L     R x L
-//          1  32          6152          3        1536         2    1.916       3.8
-//          2  16          6160          3        1536         2    1.436       2.9
-//          4   8          6176          3        1536         2    1.196       2.4
-//          8   4          6208          3        1536         2    1.076       2.2
-//         16   2          6272          3        1536         2    1.019       2.0
-//         32   1          6400          3        1536         2    1.000       2.0  <- least
+//          1  32          6152          4        2048         4    1.916       7.7
+//          2  16          6160          4        2048         4    1.436       5.7
+//          4   8          6176          4        2048         4    1.196       4.8
+//          8   4          6208          4        2048         4    1.076       4.3
+//         16   2          6272          4        2048         4    1.019       4.1
+//         32   1          6400          4        2048         4    1.000       4.0  <- least
 //
-// Launch: 489 blocks of 512 threads, 6144 B dynamic shared memory.
+// Launch: 1954 blocks of 512 threads, 6144 B dynamic shared memory.
 // Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
 // Regenerate: twobs gen problems/kde.xml --device h100
 // ------------------------------------------------------------------ types
@@ -54,7 +54,7 @@ __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& t
 }
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 512;  // threads per block = points per tile
-constexpr unsigned R = 4;  // own points per thread: each tile point serves R pairs
+constexpr unsigned R = 1;  // own points per thread: each tile point serves R pairs
 [[maybe_unused]] constexpr unsigned TILE_BYTES = 6144;  // the input tile's shared memory; the output's follows
 [[maybe_unused]] constexpr bool UNORDERED_PAIRS = true;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;

@@ -12,11 +12,11 @@
 //   output        topk            per query: the K best so far in registers, written once
 //   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
 //   block_size    256             a tile of 256 points amortizes each barrier without large per-block output state
-//   points/thread 2               each tile point serves 2 pairs: 1954 blocks still give the 132 multiprocessors two each, ~64 registers
-//   resources                     grid 1954 blocks; 3072 B shared per block (3072 B tile + 0 B output); ~64 registers per thread (estimate)
-//   occupancy                     4 blocks = 1024 threads per multiprocessor (limited by Registers); R = 4 rounds
+//   points/thread 1               one own point per thread (~48 registers): more measured no faster while the pair arithmetic, not the loads, bounds the loop
+//   resources                     grid 3907 blocks; 3072 B shared per block (3072 B tile + 0 B output); ~48 registers per thread (estimate)
+//   occupancy                     5 blocks = 1280 threads per multiprocessor (limited by Registers); R = 6 rounds
 //
-// Launch: 1954 blocks of 256 threads, 3072 B dynamic shared memory.
+// Launch: 3907 blocks of 256 threads, 3072 B dynamic shared memory.
 // Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
 // Regenerate: twobs gen problems/knn.xml --device h100
 // ------------------------------------------------------------------ types
@@ -43,7 +43,7 @@ __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& t
 }
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 256;  // threads per block = points per tile
-constexpr unsigned R = 2;  // own points per thread: each tile point serves R pairs
+constexpr unsigned R = 1;  // own points per thread: each tile point serves R pairs
 [[maybe_unused]] constexpr unsigned TILE_BYTES = 3072;  // the input tile's shared memory; the output's follows
 [[maybe_unused]] constexpr bool UNORDERED_PAIRS = false;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;

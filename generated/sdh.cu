@@ -9,26 +9,26 @@
 // plan for sdh on h100: 1000000 points, 499999500000 pairs (lower_triangle)
 //   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
 //   output class  TypeII          output 4000 B: above alpha = 16 B, within beta = 232448 B of shared memory per block
-//   output        aop             output of 500 elements < gamma = 1818: 4 copies per block by lane id (AOP) cost least
-//   input_cache   register_roc    Type-II: the tiles of 18 resident blocks (18 x 64 x 12 B = 13824 B) fit the read-only cache (28672 B), leaving shared memory to the output
+//   output        aop             output of 500 elements < gamma = 845: 2 copies per block by lane id (AOP) cost least
+//   input_cache   register_roc    Type-II: the tiles of 32 resident blocks (32 x 64 x 12 B = 24576 B) fit the read-only cache (28672 B), leaving shared memory to the output
 //   block_size    64              the smallest block that still fills a multiprocessor (2048 threads / 32 blocks): the most blocks, so the most private output copies, per multiprocessor
-//   points/thread 8               each tile point serves 8 pairs: 1954 blocks still give the 132 multiprocessors two each, ~56 registers
-//   copies        4               least R x L in the copy model below
-//   counter       unsigned        32-bit counters, native shared atomics: a copy counts at most 512 threads x 1000000 partners = 512000000 < 2^32 pairs
+//   points/thread 1               one own point per thread (~32 registers): more measured no faster while the pair arithmetic, not the loads, bounds the loop
+//   copies        2               least R x L in the copy model below
+//   counter       unsigned        32-bit counters, native shared atomics: a copy counts at most 64 threads x 1000000 partners = 64000000 < 2^32 pairs
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
-//   resources                     grid 1954 blocks; 8000 B shared per block (0 B tile + 8000 B output); ~56 registers per thread (estimate)
-//   occupancy                     18 blocks = 1152 threads per multiprocessor (limited by Registers); R = 1 rounds
+//   resources                     grid 15625 blocks; 4000 B shared per block (0 B tile + 4000 B output); ~32 registers per thread (estimate)
+//   occupancy                     32 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
 //
-//   copy model (eq. 1-5): H_S = 500 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 1818
+//   copy model (eq. 1-5): H_S = 500 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 845
 //     copies   k  shared/block  blocks/SM  threads/SM  rounds R  L(k)/C_L     R x L
-//          1  32          2000         18        1152         1    1.044       1.0
-//          2  16          4000         18        1152         1    1.008       1.0
-//          4   8          8000         18        1152         1    1.002       1.0  <- least
-//          8   4         16000         13         832         2    1.000       2.0
-//         16   2         32000          7         448         3    1.000       3.0
-//         32   1         64000          3         192         5    1.000       5.0
+//          1  32          2000         32        2048         4    1.044       4.2
+//          2  16          4000         32        2048         4    1.008       4.0  <- least
+//          4   8          8000         25        1600         5    1.002       5.0
+//          8   4         16000         13         832        10    1.000      10.0
+//         16   2         32000          7         448        17    1.000      17.0
+//         32   1         64000          3         192        40    1.000      40.0
 //
-// Launch: 1954 blocks of 64 threads, 8000 B dynamic shared memory.
+// Launch: 15625 blocks of 64 threads, 4000 B dynamic shared memory.
 // Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
 // Regenerate: twobs gen problems/sdh.xml --device h100
 // ------------------------------------------------------------------ types
@@ -56,7 +56,7 @@ __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& t
 }
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 64;  // threads per block = points per tile
-constexpr unsigned R = 8;  // own points per thread: each tile point serves R pairs
+constexpr unsigned R = 1;  // own points per thread: each tile point serves R pairs
 [[maybe_unused]] constexpr unsigned TILE_BYTES = 0;  // the input tile's shared memory; the output's follows
 [[maybe_unused]] constexpr bool UNORDERED_PAIRS = true;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
@@ -167,13 +167,13 @@ struct Tiles {
   }
 };
 
-// ------------------------------------------------------------------ output stage: aop4
+// ------------------------------------------------------------------ output stage: aop2
 // Output privatization in shared memory: COPIES private copies of the totals
 // per block; lane l updates copy l % COPIES, so only lanes that share a copy
 // can collide (AOP, section 3.3.2; COPIES = 1 is plain OP). Copy c of slot s
 // is word s * COPIES + c: with 32 copies the lanes of a warp hit 32 different
 // banks. The copies are summed into the global totals once per block.
-constexpr unsigned COPIES = 4;
+constexpr unsigned COPIES = 2;
 typedef unsigned Counter;  // what a copy counts in
 
 struct Output {

@@ -12,13 +12,13 @@
 //   output        dob             Type-III: pages of 512 pairs taken with one atomicAdd each
 //   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
 //   block_size    256             a tile of 256 points amortizes each barrier without large per-block output state
-//   points/thread 8               each tile point serves 8 pairs: 489 blocks still give the 132 multiprocessors two each, ~48 registers
+//   points/thread 1               one own point per thread (~40 registers): more measured no faster while the pair arithmetic, not the loads, bounds the loop
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
-//   resources                     grid 489 blocks; 2048 B shared per block (2048 B tile + 0 B output); ~48 registers per thread (estimate)
-//   occupancy                     5 blocks = 1280 threads per multiprocessor (limited by Registers); R = 1 rounds
+//   resources                     grid 3907 blocks; 2048 B shared per block (2048 B tile + 0 B output); ~40 registers per thread (estimate)
+//   occupancy                     6 blocks = 1536 threads per multiprocessor (limited by Registers); R = 5 rounds
 //   page_size     512             512 pairs of 2 x u32 per page; the runner sizes the pool
 //
-// Launch: 489 blocks of 256 threads, 2048 B dynamic shared memory.
+// Launch: 3907 blocks of 256 threads, 2048 B dynamic shared memory.
 // Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
 // Regenerate: twobs gen problems/selfjoin.xml --device h100
 // ------------------------------------------------------------------ types
@@ -44,7 +44,7 @@ __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& t
 }
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 256;  // threads per block = points per tile
-constexpr unsigned R = 8;  // own points per thread: each tile point serves R pairs
+constexpr unsigned R = 1;  // own points per thread: each tile point serves R pairs
 [[maybe_unused]] constexpr unsigned TILE_BYTES = 2048;  // the input tile's shared memory; the output's follows
 [[maybe_unused]] constexpr bool UNORDERED_PAIRS = true;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;

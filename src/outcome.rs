@@ -67,8 +67,8 @@ impl Outcome {
 
     /// The first difference between `self` (the result under test) and
     /// `reference`, if any. Counts, pairs (as sets) and KNN lists must be equal;
-    /// sums agree to a relative 1e-6, since the GPU adds in another order and
-    /// CUDA's expf and friends are not correctly rounded.
+    /// sums agree to a relative 1e-6 (or 1e-30 absolute), since the GPU adds in
+    /// another order and CUDA's expf and friends are not correctly rounded.
     pub fn difference(&self, reference: &Outcome) -> Option<String> {
         match (self, reference) {
             (Outcome::Totals(Totals::Counts(g)), Outcome::Totals(Totals::Counts(c))) => {
@@ -132,5 +132,29 @@ impl Outcome {
             }
             (g, c) => Some(format!("a result of {} against one of {}", g.kind(), c.kind())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_agree_to_a_millionth_or_below_f32_subnormals() {
+        let sums = |x: f64| Outcome::Totals(Totals::Sums(vec![x]));
+        assert!(sums(1.000_000_5).difference(&sums(1.0)).is_none());
+        assert!(sums(1.000_002).difference(&sums(1.0)).is_some());
+        // kde of two far-apart points: 3.6520220e-40 against 3.6520360e-40 (seen on the H200).
+        assert!(sums(3.652_022_0e-40).difference(&sums(3.652_036_0e-40)).is_none());
+        assert!(sums(f64::NAN).difference(&sums(1.0)).is_some());
+    }
+
+    #[test]
+    fn counts_and_pairs_must_be_equal() {
+        let counts = |x: u64| Outcome::Totals(Totals::Counts(vec![x, 1]));
+        assert!(counts(5).difference(&counts(5)).is_none());
+        assert!(counts(5).difference(&counts(6)).is_some());
+        assert!(Outcome::Pairs(vec![[1, 2], [0, 3]]).difference(&Outcome::Pairs(vec![[0, 3], [1, 2]])).is_none());
+        assert!(Outcome::Pairs(vec![[1, 2], [1, 2]]).difference(&Outcome::Pairs(vec![[1, 2], [0, 3]])).is_some());
     }
 }

@@ -202,40 +202,20 @@ fn registers_estimate(problem: &Problem, output: OutputStage, points_per_thread:
 /// Own points per thread that may be chosen.
 pub const POINTS_PER_THREAD: [u32; 4] = [1, 2, 4, 8];
 
-/// Registers a thread may take for its own points and output before R stops growing.
-const REGISTER_BUDGET: u32 = 96;
-
-/// The planning rule for R, the own points per thread: each tile point read
-/// serves R pairs, so take the largest R that keeps the registers within
-/// budget and still gives every multiprocessor two blocks.
-fn points_per_thread(
-    problem: &Problem,
-    output: OutputStage,
-    block_size: u32,
-    query_points: u64,
-    dev: &Device,
-) -> (u32, String) {
-    let fill = 2 * dev.multiprocessors as u64;
-    for r in POINTS_PER_THREAD.into_iter().rev() {
-        let registers = registers_estimate(problem, output, r);
-        let blocks = query_points.div_ceil(block_size as u64 * r as u64);
-        if registers <= REGISTER_BUDGET && (blocks >= fill || r == 1) {
-            return (
-                r,
-                if r == 1 {
-                    format!(
-                        "one own point per thread: more would leave fewer than {fill} blocks or need over {REGISTER_BUDGET} registers"
-                    )
-                } else {
-                    format!(
-                        "each tile point serves {r} pairs: {blocks} blocks still give the {} multiprocessors two each, ~{registers} registers",
-                        dev.multiprocessors
-                    )
-                },
-            );
-        }
-    }
-    unreachable!("R = 1 is always chosen")
+/// The planning rule for R, the own points per thread: one. Each tile point
+/// read could serve R pairs, but with the IEEE sqrt and the float bucket of
+/// the built-ins the inner loop is arithmetic-bound: on the H200, SDH at 500
+/// buckets ran 0.698 s at R = 1, 0.692 s at R = 2, 0.700 s at R = 4 and 0.906 s
+/// at R = 8 (register_roc; docs/performance.md), and the band join slowed too.
+/// Forced R (--points-per-thread) stays for the sweeps that will tune it.
+fn points_per_thread(problem: &Problem, output: OutputStage) -> (u32, String) {
+    let registers = registers_estimate(problem, output, 1);
+    (
+        1,
+        format!(
+            "one own point per thread (~{registers} registers): more measured no faster while the pair arithmetic, not the loads, bounds the loop"
+        ),
+    )
 }
 
 /// The output stage named `choice` for `collect`, with `copies` shared copies of `counter`s.
@@ -350,7 +330,7 @@ impl Plan {
         let (points_per_thread, points_why) = match forced.points_per_thread {
             Some(r) if POINTS_PER_THREAD.contains(&r) => (r, "forced".to_owned()),
             Some(r) => return Err(PlanError::PointsPerThread(r)),
-            None => points_per_thread(problem, provisional, block_size, query_points, dev),
+            None => points_per_thread(problem, provisional),
         };
         let grid = query_points.div_ceil(block_size as u64 * points_per_thread as u64).max(1);
         let total_threads = grid * block_size as u64;

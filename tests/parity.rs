@@ -165,8 +165,8 @@ fn main() {
             };
             add(format!("{}/{label}", s.name), s, GpuOptions { forced: f, ..base.clone() }, a, b, &gpu);
         }
-        for block in [32, 1024] {
-            for r in [1, 8] {
+        for (block, rs) in [(32, [1, 8]), (1024, [1, 2])] {
+            for r in rs {
                 let f = Forced { block_size: Some(block), points_per_thread: Some(r), ..Default::default() };
                 add(format!("{}/block-{block}-r{r}", s.name), s, GpuOptions { forced: f, ..base.clone() }, a, b, &gpu);
             }
