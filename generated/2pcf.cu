@@ -9,12 +9,13 @@
 // plan for 2pcf on h100: 1000000 points, 499999500000 pairs (lower_triangle)
 //   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
 //   output class  TypeI           output 8 B fits in registers (alpha = 16 B)
+//   test          keys            distance(a, b) is root(squared_distance(a, b)): each pair is tested on the key, against edges found by bisection at start with root's own arithmetic
 //   output        register        Type-I: accumulate in registers, reduce once per block
 //   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
 //   block_size    512             each shared tile feeds 512 threads, the paper's choice for Type-I (section 5.2)
 //   points/thread 1               one own point per thread (~32 registers): more measured no faster while the pair arithmetic, not the loads, bounds the loop
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
-//   resources                     grid 1954 blocks; 6144 B shared per block (6144 B tile + 0 B output); ~32 registers per thread (estimate)
+//   resources                     grid 1954 blocks; 6148 B shared per block (6144 B tile + 0 B output + 4 B key edges); ~32 registers per thread (estimate)
 //   occupancy                     4 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
 //
 //   copy model (eq. 1-5): H_S = 1 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 6401
@@ -40,14 +41,25 @@ namespace params {
 
 // ------------------------------------------------------------------ the pairwise function
 #line 1 "problems/distance3.cu"
-// Euclidean distance between two 3-D points.
-__device__ float distance(float3 a, float3 b) {
+// Euclidean distance between two 3-D points: the square root of the squared
+// distance, a non-decreasing map of a cheaper key (the spec says so), so that
+// thresholds and bucket edges are tested on the squared distance.
+__device__ float squared_distance(float3 a, float3 b) {
   const float dx = a.x - b.x;
   const float dy = a.y - b.y;
   const float dz = a.z - b.z;
-  return sqrtf(dx * dx + dy * dy + dz * dz);
+  return dx * dx + dy * dy + dz * dz;
 }
-#line 51 "2pcf.cu"
+
+// Non-decreasing over every key, as a key map must be: no key the key
+// function makes is negative, and negative ones map to 0.
+__device__ float root(float k) { return sqrtf(fmaxf(k, 0.0f)); }
+
+// A fast approximation of root, only to guess a bucket the key edges then correct.
+__device__ float approx_root(float k) { return k * rsqrtf(k); }
+
+__device__ float distance(float3 a, float3 b) { return root(squared_distance(a, b)); }
+#line 63 "2pcf.cu"
 __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
   return distance(twobs_a, twobs_b);
 }
@@ -57,6 +69,8 @@ constexpr unsigned R = 1;  // own points per thread: each tile point serves R pa
 [[maybe_unused]] constexpr unsigned TILE_BYTES = 6144;  // the input tile's shared memory; the output's follows
 [[maybe_unused]] constexpr bool UNORDERED_PAIRS = true;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
+#define TWOBS_THREAD threadIdx.x  // fragments that set up shared state split it over the block
+#define TWOBS_THREADS B
 
 __device__ __forceinline__ unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
 
@@ -91,11 +105,66 @@ struct Here {
 };
 
 // ------------------------------------------------------------------ what a pair contributes: count
-// A count is a total of one slot: the pairs whose value passes.
+// Keys (the spec's key map): the value of a pair is map(key) with map
+// non-decreasing, so whether a value passes a test, or reaches a bucket,
+// holds for all keys from some edge on. Each edge is the smallest key that
+// passes, found by bisection over the keys in order with the very arithmetic
+// of map; each backend finds its edges when it starts, with its own
+// arithmetic. Pairs are then tested on the key alone. A NaN key is tested on
+// its value.
+typedef Value Key;
+
+// Non-NaN keys in order, as unsigned integers (sign-magnitude to offset binary).
+__device__ __forceinline__ unsigned long long key_rank(float k) {
+  const unsigned u = __float_as_uint(k);
+  return (u & 0x80000000u) ? static_cast<unsigned long long>(~u) : static_cast<unsigned long long>(u | 0x80000000u);
+}
+__device__ __forceinline__ float key_of_rank(unsigned long long r, float) {
+  const unsigned u = static_cast<unsigned>(r);
+  return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
+}
+__device__ __forceinline__ float key_infinity(float) { return __uint_as_float(0x7f800000u); }
+__device__ __forceinline__ unsigned long long key_rank(double k) {
+  const unsigned long long u = static_cast<unsigned long long>(__double_as_longlong(k));
+  return (u >> 63) ? ~u : (u | (1ull << 63));
+}
+__device__ __forceinline__ double key_of_rank(unsigned long long r, double) {
+  return __longlong_as_double(static_cast<long long>((r >> 63) ? (r & ~(1ull << 63)) : ~r));
+}
+__device__ __forceinline__ double key_infinity(double) { return __longlong_as_double(0x7ff0000000000000LL); }
+
+// The smallest key k with passes(k), for passes false and then true along the
+// keys: -inf when every key passes, NaN when none does (a comparison
+// `k >= edge` is then false for every key).
+template <class Passes>
+__device__ Key smallest_key(Passes passes) {
+  const Key inf = key_infinity(Key(0));
+  if (!passes(inf)) return inf - inf;  // NaN
+  if (passes(-inf)) return -inf;
+  unsigned long long lo = key_rank(-inf), hi = key_rank(inf);  // passes(lo) false, passes(hi) true
+  while (hi - lo > 1) {
+    const unsigned long long mid = lo + (hi - lo) / 2;
+    if (passes(key_of_rank(mid, Key(0)))) {
+      hi = mid;
+    } else {
+      lo = mid;
+    }
+  }
+  return key_of_rank(hi, Key(0));
+}
+
+// A count is a total of one slot: the pairs whose value passes, tested on the key.
 [[maybe_unused]] constexpr unsigned SLOTS = 1;
 typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per launch
 typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 constexpr Value THRESHOLD = static_cast<Value>(params::r);
+
+// The smallest key whose value fails: pairs with smaller keys pass.
+__shared__ Key twobs_fail_edge;
+
+__device__ __forceinline__ void prepare_contribution() {
+  if (TWOBS_THREAD == 0) twobs_fail_edge = smallest_key([](Key k) { return !(root(k) < THRESHOLD); });
+}
 
 struct Contribution {
   int slot;  // < 0: the pair adds nothing
@@ -103,7 +172,9 @@ struct Contribution {
 };
 
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
-  return {pair_value(twobs_a, twobs_b) < THRESHOLD ? 0 : -1, 1u};
+  const Key k = squared_distance(twobs_a, twobs_b);
+  const bool pass = k == k ? !(k >= twobs_fail_edge) : root(k) < THRESHOLD;
+  return {pass ? 0 : -1, 1u};
 }
 
 // ------------------------------------------------------------------ input stage: register_shm
@@ -145,6 +216,8 @@ struct Tiles {
 
   template <class F>
   __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
+    // Unrolled a little: a full tile of a constant length would otherwise unroll whole.
+#pragma unroll 4
     for (unsigned j = 0; j < len; ++j) f(j, at(j));
   }
 };
@@ -227,6 +300,8 @@ extern "C" __global__ void __launch_bounds__(B) twobs_2pcf(
   const unsigned block = blockIdx.x;
   const unsigned first = block * B * R;  // the block's first own point
   const Here here = {first + t, a.n, a_offset, other_offset, smem + TILE_BYTES};
+  prepare_contribution();
+  __syncthreads();
   Point own[R];
 #pragma unroll
   for (unsigned r = 0; r < R; ++r) own[r] = load_point(a, here.own(r));  // padding rows are loaded, never counted
@@ -274,6 +349,7 @@ extern "C" __global__ void __launch_bounds__(B) twobs_2pcf(
 #pragma unroll
         for (unsigned r = 0; r < R; ++r) {
           if (r != u) continue;
+#pragma unroll 4
           for (unsigned d = 1; d <= B / 2; ++d) {
             const unsigned jl = (t + d) & (B - 1);
             const bool valid = here.valid(r) && jl < len && (d < B / 2 || t < B / 2);

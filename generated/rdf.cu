@@ -9,13 +9,14 @@
 // plan for rdf on h100: 1000000 x 1000000 points, 1000000000000 pairs (cross)
 //   visit         cross           two sets: every (a, b)
 //   output class  TypeII          output 4000 B: above alpha = 16 B, within beta = 232448 B of shared memory per block
+//   test          keys            min_image_distance(a, b) is root(squared_min_image_distance(a, b)): each pair is tested on the key, against edges found by bisection at start with root's own arithmetic
 //   output        aop             output of 500 elements < gamma = 845: 2 copies per block by lane id (AOP) cost least
 //   input_cache   register_roc    Type-II: the tiles of 32 resident blocks (32 x 64 x 12 B = 24576 B) fit the read-only cache (28672 B), leaving shared memory to the output
 //   block_size    64              the smallest block that still fills a multiprocessor (2048 threads / 32 blocks): the most blocks, so the most private output copies, per multiprocessor
 //   points/thread 1               one own point per thread (~32 registers): more measured no faster while the pair arithmetic, not the loads, bounds the loop
 //   copies        2               least R x L in the copy model below
 //   counter       unsigned        32-bit counters, native shared atomics: a copy counts at most 64 threads x 1000000 partners = 64000000 < 2^32 pairs
-//   resources                     grid 15625 blocks; 4000 B shared per block (0 B tile + 4000 B output); ~32 registers per thread (estimate)
+//   resources                     grid 15625 blocks; 6004 B shared per block (0 B tile + 4000 B output + 2004 B key edges); ~32 registers per thread (estimate)
 //   occupancy                     32 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
 //
 //   copy model (eq. 1-5): H_S = 500 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 845
@@ -44,20 +45,31 @@ namespace params {
 // ------------------------------------------------------------------ the pairwise function
 #line 1 "problems/rdf.cu"
 // Distance between an A atom and a B atom. With a periodic box (params::box > 0)
-// each coordinate difference is wrapped to its minimum image.
+// each coordinate difference is wrapped to its minimum image. The distance is
+// the square root of the squared distance, a non-decreasing map of a cheaper
+// key (the spec says so), so that shell edges are tested on the squared distance.
 __device__ float wrap(float d) {
   const float box = params::box;
   if (box > 0.0f) d -= box * rintf(d / box);
   return d;
 }
 
-__device__ float min_image_distance(float3 a, float3 b) {
+__device__ float squared_min_image_distance(float3 a, float3 b) {
   const float dx = wrap(a.x - b.x);
   const float dy = wrap(a.y - b.y);
   const float dz = wrap(a.z - b.z);
-  return sqrtf(dx * dx + dy * dy + dz * dz);
+  return dx * dx + dy * dy + dz * dz;
 }
-#line 61 "rdf.cu"
+
+// Non-decreasing over every key, as a key map must be: no key the key
+// function makes is negative, and negative ones map to 0.
+__device__ float root(float k) { return sqrtf(fmaxf(k, 0.0f)); }
+
+// A fast approximation of root, only to guess a shell the key edges then correct.
+__device__ float approx_root(float k) { return k * rsqrtf(k); }
+
+__device__ float min_image_distance(float3 a, float3 b) { return root(squared_min_image_distance(a, b)); }
+#line 73 "rdf.cu"
 __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
   return min_image_distance(twobs_a, twobs_b);
 }
@@ -67,6 +79,8 @@ constexpr unsigned R = 1;  // own points per thread: each tile point serves R pa
 [[maybe_unused]] constexpr unsigned TILE_BYTES = 0;  // the input tile's shared memory; the output's follows
 [[maybe_unused]] constexpr bool UNORDERED_PAIRS = false;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
+#define TWOBS_THREAD threadIdx.x  // fragments that set up shared state split it over the block
+#define TWOBS_THREADS B
 
 __device__ __forceinline__ unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
 
@@ -112,8 +126,84 @@ __device__ __forceinline__ int bucket_of(Value v) {
   return (x >= Value(0) && x < Value(SLOTS)) ? static_cast<int>(x) : -1;
 }
 
+// Keys (the spec's key map): the value of a pair is map(key) with map
+// non-decreasing, so whether a value passes a test, or reaches a bucket,
+// holds for all keys from some edge on. Each edge is the smallest key that
+// passes, found by bisection over the keys in order with the very arithmetic
+// of map; each backend finds its edges when it starts, with its own
+// arithmetic. Pairs are then tested on the key alone. A NaN key is tested on
+// its value.
+typedef Value Key;
+
+// Non-NaN keys in order, as unsigned integers (sign-magnitude to offset binary).
+__device__ __forceinline__ unsigned long long key_rank(float k) {
+  const unsigned u = __float_as_uint(k);
+  return (u & 0x80000000u) ? static_cast<unsigned long long>(~u) : static_cast<unsigned long long>(u | 0x80000000u);
+}
+__device__ __forceinline__ float key_of_rank(unsigned long long r, float) {
+  const unsigned u = static_cast<unsigned>(r);
+  return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
+}
+__device__ __forceinline__ float key_infinity(float) { return __uint_as_float(0x7f800000u); }
+__device__ __forceinline__ unsigned long long key_rank(double k) {
+  const unsigned long long u = static_cast<unsigned long long>(__double_as_longlong(k));
+  return (u >> 63) ? ~u : (u | (1ull << 63));
+}
+__device__ __forceinline__ double key_of_rank(unsigned long long r, double) {
+  return __longlong_as_double(static_cast<long long>((r >> 63) ? (r & ~(1ull << 63)) : ~r));
+}
+__device__ __forceinline__ double key_infinity(double) { return __longlong_as_double(0x7ff0000000000000LL); }
+
+// The smallest key k with passes(k), for passes false and then true along the
+// keys: -inf when every key passes, NaN when none does (a comparison
+// `k >= edge` is then false for every key).
+template <class Passes>
+__device__ Key smallest_key(Passes passes) {
+  const Key inf = key_infinity(Key(0));
+  if (!passes(inf)) return inf - inf;  // NaN
+  if (passes(-inf)) return -inf;
+  unsigned long long lo = key_rank(-inf), hi = key_rank(inf);  // passes(lo) false, passes(hi) true
+  while (hi - lo > 1) {
+    const unsigned long long mid = lo + (hi - lo) / 2;
+    if (passes(key_of_rank(mid, Key(0)))) {
+      hi = mid;
+    } else {
+      lo = mid;
+    }
+  }
+  return key_of_rank(hi, Key(0));
+}
+
 typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per launch
 typedef unsigned long long Total;  // 64-bit totals in shared and global memory
+
+// edges[j]: the smallest key whose value reaches bucket j or beyond, so that
+// bucket_of(map(k)) == j exactly when edges[j] <= k < edges[j + 1].
+__shared__ Key twobs_edges[SLOTS + 1];
+
+__device__ __forceinline__ void prepare_contribution() {
+  for (unsigned j = TWOBS_THREAD; j <= SLOTS; j += TWOBS_THREADS) {
+    twobs_edges[j] = smallest_key([j](Key k) { return (root(k) - LO) * SCALE >= Value(j); });
+  }
+}
+
+// The nearest whole number to x in [0, SLOTS - 1], without a conversion instruction.
+__device__ __forceinline__ int guess_index(float x) {
+  x = fminf(fmaxf(x, 0.0f), static_cast<float>(SLOTS - 1));  // a NaN guess becomes 0
+  return __float_as_int(x + 12582912.0f) - 0x4B400000;        // 1.5 x 2^23: the low bits are round(x)
+}
+__device__ __forceinline__ int guess_index(double x) {
+  return static_cast<int>(fmin(fmax(x, 0.0), static_cast<double>(SLOTS - 1)));
+}
+
+__device__ __forceinline__ int bucket_of_key(Key k) {
+  if (k != k) return bucket_of(root(k));
+  // A guess from the estimate (possibly a bucket off), then the edges make it exact.
+  int b = guess_index((approx_root(k) - LO) * SCALE);
+  while (b > 0 && !(k >= twobs_edges[b])) --b;
+  while (b + 1 < static_cast<int>(SLOTS) && k >= twobs_edges[b + 1]) ++b;
+  return (k >= twobs_edges[b] && !(k >= twobs_edges[b + 1])) ? b : -1;
+}
 
 struct Contribution {
   int slot;  // < 0: the pair adds nothing
@@ -121,7 +211,7 @@ struct Contribution {
 };
 
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
-  return {bucket_of(pair_value(twobs_a, twobs_b)), 1u};
+  return {bucket_of_key(squared_min_image_distance(twobs_a, twobs_b)), 1u};
 }
 
 // ------------------------------------------------------------------ input stage: register_roc
@@ -150,6 +240,7 @@ struct Tiles {
   template <class F>
   __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
     unsigned j = 0;
+#pragma unroll 2
     for (; j + 1 < len; j += 2) {  // tiles start at multiples of B: pairs are aligned
       Point p0, p1;
       {
@@ -248,6 +339,8 @@ extern "C" __global__ void __launch_bounds__(B) twobs_rdf(
   const unsigned block = blockIdx.x;
   const unsigned first = block * B * R;  // the block's first own point
   const Here here = {first + t, a.n, a_offset, other_offset, smem + TILE_BYTES};
+  prepare_contribution();
+  __syncthreads();
   Point own[R];
 #pragma unroll
   for (unsigned r = 0; r < R; ++r) own[r] = load_point(a, here.own(r));  // padding rows are loaded, never counted

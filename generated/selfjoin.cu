@@ -9,12 +9,13 @@
 // plan for selfjoin on h100: 1000000 points, 499999500000 pairs (lower_triangle)
 //   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
 //   output class  TypeIII         output unknown in advance: above beta = 232448 B or unknown
+//   test          keys            distance(a, b) is root(squared_distance(a, b)): each pair is tested on the key, against edges found by bisection at start with root's own arithmetic
 //   output        dob             Type-III: pages of 512 pairs taken with one atomicAdd each
 //   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
 //   block_size    256             a tile of 256 points amortizes each barrier without large per-block output state
 //   points/thread 1               one own point per thread (~40 registers): more measured no faster while the pair arithmetic, not the loads, bounds the loop
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
-//   resources                     grid 3907 blocks; 2048 B shared per block (2048 B tile + 0 B output); ~40 registers per thread (estimate)
+//   resources                     grid 3907 blocks; 2052 B shared per block (2048 B tile + 0 B output + 4 B key edges); ~40 registers per thread (estimate)
 //   occupancy                     6 blocks = 1536 threads per multiprocessor (limited by Registers); R = 5 rounds
 //   page_size     512             512 pairs of 2 x u32 per page; the runner sizes the pool
 //
@@ -32,13 +33,24 @@ namespace params {
 
 // ------------------------------------------------------------------ the pairwise function
 #line 1 "problems/distance2.cu"
-// Euclidean distance between two 2-D points.
-__device__ float distance(float2 a, float2 b) {
+// Euclidean distance between two 2-D points: the square root of the squared
+// distance, a non-decreasing map of a cheaper key (the spec says so), so that
+// thresholds are tested on the squared distance.
+__device__ float squared_distance(float2 a, float2 b) {
   const float dx = a.x - b.x;
   const float dy = a.y - b.y;
-  return sqrtf(dx * dx + dy * dy);
+  return dx * dx + dy * dy;
 }
-#line 42 "selfjoin.cu"
+
+// Non-decreasing over every key, as a key map must be: no key the key
+// function makes is negative, and negative ones map to 0.
+__device__ float root(float k) { return sqrtf(fmaxf(k, 0.0f)); }
+
+// A fast approximation of root, only to guess a bucket the key edges then correct.
+__device__ float approx_root(float k) { return k * rsqrtf(k); }
+
+__device__ float distance(float2 a, float2 b) { return root(squared_distance(a, b)); }
+#line 54 "selfjoin.cu"
 __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
   return distance(twobs_a, twobs_b);
 }
@@ -48,6 +60,8 @@ constexpr unsigned R = 1;  // own points per thread: each tile point serves R pa
 [[maybe_unused]] constexpr unsigned TILE_BYTES = 2048;  // the input tile's shared memory; the output's follows
 [[maybe_unused]] constexpr bool UNORDERED_PAIRS = true;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
+#define TWOBS_THREAD threadIdx.x  // fragments that set up shared state split it over the block
+#define TWOBS_THREADS B
 
 __device__ __forceinline__ unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
 
@@ -80,11 +94,67 @@ struct Here {
 };
 
 // ------------------------------------------------------------------ what a pair contributes: pairs
+// Keys (the spec's key map): the value of a pair is map(key) with map
+// non-decreasing, so whether a value passes a test, or reaches a bucket,
+// holds for all keys from some edge on. Each edge is the smallest key that
+// passes, found by bisection over the keys in order with the very arithmetic
+// of map; each backend finds its edges when it starts, with its own
+// arithmetic. Pairs are then tested on the key alone. A NaN key is tested on
+// its value.
+typedef Value Key;
+
+// Non-NaN keys in order, as unsigned integers (sign-magnitude to offset binary).
+__device__ __forceinline__ unsigned long long key_rank(float k) {
+  const unsigned u = __float_as_uint(k);
+  return (u & 0x80000000u) ? static_cast<unsigned long long>(~u) : static_cast<unsigned long long>(u | 0x80000000u);
+}
+__device__ __forceinline__ float key_of_rank(unsigned long long r, float) {
+  const unsigned u = static_cast<unsigned>(r);
+  return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
+}
+__device__ __forceinline__ float key_infinity(float) { return __uint_as_float(0x7f800000u); }
+__device__ __forceinline__ unsigned long long key_rank(double k) {
+  const unsigned long long u = static_cast<unsigned long long>(__double_as_longlong(k));
+  return (u >> 63) ? ~u : (u | (1ull << 63));
+}
+__device__ __forceinline__ double key_of_rank(unsigned long long r, double) {
+  return __longlong_as_double(static_cast<long long>((r >> 63) ? (r & ~(1ull << 63)) : ~r));
+}
+__device__ __forceinline__ double key_infinity(double) { return __longlong_as_double(0x7ff0000000000000LL); }
+
+// The smallest key k with passes(k), for passes false and then true along the
+// keys: -inf when every key passes, NaN when none does (a comparison
+// `k >= edge` is then false for every key).
+template <class Passes>
+__device__ Key smallest_key(Passes passes) {
+  const Key inf = key_infinity(Key(0));
+  if (!passes(inf)) return inf - inf;  // NaN
+  if (passes(-inf)) return -inf;
+  unsigned long long lo = key_rank(-inf), hi = key_rank(inf);  // passes(lo) false, passes(hi) true
+  while (hi - lo > 1) {
+    const unsigned long long mid = lo + (hi - lo) / 2;
+    if (passes(key_of_rank(mid, Key(0)))) {
+      hi = mid;
+    } else {
+      lo = mid;
+    }
+  }
+  return key_of_rank(hi, Key(0));
+}
+
 constexpr Value THRESHOLD = static_cast<Value>(params::eps);
 
-// Whether the pair belongs to the output.
+// The smallest key whose value fails: pairs with smaller keys pass.
+__shared__ Key twobs_fail_edge;
+
+__device__ __forceinline__ void prepare_contribution() {
+  if (TWOBS_THREAD == 0) twobs_fail_edge = smallest_key([](Key k) { return !(root(k) <= THRESHOLD); });
+}
+
+// Whether the pair belongs to the output, tested on the key.
 __device__ __forceinline__ bool passes(const Point& twobs_a, const Point& twobs_b) {
-  return pair_value(twobs_a, twobs_b) <= THRESHOLD;
+  const Key k = squared_distance(twobs_a, twobs_b);
+  return k == k ? !(k >= twobs_fail_edge) : root(k) <= THRESHOLD;
 }
 
 // ------------------------------------------------------------------ input stage: register_shm
@@ -122,6 +192,8 @@ struct Tiles {
 
   template <class F>
   __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
+    // Unrolled a little: a full tile of a constant length would otherwise unroll whole.
+#pragma unroll 4
     for (unsigned j = 0; j < len; ++j) f(j, at(j));
   }
 };
@@ -265,6 +337,8 @@ extern "C" __global__ void __launch_bounds__(B) twobs_selfjoin(
   const unsigned block = blockIdx.x;
   const unsigned first = block * B * R;  // the block's first own point
   const Here here = {first + t, a.n, a_offset, other_offset, smem + TILE_BYTES};
+  prepare_contribution();
+  __syncthreads();
   Point own[R];
 #pragma unroll
   for (unsigned r = 0; r < R; ++r) own[r] = load_point(a, here.own(r));  // padding rows are loaded, never counted
@@ -312,6 +386,7 @@ extern "C" __global__ void __launch_bounds__(B) twobs_selfjoin(
 #pragma unroll
         for (unsigned r = 0; r < R; ++r) {
           if (r != u) continue;
+#pragma unroll 4
           for (unsigned d = 1; d <= B / 2; ++d) {
             const unsigned jl = (t + d) & (B - 1);
             const bool valid = here.valid(r) && jl < len && (d < B / 2 || t < B / 2);

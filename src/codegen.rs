@@ -229,10 +229,14 @@ pub fn render_cpu(problem: &Problem, params: &Params, shape: &Shape, f64_mode: b
     finish(render_template(Template::CpuDriver, cx), "twobs_rows".into(), format!("{}.cpp", problem.name))
 }
 
-/// The pair function alone in a one-line kernel, for counting its
-/// floating-point instructions (`backend::nvrtc::fp_instructions`).
+/// What a pair evaluates alone in a one-line kernel, for counting its
+/// floating-point instructions (`backend::nvrtc::fp_instructions`): the key
+/// where pairs are tested on keys, else the pair function.
 pub fn render_probe(problem: &Problem, params: &Params) -> Kernel {
-    let cx = common(problem, params, 1);
+    let mut cx = common(problem, params, 1);
+    if let Some(k) = contribution::on_keys(problem, params) {
+        cx["snippet"]["function"] = k.key.clone().into();
+    }
     finish(render_template(Template::Probe, cx), "twobs_probe".into(), format!("{}-probe.cu", problem.name))
 }
 

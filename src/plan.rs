@@ -37,9 +37,9 @@ pub enum PlanError {
     #[error("{0} points per thread: must be 1, 2, 4 or 8")]
     PointsPerThread(u32),
     #[error(
-        "this plan needs {needed} B of shared memory per block ({tile} B input tile + {output} B for {copies} output copies), but {device} allows at most {available} B"
+        "this plan needs {needed} B of shared memory per block ({tile} B input tile + {output} B for {copies} output copies + {keys} B of key edges), but {device} allows at most {available} B"
     )]
-    SharedMemory { needed: u32, tile: u32, output: u32, copies: u32, device: String, available: u32 },
+    SharedMemory { needed: u32, tile: u32, output: u32, copies: u32, keys: u32, device: String, available: u32 },
     #[error(
         "a block of {threads} threads with {shared} B of shared memory and {registers} registers per thread does not fit on {device}"
     )]
@@ -97,6 +97,7 @@ impl Shape {
 pub enum Choice {
     Visit,
     OutputClass,
+    Test,
     Output,
     InputCache,
     BlockSize,
@@ -111,6 +112,7 @@ impl Choice {
         match self {
             Choice::Visit => "visit",
             Choice::OutputClass => "output class",
+            Choice::Test => "test",
             Choice::Output => "output",
             Choice::InputCache => "input_cache",
             Choice::BlockSize => "block_size",
@@ -138,6 +140,8 @@ pub struct Launch {
     pub grid: u64,
     /// Dynamic shared memory per block: the input tile, then the output's.
     pub shared_bytes: u32,
+    /// Static shared memory of the contribution: the key edges.
+    pub contribution_shared_bytes: u32,
     pub tile_bytes: u32,
     pub output_shared_bytes: u32,
     pub registers_estimate: u32,
@@ -384,26 +388,39 @@ impl Plan {
 
         let output_shared_bytes = output.shared_bytes();
         let shared_bytes = tile_bytes + output_shared_bytes;
-        if shared_bytes > dev.shared_per_block_optin {
+        let contribution_shared_bytes = contribution::shared_bytes(problem, params);
+        if shared_bytes + contribution_shared_bytes > dev.shared_per_block_optin {
             return Err(PlanError::SharedMemory {
-                needed: shared_bytes,
+                needed: shared_bytes + contribution_shared_bytes,
                 tile: tile_bytes,
                 output: output_shared_bytes,
                 copies,
+                keys: contribution_shared_bytes,
                 device: dev.name.clone(),
                 available: dev.shared_per_block_optin,
             });
         }
-        let occupancy =
-            model::occupancy(dev, BlockNeeds { threads: block_size, shared_bytes, registers_per_thread: registers })
-                .ok_or_else(|| PlanError::DoesNotFit {
-                    threads: block_size,
-                    shared: shared_bytes,
-                    registers,
-                    device: dev.name.clone(),
-                })?;
+        let occupancy = model::occupancy(
+            dev,
+            BlockNeeds {
+                threads: block_size,
+                shared_bytes: shared_bytes + contribution_shared_bytes,
+                registers_per_thread: registers,
+            },
+        )
+        .ok_or_else(|| PlanError::DoesNotFit {
+            threads: block_size,
+            shared: shared_bytes + contribution_shared_bytes,
+            registers,
+            device: dev.name.clone(),
+        })?;
         let rounds = model::rounds(total_threads, occupancy, dev);
 
+        decisions.push(Decision {
+            what: Choice::Test,
+            choice: if contribution::on_keys(problem, params).is_some() { "keys" } else { "values" }.into(),
+            why: contribution::why(problem, params),
+        });
         decisions.push(Decision { what: Choice::Output, choice: choice.name().into(), why: output_why });
         decisions.push(Decision { what: Choice::InputCache, choice: input_cache.name().into(), why: input_why });
         decisions.push(Decision { what: Choice::BlockSize, choice: block_size.to_string(), why: block_why });
@@ -446,6 +463,7 @@ impl Plan {
                 points_per_thread,
                 grid,
                 shared_bytes,
+                contribution_shared_bytes,
                 tile_bytes,
                 output_shared_bytes,
                 registers_estimate: registers,
@@ -530,8 +548,15 @@ impl fmt::Display for Plan {
         let l = &self.launch;
         writeln!(
             f,
-            "  {:<13} {:<15} grid {} blocks; {} B shared per block ({} B tile + {} B output); ~{} registers per thread (estimate)",
-            "resources", "", l.grid, l.shared_bytes, l.tile_bytes, l.output_shared_bytes, l.registers_estimate
+            "  {:<13} {:<15} grid {} blocks; {} B shared per block ({} B tile + {} B output + {} B key edges); ~{} registers per thread (estimate)",
+            "resources",
+            "",
+            l.grid,
+            l.shared_bytes + l.contribution_shared_bytes,
+            l.tile_bytes,
+            l.output_shared_bytes,
+            l.contribution_shared_bytes,
+            l.registers_estimate
         )?;
         writeln!(
             f,

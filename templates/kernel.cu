@@ -13,6 +13,8 @@ constexpr unsigned R = {{ points_per_thread }};  // own points per thread: each 
 [[maybe_unused]] constexpr unsigned TILE_BYTES = {{ tile_bytes }};  // the input tile's shared memory; the output's follows
 [[maybe_unused]] constexpr bool UNORDERED_PAIRS = {{ unordered }};  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
+#define TWOBS_THREAD threadIdx.x  // fragments that set up shared state split it over the block
+#define TWOBS_THREADS B
 
 __device__ __forceinline__ unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
 
@@ -82,6 +84,8 @@ extern "C" __global__ void __launch_bounds__(B) {{ kernel_name }}(
   const unsigned block = blockIdx.x;
   const unsigned first = block * B * R;  // the block's first own point
   const Here here = {first + t, a.n, a_offset, other_offset, smem + TILE_BYTES};
+  prepare_contribution();
+  __syncthreads();
   Point own[R];
 #pragma unroll
   for (unsigned r = 0; r < R; ++r) own[r] = load_point(a, here.own(r));  // padding rows are loaded, never counted

@@ -214,7 +214,7 @@ impl Launcher {
             let module =
                 ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec())).doing("loading the kernel")?;
             let func = module.load_function(&kernel.entry).doing("finding the kernel")?;
-            if plan.launch.shared_bytes > dev.shared_per_block {
+            if plan.launch.shared_bytes + plan.launch.contribution_shared_bytes > dev.shared_per_block {
                 func.set_attribute(
                     sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                     plan.launch.shared_bytes as i32,

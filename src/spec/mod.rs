@@ -99,6 +99,22 @@ pub struct Function {
     pub symmetric: bool,
     /// Type of the value f returns.
     pub returns: Scalar,
+    /// The value as a monotone map of a cheaper key, where the spec declares one.
+    pub key: Option<KeyMap>,
+}
+
+/// The spec's promise that f(a, b) == map(key(a, b)) bit for bit, with `map`
+/// non-decreasing: thresholds and bucket edges then become exact key edges,
+/// and pairs are tested on the key, without evaluating `map`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeyMap {
+    /// `__device__ Value key(Point a, Point b)`: the key, of the value's type.
+    pub key: String,
+    /// `__device__ Value map(Value key)`: the value of a key, non-decreasing.
+    pub map: String,
+    /// `__device__ Value estimate(Value key)`: a fast approximation of `map`,
+    /// used only to guess a bucket that the key edges then correct.
+    pub estimate: Option<String>,
 }
 
 /// How the pair value is compared with a threshold.
@@ -567,7 +583,7 @@ impl Cx<'_> {
     }
 
     fn function(&self, node: &Node, origin: &Path, files: &dyn Files) -> Result<Function, SpecError> {
-        self.only_attrs(node, &["file", "name", "symmetric", "returns"])?;
+        self.only_attrs(node, &["file", "name", "symmetric", "returns", "key", "map", "estimate"])?;
         self.no_children(node)?;
         self.no_text(node)?;
         let file_attr = self.required(node, "file", "the CUDA snippet, relative to this spec")?;
@@ -589,7 +605,28 @@ impl Cx<'_> {
         if !defines_function(&source, &name) {
             return Err(self.err(name_attr.pos, format!("the snippet `{shown}` does not define a function `{name}`")));
         }
-        Ok(Function { name, file: shown, source, symmetric, returns })
+        let named = |attr: &str| -> Result<Option<(String, Pos)>, SpecError> {
+            let Some(a) = self.attr(node, attr) else { return Ok(None) };
+            let f = self.identifier(a)?;
+            if !defines_function(&source, &f) {
+                return Err(self.err(a.pos, format!("the snippet `{shown}` does not define the {attr} function `{f}`")));
+            }
+            Ok(Some((f, a.pos)))
+        };
+        let key = match (named("key")?, named("map")?, named("estimate")?) {
+            (None, None, None) => None,
+            (Some((key, pos)), Some((map, _)), estimate) => {
+                if returns.is_integer() {
+                    return Err(self.err(pos, "a key map needs a function that returns f32 or f64"));
+                }
+                Some(KeyMap { key, map, estimate: estimate.map(|(e, _)| e) })
+            }
+            (Some((_, pos)), None, _) | (None, _, Some((_, pos))) => {
+                return Err(self.err(pos, "a key goes with a map (the value of a key), and an estimate with both"));
+            }
+            (None, Some((_, pos)), None) => return Err(self.err(pos, "a map goes with a key (key=\"...\")")),
+        };
+        Ok(Function { name, file: shown, source, symmetric, returns, key })
     }
 
     fn output(&self, node: &Node, params: &[Param], function: &Function) -> Result<Output, SpecError> {

@@ -16,7 +16,7 @@
 
 use super::Template;
 use super::output::{Collect, Total};
-use crate::spec::{Operand, Output, Params, Problem, Scalar, Value};
+use crate::spec::{KeyMap, Operand, Output, Params, Problem, Scalar, Value};
 
 /// What the output of `problem` collects with these parameter values.
 pub fn collect(problem: &Problem, params: &Params) -> Collect {
@@ -31,13 +31,80 @@ pub fn collect(problem: &Problem, params: &Params) -> Collect {
     }
 }
 
+/// The most shared memory the key edges of a histogram may take: beyond it the
+/// histogram is large enough (Type-III) that values are tested.
+pub const KEY_EDGES_BYTES: u32 = 16 * 1024;
+
+/// Whether pairs are tested on the spec's key rather than on the value: for
+/// counts, pairs and plain histograms (of at most KEY_EDGES_BYTES of edges) of
+/// a function with a key map.
+pub fn on_keys<'a>(problem: &'a Problem, params: &Params) -> Option<&'a KeyMap> {
+    let tested = match &problem.output {
+        Output::Count { .. } | Output::Pairs { .. } => true,
+        Output::Histogram { bins, weight: None, .. } => {
+            (params.eval(bins).as_f64() + 1.0) * problem.function.returns.bytes() as f64 <= KEY_EDGES_BYTES as f64
+        }
+        _ => false,
+    };
+    problem.function.key.as_ref().filter(|_| tested)
+}
+
+/// Why the pairs are tested on the key or on the value, for the plan.
+pub fn why(problem: &Problem, params: &Params) -> String {
+    match (on_keys(problem, params), &problem.function.key) {
+        (Some(k), _) => format!(
+            "{}(a, b) is {}({}(a, b)): each pair is tested on the key, against edges found by bisection at start with {}'s own arithmetic",
+            problem.function.name, k.map, k.key, k.map
+        ),
+        (None, Some(_)) => format!(
+            "a {} output of this size is made from the values themselves (key edges over {KEY_EDGES_BYTES} B, or no test to make)",
+            problem.output.kind()
+        ),
+        (None, None) => "the spec declares no key map: each pair's value is tested".into(),
+    }
+}
+
+/// Shared memory (static) the kind's set-up takes per block: the key edges.
+pub fn shared_bytes(problem: &Problem, params: &Params) -> u32 {
+    let value = problem.function.returns.bytes();
+    match (on_keys(problem, params), &problem.output) {
+        (None, _) => 0,
+        (Some(_), Output::Histogram { bins, .. }) => (params.eval(bins).as_f64() as u32 + 1) * value,
+        (Some(_), _) => value,
+    }
+}
+
 /// The kind's fragment and what it renders with.
 pub fn fragment(problem: &Problem, params: &Params) -> (Template, serde_json::Value) {
     let returns = problem.function.returns;
-    let whole = |op: &Operand| match op {
-        Operand::Param(name) => format!("static_cast<unsigned>(params::{name})"),
-        Operand::Literal(v) => v.cast(Scalar::U32).c_literal(),
-    };
+    if let Some(k) = on_keys(problem, params) {
+        let keys = serde_json::json!({
+            "key": k.key,
+            "map": k.map,
+            "estimate": k.estimate.as_deref().unwrap_or(&k.map),
+        });
+        let (template, mut cx) = match &problem.output {
+            Output::Count { threshold, compare } => (
+                Template::ContributionCountKey,
+                serde_json::json!({ "threshold": operand_expr(threshold, returns), "compare": compare.c_operator() }),
+            ),
+            Output::Pairs { threshold, compare, .. } => (
+                Template::ContributionPairsKey,
+                serde_json::json!({ "threshold": operand_expr(threshold, returns), "compare": compare.c_operator() }),
+            ),
+            Output::Histogram { bins, .. } => {
+                let (lo, scale) = histogram_scale(problem, params).expect("a histogram");
+                (
+                    Template::ContributionHistogramKey,
+                    serde_json::json!({ "bins": whole_expr(bins), "lo": lo.c_literal(), "scale": scale.c_literal() }),
+                )
+            }
+            _ => unreachable!("on_keys covers counts, pairs and histograms"),
+        };
+        cx.as_object_mut().expect("an object").extend(keys.as_object().expect("an object").clone());
+        return (template, cx);
+    }
+    let whole = whole_expr;
     match &problem.output {
         Output::Count { threshold, compare } => (
             Template::ContributionCount,
@@ -64,6 +131,14 @@ pub fn fragment(problem: &Problem, params: &Params) -> (Template, serde_json::Va
         Output::Knn { k } => {
             (Template::ContributionKnn, serde_json::json!({ "k": whole(k), "worst": worst_value(returns) }))
         }
+    }
+}
+
+/// The C expression for a whole-number operand (buckets, K).
+fn whole_expr(op: &Operand) -> String {
+    match op {
+        Operand::Param(name) => format!("static_cast<unsigned>(params::{name})"),
+        Operand::Literal(v) => v.cast(Scalar::U32).c_literal(),
     }
 }
 

@@ -4,3 +4,6 @@ constexpr Value THRESHOLD = static_cast<Value>({{ stage.threshold }});
 __device__ __forceinline__ bool passes(const Point& twobs_a, const Point& twobs_b) {
   return pair_value(twobs_a, twobs_b) {{ stage.compare }} THRESHOLD;
 }
+
+// No setup: the value is tested as it is.
+__device__ __forceinline__ void prepare_contribution() {}

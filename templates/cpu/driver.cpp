@@ -1,6 +1,8 @@
 // twobs CPU driver for {{ problem_name }} ({{ origin }}){% if f64_mode %}, f64 mode{% endif %}.
 // Generated; compiled with the host C++ compiler and loaded by the runner.
 {% include "cpu/prelude.h" %}
+#define TWOBS_THREAD 0u  // one host thread sets up its own copy of the shared state
+#define TWOBS_THREADS 1u
 {% include "common/types.cu" %}
 
 // ------------------------------------------------------------------ the pairwise function

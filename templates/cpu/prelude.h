@@ -9,6 +9,7 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __shared__ static thread_local
 {% for t in vector_types %}
 struct {{ t.prefix }}1 { {{ t.c }} x; };
 struct {{ t.prefix }}2 { {{ t.c }} x, y; };

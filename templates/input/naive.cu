@@ -15,6 +15,8 @@ struct Tiles {
 
   template <class F>
   __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
+    // Unrolled a little: a full tile of a constant length would otherwise unroll whole.
+#pragma unroll 4
     for (unsigned j = 0; j < len; ++j) f(j, at(j));
   }
 };

@@ -23,6 +23,7 @@ struct Tiles {
   template <class F>
   __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
     unsigned j = 0;
+#pragma unroll 2
     for (; j + 1 < len; j += 2) {  // tiles start at multiples of B: pairs are aligned
       Point p0, p1;
 {%- for c in components %}

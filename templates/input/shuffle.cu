@@ -15,9 +15,11 @@ struct Tiles {
   template <class F>
   __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
     const unsigned lane = threadIdx.x & 31;
+#pragma unroll 1
     for (unsigned c = 0; c < len; c += 32) {
       const Point mine = load_point(s, start + c + lane);  // padding keeps this in bounds
       const unsigned m = umin(32, len - c);
+#pragma unroll 4
       for (unsigned k = 0; k < m; ++k) {
         Point q;
 {%- for c in components %}

@@ -3,6 +3,7 @@
 #pragma unroll
         for (unsigned r = 0; r < R; ++r) {
           if (r != u) continue;
+#pragma unroll 4
           for (unsigned d = 1; d <= B / 2; ++d) {
             const unsigned jl = (t + d) & (B - 1);
             const bool valid = here.valid(r) && jl < len && (d < B / 2 || t < B / 2);

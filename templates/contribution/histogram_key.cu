@@ -1,0 +1,41 @@
+{% include "contribution/bucket.cu" %}
+{% include "contribution/keys.cu" %}
+typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per launch
+typedef unsigned long long Total;  // 64-bit totals in shared and global memory
+
+// edges[j]: the smallest key whose value reaches bucket j or beyond, so that
+// bucket_of(map(k)) == j exactly when edges[j] <= k < edges[j + 1].
+__shared__ Key twobs_edges[SLOTS + 1];
+
+__device__ __forceinline__ void prepare_contribution() {
+  for (unsigned j = TWOBS_THREAD; j <= SLOTS; j += TWOBS_THREADS) {
+    twobs_edges[j] = smallest_key([j](Key k) { return ({{ stage.map }}(k) - LO) * SCALE >= Value(j); });
+  }
+}
+
+// The nearest whole number to x in [0, SLOTS - 1], without a conversion instruction.
+__device__ __forceinline__ int guess_index(float x) {
+  x = fminf(fmaxf(x, 0.0f), static_cast<float>(SLOTS - 1));  // a NaN guess becomes 0
+  return __float_as_int(x + 12582912.0f) - 0x4B400000;        // 1.5 x 2^23: the low bits are round(x)
+}
+__device__ __forceinline__ int guess_index(double x) {
+  return static_cast<int>(fmin(fmax(x, 0.0), static_cast<double>(SLOTS - 1)));
+}
+
+__device__ __forceinline__ int bucket_of_key(Key k) {
+  if (k != k) return bucket_of({{ stage.map }}(k));
+  // A guess from the estimate (possibly a bucket off), then the edges make it exact.
+  int b = guess_index(({{ stage.estimate }}(k) - LO) * SCALE);
+  while (b > 0 && !(k >= twobs_edges[b])) --b;
+  while (b + 1 < static_cast<int>(SLOTS) && k >= twobs_edges[b + 1]) ++b;
+  return (k >= twobs_edges[b] && !(k >= twobs_edges[b + 1])) ? b : -1;
+}
+
+struct Contribution {
+  int slot;  // < 0: the pair adds nothing
+  Tally amount;
+};
+
+__device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
+  return {bucket_of_key({{ stage.key }}(twobs_a, twobs_b)), 1u};
+}
