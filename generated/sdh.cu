@@ -198,6 +198,13 @@ __device__ __forceinline__ int bucket_of_key(Key k) {
   return (k >= twobs_edges[b] && !(k >= twobs_edges[b + 1])) ? b : -1;
 }
 
+// The bucket of a key from the edges, and from its value, which the key probe
+// checks it against.
+__device__ __forceinline__ int key_slot(Key k) { return bucket_of_key(k); }
+__device__ __forceinline__ int value_slot(Key k) { return bucket_of(root(k)); }
+__device__ __forceinline__ unsigned key_edges() { return SLOTS + 1; }
+__device__ __forceinline__ Key key_edge(unsigned j) { return twobs_edges[j]; }
+
 struct Contribution {
   int slot;  // < 0: the pair adds nothing
   Tally amount;

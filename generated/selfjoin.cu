@@ -151,10 +151,18 @@ __device__ __forceinline__ void prepare_contribution() {
   if (TWOBS_THREAD == 0) twobs_fail_edge = smallest_key([](Key k) { return !(root(k) <= THRESHOLD); });
 }
 
+// The slot of a key (0: in the output, -1: not), from the edge; and from its
+// value, which the key probe checks it against.
+__device__ __forceinline__ int key_slot(Key k) {
+  return (k == k ? !(k >= twobs_fail_edge) : root(k) <= THRESHOLD) ? 0 : -1;
+}
+__device__ __forceinline__ int value_slot(Key k) { return root(k) <= THRESHOLD ? 0 : -1; }
+__device__ __forceinline__ unsigned key_edges() { return 1; }
+__device__ __forceinline__ Key key_edge(unsigned) { return twobs_fail_edge; }
+
 // Whether the pair belongs to the output, tested on the key.
 __device__ __forceinline__ bool passes(const Point& twobs_a, const Point& twobs_b) {
-  const Key k = squared_distance(twobs_a, twobs_b);
-  return k == k ? !(k >= twobs_fail_edge) : root(k) <= THRESHOLD;
+  return key_slot(squared_distance(twobs_a, twobs_b)) == 0;
 }
 
 // ------------------------------------------------------------------ input stage: register_shm

@@ -240,6 +240,23 @@ pub fn render_probe(problem: &Problem, params: &Params) -> Kernel {
     finish(render_template(Template::Probe, cx), "twobs_probe".into(), format!("{}-probe.cu", problem.name))
 }
 
+/// The key probe of a problem tested on keys, for the GPU (`cpu` false) or the
+/// host: every key's slot from the edges against its value's
+/// (`backend::cuda::check_keys`, `backend::cpu::check_keys`). None where pairs
+/// are tested on values.
+pub fn render_key_probe(problem: &Problem, params: &Params, cpu: bool) -> Option<Kernel> {
+    contribution::on_keys(problem, params)?;
+    let mut cx = common(problem, params, 1);
+    let (kind, kind_cx) = contribution::fragment(problem, params);
+    cx.insert("fragments".into(), json!({ "contribution": render_fragment(&cx, kind, kind_cx) }));
+    let (template, file) = if cpu {
+        (Template::CpuKeysProbe, format!("{}-keys.cpp", problem.name))
+    } else {
+        (Template::KeysProbe, format!("{}-keys.cu", problem.name))
+    };
+    Some(finish(render_template(template, cx), "twobs_check_keys".into(), file))
+}
+
 /// The comment block every kernel starts with: what it computes, the plan and how it was derived.
 fn header(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, regenerate: &str) -> String {
     let mut lines = vec![

@@ -200,5 +200,41 @@ fn main() {
         let opts = GpuOptions { pool_pairs: Some(4096), forced: r8, ..base.clone() };
         add(format!("{}/pool-of-4096-r8", s.name), s, opts, a, b, &gpu);
     }
+    // Key edges against values for every one of the 2^32 float keys, on the GPU.
+    let key_cases: [(&str, &[&str]); 11] = [
+        ("sdh", &["bins=1"]),
+        ("sdh", &["bins=50"]),
+        ("sdh", &["bins=97"]),
+        ("sdh", &["bins=500"]),
+        ("sdh", &["bins=4000"]),
+        ("rdf", &["bins=53", "box=1"]),
+        ("rdf", &["bins=500", "box=0", "r_max=1.0"]),
+        ("2pcf", &["r=0.1"]),
+        ("2pcf", &["r=0.2"]),
+        ("selfjoin", &["eps=0.05"]),
+        ("selfjoin", &["eps=0.2257"]),
+    ];
+    for (name, params) in key_cases {
+        let gpu = gpu.clone();
+        let params: Vec<String> = params.iter().map(|s| s.to_string()).collect();
+        trials.push(Trial::ignorable_test(format!("keys/{name}-{}", params.join("-")), move || {
+            if let Err(why) = gpu.as_ref() {
+                return Ok(Completion::ignored_with(format!("no GPU here: {why}")));
+            }
+            let problem = built_in(name).unwrap();
+            let bound = problem.bind(&params).map_err(|e| e.to_string())?;
+            let got = cuda::check_keys(&problem, &bound, &cache(), 0, (0, 1 << 32))
+                .map_err(|e| e.to_string())?
+                .ok_or("not tested on keys")?;
+            if got.mismatches > 0 {
+                return Err(format!(
+                    "{} of {} keys differ; the first at rank {:?}",
+                    got.mismatches, got.checked, got.first_bad
+                )
+                .into());
+            }
+            Ok(Completion::Completed)
+        }));
+    }
     libtest_mimic::run(&args, trials).exit();
 }

@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use indicatif::ProgressBar;
 
+use super::KeyCheck;
 use crate::cache::{Cache, CacheError, Key, Memo};
 use crate::codegen;
 use crate::data::{Column, Inputs, PointSet};
@@ -81,6 +82,79 @@ fn compiler() -> Result<(String, String), CpuError> {
 
 static DRIVERS: Memo<libloading::Library> = Memo::new();
 
+/// A compiled and loaded library of generated C++.
+struct Library {
+    lib: Arc<libloading::Library>,
+    source_path: PathBuf,
+    cached: bool,
+}
+
+/// Compiles `code` with the host compiler (or finds it in the cache) and loads it.
+fn library(code: &codegen::Kernel, name: &str, cache: &Cache) -> Result<Library, CpuError> {
+    let (cxx, version) = compiler()?;
+    let key = Key::of(&[code.source.as_bytes(), cxx.as_bytes(), version.as_bytes(), CXX_FLAGS.join(" ").as_bytes()]);
+    let entry = cache.entry("cpu", name, key, "so")?;
+    let source_path = entry.path.with_extension("cpp");
+    let mut cached = true;
+    let lib = DRIVERS.get_or_try(key, || -> Result<libloading::Library, CpuError> {
+        if !entry.exists() {
+            cached = false;
+            // Another process may be making the same library: each writes and
+            // compiles its own partial files, and the renames are atomic.
+            let partial_source = entry.partial().with_extension("cpp");
+            std::fs::write(&partial_source, &code.source)
+                .map_err(|source| CacheError { path: partial_source.clone(), source })?;
+            std::fs::rename(&partial_source, &source_path)
+                .map_err(|source| CacheError { path: source_path.clone(), source })?;
+            let partial = entry.partial();
+            let out = Command::new(&cxx)
+                .args(CXX_FLAGS)
+                .arg("-o")
+                .arg(&partial)
+                .arg(&source_path)
+                .output()
+                .map_err(|source| CpuError::Spawn { compiler: cxx.clone(), source })?;
+            if !out.status.success() {
+                let log = String::from_utf8_lossy(&out.stderr);
+                return Err(CpuError::Compile {
+                    compiler: cxx.clone(),
+                    problem: name.to_owned(),
+                    log: log.lines().take(40).collect::<Vec<_>>().join("\n"),
+                    path: source_path.clone(),
+                });
+            }
+            entry.commit(&partial)?;
+        }
+        // SAFETY: a library twobs generated and compiled; its initializers do nothing.
+        unsafe { libloading::Library::new(&entry.path) }
+            .map_err(|source| CpuError::Load { path: entry.path.clone(), source })
+    })?;
+    Ok(Library { lib, source_path, cached })
+}
+
+/// Checks the key edges of `problem` on the host: `count` keys of ranks
+/// `first`, `first + stride`, ..., and every key within `around` ranks of an
+/// edge. None where pairs are tested on values.
+pub fn check_keys(
+    problem: &Problem,
+    params: &Params,
+    cache: &Cache,
+    (first, count, stride): (u64, u64, u64),
+    around: u64,
+) -> Result<Option<KeyCheck>, CpuError> {
+    let Some(probe) = codegen::render_key_probe(problem, params, true) else { return Ok(None) };
+    let Library { lib, .. } = library(&probe, &format!("{}-keys", problem.name), cache)?;
+    type CheckFn = unsafe extern "C" fn(u64, u64, u64, u64, *mut u64, *mut u64) -> u64;
+    let (mut mismatches, mut first_bad) = (0u64, u64::MAX);
+    // SAFETY: the probe template gives twobs_check_keys this signature; it
+    // writes only the two counters it is given.
+    let checked = unsafe {
+        let f: CheckFn = *lib.get(b"twobs_check_keys").expect("the probe defines twobs_check_keys");
+        f(first, count, stride, around, &mut mismatches, &mut first_bad)
+    };
+    Ok(Some(KeyCheck { checked, mismatches, first_bad: (mismatches > 0).then_some(first_bad) }))
+}
+
 impl CpuDriver {
     /// Renders, compiles (or finds in the cache) and loads the driver for `problem`.
     pub fn compile(
@@ -92,46 +166,8 @@ impl CpuDriver {
     ) -> Result<CpuDriver, CpuError> {
         let (p, v) = if f64_mode { (problem.in_f64(), params.in_f64()) } else { (problem.clone(), params.clone()) };
         let driver = codegen::render_cpu(&p, &v, shape, f64_mode);
-        let (cxx, version) = compiler()?;
-        let key =
-            Key::of(&[driver.source.as_bytes(), cxx.as_bytes(), version.as_bytes(), CXX_FLAGS.join(" ").as_bytes()]);
-        let entry = cache.entry("cpu", &problem.name, key, "so")?;
-        let source_path = entry.path.with_extension("cpp");
         let start = Instant::now();
-        let mut cached = true;
-        let lib = DRIVERS.get_or_try(key, || -> Result<libloading::Library, CpuError> {
-            if !entry.exists() {
-                cached = false;
-                // Another process may be making the same driver: each writes and
-                // compiles its own partial files, and the renames are atomic.
-                let partial_source = entry.partial().with_extension("cpp");
-                std::fs::write(&partial_source, &driver.source)
-                    .map_err(|source| CacheError { path: partial_source.clone(), source })?;
-                std::fs::rename(&partial_source, &source_path)
-                    .map_err(|source| CacheError { path: source_path.clone(), source })?;
-                let partial = entry.partial();
-                let out = Command::new(&cxx)
-                    .args(CXX_FLAGS)
-                    .arg("-o")
-                    .arg(&partial)
-                    .arg(&source_path)
-                    .output()
-                    .map_err(|source| CpuError::Spawn { compiler: cxx.clone(), source })?;
-                if !out.status.success() {
-                    let log = String::from_utf8_lossy(&out.stderr);
-                    return Err(CpuError::Compile {
-                        compiler: cxx.clone(),
-                        problem: problem.name.clone(),
-                        log: log.lines().take(40).collect::<Vec<_>>().join("\n"),
-                        path: source_path.clone(),
-                    });
-                }
-                entry.commit(&partial)?;
-            }
-            // SAFETY: a library twobs generated and compiled; its initializers do nothing.
-            unsafe { libloading::Library::new(&entry.path) }
-                .map_err(|source| CpuError::Load { path: entry.path.clone(), source })
-        })?;
+        let Library { lib, source_path, cached } = library(&driver, &problem.name, cache)?;
         Ok(CpuDriver {
             lib,
             visit: shape.visit,

@@ -13,11 +13,12 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DriverError, LaunchConfig, sys};
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DriverError, LaunchConfig, PushKernelArg, sys};
 use indicatif::ProgressBar;
 use rand::{RngExt, SeedableRng};
 use serde::Serialize;
 
+use super::KeyCheck;
 use super::nvrtc::{self, NvrtcError};
 use crate::cache::{Cache, Key, Memo};
 use crate::codegen;
@@ -509,6 +510,37 @@ fn stream_worker(
     };
     timings.download_s += t.elapsed().as_secs_f64();
     Ok((part, timings))
+}
+
+/// Checks the key edges of `problem` on GPU `ordinal` for every key of ranks
+/// [first, first + count): for f32 keys, ranks 0 .. 2^32 are every bit
+/// pattern. None where pairs are tested on values.
+pub fn check_keys(
+    problem: &Problem,
+    params: &Params,
+    cache: &Cache,
+    ordinal: usize,
+    (first, count): (u64, u64),
+) -> Result<Option<KeyCheck>, GpuError> {
+    let Some(probe) = codegen::render_key_probe(problem, params, false) else { return Ok(None) };
+    usable()?;
+    let ctx = context(ordinal)?;
+    let dev = device_of(&ctx, ordinal)?;
+    let (cubin, _) = nvrtc::cubin(&probe, &dev.arch(), cache)?;
+    let module = ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec())).doing("loading the key probe")?;
+    let func = module.load_function(&probe.entry).doing("finding the key probe")?;
+    let stream = ctx.default_stream();
+    let mut mismatches = stream.alloc_zeros::<u64>(1).doing("allocating GPU memory")?;
+    let mut first_bad = stream.clone_htod(&[u64::MAX]).doing("allocating GPU memory")?;
+    let cfg = LaunchConfig { grid_dim: (dev.multiprocessors * 16, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    let mut builder = stream.launch_builder(&func);
+    builder.arg(&first).arg(&count).arg(&mut mismatches).arg(&mut first_bad);
+    // SAFETY: the probe's signature is (u64 first, u64 count, u64* mismatches, u64* first_bad), as pushed.
+    unsafe { builder.launch(cfg) }.doing("launching the key probe")?;
+    let found = stream.clone_dtoh(&mismatches).doing("reading the key probe")?[0];
+    let bad = stream.clone_dtoh(&first_bad).doing("reading the key probe")?[0];
+    stream.synchronize().doing("running the key probe")?;
+    Ok(Some(KeyCheck { checked: count, mismatches: found, first_bad: (found > 0).then_some(bad) }))
 }
 
 /// Rows sampled from a block to estimate the selectivity of a pairs problem.

@@ -4,3 +4,13 @@
 pub mod cpu;
 pub mod cuda;
 pub mod nvrtc;
+
+/// What a key probe found: keys whose slot from the key edges differs from
+/// their value's (`cpu::check_keys`, `cuda::check_keys`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyCheck {
+    pub checked: u64,
+    pub mismatches: u64,
+    /// The lowest rank of a mismatching key.
+    pub first_bad: Option<u64>,
+}

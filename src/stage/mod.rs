@@ -140,6 +140,7 @@ named!(output::OutputChoice, "output stage");
 pub enum Template {
     Kernel,
     Probe,
+    KeysProbe,
     Types,
     ContributionCount,
     ContributionBucket,
@@ -176,6 +177,7 @@ pub enum Template {
     CpuTotals,
     CpuPairs,
     CpuTopK,
+    CpuKeysProbe,
 }
 
 macro_rules! templates {
@@ -202,6 +204,7 @@ macro_rules! templates {
 templates! {
     Kernel => "kernel.cu",
     Probe => "probe.cu",
+    KeysProbe => "keys_probe.cu",
     Types => "common/types.cu",
     ContributionCount => "contribution/count.cu",
     ContributionBucket => "contribution/bucket.cu",
@@ -238,4 +241,5 @@ templates! {
     CpuTotals => "cpu/output/totals.cpp",
     CpuPairs => "cpu/output/pairs.cpp",
     CpuTopK => "cpu/output/topk.cpp",
+    CpuKeysProbe => "cpu/keys_probe.cpp",
 }

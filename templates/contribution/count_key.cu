@@ -17,8 +17,15 @@ struct Contribution {
   Tally amount;
 };
 
+// The slot of a key (0: counted, -1: not), from the edge; and from its value,
+// which the key probe checks it against.
+__device__ __forceinline__ int key_slot(Key k) {
+  return (k == k ? !(k >= twobs_fail_edge) : {{ stage.map }}(k) {{ stage.compare }} THRESHOLD) ? 0 : -1;
+}
+__device__ __forceinline__ int value_slot(Key k) { return {{ stage.map }}(k) {{ stage.compare }} THRESHOLD ? 0 : -1; }
+__device__ __forceinline__ unsigned key_edges() { return 1; }
+__device__ __forceinline__ Key key_edge(unsigned) { return twobs_fail_edge; }
+
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
-  const Key k = {{ stage.key }}(twobs_a, twobs_b);
-  const bool pass = k == k ? !(k >= twobs_fail_edge) : {{ stage.map }}(k) {{ stage.compare }} THRESHOLD;
-  return {pass ? 0 : -1, 1u};
+  return {key_slot({{ stage.key }}(twobs_a, twobs_b)), 1u};
 }

@@ -1,0 +1,40 @@
+// twobs CPU key probe for {{ problem_name }}: the slot each key gets from the
+// key edges, against the slot of its value.
+{% include "cpu/prelude.h" %}
+#define TWOBS_THREAD 0u
+#define TWOBS_THREADS 1u
+{% include "common/types.cu" %}
+#line 1 "{{ snippet.file }}"
+{{ snippet.text }}
+//@@twobs-line-reset
+static inline Value pair_value(const Point& twobs_a, const Point& twobs_b) {
+  return {{ snippet.function }}(twobs_a, twobs_b);
+}
+
+{{ fragments.contribution }}
+
+static void check(unsigned long long r, uint64_t* mismatches, uint64_t* first_bad) {
+  const Key k = key_of_rank(r, Key(0));
+  if (key_slot(k) != value_slot(k)) {
+    ++*mismatches;
+    if (r < *first_bad) *first_bad = r;
+  }
+}
+
+// Checks `count` keys of ranks first, first + stride, ..., and every key within
+// `around` ranks of each edge; returns how many keys it checked.
+extern "C" uint64_t twobs_check_keys(uint64_t first, uint64_t count, uint64_t stride, uint64_t around,
+                                     uint64_t* mismatches, uint64_t* first_bad) {
+  prepare_contribution();
+  uint64_t checked = 0;
+  for (uint64_t s = 0; s < count; ++s, ++checked) check(first + s * stride, mismatches, first_bad);
+  for (unsigned e = 0; e < key_edges(); ++e) {
+    const Key edge = key_edge(e);
+    if (edge != edge) continue;  // no key passes: nothing to look around
+    const unsigned long long at = key_rank(edge);
+    for (unsigned long long r = at > around ? at - around : 0; r <= at + around; ++r, ++checked) {
+      check(r, mismatches, first_bad);
+    }
+  }
+  return checked;
+}

@@ -1,0 +1,37 @@
+// twobs key probe for {{ problem_name }}: the slot each key gets from the key
+// edges, against the slot of its value, for keys of the given ranks.
+{% include "common/types.cu" %}
+#line 1 "{{ snippet.file }}"
+{{ snippet.text }}
+//@@twobs-line-reset
+__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
+  return {{ snippet.function }}(twobs_a, twobs_b);
+}
+constexpr unsigned B = 256;
+#define TWOBS_THREAD threadIdx.x
+#define TWOBS_THREADS B
+
+{{ fragments.contribution }}
+
+// Checks the keys of ranks first, first + 1, ... first + count - 1 (every
+// bit pattern, NaNs included, where the ranks cover 2^32).
+extern "C" __global__ void __launch_bounds__(B) twobs_check_keys(unsigned long long first, unsigned long long count,
+                                                                 unsigned long long* mismatches,
+                                                                 unsigned long long* first_bad) {
+  prepare_contribution();
+  __syncthreads();
+  unsigned long long found = 0, bad = ~0ull;
+  const unsigned long long step = static_cast<unsigned long long>(gridDim.x) * B;
+  for (unsigned long long r = first + static_cast<unsigned long long>(blockIdx.x) * B + threadIdx.x; r < first + count;
+       r += step) {
+    const Key k = key_of_rank(r, Key(0));
+    if (key_slot(k) != value_slot(k)) {
+      ++found;
+      bad = bad < r ? bad : r;
+    }
+  }
+  if (found != 0) {
+    atomicAdd(mismatches, found);
+    atomicMin(first_bad, bad);
+  }
+}

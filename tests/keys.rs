@@ -1,0 +1,75 @@
+//! Key edges against values, on the CPU: for the built-ins that test pairs on
+//! their keys, every key of a stride through all 2^32 float bit patterns
+//! (NaNs and infinities included) and every key within 512 ranks of each edge
+//! gets the same slot from the edges as from its value. The exhaustive check of
+//! all 2^32 keys runs on the GPU (tests/parity.rs, `keys/...`).
+
+use twobs::backend::cpu::check_keys;
+use twobs::cache::Cache;
+use twobs::problems::built_in;
+use twobs::spec::{Disk, Problem};
+
+fn cache() -> Cache {
+    Cache::at(concat!(env!("CARGO_TARGET_TMPDIR"), "/twobs-cache"))
+}
+
+/// Every 4099th rank of the 2^32: about a million keys, all over the range.
+const STRIDE: (u64, u64, u64) = (0, (1u64 << 32) / 4099, 4099);
+const AROUND: u64 = 512;
+
+fn check(problem: &Problem, params: &[&str]) {
+    let params = problem.bind(&params.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+    let got = check_keys(problem, &params, &cache(), STRIDE, AROUND).unwrap().expect("tested on keys");
+    println!("{} {params:?}: {} keys checked, {} mismatches", problem.name, got.checked, got.mismatches);
+    assert!(got.checked > 1_000_000);
+    assert_eq!(got.mismatches, 0, "{} {params:?}: first mismatch at rank {:?}", problem.name, got.first_bad);
+}
+
+#[test]
+fn histogram_edges_give_every_key_its_values_bucket() {
+    let sdh = built_in("sdh").unwrap();
+    for bins in ["bins=1", "bins=50", "bins=97", "bins=500", "bins=4000"] {
+        check(&sdh, &[bins]);
+    }
+    check(&sdh, &["bins=64", "r_max=0.25"]);
+    let rdf = built_in("rdf").unwrap();
+    check(&rdf, &["bins=53", "box=1"]);
+    check(&rdf, &["bins=500", "box=0", "r_max=1.0"]);
+}
+
+#[test]
+fn threshold_edges_give_every_key_its_values_test() {
+    let tpcf = built_in("2pcf").unwrap();
+    for r in ["r=0.1", "r=0.2", "r=0.0", "r=1e-20", "r=3e38"] {
+        check(&tpcf, &[r]);
+    }
+    let join = built_in("selfjoin").unwrap();
+    for eps in ["eps=0.05", "eps=0.2257", "eps=0"] {
+        check(&join, &[eps]);
+    }
+}
+
+#[test]
+fn a_broken_promise_is_caught() {
+    // A map that decreases: the edges cannot describe it, and the probe says so.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("f.cu"),
+        "__device__ float sq(float2 a, float2 b) { const float d = a.x - b.x; return d * d; }\n\
+         __device__ float flip(float k) { return 1.0f - k; }\n\
+         __device__ float f(float2 a, float2 b) { return flip(sq(a, b)); }\n",
+    )
+    .unwrap();
+    let spec = dir.path().join("t.xml");
+    std::fs::write(
+        &spec,
+        r#"<problem name="broken"><summary>s</summary><input sets="1" type="f32" dims="2"/>
+<function file="f.cu" name="f" symmetric="true" key="sq" map="flip"/>
+<output kind="count" threshold="0.5" compare="lt"/></problem>"#,
+    )
+    .unwrap();
+    let p = Problem::parse(&std::fs::read_to_string(&spec).unwrap(), &spec, &Disk).unwrap();
+    let params = p.bind(&[]).unwrap();
+    let got = check_keys(&p, &params, &cache(), STRIDE, AROUND).unwrap().unwrap();
+    assert!(got.mismatches > 0, "{got:?}");
+}
