@@ -9,7 +9,7 @@
 // plan for 2pcf on h100: 1000000 points, 499999500000 pairs (lower_triangle)
 //   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
 //   output class  TypeI           output 8 B fits in registers (alpha = 16 B)
-//   test          keys            distance(a, b) is root(squared_distance(a, b)): each pair is tested on the key, against edges found by bisection at start with root's own arithmetic
+//   test          keys            distance(a, b) is root(squared_distance(a, b)): each pair is tested on the key, one comparison against an edge found by bisection at start with root's own arithmetic
 //   output        register        Type-I: accumulate in registers, reduce once per block
 //   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
 //   block_size    512             each shared tile feeds 512 threads, the paper's choice for Type-I (section 5.2)

@@ -9,7 +9,7 @@
 // plan for knn on h100: 1000000 points, 999999000000 pairs (all_pairs)
 //   visit         all_pairs       per-query output: each query thread sees every other point (j != i)
 //   output class  PerQuery        K results per query point (64000000 B in all)
-//   test          values          a knn output of this size is made from the values themselves (key edges over 16384 B, or no test to make)
+//   test          values          a knn output of this kind or size is tested on values
 //   output        topk            per query: the K best so far in registers, written once
 //   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
 //   block_size    256             a tile of 256 points amortizes each barrier without large per-block output state

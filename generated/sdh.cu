@@ -9,7 +9,7 @@
 // plan for sdh on h100: 1000000 points, 499999500000 pairs (lower_triangle)
 //   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
 //   output class  TypeII          output 4000 B: above alpha = 16 B, within beta = 232448 B of shared memory per block
-//   test          keys            distance(a, b) is root(squared_distance(a, b)): each pair is tested on the key, against edges found by bisection at start with root's own arithmetic
+//   test          values          distance(a, b) is root(squared_distance(a, b)), but a histogram's key edges cost two table lookups a pair, measured slower than root itself
 //   output        aop             output of 500 elements < gamma = 845: 2 copies per block by lane id (AOP) cost least
 //   input_cache   register_roc    Type-II: the tiles of 32 resident blocks (32 x 64 x 12 B = 24576 B) fit the read-only cache (28672 B), leaving shared memory to the output
 //   block_size    64              the smallest block that still fills a multiprocessor (2048 threads / 32 blocks): the most blocks, so the most private output copies, per multiprocessor
@@ -17,7 +17,7 @@
 //   copies        2               least R x L in the copy model below
 //   counter       unsigned        32-bit counters, native shared atomics: a copy counts at most 64 threads x 1000000 partners = 64000000 < 2^32 pairs
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
-//   resources                     grid 15625 blocks; 6004 B shared per block (0 B tile + 4000 B output + 2004 B key edges); ~32 registers per thread (estimate)
+//   resources                     grid 15625 blocks; 4000 B shared per block (0 B tile + 4000 B output + 0 B key edges); ~32 registers per thread (estimate)
 //   occupancy                     32 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
 //
 //   copy model (eq. 1-5): H_S = 500 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 845
@@ -119,91 +119,8 @@ __device__ __forceinline__ int bucket_of(Value v) {
   return (x >= Value(0) && x < Value(SLOTS)) ? static_cast<int>(x) : -1;
 }
 
-// Keys (the spec's key map): the value of a pair is map(key) with map
-// non-decreasing, so whether a value passes a test, or reaches a bucket,
-// holds for all keys from some edge on. Each edge is the smallest key that
-// passes, found by bisection over the keys in order with the very arithmetic
-// of map; each backend finds its edges when it starts, with its own
-// arithmetic. Pairs are then tested on the key alone. A NaN key is tested on
-// its value.
-typedef Value Key;
-
-// Non-NaN keys in order, as unsigned integers (sign-magnitude to offset binary).
-__device__ __forceinline__ unsigned long long key_rank(float k) {
-  const unsigned u = __float_as_uint(k);
-  return (u & 0x80000000u) ? static_cast<unsigned long long>(~u) : static_cast<unsigned long long>(u | 0x80000000u);
-}
-__device__ __forceinline__ float key_of_rank(unsigned long long r, float) {
-  const unsigned u = static_cast<unsigned>(r);
-  return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
-}
-__device__ __forceinline__ float key_infinity(float) { return __uint_as_float(0x7f800000u); }
-__device__ __forceinline__ unsigned long long key_rank(double k) {
-  const unsigned long long u = static_cast<unsigned long long>(__double_as_longlong(k));
-  return (u >> 63) ? ~u : (u | (1ull << 63));
-}
-__device__ __forceinline__ double key_of_rank(unsigned long long r, double) {
-  return __longlong_as_double(static_cast<long long>((r >> 63) ? (r & ~(1ull << 63)) : ~r));
-}
-__device__ __forceinline__ double key_infinity(double) { return __longlong_as_double(0x7ff0000000000000LL); }
-
-// The smallest key k with passes(k), for passes false and then true along the
-// keys: -inf when every key passes, NaN when none does (a comparison
-// `k >= edge` is then false for every key).
-template <class Passes>
-__device__ Key smallest_key(Passes passes) {
-  const Key inf = key_infinity(Key(0));
-  if (!passes(inf)) return inf - inf;  // NaN
-  if (passes(-inf)) return -inf;
-  unsigned long long lo = key_rank(-inf), hi = key_rank(inf);  // passes(lo) false, passes(hi) true
-  while (hi - lo > 1) {
-    const unsigned long long mid = lo + (hi - lo) / 2;
-    if (passes(key_of_rank(mid, Key(0)))) {
-      hi = mid;
-    } else {
-      lo = mid;
-    }
-  }
-  return key_of_rank(hi, Key(0));
-}
-
 typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per launch
 typedef unsigned long long Total;  // 64-bit totals in shared and global memory
-
-// edges[j]: the smallest key whose value reaches bucket j or beyond, so that
-// bucket_of(map(k)) == j exactly when edges[j] <= k < edges[j + 1].
-__shared__ Key twobs_edges[SLOTS + 1];
-
-__device__ __forceinline__ void prepare_contribution() {
-  for (unsigned j = TWOBS_THREAD; j <= SLOTS; j += TWOBS_THREADS) {
-    twobs_edges[j] = smallest_key([j](Key k) { return (root(k) - LO) * SCALE >= Value(j); });
-  }
-}
-
-// The nearest whole number to x in [0, SLOTS - 1], without a conversion instruction.
-__device__ __forceinline__ int guess_index(float x) {
-  x = fminf(fmaxf(x, 0.0f), static_cast<float>(SLOTS - 1));  // a NaN guess becomes 0
-  return __float_as_int(x + 12582912.0f) - 0x4B400000;        // 1.5 x 2^23: the low bits are round(x)
-}
-__device__ __forceinline__ int guess_index(double x) {
-  return static_cast<int>(fmin(fmax(x, 0.0), static_cast<double>(SLOTS - 1)));
-}
-
-__device__ __forceinline__ int bucket_of_key(Key k) {
-  if (k != k) return bucket_of(root(k));
-  // A guess from the estimate (possibly a bucket off), then the edges make it exact.
-  int b = guess_index((approx_root(k) - LO) * SCALE);
-  while (b > 0 && !(k >= twobs_edges[b])) --b;
-  while (b + 1 < static_cast<int>(SLOTS) && k >= twobs_edges[b + 1]) ++b;
-  return (k >= twobs_edges[b] && !(k >= twobs_edges[b + 1])) ? b : -1;
-}
-
-// The bucket of a key from the edges, and from its value, which the key probe
-// checks it against.
-__device__ __forceinline__ int key_slot(Key k) { return bucket_of_key(k); }
-__device__ __forceinline__ int value_slot(Key k) { return bucket_of(root(k)); }
-__device__ __forceinline__ unsigned key_edges() { return SLOTS + 1; }
-__device__ __forceinline__ Key key_edge(unsigned j) { return twobs_edges[j]; }
 
 struct Contribution {
   int slot;  // < 0: the pair adds nothing
@@ -211,8 +128,11 @@ struct Contribution {
 };
 
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
-  return {bucket_of_key(squared_distance(twobs_a, twobs_b)), 1u};
+  return {bucket_of(pair_value(twobs_a, twobs_b)), 1u};
 }
+
+// No setup: the value is tested as it is.
+__device__ __forceinline__ void prepare_contribution() {}
 
 // ------------------------------------------------------------------ input stage: register_roc
 // Register-RoC: each thread keeps its own point in registers and reads the

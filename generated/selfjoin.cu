@@ -9,7 +9,7 @@
 // plan for selfjoin on h100: 1000000 points, 499999500000 pairs (lower_triangle)
 //   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
 //   output class  TypeIII         output unknown in advance: above beta = 232448 B or unknown
-//   test          keys            distance(a, b) is root(squared_distance(a, b)): each pair is tested on the key, against edges found by bisection at start with root's own arithmetic
+//   test          keys            distance(a, b) is root(squared_distance(a, b)): each pair is tested on the key, one comparison against an edge found by bisection at start with root's own arithmetic
 //   output        dob             Type-III: pages of 512 pairs taken with one atomicAdd each
 //   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
 //   block_size    256             a tile of 256 points amortizes each barrier without large per-block output state

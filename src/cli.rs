@@ -17,7 +17,7 @@ use crate::problems;
 use crate::report::{self, OutputOptions};
 use crate::run::{self, BackendChoice, RunOptions};
 use crate::spec::{Params, Problem, Sets};
-use crate::stage::contribution;
+use crate::stage::contribution::{self, Test};
 use crate::stage::input::InputCache;
 use crate::stage::output::OutputChoice;
 
@@ -248,6 +248,9 @@ struct ForcedArgs {
     /// Force the own points per thread (1, 2, 4, 8).
     #[arg(long)]
     points_per_thread: Option<u32>,
+    /// Force how pairs are tested: on their values, or on the spec's key.
+    #[arg(long, value_name = "values|keys")]
+    test: Option<Test>,
 }
 
 impl ForcedArgs {
@@ -258,6 +261,7 @@ impl ForcedArgs {
             copies: self.copies,
             block_size: self.block_size,
             points_per_thread: self.points_per_thread,
+            test: self.test,
         }
     }
 }

@@ -14,7 +14,7 @@ use serde_json::{Value as Json, json};
 use crate::device::Device;
 use crate::plan::{Forced, Plan, Shape};
 use crate::spec::{Element, Params, Problem};
-use crate::stage::contribution;
+use crate::stage::contribution::{self, Test};
 use crate::stage::{Source, Template};
 
 /// NVRTC options every kernel is compiled with. `--fmad=false` keeps a * b + c
@@ -170,7 +170,7 @@ fn finish(rendered: String, entry: String, file_name: String) -> Kernel {
 pub fn render(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, regenerate: &str) -> Kernel {
     let block_size = plan.launch.block_size;
     let mut cx = common(problem, params, block_size);
-    let (kind, kind_cx) = contribution::fragment(problem, params);
+    let (kind, kind_cx) = contribution::fragment(problem, params, plan.test);
     let (output, output_cx) = plan.output.fragment();
     let diagonal = plan.diagonal.map(|d| render_fragment(&cx, d.fragment(), json!({}))).unwrap_or_default();
     let fragments = json!({
@@ -218,7 +218,8 @@ pub fn render(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, reg
 pub fn render_cpu(problem: &Problem, params: &Params, shape: &Shape, f64_mode: bool) -> Kernel {
     let mut cx = common(problem, params, 1);
     cx.insert("f64_mode".into(), f64_mode.into());
-    let (kind, kind_cx) = contribution::fragment(problem, params);
+    // The oracle tests values, the definition.
+    let (kind, kind_cx) = contribution::fragment(problem, params, Test::Values);
     let fragments = json!({
         "contribution": render_fragment(&cx, kind, kind_cx),
         "visit": render_fragment(&cx, shape.visit.cpu_fragment(), json!({})),
@@ -231,10 +232,10 @@ pub fn render_cpu(problem: &Problem, params: &Params, shape: &Shape, f64_mode: b
 
 /// What a pair evaluates alone in a one-line kernel, for counting its
 /// floating-point instructions (`backend::nvrtc::fp_instructions`): the key
-/// where pairs are tested on keys, else the pair function.
-pub fn render_probe(problem: &Problem, params: &Params) -> Kernel {
+/// where `test` is on keys, else the pair function.
+pub fn render_probe(problem: &Problem, params: &Params, test: Test) -> Kernel {
     let mut cx = common(problem, params, 1);
-    if let Some(k) = contribution::on_keys(problem, params) {
+    if let (Test::Keys, Some(k)) = (test, &problem.function.key) {
         cx["snippet"]["function"] = k.key.clone().into();
     }
     finish(render_template(Template::Probe, cx), "twobs_probe".into(), format!("{}-probe.cu", problem.name))
@@ -245,9 +246,11 @@ pub fn render_probe(problem: &Problem, params: &Params) -> Kernel {
 /// (`backend::cuda::check_keys`, `backend::cpu::check_keys`). None where pairs
 /// are tested on values.
 pub fn render_key_probe(problem: &Problem, params: &Params, cpu: bool) -> Option<Kernel> {
-    contribution::on_keys(problem, params)?;
+    if !Test::keys_possible(problem, params) {
+        return None;
+    }
     let mut cx = common(problem, params, 1);
-    let (kind, kind_cx) = contribution::fragment(problem, params);
+    let (kind, kind_cx) = contribution::fragment(problem, params, Test::Keys);
     cx.insert("fragments".into(), json!({ "contribution": render_fragment(&cx, kind, kind_cx) }));
     let (template, file) = if cpu {
         (Template::CpuKeysProbe, format!("{}-keys.cpp", problem.name))
@@ -345,6 +348,9 @@ pub fn regenerate_command(
     }
     if let Some(v) = forced.points_per_thread {
         cmd += &format!(" --points-per-thread {v}");
+    }
+    if let Some(v) = forced.test {
+        cmd += &format!(" --test {v}");
     }
     cmd
 }

@@ -13,7 +13,7 @@ use crate::device::Device;
 use crate::model::{self, BlockNeeds, Occupancy};
 use crate::spec::{Params, Problem, Sets};
 use crate::stage::KernelParam;
-use crate::stage::contribution;
+use crate::stage::contribution::{self, Test};
 use crate::stage::input::{self, InputCache};
 use crate::stage::output::totals::{CopyModel, Counter, Store};
 use crate::stage::output::{Collect, OutputChoice, OutputClass, OutputStage, dob};
@@ -37,6 +37,10 @@ pub enum PlanError {
     #[error("{0} points per thread: must be 1, 2, 4 or 8")]
     PointsPerThread(u32),
     #[error(
+        "`{problem}` cannot be tested on keys: its spec declares no key map, or its output has no test to make on one"
+    )]
+    NoKeys { problem: String },
+    #[error(
         "this plan needs {needed} B of shared memory per block ({tile} B input tile + {output} B for {copies} output copies + {keys} B of key edges), but {device} allows at most {available} B"
     )]
     SharedMemory { needed: u32, tile: u32, output: u32, copies: u32, keys: u32, device: String, available: u32 },
@@ -54,6 +58,7 @@ pub struct Forced {
     pub copies: Option<u32>,
     pub block_size: Option<u32>,
     pub points_per_thread: Option<u32>,
+    pub test: Option<Test>,
 }
 
 impl Forced {
@@ -161,6 +166,8 @@ pub struct Plan {
     /// Bytes of the whole output, where known before the run.
     pub output_bytes: Option<u64>,
     pub input_cache: InputCache,
+    /// How each pair is tested: on its value or on the spec's key.
+    pub test: Test,
     pub output: OutputStage,
     /// The diagonal tile's pattern of a lower-triangle visit.
     pub diagonal: Option<Diagonal>,
@@ -388,7 +395,14 @@ impl Plan {
 
         let output_shared_bytes = output.shared_bytes();
         let shared_bytes = tile_bytes + output_shared_bytes;
-        let contribution_shared_bytes = contribution::shared_bytes(problem, params);
+        let (test, test_why) = match forced.test {
+            Some(Test::Keys) if !Test::keys_possible(problem, params) => {
+                return Err(PlanError::NoKeys { problem: problem.name.clone() });
+            }
+            Some(t) => (t, "forced".to_owned()),
+            None => Test::choose(problem, params),
+        };
+        let contribution_shared_bytes = test.shared_bytes(problem, params);
         if shared_bytes + contribution_shared_bytes > dev.shared_per_block_optin {
             return Err(PlanError::SharedMemory {
                 needed: shared_bytes + contribution_shared_bytes,
@@ -416,11 +430,7 @@ impl Plan {
         })?;
         let rounds = model::rounds(total_threads, occupancy, dev);
 
-        decisions.push(Decision {
-            what: Choice::Test,
-            choice: if contribution::on_keys(problem, params).is_some() { "keys" } else { "values" }.into(),
-            why: contribution::why(problem, params),
-        });
+        decisions.push(Decision { what: Choice::Test, choice: test.name().into(), why: test_why });
         decisions.push(Decision { what: Choice::Output, choice: choice.name().into(), why: output_why });
         decisions.push(Decision { what: Choice::InputCache, choice: input_cache.name().into(), why: input_why });
         decisions.push(Decision { what: Choice::BlockSize, choice: block_size.to_string(), why: block_why });
@@ -456,6 +466,7 @@ impl Plan {
             class,
             output_bytes,
             input_cache,
+            test,
             output,
             diagonal,
             launch: Launch {
@@ -493,6 +504,14 @@ impl Plan {
                 self.output.choice(),
                 planned.output.choice(),
                 planned.why(Choice::Output)
+            ));
+        }
+        if self.test != planned.test {
+            self.notes.push(format!(
+                "test {} is forced; the planner chooses {}: {}",
+                self.test.name(),
+                planned.test.name(),
+                planned.why(Choice::Test)
             ));
         }
         if self.launch.points_per_thread != planned.launch.points_per_thread {
@@ -607,7 +626,7 @@ impl fmt::Display for Plan {
 /// Every forced variant that applies to a problem: each input cache with each
 /// output stage that can collect its output (register only where the output
 /// fits alpha), for AOP each copy count from 2 to 32; and each input cache
-/// with each number of own points per thread.
+/// with each number of own points per thread, and with each test that applies.
 pub fn variants(problem: &Problem, params: &Params, points: Points) -> Vec<Forced> {
     let shape = Shape::new(problem, params, points);
     let output_bytes = shape.collect.bytes(points.a, problem.function.returns);
@@ -629,6 +648,9 @@ pub fn variants(problem: &Problem, params: &Params, points: Points) -> Vec<Force
         }
         for r in POINTS_PER_THREAD {
             out.push(Forced { input_cache: Some(input), points_per_thread: Some(r), ..Default::default() });
+        }
+        for test in Test::ALL.into_iter().filter(|&t| t == Test::Values || Test::keys_possible(problem, params)) {
+            out.push(Forced { input_cache: Some(input), test: Some(test), ..Default::default() });
         }
     }
     out

@@ -169,7 +169,11 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
             let compute_s = g.wall_s - g.compile_s;
             let pair_rate = shape.pairs as f64 / compute_s.max(1e-9);
             let issue_rate: f64 = run.devices.iter().map(|d| d.fp32_issue_rate()).sum();
-            let fp = nvrtc::fp_instructions(&codegen::render_probe(problem, params), &run.devices[0].arch()).ok();
+            let fp = nvrtc::fp_instructions(
+                &codegen::render_probe(problem, params, run.plans[0].test),
+                &run.devices[0].arch(),
+            )
+            .ok();
             let name = &run.devices[0].name;
             Execution {
                 backend,

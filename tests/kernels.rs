@@ -10,6 +10,7 @@ use twobs::plan::{self, Forced, Plan};
 
 use twobs::problems::{BUILT_IN, built_in};
 use twobs::spec::{Disk, Problem};
+use twobs::stage::contribution::Test;
 
 /// (snapshot name, problem, parameter overrides): the built-ins, RDF with
 /// open boundaries, and the examples' user specs.
@@ -143,13 +144,18 @@ fn the_probe_counts_the_pair_functions_floating_point_instructions() {
     let count = |name: &str| {
         let p = built_in(name).unwrap();
         let params = p.bind(&[]).unwrap();
-        twobs::backend::nvrtc::fp_instructions(&codegen::render_probe(&p, &params), "sm_90").unwrap()
+        twobs::backend::nvrtc::fp_instructions(
+            &codegen::render_probe(&p, &params, Test::choose(&p, &params).0),
+            "sm_90",
+        )
+        .unwrap()
     };
     // Pairs tested on keys evaluate the key: the squared 3-D distance is 3 sub,
-    // 3 mul, 2 add; the 2-D one 5; integer keys: none. KNN ranks values: the
-    // distance adds a max and a sqrt.
-    assert_eq!(count("sdh"), 8);
+    // 3 mul, 2 add; the 2-D one 5. Values: the distance adds a max and a sqrt.
+    // Integer keys: none.
+    assert_eq!(count("2pcf"), 8);
     assert_eq!(count("selfjoin"), 5);
+    assert_eq!(count("sdh"), 10);
     assert_eq!(count("knn"), 10);
     assert_eq!(count("nlj"), 0);
 }

@@ -153,14 +153,15 @@ fn main() {
         let mut forced = vec![Forced::default()];
         forced.extend(plan::variants(&s.problem, &params, points));
         for f in forced {
-            let label = match (f.input_cache, f.output, f.copies, f.points_per_thread) {
-                (None, None, None, None) => "planned".to_owned(),
-                (i, o, c, r) => format!(
-                    "{}-{}{}{}",
+            let label = match (f.input_cache, f.output, f.copies, f.points_per_thread, f.test) {
+                (None, None, None, None, None) => "planned".to_owned(),
+                (i, o, c, r, t) => format!(
+                    "{}-{}{}{}{}",
                     i.map_or("planned".into(), |i| i.to_string()),
                     o.map_or("planned".into(), |o| o.to_string()),
                     c.map_or(String::new(), |c| c.to_string()),
-                    r.map_or(String::new(), |r| format!("-r{r}"))
+                    r.map_or(String::new(), |r| format!("-r{r}")),
+                    t.map_or(String::new(), |t| format!("-{t}"))
                 ),
             };
             add(format!("{}/{label}", s.name), s, GpuOptions { forced: f, ..base.clone() }, a, b, &gpu);

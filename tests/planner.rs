@@ -4,6 +4,7 @@
 use twobs::device::Device;
 use twobs::plan::{Forced, Plan, PlanError, Points};
 use twobs::problems::built_in;
+use twobs::stage::contribution::Test;
 use twobs::stage::input::InputCache;
 use twobs::stage::output::totals::CopyModel;
 use twobs::stage::output::{OutputChoice, OutputClass};
@@ -163,8 +164,12 @@ fn impossible_forced_choices_say_why() {
     let e = err("sdh", &[], Forced { output: Some(OutputChoice::Dob), ..Default::default() });
     assert!(e.contains("dob cannot produce a histogram output; possible: register, op, aop, global"), "{e}");
     let e = err("sdh", &["bins=4000"], Forced { copies: Some(32), ..Default::default() });
-    assert!(e.contains("needs 528004 B of shared memory per block") && e.contains("at most 232448 B"), "{e}");
+    assert!(e.contains("needs 512000 B of shared memory per block") && e.contains("at most 232448 B"), "{e}");
+    let keys = Forced { copies: Some(32), test: Some(Test::Keys), ..Default::default() };
+    let e = err("sdh", &["bins=4000"], keys);
     assert!(e.contains("512000 B for 32 output copies + 16004 B of key edges"), "{e}");
+    let e = err("kde", &[], Forced { test: Some(Test::Keys), ..Default::default() });
+    assert!(e.contains("`kde` cannot be tested on keys"), "{e}");
     let e = err("sdh", &[], Forced { copies: Some(3), ..Default::default() });
     assert!(e.contains("one of 1, 2, 4, 8, 16, 32"), "{e}");
     let e = err("kde", &[], Forced { output: Some(OutputChoice::Topk), ..Default::default() });

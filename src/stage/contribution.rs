@@ -16,7 +16,9 @@
 
 use super::Template;
 use super::output::{Collect, Total};
-use crate::spec::{KeyMap, Operand, Output, Params, Problem, Scalar, Value};
+use serde::Serialize;
+
+use crate::spec::{Operand, Output, Params, Problem, Scalar, Value};
 
 /// What the output of `problem` collects with these parameter values.
 pub fn collect(problem: &Problem, params: &Params) -> Collect {
@@ -31,53 +33,87 @@ pub fn collect(problem: &Problem, params: &Params) -> Collect {
     }
 }
 
-/// The most shared memory the key edges of a histogram may take: beyond it the
-/// histogram is large enough (Type-III) that values are tested.
+/// The most shared memory the key edges of a histogram may take.
 pub const KEY_EDGES_BYTES: u32 = 16 * 1024;
 
-/// Whether pairs are tested on the spec's key rather than on the value: for
-/// counts, pairs and plain histograms (of at most KEY_EDGES_BYTES of edges) of
-/// a function with a key map.
-pub fn on_keys<'a>(problem: &'a Problem, params: &Params) -> Option<&'a KeyMap> {
-    let tested = match &problem.output {
-        Output::Count { .. } | Output::Pairs { .. } => true,
-        Output::Histogram { bins, weight: None, .. } => {
-            (params.eval(bins).as_f64() + 1.0) * problem.function.returns.bytes() as f64 <= KEY_EDGES_BYTES as f64
+/// How a pair is tested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Test {
+    /// On its value, the definition: what the CPU backend, the oracle, does.
+    Values,
+    /// On the spec's key, against key edges found by bisection at start.
+    Keys,
+}
+
+impl Test {
+    pub const ALL: [Test; 2] = [Test::Values, Test::Keys];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Test::Values => "values",
+            Test::Keys => "keys",
         }
-        _ => false,
-    };
-    problem.function.key.as_ref().filter(|_| tested)
-}
+    }
 
-/// Why the pairs are tested on the key or on the value, for the plan.
-pub fn why(problem: &Problem, params: &Params) -> String {
-    match (on_keys(problem, params), &problem.function.key) {
-        (Some(k), _) => format!(
-            "{}(a, b) is {}({}(a, b)): each pair is tested on the key, against edges found by bisection at start with {}'s own arithmetic",
-            problem.function.name, k.map, k.key, k.map
-        ),
-        (None, Some(_)) => format!(
-            "a {} output of this size is made from the values themselves (key edges over {KEY_EDGES_BYTES} B, or no test to make)",
-            problem.output.kind()
-        ),
-        (None, None) => "the spec declares no key map: each pair's value is tested".into(),
+    /// Whether pairs may be tested on keys: a key map, and a count, pairs, or a
+    /// plain histogram whose edges take at most KEY_EDGES_BYTES.
+    pub fn keys_possible(problem: &Problem, params: &Params) -> bool {
+        let tested = match &problem.output {
+            Output::Count { .. } | Output::Pairs { .. } => true,
+            Output::Histogram { bins, weight: None, .. } => {
+                (params.eval(bins).as_f64() + 1.0) * problem.function.returns.bytes() as f64 <= KEY_EDGES_BYTES as f64
+            }
+            _ => false,
+        };
+        tested && problem.function.key.is_some()
+    }
+
+    /// The planning rule: keys for thresholds (one comparison replaces the map,
+    /// a sqrt for the built-ins), values for histograms, whose table lookups
+    /// measured slower than the map on the H200 (SDH, 500 buckets: 1.40 s
+    /// against 0.74 s).
+    pub fn choose(problem: &Problem, params: &Params) -> (Test, String) {
+        let Some(k) = problem.function.key.as_ref().filter(|_| Test::keys_possible(problem, params)) else {
+            let why = match &problem.function.key {
+                Some(_) => format!("a {} output of this kind or size is tested on values", problem.output.kind()),
+                None => "the spec declares no key map: each pair's value is tested".into(),
+            };
+            return (Test::Values, why);
+        };
+        match &problem.output {
+            Output::Histogram { .. } => (
+                Test::Values,
+                format!(
+                    "{}(a, b) is {}({}(a, b)), but a histogram's key edges cost two table lookups a pair, measured slower than {} itself",
+                    problem.function.name, k.map, k.key, k.map
+                ),
+            ),
+            _ => (
+                Test::Keys,
+                format!(
+                    "{}(a, b) is {}({}(a, b)): each pair is tested on the key, one comparison against an edge found by bisection at start with {}'s own arithmetic",
+                    problem.function.name, k.map, k.key, k.map
+                ),
+            ),
+        }
+    }
+
+    /// Static shared memory the test takes per block: the key edges.
+    pub fn shared_bytes(self, problem: &Problem, params: &Params) -> u32 {
+        let value = problem.function.returns.bytes();
+        match (self, &problem.output) {
+            (Test::Values, _) => 0,
+            (Test::Keys, Output::Histogram { bins, .. }) => (params.eval(bins).as_f64() as u32 + 1) * value,
+            (Test::Keys, _) => value,
+        }
     }
 }
 
-/// Shared memory (static) the kind's set-up takes per block: the key edges.
-pub fn shared_bytes(problem: &Problem, params: &Params) -> u32 {
-    let value = problem.function.returns.bytes();
-    match (on_keys(problem, params), &problem.output) {
-        (None, _) => 0,
-        (Some(_), Output::Histogram { bins, .. }) => (params.eval(bins).as_f64() as u32 + 1) * value,
-        (Some(_), _) => value,
-    }
-}
-
-/// The kind's fragment and what it renders with.
-pub fn fragment(problem: &Problem, params: &Params) -> (Template, serde_json::Value) {
+/// The kind's fragment, testing pairs by `test`, and what it renders with.
+pub fn fragment(problem: &Problem, params: &Params, test: Test) -> (Template, serde_json::Value) {
     let returns = problem.function.returns;
-    if let Some(k) = on_keys(problem, params) {
+    if let (Test::Keys, Some(k)) = (test, &problem.function.key) {
         let keys = serde_json::json!({
             "key": k.key,
             "map": k.map,
@@ -99,7 +135,7 @@ pub fn fragment(problem: &Problem, params: &Params) -> (Template, serde_json::Va
                     serde_json::json!({ "bins": whole_expr(bins), "lo": lo.c_literal(), "scale": scale.c_literal() }),
                 )
             }
-            _ => unreachable!("on_keys covers counts, pairs and histograms"),
+            _ => unreachable!("keys are tested only where Test::keys_possible"),
         };
         cx.as_object_mut().expect("an object").extend(keys.as_object().expect("an object").clone());
         return (template, cx);

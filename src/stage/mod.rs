@@ -133,6 +133,7 @@ macro_rules! named {
 }
 named!(input::InputCache, "input cache");
 named!(output::OutputChoice, "output stage");
+named!(contribution::Test, "test");
 
 /// Every template, named by the family that owns it; the enum, not a string,
 /// picks the code.
