@@ -38,7 +38,7 @@ __device__ float squared_distance(float3 a, float3 b) {
   const float dx = a.x - b.x;
   const float dy = a.y - b.y;
   const float dz = a.z - b.z;
-  return dx * dx + dy * dy + dz * dz;
+  return fmaf(dz, dz, fmaf(dy, dy, dx * dx));  // two roundings fewer than the plain sum, and two instructions
 }
 
 // Non-decreasing over every key, as a key map must be: no key the key

@@ -39,7 +39,7 @@ namespace params {
 __device__ float squared_distance(float2 a, float2 b) {
   const float dx = a.x - b.x;
   const float dy = a.y - b.y;
-  return dx * dx + dy * dy;
+  return fmaf(dy, dy, dx * dx);  // one rounding fewer than the plain sum, and one instruction
 }
 
 // Non-decreasing over every key, as a key map must be: no key the key

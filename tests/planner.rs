@@ -164,10 +164,10 @@ fn impossible_forced_choices_say_why() {
     let e = err("sdh", &[], Forced { output: Some(OutputChoice::Dob), ..Default::default() });
     assert!(e.contains("dob cannot produce a histogram output; possible: register, op, aop, global"), "{e}");
     let e = err("sdh", &["bins=4000"], Forced { copies: Some(32), ..Default::default() });
-    assert!(e.contains("needs 512000 B of shared memory per block") && e.contains("at most 232448 B"), "{e}");
+    assert!(e.contains("needs 512128 B of shared memory per block") && e.contains("at most 232448 B"), "{e}");
     let keys = Forced { copies: Some(32), test: Some(Test::Keys), ..Default::default() };
     let e = err("sdh", &["bins=4000"], keys);
-    assert!(e.contains("512000 B for 32 output copies + 16004 B of key edges"), "{e}");
+    assert!(e.contains("512128 B for 32 output copies + 16004 B of key edges"), "{e}");
     let e = err("kde", &[], Forced { test: Some(Test::Keys), ..Default::default() });
     assert!(e.contains("`kde` cannot be tested on keys"), "{e}");
     let e = err("sdh", &[], Forced { copies: Some(3), ..Default::default() });

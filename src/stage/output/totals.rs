@@ -47,7 +47,8 @@ impl Store {
 
     pub fn shared_bytes(self, slots: u32) -> u32 {
         match self {
-            Store::Shared { copies, counter } => copies * slots * counter.bytes(),
+            // One more slot per copy: where pairs that add nothing go, without a branch.
+            Store::Shared { copies, counter } => copies * (slots + 1) * counter.bytes(),
             _ => 0,
         }
     }
