@@ -9,7 +9,16 @@ use twobs::device::Device;
 use twobs::plan::{self, Forced, Plan};
 
 use twobs::problems::{BUILT_IN, built_in};
-use twobs::spec::{Disk, Problem};
+use twobs::spec::{Files, Problem};
+
+/// Reads paths relative to the repository, wherever it is checked out.
+struct Repo;
+
+impl Files for Repo {
+    fn read(&self, path: &Path) -> Option<String> {
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).ok()
+    }
+}
 use twobs::stage::contribution::Test;
 
 /// (snapshot name, problem, parameter overrides): the built-ins, RDF with
@@ -18,9 +27,10 @@ fn problems() -> Vec<(String, Problem, Vec<String>)> {
     let mut runs: Vec<(String, Problem, Vec<String>)> =
         BUILT_IN.iter().map(|n| (n.to_string(), built_in(n).unwrap(), vec![])).collect();
     runs.push(("rdf-box0".into(), built_in("rdf").unwrap(), vec!["box=0".to_owned()]));
-    for example in ["manhattan/manhattan.xml", "weighted/weighted.xml"] {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(example);
-        let problem = Problem::parse(&std::fs::read_to_string(&path).unwrap(), &path, &Disk).unwrap();
+    for example in ["examples/manhattan/manhattan.xml", "examples/weighted/weighted.xml"] {
+        // Parsed by their path in the repository, as the snapshots show it.
+        let text = Repo.read(Path::new(example)).unwrap();
+        let problem = Problem::parse(&text, Path::new(example), &Repo).unwrap();
         runs.push((problem.name.clone(), problem, vec![]));
     }
     runs
