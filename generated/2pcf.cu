@@ -153,10 +153,6 @@ __device__ Key smallest_key(Passes passes) {
   return key_of_rank(hi, Key(0));
 }
 
-// A count is a total of one slot: the pairs whose value passes, tested on the key.
-[[maybe_unused]] constexpr unsigned SLOTS = 1;
-typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per launch
-typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 constexpr Value THRESHOLD = static_cast<Value>(params::r);
 
 // The smallest key whose value fails: pairs with smaller keys pass.
@@ -166,12 +162,7 @@ __device__ __forceinline__ void prepare_contribution() {
   if (TWOBS_THREAD == 0) twobs_fail_edge = smallest_key([](Key k) { return !(root(k) < THRESHOLD); });
 }
 
-struct Contribution {
-  int slot;  // < 0: the pair adds nothing
-  Tally amount;
-};
-
-// The slot of a key (0: counted, -1: not), from the edge; and from its value,
+// The slot of a key (0: passes, -1: not), from the edge; and from its value,
 // which the key probe checks it against.
 __device__ __forceinline__ int key_slot(Key k) {
   return (k == k ? !(k >= twobs_fail_edge) : root(k) < THRESHOLD) ? 0 : -1;
@@ -179,6 +170,16 @@ __device__ __forceinline__ int key_slot(Key k) {
 __device__ __forceinline__ int value_slot(Key k) { return root(k) < THRESHOLD ? 0 : -1; }
 __device__ __forceinline__ unsigned key_edges() { return 1; }
 __device__ __forceinline__ Key key_edge(unsigned) { return twobs_fail_edge; }
+
+// A count is a total of one slot: the pairs whose key passes.
+[[maybe_unused]] constexpr unsigned SLOTS = 1;
+typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per launch
+typedef unsigned long long Total;  // 64-bit totals in shared and global memory
+
+struct Contribution {
+  int slot;  // < 0: the pair adds nothing
+  Tally amount;
+};
 
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
   return {key_slot(squared_distance(twobs_a, twobs_b)), 1u};

@@ -151,8 +151,8 @@ __device__ __forceinline__ void prepare_contribution() {
   if (TWOBS_THREAD == 0) twobs_fail_edge = smallest_key([](Key k) { return !(root(k) <= THRESHOLD); });
 }
 
-// The slot of a key (0: in the output, -1: not), from the edge; and from its
-// value, which the key probe checks it against.
+// The slot of a key (0: passes, -1: not), from the edge; and from its value,
+// which the key probe checks it against.
 __device__ __forceinline__ int key_slot(Key k) {
   return (k == k ? !(k >= twobs_fail_edge) : root(k) <= THRESHOLD) ? 0 : -1;
 }

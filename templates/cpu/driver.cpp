@@ -17,6 +17,14 @@ static inline Value pair_value(const Point& twobs_a, const Point& twobs_b) {
 
 // ------------------------------------------------------------------ what a pair contributes: {{ names.kind }}
 {{ fragments.contribution }}
+// The contribution's set-up, once per host thread: it depends on constants only.
+static inline void twobs_prepare() {
+  static thread_local bool prepared = false;
+  if (!prepared) {
+    prepare_contribution();
+    prepared = true;
+  }
+}
 // ------------------------------------------------------------------ the points
 // Each component of a set is its own array, as on the GPU.
 struct TwobsSet {

@@ -2,11 +2,7 @@
 // `capacity`; returns how many there are.
 extern "C" uint64_t twobs_rows(const TwobsSet* a, const TwobsSet* b, uint64_t begin, uint64_t end, uint32_t* out,
                                uint64_t capacity) {
-  static thread_local bool prepared = false;  // the contribution's set-up depends on constants only
-  if (!prepared) {
-    prepare_contribution();
-    prepared = true;
-  }
+  twobs_prepare();
   uint64_t m = 0;
   for (uint64_t i = begin; i < end; ++i) {
     const Point own = load_point(a, i);

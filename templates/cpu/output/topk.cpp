@@ -1,11 +1,7 @@
 // Writes the K best of each row of [begin, end) to values and ids, row i at (i - begin) * K.
 extern "C" void twobs_rows(const TwobsSet* a, const TwobsSet* b, uint64_t begin, uint64_t end, double* values,
                            uint32_t* ids) {
-  static thread_local bool prepared = false;  // the contribution's set-up depends on constants only
-  if (!prepared) {
-    prepare_contribution();
-    prepared = true;
-  }
+  twobs_prepare();
   for (uint64_t i = begin; i < end; ++i) {
     const Point own = load_point(a, i);
     TopK top;
