@@ -22,6 +22,9 @@ use crate::stage::{Source, Template};
 /// the CPU and GPU backends agree bit for bit; snippets may call fmaf explicitly.
 pub const NVRTC_OPTIONS: [&str; 2] = ["--std=c++17", "--fmad=false"];
 
+/// How every kernel twobs writes begins (the header's first line).
+pub const KERNEL_FIRST_LINE: &str = "// twobs kernel: ";
+
 /// A rendered kernel or driver.
 #[derive(Debug, Clone)]
 pub struct Kernel {
@@ -263,7 +266,7 @@ pub fn render_key_probe(problem: &Problem, params: &Params, cpu: bool) -> Option
 /// The comment block every kernel starts with: what it computes, the plan and how it was derived.
 fn header(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, regenerate: &str) -> String {
     let mut lines = vec![
-        format!("twobs kernel: {} ({})", problem.name, problem.origin),
+        format!("{}{} ({})", KERNEL_FIRST_LINE.trim_start_matches("// "), problem.name, problem.origin),
         problem.summary.clone(),
         String::new(),
         format!(

@@ -220,3 +220,27 @@ fn processes_sharing_a_fresh_cache_build_the_same_driver_safely() {
     assert_eq!(files.iter().filter(|f| f.ends_with(".so")).count(), 1, "{files:?}");
     assert!(!files.iter().any(|f| f.contains("partial")), "{files:?}");
 }
+
+#[test]
+fn gen_never_overwrites_a_file_it_did_not_write() {
+    // The README's layout: spec and snippet side by side, the kernel asked for in the same folder.
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/manhattan");
+    for f in ["manhattan.xml", "manhattan.cu"] {
+        std::fs::copy(root.join(f), dir.path().join(f)).unwrap();
+    }
+    let snippet = std::fs::read_to_string(dir.path().join("manhattan.cu")).unwrap();
+    let spec = dir.path().join("manhattan.xml");
+    let o = twobs(&["gen", spec.to_str().unwrap(), "-o", dir.path().to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("manhattan.cu exists and twobs did not write it"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(dir.path().join("manhattan.cu")).unwrap(), snippet);
+    // A kernel twobs wrote is regenerated in place.
+    let out = dir.path().join("out");
+    for _ in 0..2 {
+        let o = twobs(&["gen", spec.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    assert!(std::fs::read_to_string(out.join("manhattan.cu")).unwrap().starts_with("// twobs kernel: manhattan"));
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1, "no partial file is left");
+}
