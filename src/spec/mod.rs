@@ -5,6 +5,7 @@
 //! the snippet exists and defines the function.
 
 mod value;
+pub mod vocabulary;
 pub mod xml;
 
 use std::fmt;
@@ -451,7 +452,7 @@ impl Cx<'_> {
         if root.name != "problem" {
             return Err(self.err(root.pos, format!("expected <problem> as the top element, found <{}>", root.name)));
         }
-        self.only_attrs(root, &["name"])?;
+        self.only_attrs(root, vocabulary::PROBLEM)?;
         self.no_text(root)?;
         let name_attr = self.required(root, "name", "the problem's name")?;
         let name = name_attr.value.clone();
@@ -459,7 +460,7 @@ impl Cx<'_> {
             return Err(self.err(name_attr.pos, format!("problem name `{name}` must be letters, digits, - and _")));
         }
 
-        const CHILDREN: &[&str] = &["summary", "input", "function", "output", "param"];
+        const CHILDREN: &[&str] = vocabulary::PROBLEM_CHILDREN;
         for c in &root.children {
             if !CHILDREN.contains(&c.name.as_str()) {
                 return Err(self.err(
@@ -478,7 +479,7 @@ impl Cx<'_> {
         };
 
         let summary_node = one("summary")?;
-        self.only_attrs(summary_node, &[])?;
+        self.only_attrs(summary_node, vocabulary::SUMMARY)?;
         self.no_children(summary_node)?;
         let summary = summary_node.text.split_whitespace().collect::<Vec<_>>().join(" ");
         if summary.is_empty() {
@@ -515,7 +516,7 @@ impl Cx<'_> {
     }
 
     fn param(&self, node: &Node) -> Result<Param, SpecError> {
-        self.only_attrs(node, &["name", "type", "default"])?;
+        self.only_attrs(node, vocabulary::PARAM)?;
         self.no_children(node)?;
         let name = self.identifier(self.required(node, "name", "the parameter's name")?)?;
         let scalar = self.scalar(self.required(node, "type", "f32, f64, i32, i64 or u32")?)?;
@@ -530,7 +531,7 @@ impl Cx<'_> {
     }
 
     fn input(&self, node: &Node) -> Result<Input, SpecError> {
-        self.only_attrs(node, &["sets", "type", "dims"])?;
+        self.only_attrs(node, vocabulary::INPUT)?;
         self.no_text(node)?;
         let sets_attr = self.required(node, "sets", "1 for pairs within one set, 2 for A x B")?;
         let sets = match sets_attr.value.as_str() {
@@ -561,10 +562,10 @@ impl Cx<'_> {
             }
             let mut fields: Vec<Component> = Vec::new();
             for f in &node.children {
-                if f.name != "field" {
+                if !vocabulary::INPUT_CHILDREN.contains(&f.name.as_str()) {
                     return Err(self.err(f.pos, format!("unknown element <{}> in <input>; expected <field>", f.name)));
                 }
-                self.only_attrs(f, &["name", "type"])?;
+                self.only_attrs(f, vocabulary::FIELD)?;
                 self.no_children(f)?;
                 self.no_text(f)?;
                 let name = self.identifier(self.required(f, "name", "the field's name")?)?;
@@ -583,7 +584,7 @@ impl Cx<'_> {
     }
 
     fn function(&self, node: &Node, origin: &Path, files: &dyn Files) -> Result<Function, SpecError> {
-        self.only_attrs(node, &["file", "name", "symmetric", "returns", "key", "map", "estimate"])?;
+        self.only_attrs(node, vocabulary::FUNCTION)?;
         self.no_children(node)?;
         self.no_text(node)?;
         let file_attr = self.required(node, "file", "the CUDA snippet, relative to this spec")?;
@@ -648,18 +649,18 @@ impl Cx<'_> {
         };
         let output = match kind_attr.value.as_str() {
             "count" => {
-                self.only_attrs(node, &["kind", "threshold", "compare"])?;
+                self.only_attrs(node, vocabulary::output_attributes("count").expect("a kind"))?;
                 Output::Count {
                     threshold: operand("threshold", "the value pairs are compared with", returns)?,
                     compare: compare(())?,
                 }
             }
             "sum" => {
-                self.only_attrs(node, &["kind"])?;
+                self.only_attrs(node, vocabulary::output_attributes("sum").expect("a kind"))?;
                 Output::Sum
             }
             "histogram" => {
-                self.only_attrs(node, &["kind", "bins", "min", "max", "normalize", "weight"])?;
+                self.only_attrs(node, vocabulary::output_attributes("histogram").expect("a kind"))?;
                 if returns.is_integer() {
                     return Err(self.err(kind_attr.pos, "a histogram needs a function that returns f32 or f64"));
                 }
@@ -689,7 +690,7 @@ impl Cx<'_> {
                 }
             }
             "pairs" => {
-                self.only_attrs(node, &["kind", "threshold", "compare", "estimate"])?;
+                self.only_attrs(node, vocabulary::output_attributes("pairs").expect("a kind"))?;
                 let estimate = match self.attr(node, "estimate") {
                     Some(a) => {
                         Some(a.value.parse::<f64>().ok().filter(|e| e.is_finite() && *e >= 0.0).ok_or_else(|| {
@@ -708,7 +709,7 @@ impl Cx<'_> {
                 }
             }
             "knn" => {
-                self.only_attrs(node, &["kind", "k"])?;
+                self.only_attrs(node, vocabulary::output_attributes("knn").expect("a kind"))?;
                 Output::Knn { k: operand("k", "how many neighbours per query", Scalar::U32)? }
             }
             other => {

@@ -1,0 +1,35 @@
+//! Every name the spec reader accepts: the elements, their attributes, and
+//! the values of attributes that take a fixed set. The reader checks specs
+//! against these lists, and `docs/spec.md` documents each one
+//! (`tests/spec_doc.rs` fails on a name the document does not mention).
+
+/// `<problem>`: its attributes and child elements.
+pub const PROBLEM: &[&str] = &["name"];
+pub const PROBLEM_CHILDREN: &[&str] = &["summary", "input", "function", "output", "param"];
+pub const SUMMARY: &[&str] = &[];
+pub const PARAM: &[&str] = &["name", "type", "default"];
+pub const INPUT: &[&str] = &["sets", "type", "dims"];
+pub const INPUT_CHILDREN: &[&str] = &["field"];
+pub const FIELD: &[&str] = &["name", "type"];
+pub const FUNCTION: &[&str] = &["file", "name", "symmetric", "returns", "key", "map", "estimate"];
+
+/// `<output kind="...">`: each kind with the attributes it takes.
+pub const OUTPUT_KINDS: &[(&str, &[&str])] = &[
+    ("count", &["kind", "threshold", "compare"]),
+    ("sum", &["kind"]),
+    ("histogram", &["kind", "bins", "min", "max", "normalize", "weight"]),
+    ("pairs", &["kind", "threshold", "compare", "estimate"]),
+    ("knn", &["kind", "k"]),
+];
+
+/// The values of attributes with a fixed set (`type` and `returns` take the
+/// scalar types, [`super::Scalar::NAMES`]).
+pub const SETS: &[&str] = &["1", "2"];
+pub const BOOLEAN: &[&str] = &["true", "false"];
+pub const COMPARE: &[&str] = &["lt", "<", "le", "<="];
+pub const NORMALIZE: &[&str] = &["rdf"];
+
+/// The attributes of an output of `kind`, if it is one.
+pub fn output_attributes(kind: &str) -> Option<&'static [&'static str]> {
+    OUTPUT_KINDS.iter().find(|(k, _)| *k == kind).map(|(_, a)| *a)
+}
