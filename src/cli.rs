@@ -104,7 +104,7 @@ struct RunArgs {
     /// CPU threads (default: all cores).
     #[arg(long, default_value_t = 0)]
     threads: usize,
-    /// No progress bar and no notes.
+    /// Stdout carries the result alone (a count, a sum, a histogram CSV); no progress bar, notes or summary.
     #[arg(long)]
     quiet: bool,
     /// GPUs to use (default: all visible), e.g. 0,1.
@@ -221,7 +221,8 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
             eprintln!("note: {note}");
         }
     }
-    let out_opts = OutputOptions { out: args.out.clone(), symmetric: args.symmetric, sorted: args.sorted };
+    let out_opts =
+        OutputOptions { out: args.out.clone(), symmetric: args.symmetric, sorted: args.sorted, quiet: args.quiet };
     let to_stdout = args.report.as_deref() == Some("-");
     let report = report::present(&problem, &params, &inputs, &exec, &out_opts, to_stdout)?;
     if let Some(dest) = &args.report {

@@ -33,6 +33,8 @@ pub struct OutputOptions {
     pub symmetric: bool,
     /// Pairs sorted by (i, j).
     pub sorted: bool,
+    /// Stdout carries the result alone (a count, a sum, a histogram's CSV); no other line.
+    pub quiet: bool,
 }
 
 /// The pair conventions, stated in the report and the docs.
@@ -117,15 +119,27 @@ pub fn present(
         && opts.out.is_none()
         && !report_to_stdout;
     let quiet_stdout = report_to_stdout || csv_to_stdout;
-    let say = |line: String| if quiet_stdout { eprintln!("{line}") } else { println!("{line}") };
+    let say = |line: String| match (opts.quiet, quiet_stdout) {
+        (true, _) => {}
+        (false, true) => eprintln!("{line}"),
+        (false, false) => println!("{line}"),
+    };
+    // With --quiet a count or sum is the one line on stdout (unless the report is there).
+    let result_line = |line: String| {
+        if opts.quiet && !report_to_stdout {
+            println!("{line}")
+        }
+    };
     say(format!("{}: {}", problem.name, contribution::describe(problem, params)));
     match (&exec.outcome, &problem.output) {
         (Outcome::Totals(Totals::Counts(c)), Output::Count { .. }) => {
             say(format!("count = {}", c[0]));
+            result_line(c[0].to_string());
             result.insert("count".into(), json!(c[0]));
         }
         (Outcome::Totals(Totals::Sums(s)), Output::Sum) => {
             say(format!("sum = {}", s[0]));
+            result_line(s[0].to_string());
             result.insert("sum".into(), json!(s[0]));
         }
         (Outcome::Totals(totals), _) => {
@@ -192,10 +206,9 @@ pub fn present(
         }
         (Outcome::Knn { k, ids, values }, _) => {
             let other = inputs.other();
-            let rows: Vec<u64> = ids
-                .iter()
-                .map(|&j| if j == u32::MAX { u32::MAX as u64 } else { other.original_row(j as u64) })
-                .collect();
+            // -1 where a query has fewer than K partners.
+            let rows: Vec<i64> =
+                ids.iter().map(|&j| if j == u32::MAX { -1 } else { other.original_row(j as u64) as i64 }).collect();
             let path = opts.out.clone().unwrap_or_else(|| PathBuf::from(format!("{}.npy", problem.name)));
             let values_path = write::knn(&path, *k, &rows, values)?;
             say(format!(
@@ -249,7 +262,7 @@ pub fn present(
         "device": exec.device,
         "notes": exec.notes,
         "inputs": inputs_json,
-        "pairs": exec.shape.pairs.to_string(),
+        "pairs": u64::try_from(exec.shape.pairs).map_or_else(|_| json!(exec.shape.pairs.to_string()), |p| json!(p)),
         "conventions": conventions(problem, exec.shape.visit, opts.symmetric),
         "result": result,
         "timings": t,

@@ -47,8 +47,8 @@ impl Backend {
 pub enum RunError {
     #[error("f64 arithmetic is a mode of the CPU backend; this run is on the GPU")]
     F64OnGpu,
-    #[error("verifying compares a GPU run with the CPU backend; this run is on the CPU")]
-    VerifyOnCpu,
+    #[error("verifying compares a GPU run with the CPU backend, and this run has no GPU: {0}")]
+    VerifyNeedsGpu(String),
     #[error(transparent)]
     Gpu(#[from] GpuError),
     #[error(transparent)]
@@ -157,7 +157,8 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
         return Err(RunError::F64OnGpu);
     }
     if backend == Backend::Cpu && opts.verify {
-        return Err(RunError::VerifyOnCpu);
+        let why = notes.first().cloned().unwrap_or_else(|| "the CPU backend was chosen".into());
+        return Err(RunError::VerifyNeedsGpu(why));
     }
     let bar = progress_bar(shape.pairs, opts.quiet);
     let mut exec = match backend {

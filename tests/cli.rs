@@ -210,9 +210,9 @@ fn processes_sharing_a_fresh_cache_build_the_same_driver_safely() {
         assert!(o.status.success(), "{}", stderr(o));
     }
     // All found the same count, and the cache holds one driver, no partial files.
-    let count = |o: &Output| stdout(o).lines().find(|l| l.starts_with("count = ")).map(str::to_owned);
-    assert!(count(&outputs[0]).is_some(), "{}", stdout(&outputs[0]));
-    assert!(outputs.iter().all(|o| count(o) == count(&outputs[0])));
+    // --quiet: stdout is the count alone.
+    assert!(stdout(&outputs[0]).trim().parse::<u64>().is_ok(), "{}", stdout(&outputs[0]));
+    assert!(outputs.iter().all(|o| o.stdout == outputs[0].stdout));
     let files: Vec<String> = std::fs::read_dir(dir.path().join("cpu"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -243,4 +243,57 @@ fn gen_never_overwrites_a_file_it_did_not_write() {
     }
     assert!(std::fs::read_to_string(out.join("manhattan.cu")).unwrap().starts_with("// twobs kernel: manhattan"));
     assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1, "no partial file is left");
+}
+
+#[test]
+fn quiet_leaves_stdout_to_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| command().args(args).current_dir(dir.path()).output().unwrap();
+    let o = run(&["run", "2pcf", "--backend", "cpu", "--input", "uniform:300", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.trim().parse::<u64>().is_ok() && out.lines().count() == 1, "stdout: {out:?}");
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    let o = run(&["run", "kde", "--backend", "cpu", "--input", "uniform:300", "--quiet"]);
+    assert!(stdout(&o).trim().parse::<f64>().is_ok(), "{}", stdout(&o));
+}
+
+#[test]
+fn knn_ids_are_int64_with_minus_one_for_missing_neighbours() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = command()
+        .args(["run", "knn", "--backend", "cpu", "--input", "uniform:3", "--param", "k=4", "--out", "k.npy"])
+        .args(["--report", "r.json"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let npy = npyz::NpyFile::new(std::fs::File::open(dir.path().join("k.npy")).unwrap()).unwrap();
+    assert_eq!(npy.shape(), &[3, 4]);
+    assert_eq!(npy.dtype().descr(), "'<i8'");
+    let ids: Vec<i64> = npy.into_vec().unwrap();
+    for q in 0..3 {
+        let row = &ids[q * 4..q * 4 + 4];
+        assert!(row[..2].iter().all(|&j| (0..3).contains(&j) && j != q as i64), "{row:?}");
+        assert_eq!(&row[2..], &[-1, -1], "two points are all the neighbours a query has");
+    }
+    // Numbers in the report are numbers.
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(report["pairs"], 6);
+}
+
+#[test]
+fn verify_without_a_gpu_says_what_it_needs() {
+    if twobs::backend::cuda::usable().is_ok() {
+        return; // a GPU machine verifies instead
+    }
+    let o = twobs(&["run", "2pcf", "--verify", "--input", "uniform:100"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o)
+            .contains("verifying compares a GPU run with the CPU backend, and this run has no GPU: no usable GPU ("),
+        "{}",
+        stderr(&o)
+    );
 }

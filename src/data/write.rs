@@ -97,8 +97,9 @@ fn knn_values_path(ids: &Path) -> PathBuf {
     ids.with_file_name(format!("{stem}_values.npy"))
 }
 
-/// Neighbour ids (N x K, u32 or u64) to `ids_path`, their values (N x K, f64) beside it.
-pub fn knn(ids_path: &Path, k: usize, ids: &[u64], values: &[f64]) -> Result<PathBuf, WriteError> {
+/// Neighbour ids (N x K, int64; -1 for no neighbour) to `ids_path`, their
+/// values (N x K, f64) beside it.
+pub fn knn(ids_path: &Path, k: usize, ids: &[i64], values: &[f64]) -> Result<PathBuf, WriteError> {
     let n = (ids.len() / k.max(1)) as u64;
     let shape = [n, k as u64];
     let mut w = create(ids_path)?;
@@ -116,15 +117,8 @@ pub fn knn(ids_path: &Path, k: usize, ids: &[u64], values: &[f64]) -> Result<Pat
     Ok(values_path)
 }
 
-fn knn_ids_to(mut w: &mut impl Write, shape: &[u64], ids: &[u64]) -> std::io::Result<()> {
-    if ids.iter().all(|&i| i <= u32::MAX as u64) {
-        let mut npy = npyz::WriteOptions::new().default_dtype().shape(shape).writer(&mut w).begin_nd()?;
-        npy.extend(ids.iter().map(|&i| i as u32))?;
-        npy.finish()?;
-    } else {
-        let mut npy = npyz::WriteOptions::new().default_dtype().shape(shape).writer(&mut w).begin_nd()?;
-        npy.extend(ids.iter().copied())?;
-        npy.finish()?;
-    }
-    Ok(())
+fn knn_ids_to(mut w: &mut impl Write, shape: &[u64], ids: &[i64]) -> std::io::Result<()> {
+    let mut npy = npyz::WriteOptions::new().default_dtype().shape(shape).writer(&mut w).begin_nd()?;
+    npy.extend(ids.iter().copied())?;
+    npy.finish()
 }
