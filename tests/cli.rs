@@ -297,3 +297,38 @@ fn verify_without_a_gpu_says_what_it_needs() {
         stderr(&o)
     );
 }
+
+#[test]
+fn snippet_functions_named_like_generated_locals_work_on_both_backends() {
+    // f, a, b, g: the names a snippet most likely uses, and names the driver and
+    // kernel use for their own locals and parameters.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("n.cu"),
+        "__device__ float a(float3 p, float3 r) { const float d = p.x - r.x; return d * d; }\n\
+         __device__ float b(float k) { return sqrtf(fmaxf(k, 0.0f)); }\n\
+         __device__ float g(float k) { return k * rsqrtf(k); }\n\
+         __device__ float f(float3 x, float3 y) { return b(a(x, y)); }\n",
+    )
+    .unwrap();
+    for output in
+        [r#"<output kind="count" threshold="0.25" compare="lt"/>"#, r#"<output kind="histogram" bins="7" max="1"/>"#]
+    {
+        let spec = dir.path().join("n.xml");
+        std::fs::write(
+            &spec,
+            format!(
+                r#"<problem name="n"><summary>s</summary><input sets="1" type="f32" dims="3"/>
+<function file="n.cu" name="f" symmetric="true" key="a" map="b" estimate="g"/>{output}</problem>"#
+            ),
+        )
+        .unwrap();
+        let spec = spec.to_str().unwrap();
+        let o = twobs(&["run", spec, "--backend", "cpu", "--input", "uniform:200", "--quiet"]);
+        assert!(o.status.success(), "{output}: {}", stderr(&o));
+        for test in ["values", "keys"] {
+            let o = twobs(&["gen", spec, "--check", "--test", test]);
+            assert!(o.status.success(), "{output} {test}: {}", stderr(&o));
+        }
+    }
+}

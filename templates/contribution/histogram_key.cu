@@ -8,8 +8,8 @@ typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 __shared__ Key twobs_edges[SLOTS + 1];
 
 __device__ __forceinline__ void prepare_contribution() {
-  for (unsigned j = TWOBS_THREAD; j <= SLOTS; j += TWOBS_THREADS) {
-    twobs_edges[j] = smallest_key([j](Key k) { return ({{ stage.map }}(k) - LO) * SCALE >= Value(j); });
+  for (unsigned twobs_j = TWOBS_THREAD; twobs_j <= SLOTS; twobs_j += TWOBS_THREADS) {
+    twobs_edges[twobs_j] = smallest_key([twobs_j](Key twobs_k) { return ({{ stage.map }}(twobs_k) - LO) * SCALE >= Value(twobs_j); });
   }
 }
 
@@ -22,19 +22,19 @@ __device__ __forceinline__ int guess_index(double x) {
   return static_cast<int>(fmin(fmax(x, 0.0), static_cast<double>(SLOTS - 1)));
 }
 
-__device__ __forceinline__ int bucket_of_key(Key k) {
-  if (k != k) return bucket_of({{ stage.map }}(k));
+__device__ __forceinline__ int bucket_of_key(Key twobs_k) {
+  if (twobs_k != twobs_k) return bucket_of({{ stage.map }}(twobs_k));
   // A guess from the estimate (possibly a bucket off), then the edges make it exact.
-  int b = guess_index(({{ stage.estimate }}(k) - LO) * SCALE);
-  while (b > 0 && !(k >= twobs_edges[b])) --b;
-  while (b + 1 < static_cast<int>(SLOTS) && k >= twobs_edges[b + 1]) ++b;
-  return (k >= twobs_edges[b] && !(k >= twobs_edges[b + 1])) ? b : -1;
+  int b = guess_index(({{ stage.estimate }}(twobs_k) - LO) * SCALE);
+  while (b > 0 && !(twobs_k >= twobs_edges[b])) --b;
+  while (b + 1 < static_cast<int>(SLOTS) && twobs_k >= twobs_edges[b + 1]) ++b;
+  return (twobs_k >= twobs_edges[b] && !(twobs_k >= twobs_edges[b + 1])) ? b : -1;
 }
 
 // The bucket of a key from the edges, and from its value, which the key probe
 // checks it against.
-__device__ __forceinline__ int key_slot(Key k) { return bucket_of_key(k); }
-__device__ __forceinline__ int value_slot(Key k) { return bucket_of({{ stage.map }}(k)); }
+__device__ __forceinline__ int key_slot(Key twobs_k) { return bucket_of_key(twobs_k); }
+__device__ __forceinline__ int value_slot(Key twobs_k) { return bucket_of({{ stage.map }}(twobs_k)); }
 __device__ __forceinline__ unsigned key_edges() { return SLOTS + 1; }
 __device__ __forceinline__ Key key_edge(unsigned j) { return twobs_edges[j]; }
 
