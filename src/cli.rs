@@ -10,6 +10,7 @@ use crate::backend::cuda::{self, GpuOptions};
 use crate::backend::nvrtc;
 use crate::cache::Cache;
 use crate::codegen;
+use crate::data::write::{Destination, Format, Target as ResultTarget, WriteError};
 use crate::data::{InputOptions, Inputs, read_input};
 use crate::device::{Device, PROFILE_NAMES};
 use crate::plan::{Forced, Plan, Points};
@@ -77,9 +78,13 @@ struct RunArgs {
     /// auto (the GPU when one is usable, else the CPU), cuda or cpu.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
-    /// Result file: CSV for a histogram, .npy or .csv for pairs, .npy for KNN.
-    #[arg(long, value_name = "FILE")]
-    out: Option<PathBuf>,
+    /// Where the result goes: a .csv, .npy or .json file (the extension names the
+    /// format), or - for standard output.
+    #[arg(long, value_name = "FILE|-")]
+    out: Option<String>,
+    /// The result's format, whatever the file is called (default: the extension's; csv on stdout).
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
     /// Write a JSON report of the run to FILE (- for stdout).
     #[arg(long, value_name = "FILE")]
     report: Option<String>,
@@ -141,6 +146,50 @@ impl BackendArg {
             BackendArg::Cpu => BackendChoice::Cpu,
         }
     }
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum FormatArg {
+    Csv,
+    Npy,
+    Json,
+}
+
+impl FormatArg {
+    fn format(self) -> Format {
+        match self {
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Npy => Format::Npy,
+            FormatArg::Json => Format::Json,
+        }
+    }
+}
+
+/// Where the result goes, checked before anything is computed.
+fn result_target(problem: &Problem, args: &RunArgs) -> anyhow::Result<Option<ResultTarget>> {
+    let format = args.format.map(FormatArg::format);
+    let target = match args.out.as_deref() {
+        Some("-") => Some(ResultTarget::new(Destination::Stdout, format)?),
+        Some(path) => Some(ResultTarget::new(Destination::File(path.into()), format).map_err(|e| match e {
+            WriteError::UnknownFormat { .. } => {
+                anyhow::anyhow!(
+                    "--out {path}: the extension names no result format; use .csv, .npy or .json, or --format"
+                )
+            }
+            other => other.into(),
+        })?),
+        None => match report::default_target(problem)? {
+            Some(t) if format.is_some_and(|f| f != t.format) => Some(ResultTarget::new(t.destination, format)?),
+            other => other,
+        },
+    };
+    if args.report.as_deref() == Some("-")
+        && target.as_ref().is_some_and(|t| t.destination == Destination::Stdout)
+        && args.out.is_some()
+    {
+        anyhow::bail!("--out - and --report - both want standard output; send one of them to a file");
+    }
+    Ok(target)
 }
 
 /// `--param` values bound to the problem's parameters.
@@ -215,14 +264,14 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         verify: args.verify,
         cache: Cache::user(),
     };
+    let out = result_target(&problem, &args)?;
     let exec = run::execute(&problem, &params, &inputs, &run_opts)?;
     if !args.quiet {
         for note in &exec.notes {
             eprintln!("note: {note}");
         }
     }
-    let out_opts =
-        OutputOptions { out: args.out.clone(), symmetric: args.symmetric, sorted: args.sorted, quiet: args.quiet };
+    let out_opts = OutputOptions { out, symmetric: args.symmetric, sorted: args.sorted, quiet: args.quiet };
     let to_stdout = args.report.as_deref() == Some("-");
     let report = report::present(&problem, &params, &inputs, &exec, &out_opts, to_stdout)?;
     if let Some(dest) = &args.report {

@@ -1,12 +1,12 @@
 //! What a run shows and writes: result files people can open, a summary on
 //! stdout, and a JSON report of everything.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::json;
 
 use crate::data::Inputs;
-use crate::data::write::{self, WriteError};
+use crate::data::write::{self, Destination, Format, Target, WriteError};
 use crate::outcome::{Outcome, Totals};
 use crate::run::Execution;
 use crate::spec::{Normalization, Output, Params, Problem, Sets};
@@ -21,20 +21,30 @@ pub enum ReportError {
     Write(#[from] WriteError),
     #[error("cannot write the report {path}: {source}")]
     Report { path: String, source: std::io::Error },
-    #[error("cannot write to standard output: {0}")]
-    Stdout(std::io::Error),
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct OutputOptions {
-    /// Where the result goes (CSV for a histogram, .npy or .csv for pairs, .npy for KNN).
-    pub out: Option<PathBuf>,
+    /// Where the result goes, and in which format ([`default_target`] when the user names none).
+    pub out: Option<Target>,
     /// Pairs of a one-set problem in both orders plus (i, i), as GDS-Join counts them.
     pub symmetric: bool,
     /// Pairs sorted by (i, j).
     pub sorted: bool,
     /// Stdout carries the result alone (a count, a sum, a histogram's CSV); no other line.
     pub quiet: bool,
+}
+
+/// Where a result goes when the user names no place: a histogram's CSV to
+/// stdout, pairs to `<problem>_pairs.npy`, neighbours to `<problem>.npy`; a
+/// count or a sum is printed.
+pub fn default_target(problem: &Problem) -> Result<Option<Target>, WriteError> {
+    Ok(match &problem.output {
+        Output::Histogram { .. } => Some(Target::new(Destination::Stdout, Some(Format::Csv))?),
+        Output::Pairs { .. } => Some(Target::file(format!("{}_pairs.npy", problem.name))?),
+        Output::Knn { .. } => Some(Target::file(format!("{}.npy", problem.name))?),
+        Output::Count { .. } | Output::Sum => None,
+    })
 }
 
 /// The pair conventions, stated in the report and the docs.
@@ -112,35 +122,45 @@ pub fn present(
 ) -> Result<serde_json::Value, ReportError> {
     let mut result = serde_json::Map::new();
     result.insert("kind".into(), json!(problem.output.kind()));
-    // Human-readable lines go to stderr when stdout carries data: the JSON
-    // report, or a histogram's CSV (so that `twobs run rdf > g.csv` is a clean CSV).
-    let csv_to_stdout = matches!(exec.outcome, Outcome::Totals(_))
-        && matches!(problem.output, Output::Histogram { .. })
-        && opts.out.is_none()
-        && !report_to_stdout;
-    let quiet_stdout = report_to_stdout || csv_to_stdout;
-    let say = |line: String| match (opts.quiet, quiet_stdout) {
+    let to_stdout = opts.out.as_ref().is_some_and(|t| t.destination == Destination::Stdout);
+    // Human-readable lines go to stderr when stdout carries data (the result or
+    // the JSON report), and nowhere with --quiet.
+    let say = |line: String| match (opts.quiet, report_to_stdout || to_stdout) {
         (true, _) => {}
         (false, true) => eprintln!("{line}"),
         (false, false) => println!("{line}"),
     };
-    // With --quiet a count or sum is the one line on stdout (unless the report is there).
+    // With --quiet and no other place for it, a count or sum is the one line on stdout.
     let result_line = |line: String| {
-        if opts.quiet && !report_to_stdout {
+        if opts.quiet && !report_to_stdout && opts.out.is_none() {
             println!("{line}")
         }
     };
+    let wrote = |target: &Target, result: &mut serde_json::Map<String, serde_json::Value>| {
+        if let Destination::File(path) = &target.destination {
+            result.insert("file".into(), json!(path.display().to_string()));
+        }
+        result.insert("format".into(), json!(target.format.name()));
+    };
     say(format!("{}: {}", problem.name, contribution::describe(problem, params)));
     match (&exec.outcome, &problem.output) {
-        (Outcome::Totals(Totals::Counts(c)), Output::Count { .. }) => {
+        (Outcome::Totals(total @ Totals::Counts(c)), Output::Count { .. }) => {
             say(format!("count = {}", c[0]));
             result_line(c[0].to_string());
             result.insert("count".into(), json!(c[0]));
+            if let Some(target) = &opts.out {
+                write::scalar(target, "count", total)?;
+                wrote(target, &mut result);
+            }
         }
-        (Outcome::Totals(Totals::Sums(s)), Output::Sum) => {
+        (Outcome::Totals(total @ Totals::Sums(s)), Output::Sum) => {
             say(format!("sum = {}", s[0]));
             result_line(s[0].to_string());
             result.insert("sum".into(), json!(s[0]));
+            if let Some(target) = &opts.out {
+                write::scalar(target, "sum", total)?;
+                wrote(target, &mut result);
+            }
         }
         (Outcome::Totals(totals), _) => {
             let edges = contribution::histogram_edges(problem, params);
@@ -150,22 +170,15 @@ pub fn present(
                 Totals::Counts(c) => format!("{} pairs counted", c.iter().sum::<u64>()),
                 Totals::Sums(s) => format!("pair weights summing to {}", s.iter().sum::<f64>()),
             };
+            let h = write::Histogram { edges: &edges, totals, g: g.as_ref().map(|(g, _)| g.as_slice()) };
             match &opts.out {
-                Some(path) => {
-                    write::histogram_csv(path, &edges, totals, g.as_ref().map(|(g, _)| g.as_slice()))?;
-                    say(format!("{} buckets, {what} -> {}", totals.len(), path.display()));
-                    result.insert("file".into(), json!(path.display().to_string()));
+                // The report on stdout holds the histogram; stdout takes nothing else.
+                Some(target) if !(report_to_stdout && target.destination == Destination::Stdout) => {
+                    write::histogram(target, &h)?;
+                    say(format!("{} buckets, {what} -> {}", totals.len(), target.shown()));
+                    wrote(target, &mut result);
                 }
-                None => {
-                    let g = g.as_ref().map(|(g, _)| g.as_slice());
-                    let written = if report_to_stdout {
-                        write::histogram_csv_to(&mut std::io::stderr().lock(), &edges, totals, g)
-                    } else {
-                        write::histogram_csv_to(&mut std::io::stdout().lock(), &edges, totals, g)
-                    };
-                    written.map_err(ReportError::Stdout)?;
-                    say(format!("{what} in {} buckets", totals.len()));
-                }
+                _ => say(format!("{what} in {} buckets", totals.len())),
             }
             if let Some((g, how)) = &g {
                 say(how.clone());
@@ -197,29 +210,31 @@ pub fn present(
             if opts.sorted {
                 rows.sort_unstable();
             }
-            let path = opts.out.clone().unwrap_or_else(|| PathBuf::from(format!("{}_pairs.npy", problem.name)));
-            write::pairs(&path, &rows)?;
-            say(format!("{} pairs -> {}", rows.len(), path.display()));
+            let target = opts.out.as_ref().expect("pairs always have a target");
+            write::pairs(target, &rows)?;
+            say(format!("{} pairs -> {}", rows.len(), target.shown()));
             result.insert("pairs".into(), json!(rows.len()));
-            result.insert("file".into(), json!(path.display().to_string()));
             result.insert("sorted".into(), json!(opts.sorted));
+            wrote(target, &mut result);
         }
         (Outcome::Knn { k, ids, values }, _) => {
             let other = inputs.other();
             // -1 where a query has fewer than K partners.
             let rows: Vec<i64> =
                 ids.iter().map(|&j| if j == u32::MAX { -1 } else { other.original_row(j as u64) as i64 }).collect();
-            let path = opts.out.clone().unwrap_or_else(|| PathBuf::from(format!("{}.npy", problem.name)));
-            let values_path = write::knn(&path, *k, &rows, values)?;
+            let target = opts.out.as_ref().expect("neighbours always have a target");
+            let values_path = write::knn(target, *k, &rows, values)?;
             say(format!(
-                "{k} neighbours of {} points -> {} (indices), {} (values)",
+                "{k} neighbours of {} points -> {}{}",
                 ids.len() / k.max(&1),
-                path.display(),
-                values_path.display()
+                target.shown(),
+                values_path.as_ref().map_or(String::new(), |p| format!(" (values: {})", p.display()))
             ));
             result.insert("k".into(), json!(k));
-            result.insert("file".into(), json!(path.display().to_string()));
-            result.insert("values_file".into(), json!(values_path.display().to_string()));
+            wrote(target, &mut result);
+            if let Some(p) = values_path {
+                result.insert("values_file".into(), json!(p.display().to_string()));
+            }
         }
     }
     let t = &exec.timings;

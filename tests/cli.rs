@@ -332,3 +332,69 @@ fn snippet_functions_named_like_generated_locals_work_on_both_backends() {
         }
     }
 }
+
+#[test]
+fn results_take_the_format_the_user_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| command().args(args).current_dir(dir.path()).output().unwrap();
+    // A histogram as npy: float64 rows of bin_lo, bin_hi, count.
+    let o = run(&["run", "sdh", "--backend", "cpu", "--input", "uniform:200", "--param", "bins=7", "--out", "h.npy"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let npy = npyz::NpyFile::new(std::fs::File::open(dir.path().join("h.npy")).unwrap()).unwrap();
+    assert_eq!((npy.shape().to_vec(), npy.dtype().descr()), (vec![7, 3], "'<f8'".to_owned()));
+    let h: Vec<f64> = npy.into_vec().unwrap();
+    // Every pair of 200 points in the unit cube lies within the diagonal.
+    assert_eq!(h.chunks(3).map(|r| r[2]).sum::<f64>(), 200.0 * 199.0 / 2.0);
+    // JSON by --format, whatever the name.
+    let o = run(&[
+        "run",
+        "sdh",
+        "--backend",
+        "cpu",
+        "--input",
+        "uniform:200",
+        "--param",
+        "bins=7",
+        "--out",
+        "h.dat",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("h.dat")).unwrap()).unwrap();
+    assert_eq!(v["count"].as_array().unwrap().len(), 7);
+    // Pairs as CSV on standard output.
+    let o =
+        run(&["run", "selfjoin", "--backend", "cpu", "--input", "uniform:300", "--param", "eps=0.05", "--out", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("i,j\n"), "{}", stdout(&o));
+    assert!(stdout(&o).lines().skip(1).all(|l| l.split(',').count() == 2));
+    // A count as JSON.
+    let o = run(&["run", "2pcf", "--backend", "cpu", "--input", "uniform:300", "--out", "c.json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("c.json")).unwrap()).unwrap();
+    assert!(v["count"].as_u64().is_some(), "{v}");
+    // No partial file is left behind.
+    let names: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(!names.iter().any(|n| n.contains("partial")), "{names:?}");
+}
+
+#[test]
+fn a_bad_destination_fails_before_anything_is_computed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("blocker"), "a file, not a folder").unwrap();
+    let run = |args: &[&str]| command().args(args).current_dir(dir.path()).output().unwrap();
+    // Each would take minutes on the CPU: the error must come first.
+    let big = ["run", "sdh", "--backend", "cpu", "--input", "uniform:3000000"];
+    let start = std::time::Instant::now();
+    let o = run(&[&big[..], &["--out", "h.txt"]].concat());
+    assert!(stderr(&o).contains("--out h.txt: the extension names no result format"), "{}", stderr(&o));
+    let o = run(&[&big[..], &["--out", "blocker/h.csv"]].concat());
+    assert!(stderr(&o).contains("cannot write blocker/h.csv"), "{}", stderr(&o));
+    let o = run(&[&big[..], &["--out", "-", "--report", "-"]].concat());
+    assert!(stderr(&o).contains("both want standard output"), "{}", stderr(&o));
+    assert!(start.elapsed().as_secs() < 30, "the errors came after computing");
+}

@@ -1,19 +1,27 @@
-//! Result files people can open: CSV with bucket edges, .npy arrays.
+//! Result files people can open, in the format the user names: CSV with a
+//! header, .npy arrays, or JSON; to a file, or to standard output. A file is
+//! written beside its place under a temporary name and renamed into place when
+//! complete, so that a failed run leaves no partial file; where it goes is
+//! checked before anything is computed ([`Target::new`]).
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use npyz::WriterBuilder;
+use serde_json::json;
 
 use crate::outcome::Totals;
 
-use npyz::WriterBuilder;
-
-/// A result file that could not be written.
+/// A result that could not be written, or a destination that cannot take one.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot write {}: {source}", path.display())]
-pub struct WriteError {
-    pub path: PathBuf,
-    #[source]
-    pub source: std::io::Error,
+pub enum WriteError {
+    #[error("cannot write {}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{}: the extension names no result format; use .csv, .npy or .json, or name the format", path.display())]
+    UnknownFormat { path: PathBuf },
+    #[error("cannot write to standard output: {0}")]
+    Stdout(std::io::Error),
 }
 
 /// Names the file an I/O error was about.
@@ -23,102 +31,269 @@ trait At<T> {
 
 impl<T> At<T> for std::io::Result<T> {
     fn at(self, path: &Path) -> Result<T, WriteError> {
-        self.map_err(|source| WriteError { path: path.to_owned(), source })
+        self.map_err(|source| WriteError::Io { path: path.to_owned(), source })
     }
 }
 
-fn create(path: &Path) -> Result<BufWriter<std::fs::File>, WriteError> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).at(dir)?;
+/// A result file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Text with a header line.
+    Csv,
+    /// NumPy arrays (`numpy.load`).
+    Npy,
+    Json,
+}
+
+impl Format {
+    pub const ALL: [Format; 3] = [Format::Csv, Format::Npy, Format::Json];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Csv => "csv",
+            Format::Npy => "npy",
+            Format::Json => "json",
+        }
     }
-    Ok(BufWriter::new(std::fs::File::create(path).at(path)?))
+
+    /// The format a file's extension names.
+    pub fn of_path(path: &Path) -> Option<Format> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        Format::ALL.into_iter().find(|f| f.name() == ext)
+    }
 }
 
-/// bin_lo,bin_hi,count[,g_r] per bucket, to a file.
-pub fn histogram_csv(path: &Path, edges: &[f64], totals: &Totals, g: Option<&[f64]>) -> Result<(), WriteError> {
-    let mut w = create(path)?;
-    histogram_csv_to(&mut w, edges, totals, g).at(path)?;
-    w.flush().at(path)
+/// Where a result goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    File(PathBuf),
+    Stdout,
 }
 
-/// bin_lo,bin_hi,count[,g_r] per bucket (`sum` for summed totals), to any
-/// writer (stdout for `twobs run rdf`).
-pub fn histogram_csv_to(w: &mut impl Write, edges: &[f64], totals: &Totals, g: Option<&[f64]>) -> std::io::Result<()> {
-    let column = match totals {
+/// A destination and the format the result takes there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub destination: Destination,
+    pub format: Format,
+}
+
+impl Target {
+    /// The format is `format`, else the file's extension's (an unknown one is
+    /// an error), else CSV for standard output. A file's folder is made and
+    /// shown writable now, before any computation.
+    pub fn new(destination: Destination, format: Option<Format>) -> Result<Target, WriteError> {
+        let format = match (&destination, format) {
+            (_, Some(f)) => f,
+            (Destination::Stdout, None) => Format::Csv,
+            (Destination::File(path), None) => {
+                Format::of_path(path).ok_or_else(|| WriteError::UnknownFormat { path: path.clone() })?
+            }
+        };
+        if let Destination::File(path) = &destination {
+            let probe = partial_path(path);
+            std::fs::File::create(&probe).at(path)?;
+            let _ = std::fs::remove_file(&probe);
+        }
+        Ok(Target { destination, format })
+    }
+
+    /// A file target, its format from its extension.
+    pub fn file(path: impl Into<PathBuf>) -> Result<Target, WriteError> {
+        Target::new(Destination::File(path.into()), None)
+    }
+
+    /// Where it goes, for messages and the report.
+    pub fn shown(&self) -> String {
+        match &self.destination {
+            Destination::File(p) => p.display().to_string(),
+            Destination::Stdout => "standard output".into(),
+        }
+    }
+
+    /// Writes `body`: to stdout, or to a partial file renamed into place once complete.
+    fn write(&self, body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), WriteError> {
+        match &self.destination {
+            Destination::Stdout => {
+                let mut out = std::io::stdout().lock();
+                body(&mut out).and_then(|()| out.flush()).map_err(WriteError::Stdout)
+            }
+            Destination::File(path) => {
+                let partial = partial_path(path);
+                let written = std::fs::File::create(&partial).and_then(|f| {
+                    let mut w = BufWriter::new(f);
+                    body(&mut w)?;
+                    w.into_inner().map_err(|e| e.into_error())?.sync_all()
+                });
+                match written.and_then(|()| std::fs::rename(&partial, path)) {
+                    Ok(()) => Ok(()),
+                    Err(e) => {
+                        let _ = std::fs::remove_file(&partial);
+                        Err(WriteError::Io { path: path.clone(), source: e })
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A name beside `path`, unique to this call, to write it under until it is complete.
+fn partial_path(path: &Path) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("result");
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    path.with_file_name(format!(".{name}.twobs-{}-{n}.partial", std::process::id()))
+}
+
+/// A histogram: bucket edges, one total per bucket, and g(r) where normalized.
+pub struct Histogram<'a> {
+    pub edges: &'a [f64],
+    pub totals: &'a Totals,
+    pub g: Option<&'a [f64]>,
+}
+
+/// One row per bucket: bin_lo, bin_hi, count (or sum) and g_r. As npy, an
+/// N x 3 (or 4) float64 array of those columns.
+pub fn histogram(target: &Target, h: &Histogram) -> Result<(), WriteError> {
+    let column = match h.totals {
         Totals::Counts(_) => "count",
         Totals::Sums(_) => "sum",
     };
-    writeln!(w, "bin_lo,bin_hi,{column}{}", if g.is_some() { ",g_r" } else { "" })?;
-    for k in 0..totals.len() {
-        match totals {
-            Totals::Counts(c) => write!(w, "{},{},{}", edges[k], edges[k + 1], c[k])?,
-            Totals::Sums(s) => write!(w, "{},{},{}", edges[k], edges[k + 1], s[k])?,
+    let totals = h.totals.as_f64();
+    let n = totals.len();
+    target.write(|w| match target.format {
+        Format::Csv => {
+            writeln!(w, "bin_lo,bin_hi,{column}{}", if h.g.is_some() { ",g_r" } else { "" })?;
+            for k in 0..n {
+                match h.totals {
+                    Totals::Counts(c) => write!(w, "{},{},{}", h.edges[k], h.edges[k + 1], c[k])?,
+                    Totals::Sums(s) => write!(w, "{},{},{}", h.edges[k], h.edges[k + 1], s[k])?,
+                }
+                if let Some(g) = h.g {
+                    write!(w, ",{}", g[k])?;
+                }
+                writeln!(w)?;
+            }
+            Ok(())
         }
-        if let Some(g) = g {
-            write!(w, ",{}", g[k])?;
+        Format::Npy => {
+            let cols = if h.g.is_some() { 4 } else { 3 };
+            let mut npy = npyz::WriteOptions::new().default_dtype().shape(&[n as u64, cols]).writer(w).begin_nd()?;
+            for k in 0..n {
+                npy.extend([h.edges[k], h.edges[k + 1], totals[k]])?;
+                if let Some(g) = h.g {
+                    npy.push(&g[k])?;
+                }
+            }
+            npy.finish()
         }
-        writeln!(w)?;
-    }
-    Ok(())
+        Format::Json => {
+            let mut v = json!({ "bin_lo": &h.edges[..n], "bin_hi": &h.edges[1..] });
+            v[column] = match h.totals {
+                Totals::Counts(c) => json!(c),
+                Totals::Sums(s) => json!(s),
+            };
+            if let Some(g) = h.g {
+                v["g_r"] = json!(g);
+            }
+            writeln!(w, "{v}")
+        }
+    })
 }
 
-/// Index pairs as an N x 2 .npy (u32, or u64 when an index needs it) or a CSV of i,j.
-pub fn pairs(path: &Path, pairs: &[[u64; 2]]) -> Result<(), WriteError> {
-    let csv = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv"));
-    let mut w = create(path)?;
-    pairs_to(&mut w, csv, pairs).at(path)?;
-    w.flush().at(path)
-}
-
-fn pairs_to(mut w: &mut impl Write, csv: bool, pairs: &[[u64; 2]]) -> std::io::Result<()> {
-    if csv {
-        writeln!(w, "i,j")?;
-        for [i, j] in pairs {
-            writeln!(w, "{i},{j}")?;
-        }
-    } else {
-        let shape = [pairs.len() as u64, 2];
-        if pairs.iter().all(|p| p[0] <= u32::MAX as u64 && p[1] <= u32::MAX as u64) {
-            let mut npy = npyz::WriteOptions::new().default_dtype().shape(&shape).writer(&mut w).begin_nd()?;
-            npy.extend(pairs.iter().flat_map(|p| [p[0] as u32, p[1] as u32]))?;
-            npy.finish()?;
-        } else {
-            let mut npy = npyz::WriteOptions::new().default_dtype().shape(&shape).writer(&mut w).begin_nd()?;
-            npy.extend(pairs.iter().flat_map(|p| [p[0], p[1]]))?;
-            npy.finish()?;
-        }
-    }
-    Ok(())
-}
-
-/// Where the neighbour values go beside the ids: `knn.npy` -> `knn_values.npy`.
-fn knn_values_path(ids: &Path) -> PathBuf {
-    let stem = ids.file_stem().and_then(|s| s.to_str()).unwrap_or("knn");
-    ids.with_file_name(format!("{stem}_values.npy"))
-}
-
-/// Neighbour ids (N x K, int64; -1 for no neighbour) to `ids_path`, their
-/// values (N x K, f64) beside it.
-pub fn knn(ids_path: &Path, k: usize, ids: &[i64], values: &[f64]) -> Result<PathBuf, WriteError> {
-    let n = (ids.len() / k.max(1)) as u64;
-    let shape = [n, k as u64];
-    let mut w = create(ids_path)?;
-    knn_ids_to(&mut w, &shape, ids).at(ids_path)?;
-    w.flush().at(ids_path)?;
-    let values_path = knn_values_path(ids_path);
-    let mut w = create(&values_path)?;
-    let write_values = |w: &mut BufWriter<std::fs::File>| -> std::io::Result<()> {
-        let mut npy = npyz::WriteOptions::new().default_dtype().shape(&shape).writer(&mut *w).begin_nd()?;
-        npy.extend(values.iter().copied())?;
-        npy.finish()?;
-        w.flush()
+/// One total (a count or a sum) under `name`: `name` and the number as CSV, a
+/// one-element npy (uint64 or float64), or `{"name": number}`.
+pub fn scalar(target: &Target, name: &str, total: &Totals) -> Result<(), WriteError> {
+    let value = match total {
+        Totals::Counts(c) => json!(c[0]),
+        Totals::Sums(s) => json!(s[0]),
     };
-    write_values(&mut w).at(&values_path)?;
-    Ok(values_path)
+    target.write(|w| match target.format {
+        Format::Csv => writeln!(w, "{name}\n{value}"),
+        Format::Json => writeln!(w, "{}", json!({ name: value })),
+        Format::Npy => match total {
+            Totals::Counts(c) => {
+                let mut npy = npyz::WriteOptions::new().default_dtype().shape(&[1]).writer(w).begin_nd()?;
+                npy.push(&c[0])?;
+                npy.finish()
+            }
+            Totals::Sums(s) => {
+                let mut npy = npyz::WriteOptions::new().default_dtype().shape(&[1]).writer(w).begin_nd()?;
+                npy.push(&s[0])?;
+                npy.finish()
+            }
+        },
+    })
 }
 
-fn knn_ids_to(mut w: &mut impl Write, shape: &[u64], ids: &[i64]) -> std::io::Result<()> {
-    let mut npy = npyz::WriteOptions::new().default_dtype().shape(shape).writer(&mut w).begin_nd()?;
-    npy.extend(ids.iter().copied())?;
-    npy.finish()
+/// Index pairs: `i,j` rows; an N x 2 npy of u32 (u64 where an index needs it); or JSON [[i, j], ...].
+pub fn pairs(target: &Target, pairs: &[[u64; 2]]) -> Result<(), WriteError> {
+    target.write(|w| match target.format {
+        Format::Csv => {
+            writeln!(w, "i,j")?;
+            pairs.iter().try_for_each(|[i, j]| writeln!(w, "{i},{j}"))
+        }
+        Format::Npy => {
+            let shape = [pairs.len() as u64, 2];
+            if pairs.iter().all(|p| p[0] <= u32::MAX as u64 && p[1] <= u32::MAX as u64) {
+                let mut npy = npyz::WriteOptions::new().default_dtype().shape(&shape).writer(w).begin_nd()?;
+                npy.extend(pairs.iter().flat_map(|p| [p[0] as u32, p[1] as u32]))?;
+                npy.finish()
+            } else {
+                let mut npy = npyz::WriteOptions::new().default_dtype().shape(&shape).writer(w).begin_nd()?;
+                npy.extend(pairs.iter().flat_map(|p| [p[0], p[1]]))?;
+                npy.finish()
+            }
+        }
+        Format::Json => writeln!(w, "{}", json!(pairs)),
+    })
+}
+
+/// The K neighbours of each query: ids (int64, -1 for none) and their values.
+/// As npy, the N x K ids and, beside them in `<stem>_values.npy`, the N x K
+/// float64 values (returned); as CSV, `query,rank,id,value` rows; as JSON,
+/// `{"k": K, "ids": [[...]], "values": [[...]]}` (a missing value is null).
+pub fn knn(target: &Target, k: usize, ids: &[i64], values: &[f64]) -> Result<Option<PathBuf>, WriteError> {
+    let k = k.max(1);
+    let shape = [(ids.len() / k) as u64, k as u64];
+    match target.format {
+        Format::Npy => {
+            target.write(|w| {
+                let mut npy = npyz::WriteOptions::new().default_dtype().shape(&shape).writer(w).begin_nd()?;
+                npy.extend(ids.iter().copied())?;
+                npy.finish()
+            })?;
+            let Destination::File(path) = &target.destination else {
+                return Ok(None); // the values need a file of their own
+            };
+            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("knn");
+            let values_path = path.with_file_name(format!("{stem}_values.npy"));
+            let beside = Target::new(Destination::File(values_path.clone()), Some(Format::Npy))?;
+            beside.write(|w| {
+                let mut npy = npyz::WriteOptions::new().default_dtype().shape(&shape).writer(w).begin_nd()?;
+                npy.extend(values.iter().copied())?;
+                npy.finish()
+            })?;
+            Ok(Some(values_path))
+        }
+        Format::Csv => {
+            target.write(|w| {
+                writeln!(w, "query,rank,id,value")?;
+                for (at, (id, v)) in ids.iter().zip(values).enumerate() {
+                    writeln!(w, "{},{},{id},{v}", at / k, at % k)?;
+                }
+                Ok(())
+            })?;
+            Ok(None)
+        }
+        Format::Json => {
+            let rows = |xs: Vec<serde_json::Value>| xs.chunks(k).map(|c| c.to_vec()).collect::<Vec<_>>();
+            let v = json!({
+                "k": k,
+                "ids": rows(ids.iter().map(|&i| json!(i)).collect()),
+                "values": rows(values.iter().map(|&x| json!(x)).collect()),
+            });
+            target.write(|w| writeln!(w, "{v}"))?;
+            Ok(None)
+        }
+    }
 }
