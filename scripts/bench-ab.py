@@ -53,7 +53,7 @@ def run(binary, problem, two, args):
     else:
         inputs = ["--input", f"uniform:{N}"] * (2 if two else 1)
     cmd = [binary, "run", problem, *inputs, *args, "--backend", "cuda", "--quiet", "--seed", "7", "--report", "-",
-           "--out", os.path.join(OUT, "bench-ab.result")]
+           "--out", os.path.join(OUT, "bench-ab.npy")]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         return {"error": (p.stderr.strip().splitlines() or ["?"])[-1][:200]}

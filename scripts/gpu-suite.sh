@@ -34,7 +34,7 @@ run() {
   local seed=$(( (RANDOM << 15) | RANDOM ))
   local log="$LOG/$(printf '%03d' $case_no)-${name//[^A-Za-z0-9_.-]/_}.log"
   if timeout 300 "$TWOBS" run "$@" --backend cuda --verify --seed "$seed" --quiet \
-      --out "$LOG/out-$case_no.tmp" --report "$LOG/report-$case_no.json" >"$log" 2>&1; then
+      --out "$LOG/out-$case_no.npy" --report "$LOG/report-$case_no.json" >"$log" 2>&1; then
     passed=$((passed + 1))
     printf 'PASS  %-44s %s\n' "$name" "$(grep -o 'verified: .*' "$log" | cut -c11-90)"
   else

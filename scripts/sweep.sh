@@ -10,7 +10,7 @@ args=$2
 shift 2
 for variant in "$@"; do
   # shellcheck disable=SC2086
-  "$TWOBS" run "$problem" $args $variant --backend cuda --quiet --seed 7 --report - --out /tmp/sweep.out 2>/dev/null |
+  "$TWOBS" run "$problem" $args $variant --backend cuda --quiet --seed 7 --report - --out /tmp/sweep.npy 2>/dev/null |
     python3 -c 'import json, sys
 r = json.load(sys.stdin)
 t = r["timings"]
