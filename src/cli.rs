@@ -479,7 +479,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// On SIGINT or SIGTERM: remove the result files half written, then exit as
+/// the signal would (128 + its number), so that no partial file is left.
+fn remove_partial_files_on_interrupt() {
+    let _ = ctrlc::set_handler(|| {
+        crate::data::write::remove_partial_files();
+        eprintln!("twobs: interrupted; no result was written");
+        std::process::exit(130);
+    });
+}
+
 pub fn main() -> ExitCode {
+    remove_partial_files_on_interrupt();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

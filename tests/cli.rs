@@ -398,3 +398,37 @@ fn a_bad_destination_fails_before_anything_is_computed() {
     assert!(stderr(&o).contains("both want standard output"), "{}", stderr(&o));
     assert!(start.elapsed().as_secs() < 30, "the errors came after computing");
 }
+
+#[test]
+fn a_run_killed_by_sigterm_or_sigint_leaves_no_partial_file() {
+    // 4.5 million pairs as CSV (about 60 MB): killed at a spread of moments,
+    // some of them while the file is being written.
+    let dir = tempfile::tempdir().unwrap();
+    let mut outcomes = Vec::new();
+    for (k, signal) in ["-TERM", "-INT"].iter().cycle().take(14).enumerate() {
+        let out = dir.path().join(format!("pairs{k}.csv"));
+        let mut child = command()
+            .args(["run", "selfjoin", "--backend", "cpu", "--input", "uniform:3000", "--param", "eps=2", "--quiet"])
+            .args(["--out", out.to_str().unwrap()])
+            .current_dir(dir.path())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100 + 50 * k as u64));
+        let _ = Command::new("kill").arg(signal).arg(child.id().to_string()).status();
+        let status = child.wait().unwrap();
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(!names.iter().any(|n| n.contains("partial")), "after {signal} at step {k}: {names:?}");
+        if out.exists() {
+            // Only a complete file is ever in place.
+            let lines = std::fs::read_to_string(&out).unwrap().lines().count();
+            assert_eq!(lines, 1 + 3000 * 2999 / 2, "a file in place is complete");
+        }
+        outcomes.push((status.code(), out.exists()));
+    }
+    println!("(exit code, file in place) per kill: {outcomes:?}");
+    assert!(outcomes.iter().any(|(code, _)| *code == Some(130)), "no kill landed before the run ended: {outcomes:?}");
+}

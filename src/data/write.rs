@@ -6,6 +6,7 @@
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use npyz::WriterBuilder;
@@ -91,6 +92,7 @@ impl Target {
         };
         if let Destination::File(path) = &destination {
             let probe = partial_path(path);
+            let _registered = Partial::register(&probe);
             std::fs::File::create(&probe).at(path)?;
             let _ = std::fs::remove_file(&probe);
         }
@@ -119,6 +121,7 @@ impl Target {
             }
             Destination::File(path) => {
                 let partial = partial_path(path);
+                let _registered = Partial::register(&partial);
                 let written = std::fs::File::create(&partial).and_then(|f| {
                     let mut w = BufWriter::new(f);
                     body(&mut w)?;
@@ -133,6 +136,33 @@ impl Target {
                 }
             }
         }
+    }
+}
+
+/// The partial files being written now, so that an interrupted run can remove them.
+static PARTIAL: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// A partial file's registration, removed when the write is over.
+struct Partial(PathBuf);
+
+impl Partial {
+    fn register(path: &Path) -> Partial {
+        PARTIAL.lock().unwrap_or_else(|e| e.into_inner()).push(path.to_owned());
+        Partial(path.to_owned())
+    }
+}
+
+impl Drop for Partial {
+    fn drop(&mut self) {
+        PARTIAL.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| p != &self.0);
+    }
+}
+
+/// Removes the partial files being written: what a run interrupted by SIGINT
+/// or SIGTERM calls before it exits, so that it leaves no partial file.
+pub fn remove_partial_files() {
+    for p in PARTIAL.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+        let _ = std::fs::remove_file(p);
     }
 }
 
