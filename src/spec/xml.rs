@@ -37,6 +37,7 @@ pub fn parse(src: &str) -> Result<Node, (Pos, String)> {
         let event = reader.read_event().map_err(|e| (reader.error_position() as usize, describe_xml_error(&e)))?;
         match event {
             Event::Start(ref e) | Event::Empty(ref e) => {
+                let before = char_floor(src, before);
                 let tag_pos = src[before..].find('<').map_or(before, |o| before + o);
                 let name = e.name().as_ref().to_owned();
                 let tag_end = reader.buffer_position() as usize;
@@ -113,6 +114,7 @@ fn append_text(stack: &mut [Node], text: &str, pos: Pos, src: &str) -> Result<()
     if text.trim().is_empty() {
         return Ok(());
     }
+    let pos = char_floor(src, pos);
     let lead = src[pos..].len() - src[pos..].trim_start().len();
     match stack.last_mut() {
         Some(node) => {
@@ -128,7 +130,8 @@ fn append_text(stack: &mut [Node], text: &str, pos: Pos, src: &str) -> Result<()
 
 /// Finds `key=` between `start` and the end of the tag at `end`.
 fn attribute_pos(src: &str, start: Pos, end: Pos, key: &str) -> Pos {
-    let tag = &src[start..end.min(src.len())];
+    let (start, end) = (char_floor(src, start), char_floor(src, end));
+    let tag = &src[start..end.max(start)];
     let bytes = tag.as_bytes();
     let mut from = 0;
     while let Some(off) = tag[from..].find(key) {
@@ -149,10 +152,19 @@ fn describe_xml_error(e: &quick_xml::Error) -> String {
 
 /// Converts a byte offset into a 1-based line and column (in characters).
 pub fn line_col(src: &str, pos: Pos) -> (usize, usize) {
-    let pos = pos.min(src.len());
-    let before = &src[..pos];
+    let before = &src[..char_floor(src, pos)];
     let line = before.matches('\n').count() + 1;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let col = before[line_start..].chars().count() + 1;
     (line, col)
+}
+
+/// The largest char boundary at or before `pos`: quick-xml's offsets and a
+/// key length added to them may fall inside a multi-byte character.
+fn char_floor(src: &str, pos: Pos) -> Pos {
+    let mut pos = pos.min(src.len());
+    while !src.is_char_boundary(pos) {
+        pos -= 1;
+    }
+    pos
 }
