@@ -34,6 +34,14 @@
 typedef float3 Point;
 typedef float Value;
 
+// A periodic box (a parameter of type="box"): edge vectors (lx, 0, 0),
+// (xy ly, ly, 0), (xz lz, yz lz, lz), tilt factors as in HOOMD and freud;
+// lx == 0 for open boundaries.
+template <typename T>
+struct PeriodicBox {
+  T lx, ly, lz, xy, xz, yz;
+};
+
 // Parameters are compile-time constants: the runner recompiles when they change.
 namespace params {
 [[maybe_unused]] constexpr float h = 0.05f;
@@ -49,7 +57,7 @@ __device__ float gaussian(float3 a, float3 b) {
   const float d2 = dx * dx + dy * dy + dz * dz;
   return expf(-d2 * (0.5f / (params::h * params::h)));
 }
-#line 53 "kde.cu"
+#line 61 "kde.cu"
 __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
   return gaussian(twobs_a, twobs_b);
 }

@@ -27,6 +27,14 @@ struct Point {
 };
 typedef long long Value;
 
+// A periodic box (a parameter of type="box"): edge vectors (lx, 0, 0),
+// (xy ly, ly, 0), (xz lz, yz lz, lz), tilt factors as in HOOMD and freud;
+// lx == 0 for open boundaries.
+template <typename T>
+struct PeriodicBox {
+  T lx, ly, lz, xy, xz, yz;
+};
+
 // Parameters are compile-time constants: the runner recompiles when they change.
 namespace params {
 [[maybe_unused]] constexpr int d = 0;
@@ -39,7 +47,7 @@ __device__ long long key_gap(Point a, Point b) {
   const long long gap = static_cast<long long>(a.key) - static_cast<long long>(b.key);
   return gap < 0 ? -gap : gap;
 }
-#line 43 "nlj.cu"
+#line 51 "nlj.cu"
 __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
   return key_gap(twobs_a, twobs_b);
 }

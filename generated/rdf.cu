@@ -1,13 +1,13 @@
 // twobs kernel: rdf (problems/rdf.xml)
-// Radial distribution function: distances between atoms of set A and set B, counted into shells of width r_max / bins
+// Radial distribution function g(r): distances between the atoms of one set (one input) or of set A and set B (two inputs), counted into shells of width r_max / bins
 //
-// Input: two sets (A x B), element f32 x 3; pair function `min_image_distance` from problems/rdf.cu (symmetric)
+// Input: one set (self), element f32 x 3; pair function `min_image_distance` from problems/rdf.cu (symmetric)
 // Output: histogram of bins = 500 buckets over [0, r_max = 0.5)
 // Parameters: bins = 500, r_max = 0.5, box = 1
 // Device: h100 (profile, sm_90): 132 SMs, 233472 B shared/SM, 232448 B shared/block (opt-in), 2048 threads and 32 blocks per SM
 //
-// plan for rdf on h100: 1000000 x 1000000 points, 1000000000000 pairs (cross)
-//   visit         cross           two sets: every (a, b)
+// plan for rdf on h100: 1000000 points, 499999500000 pairs (lower_triangle)
+//   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
 //   output class  TypeII          output 4000 B: above alpha = 16 B, within beta = 232448 B of shared memory per block
 //   test          values          min_image_distance(a, b) is root(squared_min_image_distance(a, b)), but a histogram's key edges cost two table lookups a pair, measured slower than root itself
 //   output        aop             output of 500 elements < gamma = 845: 2 copies per block by lane id (AOP) cost least
@@ -16,6 +16,7 @@
 //   points/thread 1               one own point per thread (~32 registers): more measured no faster while the pair arithmetic, not the loads, bounds the loop
 //   copies        2               least R x L in the copy model below
 //   counter       unsigned        32-bit counters, native shared atomics: a copy counts at most 64 threads x 1000000 partners = 64000000 < 2^32 pairs
+//   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
 //   resources                     grid 15625 blocks; 4008 B shared per block (0 B tile + 4008 B output + 0 B key edges); ~32 registers per thread (estimate)
 //   occupancy                     32 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
 //
@@ -35,30 +36,56 @@
 typedef float3 Point;
 typedef float Value;
 
+// A periodic box (a parameter of type="box"): edge vectors (lx, 0, 0),
+// (xy ly, ly, 0), (xz lz, yz lz, lz), tilt factors as in HOOMD and freud;
+// lx == 0 for open boundaries.
+template <typename T>
+struct PeriodicBox {
+  T lx, ly, lz, xy, xz, yz;
+};
+
 // Parameters are compile-time constants: the runner recompiles when they change.
 namespace params {
 [[maybe_unused]] constexpr unsigned bins = 500u;
 [[maybe_unused]] constexpr float r_max = 0.5f;
-[[maybe_unused]] constexpr float box = 1.0f;
+[[maybe_unused]] constexpr PeriodicBox<float> box = PeriodicBox<float>{1.0f, 1.0f, 1.0f, 0.0f, 0.0f, 0.0f};
 }  // namespace params
 
 // ------------------------------------------------------------------ the pairwise function
 #line 1 "problems/rdf.cu"
-// Distance between an A atom and a B atom. With a periodic box (params::box > 0)
-// each coordinate difference is wrapped to its minimum image. The distance is
-// the square root of the squared distance, a non-decreasing map of a cheaper
-// key (the spec says so), so that shell edges are tested on the squared distance.
-__device__ float wrap(float d) {
-  const float box = params::box;
-  if (box > 0.0f) d -= box * rintf(d / box);
+// Distance between two atoms. With a periodic box (params::box.lx > 0) the
+// separation is taken to its minimum image. The distance is the square root
+// of the squared distance, a non-decreasing map of a cheaper key (the spec
+// says so), so that shell edges are tested on the squared distance.
+
+// Whole edge vectors come off the separation, one edge at a time: first the
+// last (the only one with a z part) until |z| <= lz / 2, then the second
+// until |y| <= ly / 2, then the first. A minimum image shorter than half the
+// box's smallest width has every component below half its box length, so
+// this finds it for every pair the histogram can count (the runner refuses
+// an r_max above that). The box is a compile-time constant: a cube's tilt
+// terms vanish.
+// A template on the box's type too, so that an open box (lx = 0) never
+// instantiates, nor checks, the divisions by its lengths.
+template <bool periodic, typename Box = PeriodicBox<float>>
+__device__ float3 min_image(float3 d) {
+  constexpr Box box = params::box;
+  if constexpr (periodic) {
+    const float nz = rintf(d.z / box.lz);
+    if (box.xz != 0.0f) d.x -= (box.xz * box.lz) * nz;
+    if (box.yz != 0.0f) d.y -= (box.yz * box.lz) * nz;
+    d.z -= box.lz * nz;
+    const float ny = rintf(d.y / box.ly);
+    if (box.xy != 0.0f) d.x -= (box.xy * box.ly) * ny;
+    d.y -= box.ly * ny;
+    d.x -= box.lx * rintf(d.x / box.lx);
+  }
   return d;
 }
 
 __device__ float squared_min_image_distance(float3 a, float3 b) {
-  const float dx = wrap(a.x - b.x);
-  const float dy = wrap(a.y - b.y);
-  const float dz = wrap(a.z - b.z);
-  return fmaf(dz, dz, fmaf(dy, dy, dx * dx));  // two roundings fewer than the plain sum, and two instructions
+  const float3 d = min_image<(params::box.lx > 0.0f)>(make_float3(a.x - b.x, a.y - b.y, a.z - b.z));
+  return fmaf(d.z, d.z, fmaf(d.y, d.y, d.x * d.x));  // two roundings fewer than the plain sum, and two instructions
 }
 
 // Non-decreasing over every key, as a key map must be: no key the key
@@ -69,7 +96,7 @@ __device__ float root(float k) { return sqrtf(fmaxf(k, 0.0f)); }
 __device__ float approx_root(float k) { return k * rsqrtf(k); }
 
 __device__ float min_image_distance(float3 a, float3 b) { return root(squared_min_image_distance(a, b)); }
-#line 73 "rdf.cu"
+#line 100 "rdf.cu"
 __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
   return min_image_distance(twobs_a, twobs_b);
 }
@@ -77,7 +104,7 @@ __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& t
 constexpr unsigned B = 64;  // threads per block = points per tile
 constexpr unsigned R = 1;  // own points per thread: each tile point serves R pairs
 [[maybe_unused]] constexpr unsigned TILE_BYTES = 0;  // the input tile's shared memory; the output's follows
-[[maybe_unused]] constexpr bool UNORDERED_PAIRS = false;  // a pair is (min, max), not (own, other)
+[[maybe_unused]] constexpr bool UNORDERED_PAIRS = true;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
 #define TWOBS_THREAD threadIdx.x  // fragments that set up shared state split it over the block
 #define TWOBS_THREADS B
@@ -248,22 +275,18 @@ struct Offer {
   }
 };
 
-// ------------------------------------------------------------------ kernel: cross
+// ------------------------------------------------------------------ kernel: lower_triangle
 extern "C" __global__ void __launch_bounds__(B) twobs_rdf(
     const float* a_x,
     const float* a_y,
     const float* a_z,
     unsigned n_a,
-    const float* b_x,
-    const float* b_y,
-    const float* b_z,
-    unsigned n_b,
     unsigned a_offset,
     unsigned other_offset,
     Total* totals) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Set a = { a_x, a_y, a_z, n_a };
-  const Set other = { b_x, b_y, b_z, n_b };
+  [[maybe_unused]] const Set& other = a;
   const unsigned t = threadIdx.x;
   const unsigned block = blockIdx.x;
   const unsigned first = block * B * R;  // the block's first own point
@@ -280,18 +303,52 @@ extern "C" __global__ void __launch_bounds__(B) twobs_rdf(
   const Offer offer{out, here, own};
   [[maybe_unused]] const auto always = [](unsigned) { return true; };
   [[maybe_unused]] const auto own_valid = [&](unsigned r) { return here.valid(r); };
-  // Every block walks all tiles of the other set, starting at its own so that
-  // blocks spread over memory.
-  const unsigned tiles_total = (other.n + B - 1) / B;
-  for (unsigned s = out.first_step(); s < tiles_total; ++s) {
+  // Circulant pairing of spans of B x R points: block b meets the spans
+  // b+1 .. b+M/2 (mod M), so every unordered pair of spans is visited once and
+  // every block does the same work; the last step pairs the block's own points
+  // with each other. A step loads the span's R tiles in turn.
+  const unsigned span = B * R;
+  const unsigned spans = (a.n + span - 1) / span;
+  const unsigned offdiag = (spans - 1) / 2 + ((spans % 2 == 0 && block < spans / 2) ? 1 : 0);
+  const unsigned steps = offdiag + 1;
+  for (unsigned s = out.first_step(); s < steps; ++s) {
     out.begin_step(s);
-    const unsigned tile = (block * R + s) % tiles_total;
-    tiles.load(other, tile * B);
-    const unsigned len = umin(B, other.n - tile * B);
-    if (all_own_valid && len == B) {
-      tiles.for_each(B, [&](unsigned jl, const Point& q) { offer(tile * B + jl, q, always); });
-    } else {
-      tiles.for_each(len, [&](unsigned jl, const Point& q) { offer(tile * B + jl, q, own_valid); });
+    const bool diagonal = s == offdiag;
+    const unsigned partner = diagonal ? block : (block + 1 + s) % spans;
+#pragma unroll 1
+    for (unsigned u = 0; u < R; ++u) {  // not unrolled: own[] is indexed by the unrolled r only
+      const unsigned start = partner * span + u * B;
+      if (start >= a.n) break;  // the same in every thread
+      tiles.load(a, start);
+      const unsigned len = umin(B, a.n - start);
+      if (!diagonal) {
+        if (all_own_valid && len == B) {
+          tiles.for_each(B, [&](unsigned jl, const Point& q) { offer(start + jl, q, always); });
+        } else {
+          tiles.for_each(len, [&](unsigned jl, const Point& q) { offer(start + jl, q, own_valid); });
+        }
+      } else {
+        // Own rows before u meet the whole tile, row u meets it by the diagonal
+        // pattern, rows after u come later (the pair is met from their side).
+        if (u > 0) {
+          tiles.for_each(len, [&](unsigned jl, const Point& q) {
+            offer(start + jl, q, [&](unsigned r) { return r < u && here.valid(r); });
+          });
+        }
+        // Load-balanced pairing (section 3.4.1): thread t meets (t + d) % B for
+        // d = 1..B/2; at d = B/2 only the lower half, so each pair is met once.
+#pragma unroll
+        for (unsigned r = 0; r < R; ++r) {
+          if (r != u) continue;
+#pragma unroll 4
+          for (unsigned d = 1; d <= B / 2; ++d) {
+            const unsigned jl = (t + d) & (B - 1);
+            const bool valid = here.valid(r) && jl < len && (d < B / 2 || t < B / 2);
+            out.add(r, here.own(r), own[r], start + jl, tiles.at(jl), valid);
+          }
+        }
+
+      }
     }
     if (out.end_step(s)) return;  // output full: this block resumes at step s
   }

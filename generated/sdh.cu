@@ -36,6 +36,14 @@
 typedef float3 Point;
 typedef float Value;
 
+// A periodic box (a parameter of type="box"): edge vectors (lx, 0, 0),
+// (xy ly, ly, 0), (xz lz, yz lz, lz), tilt factors as in HOOMD and freud;
+// lx == 0 for open boundaries.
+template <typename T>
+struct PeriodicBox {
+  T lx, ly, lz, xy, xz, yz;
+};
+
 // Parameters are compile-time constants: the runner recompiles when they change.
 namespace params {
 [[maybe_unused]] constexpr unsigned bins = 500u;
@@ -62,7 +70,7 @@ __device__ float root(float k) { return sqrtf(fmaxf(k, 0.0f)); }
 __device__ float approx_root(float k) { return k * rsqrtf(k); }
 
 __device__ float distance(float3 a, float3 b) { return root(squared_distance(a, b)); }
-#line 66 "sdh.cu"
+#line 74 "sdh.cu"
 __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
   return distance(twobs_a, twobs_b);
 }

@@ -11,13 +11,13 @@ use crate::backend::nvrtc;
 use crate::cache::Cache;
 use crate::codegen;
 use crate::data::write::{Destination, Format, Target as ResultTarget, WriteError};
-use crate::data::{InputOptions, Inputs, read_input};
+use crate::data::{InputOptions, Inputs, Outside, read_input};
 use crate::device::{Device, PROFILE_NAMES};
 use crate::plan::{Forced, Plan, Points};
 use crate::problems;
 use crate::report::{self, OutputOptions};
 use crate::run::{self, BackendChoice, RunOptions};
-use crate::spec::{Params, Problem, Sets};
+use crate::spec::{ParamKind, Params, Problem, Sets};
 use crate::stage::contribution::{self, Test};
 use crate::stage::input::InputCache;
 use crate::stage::output::OutputChoice;
@@ -97,6 +97,9 @@ struct RunArgs {
     /// Leave out rows holding NaN or infinity instead of refusing the input.
     #[arg(long)]
     drop_nonfinite: bool,
+    /// Points outside the problem's periodic box: wrap them in (default) or refuse the input.
+    #[arg(long, value_enum, value_name = "WRAP|REFUSE")]
+    outside_box: Option<Outside>,
     /// Pairs in both orders plus (i, i), as GDS-Join counts its results.
     #[arg(long)]
     symmetric: bool,
@@ -228,15 +231,17 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     } else {
         args.inputs.clone()
     };
-    if given.len() != wanted {
-        anyhow::bail!(
-            "problem `{}` has {}: give --input {} times, not {}",
-            problem.name,
-            problem.input.sets,
-            wanted,
-            given.len()
+    // A spec with sets="1,2" runs within one set or A x B, as many inputs as given.
+    let same_file = |a: &str, b: &str| {
+        let real = |p: &str| std::fs::canonicalize(p).ok().filter(|p| p.is_file());
+        real(a).is_some_and(|a| Some(a) == real(b))
+    };
+    if problem.input.either && given.len() == 2 && same_file(&given[0], &given[1]) && !args.quiet {
+        eprintln!(
+            "note: the same input twice is A x B: every point also pairs with itself; give --input once for the pairs within one set"
         );
     }
+    let problem = problem.with_sets(given.len())?;
     let a = read_input(&given[0], &components, &opts).context("set A")?;
     let b = match given.get(1) {
         Some(arg) => {
@@ -244,7 +249,23 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let inputs = Inputs { a, b };
+    let mut inputs = Inputs { a, b };
+    match (problem.periodic_box(&params), args.outside_box) {
+        (Some((name, b)), policy) => {
+            for set in std::iter::once(&mut inputs.a).chain(inputs.b.as_mut()) {
+                let moved = set.into_box(&b, policy.unwrap_or(Outside::Wrap))?;
+                if moved > 0 && !args.quiet {
+                    eprintln!("note: {}: {moved} points outside the box {name}={b} wrapped into it", set.origin);
+                }
+            }
+        }
+        (None, Some(_)) => anyhow::bail!(
+            "--outside-box: problem `{}` has no periodic box{}",
+            problem.name,
+            if problem.params.iter().any(|p| p.kind == ParamKind::Box) { " (its box is open, 0)" } else { "" }
+        ),
+        (None, None) => {}
+    }
     if args.block_points == Some(0) {
         anyhow::bail!("--block-points must be at least 1");
     }
@@ -342,7 +363,9 @@ struct Planned {
 }
 
 impl Target {
-    fn points(&self, sets: Sets) -> anyhow::Result<Points> {
+    /// `--points N` or `NxM`; one number for a problem of two sets means N x N,
+    /// unless the spec also allows one set (`sets="1,2"`).
+    fn points(&self, problem: &Problem) -> anyhow::Result<Points> {
         let parse = |s: &str| {
             s.trim().replace('_', "").parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
                 anyhow::anyhow!("--points {}: expected a positive whole number, or NxM for two sets", self.points)
@@ -352,7 +375,8 @@ impl Target {
             Some((a, b)) => (parse(a)?, Some(parse(b)?)),
             None => (parse(&self.points)?, None),
         };
-        Ok(match sets {
+        Ok(match problem.input.sets {
+            _ if problem.input.either => Points { a, b },
             Sets::One if b.is_some() => {
                 anyhow::bail!("--points {}: this problem has one set; give one number", self.points)
             }
@@ -365,7 +389,8 @@ impl Target {
         let problem = problems::load(&self.problem)?;
         let params = bind(&problem, &self.params)?;
         let device = select_device(&self.device)?;
-        let points = self.points(problem.input.sets)?;
+        let points = self.points(&problem)?;
+        let problem = problem.with_sets(if points.b.is_some() { 2 } else { 1 })?;
         let plan = Plan::new(&problem, &params, &device, points, self.forced.forced())?;
         Ok(Planned { problem, params, device, plan })
     }

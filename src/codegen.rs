@@ -111,7 +111,7 @@ fn common(problem: &Problem, params: &Params, block_size: u32) -> serde_json::Ma
         .map(|p| {
             json!({
                 "name": p.name,
-                "ctype": p.scalar.c_type(),
+                "ctype": params.get(&p.name).expect("bound").c_type(),
                 "literal": params.get(&p.name).expect("bound").c_literal(),
             })
         })

@@ -72,11 +72,11 @@ fn conventions(problem: &Problem, visit: Visit, symmetric: bool) -> String {
     format!("{pairs}{test}; indices are row numbers of the input files, from 0")
 }
 
-/// g(r) of each shell and the volume it assumed: the `box` parameter's cube when
-/// it is positive, else the bounding box of the data.
+/// g(r) of each shell and the volume it assumed: the periodic box's, else the
+/// bounding box of the data.
 fn rdf(problem: &Problem, params: &Params, inputs: &Inputs, edges: &[f64], counts: &[f64]) -> (Vec<f64>, String) {
-    let (volume, how) = match params.get("box").map(|v| v.as_f64()).filter(|b| *b > 0.0) {
-        Some(b) => (b * b * b, format!("the periodic box of edge box = {b}")),
+    let (volume, how) = match problem.periodic_box(params) {
+        Some((name, b)) => (b.volume(), format!("the periodic box {name}={b}, volume {}", b.volume())),
         None => {
             let mut bounds = inputs.a.bounds();
             if let Some(b) = &inputs.b {

@@ -175,7 +175,52 @@ fn run_rdf_works_out_of_the_box_without_a_gpu() {
     let g: Vec<f64> = out.lines().skip(1).take(500).map(|l| l.rsplit(',').next().unwrap().parse().unwrap()).collect();
     let far: f64 = g[250..].iter().sum::<f64>() / 250.0;
     assert!((far - 1.0).abs() < 0.01, "mean g(r) over the outer shells {far}");
-    assert!(stderr(&o).contains("volume from the periodic box of edge box = 1"));
+    assert!(stderr(&o).contains("volume from the periodic box box=1, volume 1"), "{}", stderr(&o));
+}
+
+#[test]
+fn rdf_takes_one_set_or_two_and_refuses_what_would_be_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let atoms = dir.path().join("atoms.csv");
+    std::fs::write(&atoms, "x,y,z\n0.1,0.1,0.1\n0.2,0.2,0.2\n0.3,0.1,0.2\n1.25,0.25,0.25\n").unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "rdf", "--backend", "cpu", "--param", "bins=4", "--out", "-"];
+        args.extend_from_slice(extra);
+        command().args(&args).current_dir(dir.path()).output().unwrap()
+    };
+    let pairs = |o: &std::process::Output| -> u64 {
+        assert!(o.status.success(), "{}", stderr(o));
+        stdout(o).lines().skip(1).map(|l| l.split(',').nth(2).unwrap().parse::<u64>().unwrap()).sum()
+    };
+    // One input: the 6 pairs within it (row 3 wraps to x = 0.25; all are within r_max), each once.
+    let one = run(&["--input", "atoms.csv"]);
+    assert_eq!(pairs(&one), 6);
+    assert!(stderr(&one).contains("atoms.csv: 1 points outside the box box=1 wrapped into it"), "{}", stderr(&one));
+    // The same file twice is A x B, self pairs included, and the user is told.
+    let twice = run(&["--input", "atoms.csv", "--input", "atoms.csv"]);
+    assert_eq!(pairs(&twice), 16);
+    assert!(stderr(&twice).contains("the same input twice is A x B"), "{}", stderr(&twice));
+    let three = run(&["--input", "atoms.csv", "--input", "atoms.csv", "--input", "atoms.csv"]);
+    assert!(stderr(&three).contains("give --input once or twice, not 3 times"), "{}", stderr(&three));
+    // Shells past half the box would meet their own images.
+    let far = run(&["--input", "atoms.csv", "--param", "r_max=0.6"]);
+    assert!(!far.status.success());
+    assert!(
+        stderr(&far).contains("r_max=0.6 is above half the smallest width of the box (box=1, half width 0.5)"),
+        "{}",
+        stderr(&far)
+    );
+    let tilted = run(&["--input", "atoms.csv", "--param", "box=1,1,1,1,0,0", "--param", "r_max=0.4"]);
+    assert!(stderr(&tilted).contains("half width 0.35355"), "{}", stderr(&tilted));
+    let refused = run(&["--input", "atoms.csv", "--outside-box", "refuse"]);
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("atoms.csv: row 3 (counting from 0) = (1.25, 0.25, 0.25) lies outside the box 1"),
+        "{}",
+        stderr(&refused)
+    );
+    let bad_box = run(&["--input", "atoms.csv", "--param", "box=1,2"]);
+    assert!(stderr(&bad_box).contains("a box is L, Lx,Ly,Lz or Lx,Ly,Lz,xy,xz,yz"), "{}", stderr(&bad_box));
 }
 
 #[test]

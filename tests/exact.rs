@@ -119,7 +119,7 @@ fn reference_histogram(values: impl Iterator<Item = f64>, bins: u32, lo: f64, hi
 }
 
 fn run_cpu(name: &str, params: &[String], inputs: &Inputs) -> Outcome {
-    let p = built_in(name).unwrap();
+    let p = built_in(name).unwrap().with_sets(1 + inputs.b.is_some() as usize).unwrap();
     let params = p.bind(params).unwrap();
     let shape = Shape::new(&p, &params, points(inputs));
     let driver = CpuDriver::compile(&p, &params, &shape, false, &cache()).unwrap();
@@ -320,4 +320,112 @@ fn weighted_histogram_sums_are_exact() {
         }
         assert_eq!(got, Outcome::Totals(Totals::Sums(want)), "n = {n}, bins = {bins}");
     }
+}
+
+/// The 27 images a pair of points inside a box can be apart by: the minimum
+/// image of a pair closer than half the box's smallest width is one of them.
+fn min_image_triclinic(a: &[f64], b: &[f64], edges: &[[f64; 3]; 3]) -> f64 {
+    let mut best = f64::INFINITY;
+    for n in (0..27).map(|k| [k % 3, k / 3 % 3, k / 9].map(|x| x as f64 - 1.0)) {
+        let d: Vec<f64> = (0..3).map(|c| a[c] - b[c] + (0..3).map(|e| n[e] * edges[e][c]).sum::<f64>()).collect();
+        best = best.min(d.iter().map(|x| x * x).sum::<f64>().sqrt());
+    }
+    best
+}
+
+/// Points on a grid of fractional coordinates (multiples of 1/16) of a box:
+/// with the lengths and tilts below, every coordinate, difference and square
+/// is exact in f32.
+fn box_points(rng: &mut rand::rngs::StdRng, n: usize, edges: &[[f64; 3]; 3]) -> Vec<Vec<f64>> {
+    grid_points(rng, n, 3)
+        .into_iter()
+        .map(|s| (0..3).map(|c| (0..3).map(|e| s[e] * edges[e][c]).sum()).collect())
+        .collect()
+}
+
+/// Buckets over [0, hi) whose edges keep a 2e-5 margin from every distance in `values`.
+fn bins_clear_of(values: &[f64], near: u32, hi: f32) -> (u32, f32) {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.dedup();
+    safe_bins(near, hi, &sorted)
+}
+
+#[test]
+fn rdf_in_cubic_orthorhombic_and_triclinic_boxes_is_exact() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    // (box parameter, edge vectors): tilt products are exact in f32.
+    let boxes: [(&str, [[f64; 3]; 3]); 3] = [
+        ("1", [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]),
+        ("2,1,1.5", [[2.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.5]]),
+        ("1,1.5,2,0.25,0.125,-0.25", [[1.0, 0.0, 0.0], [0.375, 1.5, 0.0], [0.25, -0.5, 2.0]]),
+    ];
+    for (bx, edges) in boxes {
+        let parsed = twobs::spec::PeriodicBox::parse(twobs::spec::Scalar::F32, bx).unwrap();
+        assert_eq!(parsed.edges(), edges, "the test's edge vectors are the box's");
+        let half_width = parsed.widths().into_iter().fold(f64::INFINITY, f64::min) / 2.0;
+        for (n_a, n_b) in [(1, 0), (2, 0), (257, 0), (37, 64), (300, 257)] {
+            let pa = box_points(&mut rng, n_a, &edges);
+            let pb = box_points(&mut rng, n_b, &edges);
+            let pairs: Vec<f64> = if n_b == 0 {
+                (0..n_a)
+                    .flat_map(|i| (i + 1..n_a).map(move |j| (i, j)))
+                    .map(|(i, j)| min_image_triclinic(&pa[i], &pa[j], &edges))
+                    .collect()
+            } else {
+                pa.iter().flat_map(|a| pb.iter().map(|b| min_image_triclinic(a, b, &edges))).collect()
+            };
+            let (bins, r_max) = bins_clear_of(&pairs, 40, (half_width * 0.97) as f32);
+            assert!((r_max as f64) <= half_width, "r_max {r_max} within half the width {half_width}");
+            let inputs = Inputs { a: set(&pa), b: (n_b > 0).then(|| set(&pb)) };
+            let params = [format!("bins={bins}"), format!("box={bx}"), format!("r_max={r_max}")];
+            let got = run_cpu("rdf", &params, &inputs);
+            let want = reference_histogram(pairs.iter().copied(), bins, 0.0, r_max as f64);
+            assert_eq!(got, Outcome::Totals(Totals::Counts(want)), "box {bx}, {n_a} x {n_b}");
+        }
+    }
+}
+
+#[test]
+fn one_set_rdf_is_half_of_a_set_against_itself_without_the_self_pairs() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    for n in [1, 2, 37, 1001] {
+        // Random floats, not a grid: the identity holds bit for bit, as the
+        // function is symmetric to the bit.
+        let pts: Vec<Vec<f64>> = (0..n).map(|_| (0..3).map(|_| rng.random::<f32>() as f64).collect()).collect();
+        let params = ["bins=64".to_owned(), "r_max=0.5".to_owned()];
+        let Outcome::Totals(Totals::Counts(one)) = run_cpu("rdf", &params, &Inputs { a: set(&pts), b: None }) else {
+            panic!("counts")
+        };
+        let Outcome::Totals(Totals::Counts(two)) =
+            run_cpu("rdf", &params, &Inputs { a: set(&pts), b: Some(set(&pts)) })
+        else {
+            panic!("counts")
+        };
+        let mut want: Vec<u64> = one.iter().map(|c| 2 * c).collect();
+        want[0] += n as u64;
+        assert_eq!(two, want, "n = {n}");
+    }
+}
+
+#[test]
+fn points_outside_the_box_are_wrapped_or_refused() {
+    use twobs::data::Outside;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let b = twobs::spec::PeriodicBox::parse(twobs::spec::Scalar::F32, "2,1,0.5").unwrap();
+    let inside = box_points(&mut rng, 500, &b.edges());
+    // Whole box vectors added: the minimum images are those of the points inside.
+    let outside: Vec<Vec<f64>> = inside
+        .iter()
+        .map(|p| {
+            let n = [0, 1, 2].map(|_| rng.random_range(-3i32..4) as f64);
+            (0..3).map(|c| p[c] + (0..3).map(|e| n[e] * b.edges()[e][c]).sum::<f64>()).collect()
+        })
+        .collect();
+    let mut wrapped = set(&outside);
+    let refused = wrapped.clone().into_box(&b, Outside::Refuse).unwrap_err().to_string();
+    assert!(refused.contains("outside the box 2,1,0.5") && refused.contains("row "), "{refused}");
+    let moved = wrapped.into_box(&b, Outside::Wrap).unwrap();
+    assert!(wrapped == set(&inside), "{moved} points moved, not all to where they were");
+    assert_eq!(set(&inside).clone().into_box(&b, Outside::Refuse).unwrap(), 0);
 }

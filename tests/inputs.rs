@@ -204,9 +204,9 @@ fn run_refuses_mismatched_sets_and_counts_of_inputs() {
     let o = twobs(&["run", "rdf", "--backend", "cpu", "--input", "a.csv", "--input", "b.csv"], dir.path());
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && e.contains("set B: b.csv:1: 2 values on this line, expected 3"), "{e}");
-    let o = twobs(&["run", "rdf", "--backend", "cpu", "--input", "a.csv"], dir.path());
+    let o = twobs(&["run", "nlj", "--backend", "cpu", "--input", "a.csv"], dir.path());
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success() && e.contains("give --input 2 times, not 1"), "{e}");
+    assert!(!o.status.success() && e.contains("takes two sets (A x B): give --input twice, not once"), "{e}");
 }
 
 #[test]

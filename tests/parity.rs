@@ -62,6 +62,16 @@ fn subjects() -> Vec<Subject> {
         problem: built_in("rdf").unwrap(),
         params: vec!["box=0".into(), "r_max=1.0".into(), "bins=53".into()],
     });
+    out.push(Subject {
+        name: "rdf-two-sets".into(),
+        problem: built_in("rdf").unwrap().with_sets(2).unwrap(),
+        params: vec!["bins=53".into()],
+    });
+    out.push(Subject {
+        name: "rdf-triclinic".into(),
+        problem: built_in("rdf").unwrap(),
+        params: vec!["box=1,1.5,2,0.25,0.125,-0.25".into(), "r_max=0.45".into(), "bins=53".into()],
+    });
     for (name, example) in [("manhattan", "manhattan/manhattan.xml"), ("weighted", "weighted/weighted.xml")] {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(example);
         let text = std::fs::read_to_string(&path).unwrap();

@@ -4,6 +4,7 @@
 use twobs::device::Device;
 use twobs::plan::{Forced, Plan, PlanError, Points};
 use twobs::problems::built_in;
+use twobs::spec::Problem;
 use twobs::stage::contribution::Test;
 use twobs::stage::input::InputCache;
 use twobs::stage::output::totals::CopyModel;
@@ -11,7 +12,10 @@ use twobs::stage::output::{OutputChoice, OutputClass};
 use twobs::stage::visit::Visit;
 
 fn plan(name: &str, device: &str, n: u64, params: &[&str], forced: Forced) -> Result<Plan, PlanError> {
-    let p = built_in(name).unwrap();
+    plan_of(built_in(name).unwrap(), device, n, params, forced)
+}
+
+fn plan_of(p: Problem, device: &str, n: u64, params: &[&str], forced: Forced) -> Result<Plan, PlanError> {
     let params = p.bind(&params.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
     let dev = Device::profile(device).unwrap();
     let b = matches!(p.input.sets, twobs::spec::Sets::Two).then_some(n);
@@ -76,8 +80,9 @@ fn type_i_outputs_go_to_registers_with_shared_tiles() {
 #[test]
 fn type_ii_histograms_are_privatized_with_read_only_input() {
     // The paper's RDF case study: RoC input and privatized output, more copies for fewer buckets.
-    let large = plan("rdf", "titanxp", 1_000_000, &["bins=500"], Forced::default()).unwrap();
-    let small = plan("rdf", "titanxp", 1_000_000, &["bins=50"], Forced::default()).unwrap();
+    let rdf = built_in("rdf").unwrap().with_sets(2).unwrap();
+    let large = plan_of(rdf.clone(), "titanxp", 1_000_000, &["bins=500"], Forced::default()).unwrap();
+    let small = plan_of(rdf, "titanxp", 1_000_000, &["bins=50"], Forced::default()).unwrap();
     for p in [&large, &small] {
         assert_eq!(p.input_cache, InputCache::RegisterRoc);
         assert!(matches!(output(p).0, OutputChoice::Op | OutputChoice::Aop), "{:?}", p.output);

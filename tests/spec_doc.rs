@@ -61,7 +61,8 @@ fn the_document_names_every_element_attribute_and_value() {
             }
         }
     }
-    for value in v::SETS.iter().chain(v::BOOLEAN).chain(v::COMPARE).chain(v::NORMALIZE).chain(Scalar::NAMES.iter()) {
+    let values = v::SETS.iter().chain(v::BOOLEAN).chain(v::COMPARE).chain(v::NORMALIZE).chain(Scalar::NAMES.iter());
+    for value in values.chain([&v::BOX_TYPE]) {
         if !doc.contains(&format!("`{value}`")) && !doc.contains(&format!("`{value}` ")) {
             missing.push(format!("value `{value}`"));
         }
@@ -125,5 +126,22 @@ fn the_reader_accepts_every_listed_attribute_and_value() {
     }
     for t in Scalar::NAMES.iter().filter(|t| t.starts_with('f')) {
         parse(r#"<output kind="sum"/>"#, &format!("returns=\"{t}\"")).unwrap();
+    }
+    for sets in v::SETS {
+        let text = format!(
+            "<problem name=\"t\"><summary>s</summary><input sets=\"{sets}\" type=\"f32\" dims=\"3\"/>\n\
+             <function file=\"f.cu\" name=\"d\"/><output kind=\"sum\"/>\n\
+             <param name=\"b\" type=\"{}\" default=\"1,2,3,0.5,0,0\"/></problem>",
+            v::BOX_TYPE
+        );
+        Problem::parse(&text, std::path::Path::new("t.xml"), &Snippet).unwrap_or_else(|e| panic!("{text}: {e}"));
+    }
+}
+
+struct Snippet;
+
+impl twobs::spec::Files for Snippet {
+    fn read(&self, _: &std::path::Path) -> Option<String> {
+        Some("__device__ float d(float3 a, float3 b) { return a.x - b.x; }\n".into())
     }
 }

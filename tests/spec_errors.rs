@@ -95,7 +95,8 @@ fn missing_required_element_and_attribute() {
 
 #[test]
 fn bad_values_say_what_was_expected() {
-    fails_at(&with(r#"sets="1""#, r#"sets="3""#), 3, 10, &["sets must be 1 or 2", "`3`"]);
+    fails_at(&with(r#"sets="1""#, r#"sets="3""#), 3, 10, &["sets must be 1, 2, or 1,2", "`3`"]);
+    fails_at(&with(r#"sets="1""#, r#"sets="2,1""#), 3, 10, &["sets must be 1, 2, or 1,2", "`2,1`"]);
     fails_at(&with(r#"dims="3""#, r#"dims="0""#), 3, 30, &["dims must be a whole number from 1 to 64"]);
     fails_at(
         &with(r#"type="f32" dims"#, r#"type="float" dims"#),
@@ -115,6 +116,47 @@ fn bad_values_say_what_was_expected() {
         6,
         33,
         &["default of `bins`", "whole number (u32)", "`ten`"],
+    );
+}
+
+#[test]
+fn a_box_parameter_is_checked_where_it_is_declared() {
+    let boxed = |b: &str| with(r#"<param name="r_max""#, &format!("{b}\n  <param name=\"r_max\""));
+    let (ok, _, _dir) = parse(&boxed(r#"<param name="box" type="box" default="1,2,3,0.5,0,0"/>"#));
+    assert!(ok.is_ok(), "{:?}", ok.err());
+    fails_at(
+        &boxed(r#"<param name="box" type="box" default="1,2"/>"#),
+        7,
+        32,
+        &["default of `box`", "Lx,Ly,Lz,xy,xz,yz", "`1,2` has 2 numbers"],
+    );
+    fails_at(
+        &boxed(r#"<param name="box" type="box" default="1,-2,3"/>"#),
+        7,
+        32,
+        &["box lengths must all be positive"],
+    );
+    fails_at(&boxed(r#"<param name="box" type="box" default="0,0,0,0.5,0,0"/>"#), 7, 32, &["an open box", "no tilt"]);
+    fails_at(
+        &boxed(r#"<param name="a" type="box" default="1"/><param name="b" type="box" default="2"/>"#),
+        7,
+        43,
+        &["at most one box"],
+    );
+    fails_at(
+        &with(r#"dims="3""#, r#"dims="2""#).replace(
+            r#"<param name="r_max""#,
+            "<param name=\"box\" type=\"box\" default=\"1\"/>\n  <param name=\"r_max\"",
+        ),
+        7,
+        3,
+        &["a box parameter needs 3-D float points"],
+    );
+    fails_at(
+        &boxed(r#"<param name="box" type="box" default="1"/>"#).replace(r#"max="r_max""#, r#"max="box""#),
+        5,
+        48,
+        &["`max` needs a number, but parameter `box` is a box"],
     );
 }
 

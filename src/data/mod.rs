@@ -12,7 +12,7 @@ use serde::Serialize;
 pub use read::{InputOptions, read_input};
 pub use synth::{Generator, synthesize};
 
-use crate::spec::{Component, Scalar};
+use crate::spec::{Component, PeriodicBox, Scalar};
 
 /// Input that cannot be read as the spec's points: what was wrong, and where
 /// (the file, line, row or field).
@@ -117,6 +117,15 @@ impl Column {
     }
 
     /// The rows `keep` of this column, in order.
+    /// Sets value `i` of a float column to `x`, rounded once.
+    fn set_f64(&mut self, i: usize, x: f64) {
+        match self {
+            Column::F32(v) => v[i] = x as f32,
+            Column::F64(v) => v[i] = x,
+            _ => unreachable!("box coordinates are floats: the spec reader checks"),
+        }
+    }
+
     fn select(&self, keep: &[usize]) -> Column {
         match self {
             Column::F32(v) => Column::F32(keep.iter().map(|&i| v[i]).collect()),
@@ -222,6 +231,46 @@ impl PointSet {
         PointSet { columns: self.columns.iter().map(|c| c.select(rows)).collect(), origin, rows: None }
     }
 
+    /// Puts every point into the periodic box `b` (fractional coordinates in
+    /// [0, 1)) or refuses the first one outside, as `policy` says. Wrapping
+    /// moves a point by whole edge vectors, in f64, rounded once to the
+    /// column's type; the minimum-image distances are those of the point
+    /// unmoved, with the precision of coordinates near the box. Returns how
+    /// many points moved.
+    pub fn into_box(&mut self, b: &PeriodicBox, policy: Outside) -> Result<usize, InputError> {
+        let mut moved = 0;
+        for i in 0..self.len() {
+            let r = [0, 1, 2].map(|c| self.columns[c].get_f64(i));
+            let s = b.fractional(r);
+            if s.iter().all(|x| (0.0..1.0).contains(x)) {
+                continue;
+            }
+            // Refusing, a point on the far face counts as inside: x / L may round up to 1.
+            if policy == Outside::Refuse && !s.iter().all(|x| (0.0..=1.0).contains(x)) {
+                return Err(input_error!(
+                    "{}: row {} (counting from 0) = ({}, {}, {}) lies outside the box {b} (fractional coordinates {:.6}, {:.6}, {:.6}, each should be in [0, 1]); pass --outside-box wrap to move points into it by whole box vectors",
+                    self.origin,
+                    self.original_row(i as u64),
+                    r[0],
+                    r[1],
+                    r[2],
+                    s[0],
+                    s[1],
+                    s[2]
+                ));
+            }
+            if policy == Outside::Refuse {
+                continue;
+            }
+            let inside = b.cartesian(s.map(|x| x - x.floor()));
+            for (c, x) in inside.into_iter().enumerate() {
+                self.columns[c].set_f64(i, x);
+            }
+            moved += 1;
+        }
+        Ok(moved)
+    }
+
     /// The smallest and largest value of each component.
     pub fn bounds(&self) -> Vec<(f64, f64)> {
         self.columns
@@ -233,6 +282,15 @@ impl PointSet {
             })
             .collect()
     }
+}
+
+/// What to do with a point outside the periodic box.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Outside {
+    /// Move it into the box by whole box vectors.
+    Wrap,
+    /// Refuse the input, naming the row.
+    Refuse,
 }
 
 /// The inputs of one run: A, and B for a two-set problem.

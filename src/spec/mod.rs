@@ -12,7 +12,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-pub use value::{Scalar, Value};
+pub use value::{PeriodicBox, Scalar, Value};
 use xml::{Attr, Node, Pos};
 
 /// A spec that failed to parse or validate, with the place it failed.
@@ -84,7 +84,11 @@ pub fn coordinate_name(dims: u32, d: u32) -> String {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Input {
+    /// The sets a run takes when the user gives no input.
     pub sets: Sets,
+    /// `sets="1,2"`: two sets are allowed too (`sets` is then One), and the
+    /// number of inputs given picks ([`Problem::with_sets`]).
+    pub either: bool,
     pub element: Element,
 }
 
@@ -185,9 +189,30 @@ pub enum Normalization {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Param {
     pub name: String,
+    pub kind: ParamKind,
+    /// The number type (of each of a box's numbers).
     pub scalar: Scalar,
     pub default: Value,
     pub doc: String,
+}
+
+/// What a parameter holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ParamKind {
+    Number,
+    /// A periodic simulation box (`type="box"`): `params::name` is a `PeriodicBox<float>`.
+    Box,
+}
+
+impl Param {
+    /// Reads a value of this parameter from `text` (a default or a `--param`).
+    pub fn parse_value(&self, text: &str) -> Result<Value, String> {
+        match self.kind {
+            ParamKind::Number => Value::parse(self.scalar, text),
+            ParamKind::Box => PeriodicBox::parse(self.scalar, text).map(Value::Box),
+        }
+    }
 }
 
 /// A validated problem spec.
@@ -245,7 +270,7 @@ impl Problem {
                     if known.is_empty() { "(none)".to_owned() } else { known.join(", ") }
                 ));
             };
-            let value = Value::parse(param.scalar, text).map_err(|why| param_error!("{name}={text}: {why}"))?;
+            let value = param.parse_value(text).map_err(|why| param_error!("{name}={text}: {why}"))?;
             values.iter_mut().find(|(n, _)| n == name).expect("declared").1 = value;
         }
         let params = Params { values };
@@ -255,6 +280,43 @@ impl Problem {
 }
 
 impl Problem {
+    /// The periodic box the points live in: the value of the problem's box
+    /// parameter, unless it is open (0).
+    pub fn periodic_box(&self, params: &Params) -> Option<(String, PeriodicBox)> {
+        let p = self.params.iter().find(|p| p.kind == ParamKind::Box)?;
+        match params.get(&p.name) {
+            Some(Value::Box(b)) if !b.is_open() => Some((p.name.clone(), b)),
+            _ => None,
+        }
+    }
+
+    /// The problem over `n` sets, the number of inputs the user gave: refused
+    /// where the spec does not allow that number.
+    pub fn with_sets(&self, n: usize) -> Result<Problem, ParamError> {
+        let sets = match n {
+            1 => Some(Sets::One),
+            2 => Some(Sets::Two),
+            _ => None,
+        };
+        let Some(sets) = sets.filter(|s| *s == self.input.sets || self.input.either) else {
+            let times = match n {
+                1 => "once".to_owned(),
+                2 => "twice".to_owned(),
+                n => format!("{n} times"),
+            };
+            return Err(param_error!(
+                "problem `{}` takes {}: give --input {}, not {times}",
+                self.name,
+                self.input.describe_counts(),
+                self.input.describe_counts_as_inputs()
+            ));
+        };
+        let mut p = self.clone();
+        p.input.sets = sets;
+        p.input.either = false;
+        Ok(p)
+    }
+
     /// The same problem between two sets: what runs on a pair of different
     /// blocks of a one-set problem's input.
     pub fn as_cross(&self) -> Problem {
@@ -365,6 +427,19 @@ impl Params {
                 }
             }
             Output::Count { .. } | Output::Sum | Output::Pairs { .. } => {}
+        }
+        if let (Some(Normalization::Rdf), Output::Histogram { max, .. }, Some((name, b))) =
+            (problem.normalize, &problem.output, problem.periodic_box(self))
+        {
+            let half = b.widths().into_iter().fold(f64::INFINITY, f64::min) / 2.0;
+            if self.eval(max).as_f64() > half {
+                return Err(param_error!(
+                    "{} is above half the smallest width of the box ({name}={b}, half width {half}): \
+                     a shell that large meets its own periodic images, so g(r) past {half} would be wrong; \
+                     lower it or use a larger box",
+                    self.describe(max)
+                ));
+            }
         }
         Ok(())
     }
@@ -492,10 +567,27 @@ impl Cx<'_> {
             if params.iter().any(|p| p.name == param.name) {
                 return Err(self.err(node.pos, format!("parameter `{}` is declared twice", param.name)));
             }
+            if param.kind == ParamKind::Box && params.iter().any(|p| p.kind == ParamKind::Box) {
+                return Err(self.err(node.pos, "a problem has at most one box: the points live in one space"));
+            }
+
             params.push(param);
         }
 
         let input = self.input(one("input")?)?;
+        let three_floats = matches!(input.element, Element::Vector { dims: 3, scalar: Scalar::F32 | Scalar::F64 });
+        if let Some(node) = root
+            .children
+            .iter()
+            .filter(|c| c.name == "param")
+            .find(|n| self.attr(n, "type").is_some_and(|t| t.value == vocabulary::BOX_TYPE))
+        {
+            if !three_floats {
+                return Err(
+                    self.err(node.pos, "a box parameter needs 3-D float points: <input type=\"f32\" dims=\"3\">")
+                );
+            }
+        }
         let function = self.function(one("function")?, origin, files)?;
         let output_node = one("output")?;
         let output = self.output(output_node, &params, &function)?;
@@ -519,26 +611,37 @@ impl Cx<'_> {
         self.only_attrs(node, vocabulary::PARAM)?;
         self.no_children(node)?;
         let name = self.identifier(self.required(node, "name", "the parameter's name")?)?;
-        let scalar = self.scalar(self.required(node, "type", "f32, f64, i32, i64 or u32")?)?;
+        let type_attr = self.required(node, "type", "f32, f64, i32, i64, u32 or box")?;
+        let (kind, scalar) = match type_attr.value.as_str() {
+            t if t == vocabulary::BOX_TYPE => (ParamKind::Box, Scalar::F32),
+            _ => (ParamKind::Number, self.scalar(type_attr)?),
+        };
         let default_attr = self.required(node, "default", "the value used when --param does not set it")?;
-        let default = Value::parse(scalar, &default_attr.value)
-            .map_err(|why| self.err(default_attr.pos, format!("default of `{name}`: {why}")))?;
+        let mut param = Param { name, kind, scalar, default: Value::U32(0), doc: String::new() };
+        param.default = param
+            .parse_value(&default_attr.value)
+            .map_err(|why| self.err(default_attr.pos, format!("default of `{}`: {why}", param.name)))?;
+        let (name, default) = (param.name.clone(), param.default);
         if !default.is_finite() {
             return Err(self.err(default_attr.pos, format!("default of `{name}` must be finite")));
         }
         let doc = node.text.split_whitespace().collect::<Vec<_>>().join(" ");
-        Ok(Param { name, scalar, default, doc })
+        Ok(Param { doc, ..param })
     }
 
     fn input(&self, node: &Node) -> Result<Input, SpecError> {
         self.only_attrs(node, vocabulary::INPUT)?;
         self.no_text(node)?;
         let sets_attr = self.required(node, "sets", "1 for pairs within one set, 2 for A x B")?;
-        let sets = match sets_attr.value.as_str() {
-            "1" => Sets::One,
-            "2" => Sets::Two,
+        let (sets, either) = match sets_attr.value.as_str() {
+            "1" => (Sets::One, false),
+            "2" => (Sets::Two, false),
+            "1,2" => (Sets::One, true),
             other => {
-                return Err(self.err(sets_attr.pos, format!("sets must be 1 or 2, found `{other}`")));
+                return Err(self.err(
+                    sets_attr.pos,
+                    format!("sets must be 1, 2, or 1,2 for either (one set when no input is given), found `{other}`"),
+                ));
             }
         };
         let element = if node.children.is_empty() {
@@ -580,7 +683,7 @@ impl Cx<'_> {
             }
             Element::Record { fields }
         };
-        Ok(Input { sets, element })
+        Ok(Input { sets, either, element })
     }
 
     fn function(&self, node: &Node, origin: &Path, files: &dyn Files) -> Result<Function, SpecError> {
@@ -725,6 +828,11 @@ impl Cx<'_> {
     /// A literal of type `scalar`, or the name of a parameter whose type converts to it.
     fn operand(&self, a: &Attr, params: &[Param], scalar: Scalar) -> Result<Operand, SpecError> {
         if let Some(p) = params.iter().find(|p| p.name == a.value) {
+            if p.kind == ParamKind::Box {
+                return Err(
+                    self.err(a.pos, format!("`{}` needs a number, but parameter `{}` is a box", a.name, p.name))
+                );
+            }
             if scalar.is_integer() && !p.scalar.is_integer() {
                 return Err(self.err(
                     a.pos,
@@ -805,6 +913,24 @@ fn defines_function(source: &str, name: &str) -> bool {
         from = end;
     }
     false
+}
+
+impl Input {
+    /// "one set (self)", "two sets (A x B)", or both joined by "or".
+    pub fn describe_counts(&self) -> String {
+        match self.either {
+            false => self.sets.to_string(),
+            true => format!("{} or {}", Sets::One, Sets::Two),
+        }
+    }
+
+    fn describe_counts_as_inputs(&self) -> &'static str {
+        match (self.either, self.sets) {
+            (true, _) => "once or twice",
+            (false, Sets::One) => "once",
+            (false, Sets::Two) => "twice",
+        }
+    }
 }
 
 impl fmt::Display for Sets {

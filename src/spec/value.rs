@@ -103,6 +103,8 @@ pub enum Value {
     I32(i32),
     I64(i64),
     U32(u32),
+    /// A periodic simulation box (parameters of `type="box"`).
+    Box(PeriodicBox),
 }
 
 impl Value {
@@ -121,6 +123,7 @@ impl Value {
 
     pub fn scalar(self) -> Scalar {
         match self {
+            Value::Box(b) => b.scalar,
             Value::F32(_) => Scalar::F32,
             Value::F64(_) => Scalar::F64,
             Value::I32(_) => Scalar::I32,
@@ -129,8 +132,10 @@ impl Value {
         }
     }
 
+    /// The number. Operands are numbers: the spec reader refuses a box parameter as one.
     pub fn as_f64(self) -> f64 {
         match self {
+            Value::Box(_) => unreachable!("a box is not a number; the spec reader keeps it out of operands"),
             Value::F32(v) => v as f64,
             Value::F64(v) => v,
             Value::I32(v) => v as f64,
@@ -140,14 +145,21 @@ impl Value {
     }
 
     pub fn is_finite(self) -> bool {
-        self.as_f64().is_finite()
+        match self {
+            Value::Box(b) => b.lengths.iter().chain(&b.tilts).all(|x| x.is_finite()),
+            v => v.as_f64().is_finite(),
+        }
     }
 
     /// Converts to `scalar` the way C's static_cast would (floats truncate toward zero).
     pub fn cast(self, scalar: Scalar) -> Value {
+        match (self, scalar) {
+            (v, s) if v.scalar() == s => return v,
+            (Value::Box(b), s) => return Value::Box(PeriodicBox { scalar: s, ..b }),
+            _ => {}
+        }
         let wide = self.as_f64();
         match (self, scalar) {
-            (v, s) if v.scalar() == s => v,
             (Value::F32(v), Scalar::F64) => Value::F64(v as f64),
             (_, Scalar::F32) => Value::F32(wide as f32),
             (_, Scalar::F64) => Value::F64(wide),
@@ -160,6 +172,14 @@ impl Value {
         }
     }
 
+    /// The CUDA type of a constant holding this value.
+    pub fn c_type(self) -> String {
+        match self {
+            Value::Box(b) => b.c_type(),
+            v => v.scalar().c_type().to_owned(),
+        }
+    }
+
     /// A C literal that denotes exactly this value: Rust prints the shortest
     /// decimal that reads back to the same float, and C reads it back the same.
     pub fn c_literal(self) -> String {
@@ -169,6 +189,11 @@ impl Value {
             Value::I32(v) => format!("{v}"),
             Value::I64(v) => format!("{v}LL"),
             Value::U32(v) => format!("{v}u"),
+            Value::Box(b) => {
+                let n = |x: f64| Value::F64(x).cast(b.scalar).c_literal();
+                let all: Vec<String> = b.lengths.iter().chain(&b.tilts).map(|&x| n(x)).collect();
+                format!("{}{{{}}}", b.c_type(), all.join(", "))
+            }
         }
     }
 }
@@ -181,6 +206,122 @@ impl fmt::Display for Value {
             Value::I32(v) => write!(f, "{v}"),
             Value::I64(v) => write!(f, "{v}"),
             Value::U32(v) => write!(f, "{v}"),
+            Value::Box(b) => write!(f, "{b}"),
+        }
+    }
+}
+
+/// A periodic simulation box in the convention of HOOMD-blue and freud: edge
+/// vectors a1 = (Lx, 0, 0), a2 = (xy Ly, Ly, 0), a3 = (xz Lz, yz Lz, Lz), with
+/// dimensionless tilt factors, spanning [0, 1) in fractional coordinates from
+/// the origin. All lengths 0 means open boundaries (no box).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PeriodicBox {
+    /// The type of its numbers in the kernel (f32, or f64 in the CPU's f64 mode).
+    #[serde(skip)]
+    pub scalar: Scalar,
+    /// Lx, Ly, Lz, rounded to `scalar`.
+    pub lengths: [f64; 3],
+    /// xy, xz, yz, rounded to `scalar`.
+    pub tilts: [f64; 3],
+}
+
+impl PeriodicBox {
+    /// `L` (a cube; 0 for open boundaries), `Lx,Ly,Lz` (orthorhombic) or
+    /// `Lx,Ly,Lz,xy,xz,yz` (triclinic), each number rounded once to `scalar`.
+    pub fn parse(scalar: Scalar, text: &str) -> Result<PeriodicBox, String> {
+        let numbers = text
+            .split(',')
+            .map(|t| match Value::parse(scalar, t)? {
+                v if v.is_finite() => Ok(v.as_f64()),
+                _ => Err(format!("box numbers must be finite, found `{}`", t.trim())),
+            })
+            .collect::<Result<Vec<f64>, String>>()?;
+        let (lengths, tilts) = match numbers[..] {
+            [l] => ([l; 3], [0.0; 3]),
+            [x, y, z] => ([x, y, z], [0.0; 3]),
+            [x, y, z, xy, xz, yz] => ([x, y, z], [xy, xz, yz]),
+            _ => {
+                return Err(format!(
+                    "a box is L, Lx,Ly,Lz or Lx,Ly,Lz,xy,xz,yz (HOOMD/freud tilt factors); `{}` has {} numbers",
+                    text.trim(),
+                    numbers.len()
+                ));
+            }
+        };
+        let b = PeriodicBox { scalar, lengths, tilts };
+        if b.is_open() {
+            if tilts.iter().any(|t| *t != 0.0) {
+                return Err(format!("an open box (lengths 0) has no tilt; found `{}`", text.trim()));
+            }
+        } else if lengths.iter().any(|l| *l <= 0.0) {
+            return Err(format!(
+                "box lengths must all be positive (or all 0 for open boundaries); found `{}`",
+                text.trim()
+            ));
+        }
+        Ok(b)
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.lengths == [0.0; 3]
+    }
+
+    /// The CUDA type of the constant (`templates/common/types.cu` defines it).
+    pub fn c_type(&self) -> String {
+        format!("PeriodicBox<{}>", self.scalar.c_type())
+    }
+
+    /// The edge vectors a1, a2, a3.
+    pub fn edges(&self) -> [[f64; 3]; 3] {
+        let ([lx, ly, lz], [xy, xz, yz]) = (self.lengths, self.tilts);
+        [[lx, 0.0, 0.0], [xy * ly, ly, 0.0], [xz * lz, yz * lz, lz]]
+    }
+
+    pub fn volume(&self) -> f64 {
+        self.lengths.iter().product()
+    }
+
+    /// The distance between opposite faces, for each pair of faces: a sphere
+    /// of radius r fits the box when 2r is at most the smallest of them.
+    pub fn widths(&self) -> [f64; 3] {
+        let [a, b, c] = self.edges();
+        let cross = |u: [f64; 3], v: [f64; 3]| {
+            [u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]]
+        };
+        let norm = |u: [f64; 3]| u.iter().map(|x| x * x).sum::<f64>().sqrt();
+        let v = self.volume();
+        [v / norm(cross(b, c)), v / norm(cross(c, a)), v / norm(cross(a, b))]
+    }
+
+    /// Fractional coordinates of a point (a1, a2, a3 components).
+    pub fn fractional(&self, r: [f64; 3]) -> [f64; 3] {
+        // The edge matrix is upper triangular: solve from z up.
+        let ([lx, ly, lz], [xy, xz, yz]) = (self.lengths, self.tilts);
+        let s3 = r[2] / lz;
+        let s2 = (r[1] - s3 * yz * lz) / ly;
+        let s1 = (r[0] - s2 * xy * ly - s3 * xz * lz) / lx;
+        [s1, s2, s3]
+    }
+
+    /// The point of fractional coordinates `s`.
+    pub fn cartesian(&self, s: [f64; 3]) -> [f64; 3] {
+        let e = self.edges();
+        [0, 1, 2].map(|k| s[0] * e[0][k] + s[1] * e[1][k] + s[2] * e[2][k])
+    }
+}
+
+impl fmt::Display for PeriodicBox {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = |x: f64| Value::F64(x).cast(self.scalar).to_string();
+        let [x, y, z] = self.lengths;
+        if self.tilts != [0.0; 3] {
+            let [a, b, c] = self.tilts;
+            write!(f, "{},{},{},{},{},{}", n(x), n(y), n(z), n(a), n(b), n(c))
+        } else if x == y && y == z {
+            write!(f, "{}", n(x))
+        } else {
+            write!(f, "{},{},{}", n(x), n(y), n(z))
         }
     }
 }

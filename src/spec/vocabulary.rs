@@ -24,7 +24,9 @@ pub const OUTPUT_KINDS: &[(&str, &[&str])] = &[
 
 /// The values of attributes with a fixed set (`type` and `returns` take the
 /// scalar types, [`super::Scalar::NAMES`]).
-pub const SETS: &[&str] = &["1", "2"];
+pub const SETS: &[&str] = &["1", "2", "1,2"];
+/// The parameter type beyond the scalar types: a periodic box.
+pub const BOX_TYPE: &str = "box";
 pub const BOOLEAN: &[&str] = &["true", "false"];
 pub const COMPARE: &[&str] = &["lt", "<", "le", "<="];
 pub const NORMALIZE: &[&str] = &["rdf"];

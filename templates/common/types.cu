@@ -10,6 +10,14 @@ typedef {{ point.ctype }} Point;
 {%- endif %}
 typedef {{ value_ctype }} Value;
 
+// A periodic box (a parameter of type="box"): edge vectors (lx, 0, 0),
+// (xy ly, ly, 0), (xz lz, yz lz, lz), tilt factors as in HOOMD and freud;
+// lx == 0 for open boundaries.
+template <typename T>
+struct PeriodicBox {
+  T lx, ly, lz, xy, xz, yz;
+};
+
 // Parameters are compile-time constants: the runner recompiles when they change.
 namespace params {
 {%- for p in params %}
