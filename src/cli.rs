@@ -11,13 +11,13 @@ use crate::backend::nvrtc;
 use crate::cache::Cache;
 use crate::codegen;
 use crate::data::write::{Destination, Format, Target as ResultTarget, WriteError};
-use crate::data::{InputOptions, Inputs, Outside, read_input};
+use crate::data::{InputOptions, Inputs, Outside, PointSet, read_frames};
 use crate::device::{Device, PROFILE_NAMES};
 use crate::plan::{Forced, Plan, Points};
 use crate::problems;
 use crate::report::{self, OutputOptions};
 use crate::run::{self, BackendChoice, RunOptions};
-use crate::spec::{ParamKind, Params, Problem, Sets};
+use crate::spec::{Component, Output, ParamKind, Params, Problem, Sets};
 use crate::stage::contribution::{self, Test};
 use crate::stage::input::InputCache;
 use crate::stage::output::OutputChoice;
@@ -97,6 +97,11 @@ struct RunArgs {
     /// Leave out rows holding NaN or infinity instead of refusing the input.
     #[arg(long)]
     drop_nonfinite: bool,
+    /// Every --input is one frame of a single set (2-D files, or 3-D .npy
+    /// trajectories): counts and histograms add up over the frames and g(r)
+    /// is their average. A 3-D .npy input is a trajectory without this flag too.
+    #[arg(long)]
+    frames: bool,
     /// Points outside the problem's periodic box: wrap them in (default) or refuse the input.
     #[arg(long, value_enum, value_name = "WRAP|REFUSE")]
     outside_box: Option<Outside>,
@@ -241,22 +246,29 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
             "note: the same input twice is A x B: every point also pairs with itself; give --input once for the pairs within one set"
         );
     }
-    let problem = problem.with_sets(given.len())?;
-    let a = read_input(&given[0], &components, &opts).context("set A")?;
-    let b = match given.get(1) {
-        Some(arg) => {
-            Some(read_input(arg, &components, &InputOptions { seed: args.seed + 1, ..opts.clone() }).context("set B")?)
-        }
-        None => None,
-    };
-    let mut inputs = Inputs { a, b };
+    let problem = problem.with_sets(if args.frames { 1 } else { given.len() })?;
+    let mut frames = read_frames_of(&given, &components, &opts, args.frames)?;
+    if frames.len() > 1 && !matches!(problem.output, Output::Count { .. } | Output::Sum | Output::Histogram { .. }) {
+        anyhow::bail!(
+            "{} frames: frames add up for counts, sums and histograms, but problem `{}` makes {}; run each frame alone",
+            frames.len(),
+            problem.name,
+            problem.output.kind()
+        );
+    }
     match (problem.periodic_box(&params), args.outside_box) {
         (Some((name, b)), policy) => {
-            for set in std::iter::once(&mut inputs.a).chain(inputs.b.as_mut()) {
-                let moved = set.into_box(&b, policy.unwrap_or(Outside::Wrap))?;
-                if moved > 0 && !args.quiet {
-                    eprintln!("note: {}: {moved} points outside the box {name}={b} wrapped into it", set.origin);
+            // Points moved, per set, over all frames.
+            let mut moved = [0, 0];
+            for inputs in &mut frames {
+                for (k, set) in std::iter::once(&mut inputs.a).chain(inputs.b.as_mut()).enumerate() {
+                    moved[k] += set.into_box(&b, policy.unwrap_or(Outside::Wrap))?;
                 }
+            }
+            let over = if frames.len() > 1 { format!(" (over {} frames)", frames.len()) } else { String::new() };
+            for (k, moved) in moved.into_iter().enumerate().filter(|(_, m)| *m > 0 && !args.quiet) {
+                let set = if args.frames { "the frames".to_owned() } else { given[k].clone() };
+                eprintln!("note: {set}: {moved} points outside the box {name}={b} wrapped into it{over}");
             }
         }
         (None, Some(_)) => anyhow::bail!(
@@ -286,7 +298,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         cache: Cache::user(),
     };
     let out = result_target(&problem, &args)?;
-    let exec = run::execute(&problem, &params, &inputs, &run_opts)?;
+    let exec = run::execute_frames(&problem, &params, &frames, &run_opts)?;
     if !args.quiet {
         for note in &exec.notes {
             eprintln!("note: {note}");
@@ -294,11 +306,46 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     }
     let out_opts = OutputOptions { out, symmetric: args.symmetric, sorted: args.sorted, quiet: args.quiet };
     let to_stdout = args.report.as_deref() == Some("-");
-    let report = report::present(&problem, &params, &inputs, &exec, &out_opts, to_stdout)?;
+    let report = report::present(&problem, &params, &frames, &exec, &out_opts, to_stdout)?;
     if let Some(dest) = &args.report {
         report::write_report(&report, dest)?;
     }
     Ok(())
+}
+
+/// The frames of a run. With --frames every input is a frame of one set;
+/// otherwise each input is a set (A, then B), a 3-D .npy holding that set's
+/// trajectory. Two sets of several frames have the same number of them; a set
+/// of one frame stays put in every frame of the other.
+fn read_frames_of(
+    given: &[String],
+    components: &[Component],
+    opts: &InputOptions,
+    each_a_frame: bool,
+) -> anyhow::Result<Vec<Inputs>> {
+    if each_a_frame {
+        let mut frames = Vec::new();
+        for arg in given {
+            frames.extend(read_frames(arg, components, opts)?.into_iter().map(|a| Inputs { a, b: None }));
+        }
+        return Ok(frames);
+    }
+    let a = read_frames(&given[0], components, opts).context("set A")?;
+    let b = match given.get(1) {
+        Some(arg) => {
+            Some(read_frames(arg, components, &InputOptions { seed: opts.seed + 1, ..opts.clone() }).context("set B")?)
+        }
+        None => None,
+    };
+    let n_b = b.as_ref().map_or(1, Vec::len);
+    if a.len() != n_b && a.len() != 1 && n_b != 1 {
+        anyhow::bail!(
+            "set A has {} frames and set B {n_b}: give both the same number, or one frame for a set that stays put",
+            a.len()
+        );
+    }
+    let frame = |set: &[PointSet], f: usize| set[f.min(set.len() - 1)].clone();
+    Ok((0..a.len().max(n_b)).map(|f| Inputs { a: frame(&a, f), b: b.as_deref().map(|b| frame(b, f)) }).collect())
 }
 
 /// Plan decisions forced for an experiment.

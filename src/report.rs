@@ -72,9 +72,30 @@ fn conventions(problem: &Problem, visit: Visit, symmetric: bool) -> String {
     format!("{pairs}{test}; indices are row numbers of the input files, from 0")
 }
 
-/// g(r) of each shell and the volume it assumed: the periodic box's, else the
-/// bounding box of the data.
-fn rdf(problem: &Problem, params: &Params, inputs: &Inputs, edges: &[f64], counts: &[f64]) -> (Vec<f64>, String) {
+/// g(r) of each shell, from the counts of all frames, and how it was
+/// normalised: each frame's pair density (its pairs over its volume: the
+/// periodic box's, else the bounding box of its data) adds to the ideal-gas
+/// count of every shell, as MDAnalysis's InterRDF averages over frames.
+fn rdf(problem: &Problem, params: &Params, frames: &[Inputs], edges: &[f64], counts: &[f64]) -> (Vec<f64>, String) {
+    let densities: Vec<(f64, String)> = frames.iter().map(|inputs| pair_density(problem, params, inputs)).collect();
+    let pair_density: f64 = densities.iter().map(|(d, _)| d).sum();
+    let g = counts
+        .iter()
+        .enumerate()
+        .map(|(k, &c)| {
+            let shell = 4.0 / 3.0 * std::f64::consts::PI * (edges[k + 1].powi(3) - edges[k].powi(3));
+            c / (pair_density * shell)
+        })
+        .collect();
+    let how = match frames.len() {
+        1 => densities[0].1.clone(),
+        n => format!("{}; summed over {n} frames", densities[0].1),
+    };
+    (g, format!("g(r) = count / (pair density x shell volume), volume from {how}"))
+}
+
+/// The pairs of one frame per unit volume, and where the volume came from.
+fn pair_density(problem: &Problem, params: &Params, inputs: &Inputs) -> (f64, String) {
     let (volume, how) = match problem.periodic_box(params) {
         Some((name, b)) => (b.volume(), format!("the periodic box {name}={b}, volume {}", b.volume())),
         None => {
@@ -95,31 +116,24 @@ fn rdf(problem: &Problem, params: &Params, inputs: &Inputs, edges: &[f64], count
         }
     };
     let n_a = inputs.a.len() as f64;
-    // Pairs an ideal gas of the same density puts at each distance.
-    let pair_density = match problem.input.sets {
-        Sets::Two => n_a * inputs.other().len() as f64 / volume,
-        Sets::One => n_a * (n_a - 1.0) / 2.0 / volume,
+    let pairs = match problem.input.sets {
+        Sets::Two => n_a * inputs.other().len() as f64,
+        Sets::One => n_a * (n_a - 1.0) / 2.0,
     };
-    let g = counts
-        .iter()
-        .enumerate()
-        .map(|(k, &c)| {
-            let shell = 4.0 / 3.0 * std::f64::consts::PI * (edges[k + 1].powi(3) - edges[k].powi(3));
-            c / (pair_density * shell)
-        })
-        .collect();
-    (g, format!("g(r) = count / (pair density x shell volume), volume from {how}"))
+    (pairs / volume, how)
 }
 
 /// Writes the result, prints a summary, and returns the JSON report.
 pub fn present(
     problem: &Problem,
     params: &Params,
-    inputs: &Inputs,
+    frames: &[Inputs],
     exec: &Execution,
     opts: &OutputOptions,
     report_to_stdout: bool,
 ) -> Result<serde_json::Value, ReportError> {
+    // Pairs and KNN lists come from one frame (the caller refuses more).
+    let inputs = &frames[0];
     let mut result = serde_json::Map::new();
     result.insert("kind".into(), json!(problem.output.kind()));
     let to_stdout = opts.out.as_ref().is_some_and(|t| t.destination == Destination::Stdout);
@@ -165,7 +179,7 @@ pub fn present(
         (Outcome::Totals(totals), _) => {
             let edges = contribution::histogram_edges(problem, params);
             let g = (problem.normalize == Some(Normalization::Rdf))
-                .then(|| rdf(problem, params, inputs, &edges, &totals.as_f64()));
+                .then(|| rdf(problem, params, frames, &edges, &totals.as_f64()));
             let what = match totals {
                 Totals::Counts(c) => format!("{} pairs counted", c.iter().sum::<u64>()),
                 Totals::Sums(s) => format!("pair weights summing to {}", s.iter().sum::<f64>()),
@@ -269,6 +283,10 @@ pub fn present(
     let mut inputs_json = vec![json!(inputs.a.summary())];
     if let Some(b) = &inputs.b {
         inputs_json.push(json!(b.summary()));
+    }
+    if frames.len() > 1 {
+        say(format!("{} frames, totals summed over them", frames.len()));
+        result.insert("frames".into(), json!(frames.len()));
     }
     Ok(json!({
         "problem": { "name": problem.name, "origin": problem.origin, "summary": problem.summary },

@@ -145,6 +145,43 @@ fn backend(choice: BackendChoice, notes: &mut Vec<String>) -> Backend {
 }
 
 /// Runs `problem` on `inputs` on the chosen backend.
+/// Runs every frame of a trajectory and adds their totals: counts and sums
+/// over all frames (the report divides g(r) by the frames' pairs). Only
+/// totals add up this way; the caller refuses frames for pairs and KNN.
+pub fn execute_frames(
+    problem: &Problem,
+    params: &Params,
+    frames: &[Inputs],
+    opts: &RunOptions,
+) -> Result<Execution, RunError> {
+    let start = Instant::now();
+    let (first, rest) = frames.split_first().expect("a run has at least one frame");
+    let mut exec = execute(problem, params, first, opts)?;
+    for (f, inputs) in rest.iter().enumerate() {
+        let next = execute(problem, params, inputs, opts)?;
+        let (Outcome::Totals(sum), Outcome::Totals(more)) = (&mut exec.outcome, &next.outcome) else {
+            unreachable!("frames are refused for pairs and KNN")
+        };
+        sum.add(more);
+        exec.shape.pairs += next.shape.pairs;
+        let t = &mut exec.timings;
+        t.compile_s += next.timings.compile_s;
+        t.compute_s += next.timings.compute_s;
+        t.verify_s = t.verify_s.zip(next.timings.verify_s).map(|(a, b)| a + b);
+        if let Some(v) = next.verified {
+            exec.verified = exec.verified.map(|mine| format!("{mine}; frame {}: {v}", f + 1));
+        }
+        for note in next.notes {
+            if !exec.notes.contains(&note) {
+                exec.notes.push(note);
+            }
+        }
+    }
+    exec.timings.pairs_per_s = exec.shape.pairs as f64 / exec.timings.compute_s.max(1e-9);
+    exec.timings.total_s = start.elapsed().as_secs_f64();
+    Ok(exec)
+}
+
 pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOptions) -> Result<Execution, RunError> {
     let start = Instant::now();
     let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };

@@ -261,3 +261,98 @@ fn run_selfjoin_on_a_csv_writes_pairs_and_a_report() {
     let text = std::fs::read_to_string(dir.path().join("s.csv")).unwrap();
     assert_eq!(text.lines().count(), 1 + 2 * 2 + 5);
 }
+
+/// The CSV a histogram run wrote: (count, g) per bucket.
+fn histogram_rows(path: &Path) -> Vec<(u64, f64)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[2].parse().unwrap(), f[3].parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn a_trajectory_adds_its_frames_and_averages_g_of_r() {
+    use rand::{RngExt, SeedableRng};
+    let dir = tempfile::tempdir().unwrap();
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    println!("seed {seed}");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let (frames, n) = (3usize, 400usize);
+    let coords: Vec<f32> = (0..frames * n * 3).map(|_| rng.random::<f32>()).collect();
+    npy(dir.path(), "traj.npy", &[frames as u64, n as u64, 3], &coords);
+    for f in 0..frames {
+        npy(dir.path(), &format!("f{f}.npy"), &[n as u64, 3], &coords[f * n * 3..(f + 1) * n * 3]);
+    }
+    let run = |args: &[&str], out: &str| {
+        let mut all = vec!["run", "rdf", "--backend", "cpu", "--param", "bins=20", "--out", out];
+        all.extend_from_slice(args);
+        let o = twobs(&all, dir.path());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let said = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+        (histogram_rows(&dir.path().join(out)), said)
+    };
+    let (whole, said) = run(&["--input", "traj.npy"], "whole.csv");
+    assert!(said.contains("3 frames, totals summed over them"), "{said}");
+    assert!(said.contains("summed over 3 frames"), "{said}");
+    let singles: Vec<Vec<(u64, f64)>> =
+        (0..frames).map(|f| run(&["--input", &format!("f{f}.npy")], &format!("s{f}.csv")).0).collect();
+    for (k, &(count, g)) in whole.iter().enumerate() {
+        assert_eq!(count, singles.iter().map(|s| s[k].0).sum::<u64>(), "bucket {k}");
+        // Same atoms and box in every frame: the frames' g(r) averaged.
+        let mean = singles.iter().map(|s| s[k].1).sum::<f64>() / frames as f64;
+        assert!((g - mean).abs() <= 1e-12 * mean.abs().max(1.0), "bucket {k}: {g} against {mean}");
+    }
+    // --frames: the same frames as separate files give the same file.
+    let (listed, _) = run(&["--frames", "--input", "f0.npy", "--input", "f1.npy", "--input", "f2.npy"], "listed.csv");
+    assert_eq!(listed, whole);
+    // A x B where A moves and B stays put.
+    let (moving, _) = run(&["--input", "traj.npy", "--input", "f0.npy"], "moving.csv");
+    let pairs: Vec<u64> = (0..frames)
+        .map(|f| run(&["--input", &format!("f{f}.npy"), "--input", "f0.npy"], "ab.csv").0.iter().map(|r| r.0).sum())
+        .collect();
+    assert_eq!(moving.iter().map(|r| r.0).sum::<u64>(), pairs.iter().sum::<u64>());
+}
+
+#[test]
+fn trajectories_are_refused_where_frames_do_not_add_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let coords: Vec<f32> = (0..2 * 5 * 3).map(|i| i as f32 / 30.0).collect();
+    npy(dir.path(), "two.npy", &[2, 5, 3], &coords);
+    npy(dir.path(), "three.npy", &[3, 5, 3], &(0..45).map(|i| i as f32 / 45.0).collect::<Vec<_>>());
+    let fail = |args: &[&str], expect: &str| {
+        let o = twobs(args, dir.path());
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && e.contains(expect), "{args:?}: {e}");
+    };
+    fail(
+        &["run", "rdf", "--backend", "cpu", "--input", "two.npy", "--input", "three.npy"],
+        "set A has 2 frames and set B 3",
+    );
+    let planar: Vec<f32> = (0..2 * 5 * 2).map(|i| i as f32 / 20.0).collect();
+    npy(dir.path(), "planar.npy", &[2, 5, 2], &planar);
+    fail(
+        &["run", "selfjoin", "--backend", "cpu", "--input", "planar.npy"],
+        "2 frames: frames add up for counts, sums and histograms, but problem `selfjoin` makes pairs",
+    );
+    let e = err(&dir.path().join("two.npy"), "sdh", InputOptions::default());
+    assert!(e.contains("a 3-D array of 2 frames, where one set of points was expected"), "{e}");
+    // A header promising more than the file holds is refused before anything is allocated.
+    let mut header = "{'descr': '<f4', 'fortran_order': False, 'shape': (4000000000000, 3), }".to_owned();
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut forged = b"\x93NUMPY\x01\x00".to_vec();
+    forged.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    forged.extend_from_slice(header.as_bytes());
+    forged.extend_from_slice(&[0u8; 16]);
+    let p = dir.path().join("short.npy");
+    std::fs::write(&p, forged).unwrap();
+    let e = err(&p, "sdh", InputOptions::default());
+    assert!(e.contains("its header promises 4000000000000 points of 12 bytes"), "{e}");
+}

@@ -21,6 +21,19 @@ pub struct InputOptions {
 
 /// Reads `arg` (a file, or `generator:N` such as `uniform:100000`) as points of `components`.
 pub fn read_input(arg: &str, components: &[Component], opts: &InputOptions) -> Result<PointSet, InputError> {
+    let mut frames = read_frames(arg, components, opts)?;
+    if frames.len() > 1 {
+        return Err(input_error!(
+            "{arg}: a 3-D array of {} frames, where one set of points was expected",
+            frames.len()
+        ));
+    }
+    Ok(frames.remove(0))
+}
+
+/// Reads `arg` as the frames of a trajectory: a 3-D .npy array (frames,
+/// points, values) gives one set per frame, in order; any other input is one frame.
+pub fn read_frames(arg: &str, components: &[Component], opts: &InputOptions) -> Result<Vec<PointSet>, InputError> {
     let path = Path::new(arg);
     if !path.exists() {
         if let Some((name, n)) = arg.split_once(':') {
@@ -29,7 +42,7 @@ pub fn read_input(arg: &str, components: &[Component], opts: &InputOptions) -> R
                     input_error!("--input {arg}: expected {name}:N with N a positive number of points")
                 })?;
                 let set = synthesize(generator, n, components, opts.seed)?;
-                return set.validate(components, false);
+                return Ok(vec![set.validate(components, false)?]);
             }
         }
         return Err(input_error!(
@@ -37,17 +50,26 @@ pub fn read_input(arg: &str, components: &[Component], opts: &InputOptions) -> R
         ));
     }
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
-    let set = match ext.as_str() {
+    let (set, frames) = match ext.as_str() {
         "npy" => read_npy(path, components)?,
-        "csv" | "txt" | "tsv" | "dat" | "xyz" => read_text(path, components)?,
-        "bin" | "raw" => read_raw(path, components, opts.dims)?,
+        "csv" | "txt" | "tsv" | "dat" | "xyz" => (read_text(path, components)?, 1),
+        "bin" | "raw" => (read_raw(path, components, opts.dims)?, 1),
         _ => {
             return Err(input_error!(
                 "{arg}: unknown file type `.{ext}`; expected .npy, .csv/.txt (text), or .bin/.raw with --dims"
             ));
         }
     };
-    set.validate(components, opts.drop_nonfinite)
+    if frames == 1 {
+        return Ok(vec![set.validate(components, opts.drop_nonfinite)?]);
+    }
+    let per_frame = set.len() / frames;
+    (0..frames)
+        .map(|f| {
+            let rows: Vec<usize> = (f * per_frame..(f + 1) * per_frame).collect();
+            set.subset(&rows, format!("{}[frame {f}]", set.origin)).validate(components, opts.drop_nonfinite)
+        })
+        .collect()
 }
 
 fn origin(path: &Path) -> String {
@@ -231,7 +253,9 @@ fn decode(scalar: Scalar, b: &[u8]) -> Number {
 
 /// .npy: an N x D (or N, for one value per point) array of f4, f8, i4, i8 or u4,
 /// in C or Fortran order; or a structured array whose fields are the spec's fields.
-fn read_npy(path: &Path, components: &[Component]) -> Result<PointSet, InputError> {
+/// A .npy file's points, and how many frames they are (a 3-D array (F, N, D)
+/// is read as F x N rows, frame after frame).
+fn read_npy(path: &Path, components: &[Component]) -> Result<(PointSet, usize), InputError> {
     let file = std::io::BufReader::new(
         std::fs::File::open(path).map_err(|e| input_error!("cannot open {}: {e}", path.display()))?,
     );
@@ -242,6 +266,7 @@ fn read_npy(path: &Path, components: &[Component]) -> Result<PointSet, InputErro
     let dtype = npy.dtype();
     let d = components.len();
     // (column type, byte offset within a record) for each component; record size.
+    let mut frames = 1;
     let (layout, record, n): (Vec<(Scalar, usize)>, usize, usize) = match &dtype {
         npyz::DType::Plain(ts) => {
             let ts = ts.to_string();
@@ -254,7 +279,22 @@ fn read_npy(path: &Path, components: &[Component]) -> Result<PointSet, InputErro
             let (n, cols) = match shape.as_slice() {
                 [n] => (*n as usize, 1),
                 [n, c] => (*n as usize, *c as usize),
-                other => return Err(input_error!("{}: shape {other:?}; expected (N, {d})", path.display())),
+                [_, _, _] if fortran => {
+                    return Err(input_error!(
+                        "{}: a 3-D array in Fortran order; save the trajectory in C order (numpy's default)",
+                        path.display()
+                    ));
+                }
+                [f, n, c] => {
+                    frames = (*f as usize).max(1);
+                    (f.saturating_mul(*n) as usize, *c as usize)
+                }
+                other => {
+                    return Err(input_error!(
+                        "{}: shape {other:?}; expected (N, {d}), or (frames, N, {d}) for a trajectory",
+                        path.display()
+                    ));
+                }
             };
             if cols != d {
                 return Err(input_error!(
@@ -313,7 +353,15 @@ fn read_npy(path: &Path, components: &[Component]) -> Result<PointSet, InputErro
     if n == 0 {
         return Err(input_error!("{}: the array is empty", path.display()));
     }
-    let mut bytes = Vec::with_capacity(n * record);
+    // The header's shape is checked against the file before anything is allocated for it.
+    let file_bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+    let wanted = n.checked_mul(record).filter(|&b| b as u64 <= file_bytes).ok_or_else(|| {
+        input_error!(
+            "{}: the file is truncated: its header promises {n} points of {record} bytes, the file has {file_bytes} bytes",
+            path.display()
+        )
+    })?;
+    let mut bytes = Vec::with_capacity(wanted);
     npy.into_inner().read_to_end(&mut bytes).map_err(|e| input_error!("cannot read {}: {e}", path.display()))?;
     if bytes.len() < n * record {
         return Err(input_error!(
@@ -339,5 +387,5 @@ fn read_npy(path: &Path, components: &[Component]) -> Result<PointSet, InputErro
             push_value(col, v, &at_text)?;
         }
     }
-    Ok(PointSet { columns, origin: origin(path), rows: None })
+    Ok((PointSet { columns, origin: origin(path), rows: None }, frames))
 }
