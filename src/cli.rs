@@ -298,6 +298,12 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         cache: Cache::user(),
     };
     let out = result_target(&problem, &args)?;
+    // The report, like the result, is checked writable before anything runs.
+    let report_target = match args.report.as_deref() {
+        None => None,
+        Some("-") => Some(ResultTarget::new(Destination::Stdout, Some(Format::Json))?),
+        Some(path) => Some(ResultTarget::new(Destination::File(path.into()), Some(Format::Json))?),
+    };
     let exec = run::execute_frames(&problem, &params, &frames, &run_opts)?;
     if !args.quiet {
         for note in &exec.notes {
@@ -307,8 +313,8 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     let out_opts = OutputOptions { out, symmetric: args.symmetric, sorted: args.sorted, quiet: args.quiet };
     let to_stdout = args.report.as_deref() == Some("-");
     let report = report::present(&problem, &params, &frames, &exec, &out_opts, to_stdout)?;
-    if let Some(dest) = &args.report {
-        report::write_report(&report, dest)?;
+    if let Some(target) = &report_target {
+        crate::data::write::document(target, &report)?;
     }
     Ok(())
 }

@@ -1,8 +1,6 @@
 //! What a run shows and writes: result files people can open, a summary on
 //! stdout, and a JSON report of everything.
 
-use std::path::Path;
-
 use serde_json::json;
 
 use crate::data::Inputs;
@@ -19,8 +17,6 @@ pub enum ReportError {
     NotSymmetric,
     #[error(transparent)]
     Write(#[from] WriteError),
-    #[error("cannot write the report {path}: {source}")]
-    Report { path: String, source: std::io::Error },
 }
 
 #[derive(Debug, Clone, Default)]
@@ -302,16 +298,4 @@ pub fn present(
         "plans": exec.plans,
         "verified": exec.verified,
     }))
-}
-
-/// Writes the report to `dest` (`-` for stdout).
-pub fn write_report(report: &serde_json::Value, dest: &str) -> Result<(), ReportError> {
-    let text = serde_json::to_string_pretty(report).expect("a JSON value prints") + "\n";
-    if dest == "-" {
-        print!("{text}");
-    } else {
-        std::fs::write(Path::new(dest), text)
-            .map_err(|source| ReportError::Report { path: dest.to_owned(), source })?;
-    }
-    Ok(())
 }

@@ -441,6 +441,8 @@ fn a_bad_destination_fails_before_anything_is_computed() {
     assert!(stderr(&o).contains("cannot write blocker/h.csv"), "{}", stderr(&o));
     let o = run(&[&big[..], &["--out", "-", "--report", "-"]].concat());
     assert!(stderr(&o).contains("both want standard output"), "{}", stderr(&o));
+    let o = run(&[&big[..], &["--out", "h.csv", "--report", "blocker/r.json"]].concat());
+    assert!(stderr(&o).contains("cannot write blocker/r.json"), "{}", stderr(&o));
     assert!(start.elapsed().as_secs() < 30, "the errors came after computing");
 }
 

@@ -183,6 +183,14 @@ pub struct Histogram<'a> {
 
 /// One row per bucket: bin_lo, bin_hi, count (or sum) and g_r. As npy, an
 /// N x 3 (or 4) float64 array of those columns.
+/// A JSON document (the run's report), pretty-printed.
+pub fn document(target: &Target, value: &serde_json::Value) -> Result<(), WriteError> {
+    target.write(|w| {
+        serde_json::to_writer_pretty(&mut *w, value)?;
+        writeln!(w)
+    })
+}
+
 pub fn histogram(target: &Target, h: &Histogram) -> Result<(), WriteError> {
     let column = match h.totals {
         Totals::Counts(_) => "count",
