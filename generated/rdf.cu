@@ -142,11 +142,22 @@ struct Here {
 };
 
 // ------------------------------------------------------------------ what a pair contributes: histogram
+[[maybe_unused]] constexpr unsigned SLOTS = static_cast<unsigned>(params::bins);
+[[maybe_unused]] constexpr Value LO = 0.0f;
+[[maybe_unused]] constexpr Value SCALE = 1000.0f;
+
+// The nearest whole number to x in [0, SLOTS - 1], without a conversion instruction.
+__device__ __forceinline__ int guess_index(float x) {
+  x = fminf(fmaxf(x, 0.0f), static_cast<float>(SLOTS - 1));  // a NaN guess becomes 0
+  return __float_as_int(x + 12582912.0f) - 0x4B400000;        // 1.5 x 2^23: the low bits are round(x)
+}
+__device__ __forceinline__ int guess_index(double x) {
+  return static_cast<int>(fmin(fmax(x, 0.0), static_cast<double>(SLOTS - 1)));
+}
+
 // bucket = floor((v - LO) * SCALE) in Value arithmetic, SCALE = bins / (max - min)
 // rounded once on the host; values outside [min, max) and NaN fall in no bucket.
-[[maybe_unused]] constexpr unsigned SLOTS = static_cast<unsigned>(params::bins);
-constexpr Value LO = 0.0f;
-constexpr Value SCALE = 1000.0f;
+__device__ __forceinline__ void prepare_buckets() {}
 
 __device__ __forceinline__ int bucket_of(Value v) {
   const Value x = (v - LO) * SCALE;
@@ -165,8 +176,8 @@ __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const P
   return {bucket_of(pair_value(twobs_a, twobs_b)), 1u};
 }
 
-// No setup: the value is tested as it is.
-__device__ __forceinline__ void prepare_contribution() {}
+// The value is tested as it is; log-spaced buckets load their edges.
+__device__ __forceinline__ void prepare_contribution() { prepare_buckets(); }
 
 // ------------------------------------------------------------------ input stage: register_roc
 // Register-RoC: each thread keeps its own point in registers and reads the

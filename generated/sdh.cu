@@ -1,9 +1,9 @@
 // twobs kernel: sdh (problems/sdh.xml)
-// Spatial distance histogram: Euclidean distances between all pairs of 3-D points, counted into equal buckets
+// Spatial distance histogram: Euclidean distances between the pairs of 3-D points of one set (one input) or of A x B (two inputs), counted into buckets over [r_min, r_max)
 //
 // Input: one set (self), element f32 x 3; pair function `distance` from problems/distance3.cu (symmetric)
-// Output: histogram of bins = 500 buckets over [0, r_max = 1.7320508)
-// Parameters: bins = 500, r_max = 1.7320508
+// Output: histogram of bins = 500 buckets over [r_min = 0, r_max = 1.7320508)
+// Parameters: bins = 500, r_min = 0, r_max = 1.7320508
 // Device: h100 (profile, sm_90): 132 SMs, 233472 B shared/SM, 232448 B shared/block (opt-in), 2048 threads and 32 blocks per SM
 //
 // plan for sdh on h100: 1000000 points, 499999500000 pairs (lower_triangle)
@@ -47,6 +47,7 @@ struct PeriodicBox {
 // Parameters are compile-time constants: the runner recompiles when they change.
 namespace params {
 [[maybe_unused]] constexpr unsigned bins = 500u;
+[[maybe_unused]] constexpr float r_min = 0.0f;
 [[maybe_unused]] constexpr float r_max = 1.7320508f;
 }  // namespace params
 
@@ -70,7 +71,7 @@ __device__ float root(float k) { return sqrtf(fmaxf(k, 0.0f)); }
 __device__ float approx_root(float k) { return k * rsqrtf(k); }
 
 __device__ float distance(float3 a, float3 b) { return root(squared_distance(a, b)); }
-#line 74 "sdh.cu"
+#line 75 "sdh.cu"
 __device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
   return distance(twobs_a, twobs_b);
 }
@@ -116,11 +117,22 @@ struct Here {
 };
 
 // ------------------------------------------------------------------ what a pair contributes: histogram
+[[maybe_unused]] constexpr unsigned SLOTS = static_cast<unsigned>(params::bins);
+[[maybe_unused]] constexpr Value LO = 0.0f;
+[[maybe_unused]] constexpr Value SCALE = 288.67514f;
+
+// The nearest whole number to x in [0, SLOTS - 1], without a conversion instruction.
+__device__ __forceinline__ int guess_index(float x) {
+  x = fminf(fmaxf(x, 0.0f), static_cast<float>(SLOTS - 1));  // a NaN guess becomes 0
+  return __float_as_int(x + 12582912.0f) - 0x4B400000;        // 1.5 x 2^23: the low bits are round(x)
+}
+__device__ __forceinline__ int guess_index(double x) {
+  return static_cast<int>(fmin(fmax(x, 0.0), static_cast<double>(SLOTS - 1)));
+}
+
 // bucket = floor((v - LO) * SCALE) in Value arithmetic, SCALE = bins / (max - min)
 // rounded once on the host; values outside [min, max) and NaN fall in no bucket.
-[[maybe_unused]] constexpr unsigned SLOTS = static_cast<unsigned>(params::bins);
-constexpr Value LO = 0.0f;
-constexpr Value SCALE = 288.67514f;
+__device__ __forceinline__ void prepare_buckets() {}
 
 __device__ __forceinline__ int bucket_of(Value v) {
   const Value x = (v - LO) * SCALE;
@@ -139,8 +151,8 @@ __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const P
   return {bucket_of(pair_value(twobs_a, twobs_b)), 1u};
 }
 
-// No setup: the value is tested as it is.
-__device__ __forceinline__ void prepare_contribution() {}
+// The value is tested as it is; log-spaced buckets load their edges.
+__device__ __forceinline__ void prepare_contribution() { prepare_buckets(); }
 
 // ------------------------------------------------------------------ input stage: register_roc
 // Register-RoC: each thread keeps its own point in registers and reads the

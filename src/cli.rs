@@ -17,7 +17,7 @@ use crate::plan::{Forced, Plan, Points};
 use crate::problems;
 use crate::report::{self, OutputOptions};
 use crate::run::{self, BackendChoice, RunOptions};
-use crate::spec::{Component, Output, ParamKind, Params, Problem, Sets};
+use crate::spec::{Component, Output, ParamKind, Params, Problem, Sets, Spacing};
 use crate::stage::contribution::{self, Test};
 use crate::stage::input::InputCache;
 use crate::stage::output::OutputChoice;
@@ -75,6 +75,9 @@ struct RunArgs {
     /// Override a parameter of the spec.
     #[arg(long = "param", value_name = "NAME=VALUE")]
     params: Vec<String>,
+    /// Space the histogram's buckets logarithmically (min > 0): edge k is min (max / min)^(k / bins).
+    #[arg(long)]
+    log_bins: bool,
     /// auto (the GPU when one is usable, else the CPU), cuda or cpu.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
@@ -202,14 +205,20 @@ fn result_target(problem: &Problem, args: &RunArgs) -> anyhow::Result<Option<Res
 
 /// `--param` values bound to the problem's parameters.
 fn bind(problem: &Problem, params: &[String]) -> anyhow::Result<Params> {
-    problem.bind(params).map_err(|e| anyhow::anyhow!("--param {e}"))
+    Ok(problem.bind(params)?)
 }
 
 /// Points per set of the built-in default dataset.
 const DEFAULT_DATASET_POINTS: u64 = 20_000;
 
+/// A built-in or a spec, with log-spaced buckets when asked.
+fn load(name: &str, log_bins: bool) -> anyhow::Result<Problem> {
+    let problem = problems::load(name)?;
+    Ok(if log_bins { problem.with_spacing(Spacing::Log)? } else { problem })
+}
+
 fn run_command(args: RunArgs) -> anyhow::Result<()> {
-    let problem = problems::load(&args.problem)?;
+    let problem = load(&args.problem, args.log_bins)?;
     let params = bind(&problem, &args.params)?;
     if args.f64 && matches!(args.backend, BackendArg::Cuda) {
         anyhow::bail!("--f64 is a mode of the CPU backend; use --backend cpu");
@@ -404,6 +413,9 @@ struct Target {
     /// Override a parameter of the spec.
     #[arg(long = "param", value_name = "NAME=VALUE")]
     params: Vec<String>,
+    /// Space the histogram's buckets logarithmically (min > 0).
+    #[arg(long)]
+    log_bins: bool,
     #[command(flatten)]
     forced: ForcedArgs,
 }
@@ -439,7 +451,7 @@ impl Target {
     }
 
     fn plan(&self) -> anyhow::Result<Planned> {
-        let problem = problems::load(&self.problem)?;
+        let problem = load(&self.problem, self.log_bins)?;
         let params = bind(&problem, &self.params)?;
         let device = select_device(&self.device)?;
         let points = self.points(&problem)?;

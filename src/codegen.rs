@@ -13,7 +13,7 @@ use serde_json::{Value as Json, json};
 
 use crate::device::Device;
 use crate::plan::{Forced, Plan, Shape};
-use crate::spec::{Element, Params, Problem};
+use crate::spec::{Element, Output, Params, Problem, Spacing};
 use crate::stage::contribution::{self, Test};
 use crate::stage::{Source, Template};
 
@@ -331,6 +331,9 @@ pub fn regenerate_command(
     forced: Forced,
 ) -> String {
     let mut cmd = format!("twobs gen {} --device {}", problem.origin, dev.name);
+    if matches!(problem.output, Output::Histogram { spacing: Spacing::Log, .. }) {
+        cmd += " --log-bins";
+    }
     if let Some(p) = points {
         cmd += &format!(" --points {p}");
     }

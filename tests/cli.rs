@@ -125,7 +125,7 @@ fn errors_are_clear_and_fail() {
     );
     let o = twobs(&["plan", "sdh", "--points", "0"]);
     assert!(stderr(&o).contains("--points 0: expected a positive whole number"), "{}", stderr(&o));
-    let o = twobs(&["plan", "sdh", "--points", "10x10"]);
+    let o = twobs(&["plan", "2pcf", "--points", "10x10"]);
     assert!(stderr(&o).contains("this problem has one set"), "{}", stderr(&o));
     let o = twobs(&["plan", "sdh", "--input-cache", "texture"]);
     assert!(stderr(&o).contains("unknown input cache `texture`"), "{}", stderr(&o));

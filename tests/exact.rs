@@ -429,3 +429,41 @@ fn points_outside_the_box_are_wrapped_or_refused() {
     assert!(wrapped == set(&inside), "{moved} points moved, not all to where they were");
     assert_eq!(set(&inside).clone().into_box(&b, Outside::Refuse).unwrap(), 0);
 }
+
+#[test]
+fn log_spaced_histograms_are_exact_against_their_edge_table() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let sdh = built_in("sdh").unwrap();
+    for (bins, r_min, r_max) in [(1u32, 0.05f32, 1.7f32), (7, 0.01, 1.0), (40, 0.003, 1.75), (200, 0.1, 1.2)] {
+        let log = sdh.with_spacing(twobs::spec::Spacing::Log).unwrap();
+        let params = log.bind(&[format!("bins={bins}"), format!("r_min={r_min}"), format!("r_max={r_max}")]).unwrap();
+        // The edges are the documented table: min (max / min)^(k / bins) in
+        // f64, rounded once to f32, the ends exact.
+        let edges = twobs::stage::contribution::histogram_edges(&log, &params);
+        assert_eq!(edges.len(), bins as usize + 1);
+        assert_eq!((edges[0], edges[bins as usize]), (r_min as f64, r_max as f64));
+        for (k, e) in edges.iter().enumerate() {
+            let ideal = r_min as f64 * ((r_max as f64 / r_min as f64).ln() * k as f64 / bins as f64).exp();
+            assert_eq!(*e, ideal as f32 as f64, "edge {k}");
+        }
+        for n in [2, 301, 1001] {
+            let pts = grid_points(&mut rng, n, 3);
+            let inputs = Inputs { a: set(&pts), b: None };
+            let shape = Shape::new(&log, &params, points(&inputs));
+            let driver = CpuDriver::compile(&log, &params, &shape, false, &cache()).unwrap();
+            let got = driver.run(&inputs, 2, &indicatif::ProgressBar::hidden());
+            // Grid distances are correctly rounded f32s; a pair's bucket is the
+            // number of edges at or below its f32 distance, less one.
+            let mut want = vec![0u64; bins as usize];
+            for i in 0..n {
+                for j in i + 1..n {
+                    let d = dist(&pts[i], &pts[j]) as f32 as f64;
+                    if d >= edges[0] && d < edges[bins as usize] {
+                        want[edges.partition_point(|e| *e <= d) - 1] += 1;
+                    }
+                }
+            }
+            assert_eq!(got, Outcome::Totals(Totals::Counts(want)), "bins {bins}, n {n}");
+        }
+    }
+}

@@ -27,6 +27,16 @@ fn problems() -> Vec<(String, Problem, Vec<String>)> {
     let mut runs: Vec<(String, Problem, Vec<String>)> =
         BUILT_IN.iter().map(|n| (n.to_string(), built_in(n).unwrap(), vec![])).collect();
     runs.push(("rdf-box0".into(), built_in("rdf").unwrap(), vec!["box=0".to_owned()]));
+    runs.push((
+        "sdh-log".into(),
+        built_in("sdh").unwrap().with_spacing(twobs::spec::Spacing::Log).unwrap(),
+        vec!["r_min=0.01".to_owned(), "bins=40".to_owned()],
+    ));
+    runs.push((
+        "rdf-triclinic".into(),
+        built_in("rdf").unwrap(),
+        vec!["box=1,1.5,2,0.25,0.125,-0.25".to_owned(), "r_max=0.45".to_owned()],
+    ));
     for example in ["examples/manhattan/manhattan.xml", "examples/weighted/weighted.xml"] {
         // Parsed by their path in the repository, as the snapshots show it.
         let text = Repo.read(Path::new(example)).unwrap();

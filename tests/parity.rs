@@ -63,6 +63,16 @@ fn subjects() -> Vec<Subject> {
         params: vec!["box=0".into(), "r_max=1.0".into(), "bins=53".into()],
     });
     out.push(Subject {
+        name: "sdh-log".into(),
+        problem: built_in("sdh").unwrap().with_spacing(twobs::spec::Spacing::Log).unwrap(),
+        params: vec!["r_min=0.01".into(), "bins=37".into()],
+    });
+    out.push(Subject {
+        name: "sdh-two-sets".into(),
+        problem: built_in("sdh").unwrap().with_sets(2).unwrap(),
+        params: vec!["bins=97".into()],
+    });
+    out.push(Subject {
         name: "rdf-two-sets".into(),
         problem: built_in("rdf").unwrap().with_sets(2).unwrap(),
         params: vec!["bins=53".into()],

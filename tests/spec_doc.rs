@@ -61,7 +61,8 @@ fn the_document_names_every_element_attribute_and_value() {
             }
         }
     }
-    let values = v::SETS.iter().chain(v::BOOLEAN).chain(v::COMPARE).chain(v::NORMALIZE).chain(Scalar::NAMES.iter());
+    let values = v::SETS.iter().chain(v::BOOLEAN).chain(v::COMPARE).chain(v::NORMALIZE).chain(v::SPACING);
+    let values = values.chain(Scalar::NAMES.iter());
     for value in values.chain([&v::BOX_TYPE]) {
         if !doc.contains(&format!("`{value}`")) && !doc.contains(&format!("`{value}` ")) {
             missing.push(format!("value `{value}`"));
@@ -94,7 +95,10 @@ fn the_reader_accepts_every_listed_attribute_and_value() {
     let full: [(&str, &str); 5] = [
         ("count", r#"<output kind="count" threshold="x" compare="lt"/>"#),
         ("sum", r#"<output kind="sum"/>"#),
-        ("histogram", r#"<output kind="histogram" bins="n" min="0" max="x" normalize="rdf" weight="sq"/>"#),
+        (
+            "histogram",
+            r#"<output kind="histogram" bins="n" min="0" max="x" normalize="rdf" weight="sq" spacing="linear"/>"#,
+        ),
         ("pairs", r#"<output kind="pairs" threshold="x" compare="le" estimate="10"/>"#),
         ("knn", r#"<output kind="knn" k="n"/>"#),
     ];
@@ -121,6 +125,9 @@ fn the_reader_accepts_every_listed_attribute_and_value() {
         parse(&format!(r#"<output kind="count" threshold="x" compare="{c}"/>"#), "").unwrap();
     }
     assert!(parse(r#"<output kind="count" threshold="x" compare="gt"/>"#, "").is_err());
+    for s in v::SPACING {
+        parse(&format!(r#"<output kind="histogram" bins="n" min="0.5" max="x" spacing="{s}"/>"#), "").unwrap();
+    }
     for b in v::BOOLEAN {
         parse(r#"<output kind="sum"/>"#, &format!("symmetric=\"{b}\"")).unwrap();
     }

@@ -159,7 +159,7 @@ pub enum Output {
     Sum,
     /// Pairs counted into `bins` equal buckets over [min, max); with a
     /// `weight` function, each pair adds weight(a, b) (in f64) instead of 1.
-    Histogram { bins: Operand, min: Operand, max: Operand, weight: Option<String> },
+    Histogram { bins: Operand, min: Operand, max: Operand, weight: Option<String>, spacing: Spacing },
     /// The index pairs whose value passes the comparison.
     Pairs { threshold: Operand, compare: Compare, estimate: Option<f64> },
     /// The K pairs of smallest value for each query point.
@@ -177,6 +177,26 @@ impl Output {
         }
     }
 }
+
+/// How a histogram's bucket edges are spaced between min and max.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Spacing {
+    /// Equal widths: edge k is min + k (max - min) / bins.
+    Linear,
+    /// Equal ratios: edge k is min (max / min)^(k / bins), min > 0.
+    Log,
+}
+
+impl Spacing {
+    pub fn parse(name: &str) -> Option<Spacing> {
+        vocabulary::SPACING.iter().position(|s| *s == name).map(|k| [Spacing::Linear, Spacing::Log][k])
+    }
+}
+
+/// The most buckets a log-spaced histogram has: its edges are a table in
+/// shared memory (16 KiB of f32).
+pub const MAX_LOG_BINS: u32 = 4095;
 
 /// A normalization of the raw histogram written beside it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -260,7 +280,8 @@ impl Problem {
     pub fn bind(&self, overrides: &[String]) -> Result<Params, ParamError> {
         let mut values: Vec<(String, Value)> = self.params.iter().map(|p| (p.name.clone(), p.default)).collect();
         for item in overrides {
-            let (name, text) = item.split_once('=').ok_or_else(|| param_error!("`{item}`: expected NAME=VALUE"))?;
+            let (name, text) =
+                item.split_once('=').ok_or_else(|| param_error!("--param {item}: expected NAME=VALUE"))?;
             let (name, text) = (name.trim(), text.trim());
             let Some(param) = self.param(name) else {
                 let known: Vec<&str> = self.params.iter().map(|p| p.name.as_str()).collect();
@@ -270,7 +291,7 @@ impl Problem {
                     if known.is_empty() { "(none)".to_owned() } else { known.join(", ") }
                 ));
             };
-            let value = param.parse_value(text).map_err(|why| param_error!("{name}={text}: {why}"))?;
+            let value = param.parse_value(text).map_err(|why| param_error!("--param {name}={text}: {why}"))?;
             values.iter_mut().find(|(n, _)| n == name).expect("declared").1 = value;
         }
         let params = Params { values };
@@ -317,6 +338,22 @@ impl Problem {
         Ok(p)
     }
 
+    /// The problem with its histogram's buckets spaced so (`--log-bins`).
+    pub fn with_spacing(&self, spacing: Spacing) -> Result<Problem, ParamError> {
+        let mut p = self.clone();
+        match &mut p.output {
+            Output::Histogram { spacing: s, .. } => *s = spacing,
+            other => {
+                return Err(param_error!(
+                    "log-spaced buckets are for histograms; problem `{}` makes {}",
+                    self.name,
+                    other.kind()
+                ));
+            }
+        }
+        Ok(p)
+    }
+
     /// The same problem between two sets: what runs on a pair of different
     /// blocks of a one-set problem's input.
     pub fn as_cross(&self) -> Problem {
@@ -348,9 +385,13 @@ impl Problem {
         }
         p.output = match &self.output {
             Output::Count { threshold, compare } => Output::Count { threshold: widen_op(threshold), compare: *compare },
-            Output::Histogram { bins, min, max, weight } => {
-                Output::Histogram { bins: bins.clone(), min: widen_op(min), max: widen_op(max), weight: weight.clone() }
-            }
+            Output::Histogram { bins, min, max, weight, spacing } => Output::Histogram {
+                bins: bins.clone(),
+                min: widen_op(min),
+                max: widen_op(max),
+                weight: weight.clone(),
+                spacing: *spacing,
+            },
             Output::Pairs { threshold, compare, estimate } => {
                 Output::Pairs { threshold: widen_op(threshold), compare: *compare, estimate: *estimate }
             }
@@ -404,8 +445,20 @@ impl Params {
             }
         }
         match &problem.output {
-            Output::Histogram { bins, min, max, .. } => {
+            Output::Histogram { bins, min, max, spacing, .. } => {
                 let n = self.eval(bins).as_f64();
+                if *spacing == Spacing::Log && n > MAX_LOG_BINS as f64 {
+                    return Err(param_error!(
+                        "log-spaced histogram bins ({}) must be at most {MAX_LOG_BINS}",
+                        self.describe(bins)
+                    ));
+                }
+                if *spacing == Spacing::Log && self.eval(min).as_f64() <= 0.0 {
+                    return Err(param_error!(
+                        "log-spaced buckets need a lower edge above 0, and it is {}",
+                        self.describe(min)
+                    ));
+                }
                 if !(1.0..=(1u64 << 24) as f64).contains(&n) {
                     return Err(param_error!(
                         "histogram bins ({}) must be between 1 and 16777216",
@@ -789,6 +842,12 @@ impl Cx<'_> {
                             }
                             Some(name)
                         }
+                    },
+                    spacing: match self.attr(node, "spacing") {
+                        None => Spacing::Linear,
+                        Some(a) => Spacing::parse(&a.value).ok_or_else(|| {
+                            self.err(a.pos, format!("spacing must be linear or log, found `{}`", a.value))
+                        })?,
                     },
                 }
             }

@@ -17,7 +17,7 @@ pub const FUNCTION: &[&str] = &["file", "name", "symmetric", "returns", "key", "
 pub const OUTPUT_KINDS: &[(&str, &[&str])] = &[
     ("count", &["kind", "threshold", "compare"]),
     ("sum", &["kind"]),
-    ("histogram", &["kind", "bins", "min", "max", "normalize", "weight"]),
+    ("histogram", &["kind", "bins", "min", "max", "normalize", "weight", "spacing"]),
     ("pairs", &["kind", "threshold", "compare", "estimate"]),
     ("knn", &["kind", "k"]),
 ];
@@ -30,6 +30,8 @@ pub const BOX_TYPE: &str = "box";
 pub const BOOLEAN: &[&str] = &["true", "false"];
 pub const COMPARE: &[&str] = &["lt", "<", "le", "<="];
 pub const NORMALIZE: &[&str] = &["rdf"];
+/// `spacing`, in the order of [`super::Spacing`]'s variants.
+pub const SPACING: &[&str] = &["linear", "log"];
 
 /// The attributes of an output of `kind`, if it is one.
 pub fn output_attributes(kind: &str) -> Option<&'static [&'static str]> {

@@ -18,7 +18,7 @@ use super::Template;
 use super::output::{Collect, Total};
 use serde::Serialize;
 
-use crate::spec::{Operand, Output, Params, Problem, Scalar, Value};
+use crate::spec::{Operand, Output, Params, Problem, Scalar, Spacing, Value};
 
 /// What the output of `problem` collects with these parameter values.
 pub fn collect(problem: &Problem, params: &Params) -> Collect {
@@ -61,7 +61,7 @@ impl Test {
     pub fn keys_possible(problem: &Problem, params: &Params) -> bool {
         let tested = match &problem.output {
             Output::Count { .. } | Output::Pairs { .. } => true,
-            Output::Histogram { bins, weight: None, .. } => {
+            Output::Histogram { bins, weight: None, spacing: Spacing::Linear, .. } => {
                 (params.eval(bins).as_f64() + 1.0) * problem.function.returns.bytes() as f64 <= KEY_EDGES_BYTES as f64
             }
             _ => false,
@@ -99,10 +99,14 @@ impl Test {
         }
     }
 
-    /// Static shared memory the test takes per block: the key edges.
+    /// Static shared memory the test takes per block: the key edges, or a
+    /// log-spaced histogram's value edges.
     pub fn shared_bytes(self, problem: &Problem, params: &Params) -> u32 {
         let value = problem.function.returns.bytes();
         match (self, &problem.output) {
+            (Test::Values, Output::Histogram { bins, spacing: Spacing::Log, .. }) => {
+                (params.eval(bins).as_f64() as u32 + 1) * value
+            }
             (Test::Values, _) => 0,
             (Test::Keys, Output::Histogram { bins, .. }) => (params.eval(bins).as_f64() as u32 + 1) * value,
             (Test::Keys, _) => value,
@@ -151,16 +155,26 @@ pub fn fragment(problem: &Problem, params: &Params, test: Test) -> (Template, se
             serde_json::json!({ "threshold": operand_expr(threshold, returns), "compare": compare.c_operator() }),
         ),
         Output::Sum => (Template::ContributionSum, serde_json::json!({})),
-        Output::Histogram { bins, weight, .. } => {
+        Output::Histogram { bins, weight, spacing, .. } => {
             let (lo, scale) = histogram_scale(problem, params).expect("a histogram");
             let template = match weight {
                 None => Template::ContributionHistogram,
                 Some(_) => Template::ContributionWeightedHistogram,
             };
+            let log = (*spacing == Spacing::Log).then(|| {
+                let edges = log_edges(problem, params);
+                let (lo, hi) = (edges[0].as_f64(), edges[edges.len() - 1].as_f64());
+                serde_json::json!({
+                    "edges": edges.iter().map(|e| e.c_literal()).collect::<Vec<_>>(),
+                    // Buckets per e-fold, for the guess the edges then correct.
+                    "scale": format!("{:?}f", ((edges.len() - 1) as f64 / (hi / lo).ln()) as f32),
+                })
+            });
             (
                 template,
                 serde_json::json!({
                     "bins": whole(bins), "lo": lo.c_literal(), "scale": scale.c_literal(), "weight": weight,
+                    "log": log,
                 }),
             )
         }
@@ -210,11 +224,33 @@ pub fn histogram_scale(problem: &Problem, params: &Params) -> Option<(Value, Val
     Some((lo, Value::F64(scale).cast(returns)))
 }
 
-/// The bucket edges of a histogram output, as the user gave them.
+/// The bucket edges of a histogram output: as the user gave them for linear
+/// spacing, the kernel's own table for log spacing.
 pub fn histogram_edges(problem: &Problem, params: &Params) -> Vec<f64> {
-    let Output::Histogram { bins, min, max, .. } = &problem.output else { return vec![] };
+    let Output::Histogram { bins, min, max, spacing, .. } = &problem.output else { return vec![] };
+    if *spacing == Spacing::Log {
+        return log_edges(problem, params).iter().map(|v| v.as_f64()).collect();
+    }
     let (bins, lo, hi) = (params.eval(bins).as_f64() as usize, params.eval(min).as_f64(), params.eval(max).as_f64());
     (0..=bins).map(|k| lo + (hi - lo) * k as f64 / bins as f64).collect()
+}
+
+/// A log-spaced histogram's edges: min (max / min)^(k / bins) in f64, each
+/// rounded once to the value type; the first is min and the last max exactly.
+/// Bucket k holds edges[k] <= value < edges[k + 1], on both backends.
+pub fn log_edges(problem: &Problem, params: &Params) -> Vec<Value> {
+    let Output::Histogram { bins, min, max, .. } = &problem.output else { return vec![] };
+    let returns = problem.function.returns;
+    let (lo, hi) = (params.eval(min).cast(returns), params.eval(max).cast(returns));
+    let bins = params.eval(bins).as_f64() as usize;
+    let ratio = (hi.as_f64() / lo.as_f64()).ln();
+    (0..=bins)
+        .map(|k| match k {
+            0 => lo,
+            k if k == bins => hi,
+            k => Value::F64(lo.as_f64() * (ratio * k as f64 / bins as f64).exp()).cast(returns),
+        })
+        .collect()
 }
 
 /// One line saying what the output is, with its parameter values.
@@ -228,9 +264,10 @@ pub fn describe(problem: &Problem, params: &Params) -> String {
             format!("count of pairs with value {} {}", compare.c_operator(), show(threshold))
         }
         Output::Sum => "sum of pair values (f64)".to_owned(),
-        Output::Histogram { bins, min, max, weight } => format!(
-            "histogram of {} buckets over [{}, {}){}",
+        Output::Histogram { bins, min, max, weight, spacing } => format!(
+            "histogram of {} {}buckets over [{}, {}){}",
             show(bins),
+            if *spacing == Spacing::Log { "log-spaced " } else { "" },
             show(min),
             show(max),
             weight.as_ref().map_or(String::new(), |w| format!(", each pair adding {w}(a, b)"))

@@ -1,10 +1,49 @@
+[[maybe_unused]] constexpr unsigned SLOTS = {{ stage.bins }};
+[[maybe_unused]] constexpr Value LO = {{ stage.lo }};
+[[maybe_unused]] constexpr Value SCALE = {{ stage.scale }};
+
+// The nearest whole number to x in [0, SLOTS - 1], without a conversion instruction.
+__device__ __forceinline__ int guess_index(float x) {
+  x = fminf(fmaxf(x, 0.0f), static_cast<float>(SLOTS - 1));  // a NaN guess becomes 0
+  return __float_as_int(x + 12582912.0f) - 0x4B400000;        // 1.5 x 2^23: the low bits are round(x)
+}
+__device__ __forceinline__ int guess_index(double x) {
+  return static_cast<int>(fmin(fmax(x, 0.0), static_cast<double>(SLOTS - 1)));
+}
+{%- if stage.log %}
+
+// Log-spaced buckets: bucket k holds EDGES[k] <= v < EDGES[k + 1], the edges
+// min (max / min)^(k / bins) computed in f64 on the host and rounded once;
+// values outside [min, max) and NaN fall in no bucket. The table is copied to
+// shared memory, where threads read different edges at once.
+__device__ const Value TWOBS_LOG_EDGES[SLOTS + 1] = {
+  {%- for e in stage.log.edges %}{{ e }}{% if not loop.last %}, {% endif %}{% endfor -%}
+};
+__shared__ Value twobs_bucket_edges[SLOTS + 1];
+
+__device__ __forceinline__ void prepare_buckets() {
+  for (unsigned twobs_j = TWOBS_THREAD; twobs_j <= SLOTS; twobs_j += TWOBS_THREADS) {
+    twobs_bucket_edges[twobs_j] = TWOBS_LOG_EDGES[twobs_j];
+  }
+}
+
+__device__ __forceinline__ int bucket_of(Value v) {
+  if (!(v >= twobs_bucket_edges[0] && v < twobs_bucket_edges[SLOTS])) return -1;
+  // A guess from the logarithm (either backend's logf, possibly a bucket
+  // off), then the edges make it exact.
+  int b = guess_index(logf(static_cast<float>(v / LO)) * {{ stage.log.scale }});
+  while (b > 0 && v < twobs_bucket_edges[b]) --b;
+  while (b + 1 < static_cast<int>(SLOTS) && v >= twobs_bucket_edges[b + 1]) ++b;
+  return b;
+}
+{%- else %}
+
 // bucket = floor((v - LO) * SCALE) in Value arithmetic, SCALE = bins / (max - min)
 // rounded once on the host; values outside [min, max) and NaN fall in no bucket.
-[[maybe_unused]] constexpr unsigned SLOTS = {{ stage.bins }};
-constexpr Value LO = {{ stage.lo }};
-constexpr Value SCALE = {{ stage.scale }};
+__device__ __forceinline__ void prepare_buckets() {}
 
 __device__ __forceinline__ int bucket_of(Value v) {
   const Value x = (v - LO) * SCALE;
   return (x >= Value(0) && x < Value(SLOTS)) ? static_cast<int>(x) : -1;
 }
+{%- endif %}

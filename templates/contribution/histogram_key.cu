@@ -8,18 +8,10 @@ typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 __shared__ Key twobs_edges[SLOTS + 1];
 
 __device__ __forceinline__ void prepare_contribution() {
+  prepare_buckets();
   for (unsigned twobs_j = TWOBS_THREAD; twobs_j <= SLOTS; twobs_j += TWOBS_THREADS) {
     twobs_edges[twobs_j] = smallest_key([twobs_j](Key twobs_k) { return ({{ stage.map }}(twobs_k) - LO) * SCALE >= Value(twobs_j); });
   }
-}
-
-// The nearest whole number to x in [0, SLOTS - 1], without a conversion instruction.
-__device__ __forceinline__ int guess_index(float x) {
-  x = fminf(fmaxf(x, 0.0f), static_cast<float>(SLOTS - 1));  // a NaN guess becomes 0
-  return __float_as_int(x + 12582912.0f) - 0x4B400000;        // 1.5 x 2^23: the low bits are round(x)
-}
-__device__ __forceinline__ int guess_index(double x) {
-  return static_cast<int>(fmin(fmax(x, 0.0), static_cast<double>(SLOTS - 1)));
 }
 
 __device__ __forceinline__ int bucket_of_key(Key twobs_k) {

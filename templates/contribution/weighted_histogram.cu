@@ -13,5 +13,5 @@ __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const P
   return {bucket_of(pair_value(twobs_a, twobs_b)), static_cast<double>({{ stage.weight }}(twobs_a, twobs_b))};
 }
 
-// No setup: the value is tested as it is.
-__device__ __forceinline__ void prepare_contribution() {}
+// The value is tested as it is; log-spaced buckets load their edges.
+__device__ __forceinline__ void prepare_contribution() { prepare_buckets(); }
