@@ -17,6 +17,7 @@ pub mod device;
 pub mod model;
 pub mod outcome;
 pub mod plan;
+pub mod plot;
 pub mod problems;
 pub mod report;
 pub mod run;
