@@ -11,7 +11,7 @@ use crate::backend::nvrtc;
 use crate::cache::Cache;
 use crate::codegen;
 use crate::data::write::{Destination, Format, Target as ResultTarget, WriteError};
-use crate::data::{InputOptions, Inputs, Outside, PointSet, read_frames};
+use crate::data::{InputOptions, Inputs, Outside, PointSet, read_frames, read_input};
 use crate::device::{Device, PROFILE_NAMES};
 use crate::plan::{Forced, Plan, Points};
 use crate::problems;
@@ -21,6 +21,7 @@ use crate::spec::{Component, Output, ParamKind, Params, Problem, Sets, Spacing};
 use crate::stage::contribution::{self, Test};
 use crate::stage::input::InputCache;
 use crate::stage::output::OutputChoice;
+use crate::xi::{self, Estimator};
 
 #[derive(Parser)]
 #[command(
@@ -61,6 +62,119 @@ enum Command {
     },
     /// Compute a problem on data: exact results on the GPU or the CPU.
     Run(RunArgs),
+    /// The two-point correlation function xi(r) of a catalogue against randoms:
+    /// DD, RR (and DR) pair counts in distance buckets, and an estimator.
+    Xi(XiArgs),
+}
+
+#[derive(Args)]
+struct XiArgs {
+    /// The catalogue: a .npy, .csv/.txt or .bin/.raw file of 3-D positions, or uniform:N ...
+    #[arg(long, value_name = "FILE|GEN:N")]
+    data: String,
+    /// Randoms: positions drawn uniformly over the catalogue's volume and mask.
+    #[arg(long, value_name = "FILE|GEN:N")]
+    randoms: String,
+    /// The pair-distance histogram to count with (a spec with sets="1,2").
+    #[arg(long, default_value = "sdh")]
+    problem: String,
+    /// Buckets and range: bins, r_min, r_max (sdh's parameters).
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    params: Vec<String>,
+    /// Log-spaced distance buckets (r_min > 0), as correlation functions are usually binned.
+    #[arg(long)]
+    log_bins: bool,
+    /// landy-szalay ((DD - 2DR + RR) / RR, the default) or natural (DD / RR - 1).
+    #[arg(long, value_enum, default_value = "landy-szalay")]
+    estimator: Estimator,
+    /// Where xi goes: a .csv, .npy or .json file, or - for standard output (the default).
+    #[arg(long, value_name = "FILE|-")]
+    out: Option<String>,
+    /// The format, whatever the file is called.
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
+    /// auto, cuda or cpu.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
+    /// CPU threads (default: all cores).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Values per point in a raw binary input.
+    #[arg(long)]
+    dims: Option<u32>,
+    /// Seed of synthetic inputs (the randoms use seed + 1).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Standard output carries xi alone.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn xi_command(args: XiArgs) -> anyhow::Result<()> {
+    let problem = load(&args.problem, args.log_bins)?;
+    let params = bind(&problem, &args.params)?;
+    let components = problem.input.element.components();
+    let opts = InputOptions { dims: args.dims, drop_nonfinite: false, seed: args.seed };
+    let format = args.format.map(FormatArg::format);
+    let target = match args.out.as_deref() {
+        None | Some("-") => ResultTarget::new(Destination::Stdout, format)?,
+        Some(path) => ResultTarget::new(Destination::File(path.into()), format)?,
+    };
+    let data = read_input(&args.data, &components, &opts).context("--data")?;
+    let randoms =
+        read_input(&args.randoms, &components, &InputOptions { seed: args.seed + 1, ..opts }).context("--randoms")?;
+    let run_opts = RunOptions {
+        backend: args.backend.choice(),
+        threads: args.threads,
+        f64: false,
+        quiet: args.quiet,
+        gpu: GpuOptions { gpus: None, block_points: None, streams: 2, forced: Forced::default(), pool_pairs: None },
+        verify: false,
+        cache: Cache::user(),
+    };
+    let (counts, runs) = xi::count(
+        &problem,
+        &params,
+        &Inputs { a: data, b: None },
+        &Inputs { a: randoms, b: None },
+        args.estimator,
+        &run_opts,
+    )?;
+    let xi = counts.xi(args.estimator);
+    let as_f64 = |c: &[u64]| c.iter().map(|&x| x as f64).collect::<Vec<f64>>();
+    let (dd, rr) = (as_f64(&counts.dd), as_f64(&counts.rr));
+    let dr = counts.dr.as_deref().map(as_f64);
+    let n = xi.len();
+    let mut columns: Vec<(&str, &[f64])> =
+        vec![("r_lo", &counts.edges[..n]), ("r_hi", &counts.edges[1..]), ("dd", &dd)];
+    if let Some(dr) = &dr {
+        columns.push(("dr", dr));
+    }
+    columns.extend([("rr", &rr[..]), ("xi", &xi[..])]);
+    crate::data::write::table(&target, &columns)?;
+    if !args.quiet {
+        let say = |line: String| match target.destination {
+            Destination::Stdout => eprintln!("{line}"),
+            Destination::File(_) => println!("{line}"),
+        };
+        say(format!(
+            "xi(r) by the {} estimator: {} data points, {} randoms, {}",
+            args.estimator.name(),
+            counts.data_points,
+            counts.random_points,
+            contribution::describe(&problem, &params)
+        ));
+        for (what, run) in ["DD", "RR", "DR"].iter().zip(&runs) {
+            say(format!("{what}: {} pairs on {}, {:.3} s", run.shape.pairs, run.device, run.timings.total_s));
+        }
+        if xi.iter().any(|x| x.is_nan()) {
+            say("xi is NaN (null in JSON) where the randoms have no pair: use more randoms or wider buckets".into());
+        }
+        if let Destination::File(path) = &target.destination {
+            say(format!("{} buckets -> {}", n, path.display()));
+        }
+    }
+    Ok(())
 }
 
 #[derive(Args)]
@@ -495,6 +609,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::List => list(),
         Command::Run(args) => run_command(args)?,
+        Command::Xi(args) => xi_command(args)?,
         Command::Plan { target, json } => {
             let p = target.plan()?;
             if json {

@@ -24,3 +24,4 @@ pub mod run;
 pub mod spec;
 pub mod stage;
 pub mod verify;
+pub mod xi;

@@ -479,3 +479,29 @@ fn a_run_killed_by_sigterm_or_sigint_leaves_no_partial_file() {
     println!("(exit code, file in place) per kill: {outcomes:?}");
     assert!(outcomes.iter().any(|(code, _)| *code == Some(130)), "no kill landed before the run ended: {outcomes:?}");
 }
+
+#[test]
+fn xi_writes_the_counts_and_the_estimate_the_user_asks_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let mut all = vec!["xi", "--data", "uniform:500", "--randoms", "uniform:900", "--backend", "cpu"];
+        all.extend_from_slice(args);
+        command().args(&all).current_dir(dir.path()).output().unwrap()
+    };
+    let o = run(&["--param", "bins=5", "--param", "r_min=0.05", "--param", "r_max=0.5", "--log-bins", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("r_lo,r_hi,dd,dr,rr,xi\n"), "{out}");
+    assert_eq!(out.lines().count(), 6, "{out}");
+    assert!(stderr(&o).is_empty(), "--quiet: {}", stderr(&o));
+    let o = run(&["--estimator", "natural", "--param", "bins=3", "--out", "xi.json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("xi.json")).unwrap()).unwrap();
+    assert!(json.get("dr").is_none() && json["xi"].as_array().unwrap().len() == 3, "{json}");
+    assert!(stdout(&o).contains("xi(r) by the natural estimator: 500 data points, 900 randoms"), "{}", stdout(&o));
+    let o = run(&["--problem", "2pcf"]);
+    assert!(stderr(&o).contains("problem `2pcf` cannot count xi's pairs"), "{}", stderr(&o));
+    let o = run(&["--log-bins"]);
+    assert!(stderr(&o).contains("log-spaced buckets need a lower edge above 0, and it is r_min=0"), "{}", stderr(&o));
+}

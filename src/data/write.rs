@@ -181,8 +181,6 @@ pub struct Histogram<'a> {
     pub g: Option<&'a [f64]>,
 }
 
-/// One row per bucket: bin_lo, bin_hi, count (or sum) and g_r. As npy, an
-/// N x 3 (or 4) float64 array of those columns.
 /// A JSON document (the run's report), pretty-printed.
 pub fn document(target: &Target, value: &serde_json::Value) -> Result<(), WriteError> {
     target.write(|w| {
@@ -191,6 +189,43 @@ pub fn document(target: &Target, value: &serde_json::Value) -> Result<(), WriteE
     })
 }
 
+/// Named columns of one row per bucket: CSV with a header, an N x C float64
+/// npy of the columns in order, or a JSON object of arrays.
+pub fn table(target: &Target, columns: &[(&str, &[f64])]) -> Result<(), WriteError> {
+    let n = columns.first().map_or(0, |(_, c)| c.len());
+    target.write(|w| match target.format {
+        Format::Csv => {
+            writeln!(w, "{}", columns.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(","))?;
+            for k in 0..n {
+                let row: Vec<String> = columns.iter().map(|(_, c)| c[k].to_string()).collect();
+                writeln!(w, "{}", row.join(","))?;
+            }
+            Ok(())
+        }
+        Format::Npy => {
+            let shape = [n as u64, columns.len() as u64];
+            let mut npy = npyz::WriteOptions::new().default_dtype().shape(&shape).writer(w).begin_nd()?;
+            for k in 0..n {
+                npy.extend(columns.iter().map(|(_, c)| c[k]))?;
+            }
+            npy.finish()
+        }
+        // JSON has no NaN: an undefined value (xi where RR is 0) is null.
+        Format::Json => {
+            let object: serde_json::Map<String, serde_json::Value> = columns
+                .iter()
+                .map(|(name, c)| {
+                    let values = c.iter().map(|x| if x.is_finite() { json!(x) } else { json!(null) });
+                    (name.to_string(), values.collect())
+                })
+                .collect();
+            writeln!(w, "{}", serde_json::Value::Object(object))
+        }
+    })
+}
+
+/// One row per bucket: bin_lo, bin_hi, count (or sum) and g_r. As npy, an
+/// N x 3 (or 4) float64 array of those columns.
 pub fn histogram(target: &Target, h: &Histogram) -> Result<(), WriteError> {
     let column = match h.totals {
         Totals::Counts(_) => "count",

@@ -1,0 +1,153 @@
+//! xi(r): the pair counts against a brute-force reference written here, the
+//! estimators against their textbook forms, and what they say about data
+//! whose answer is known (uniform data: xi = 0; clustered data: xi > 0 at
+//! small r). Fresh random inputs every run; the seed is printed.
+
+use rand::{RngExt, SeedableRng};
+use twobs::backend::cuda::GpuOptions;
+use twobs::cache::Cache;
+use twobs::data::{Column, Generator, Inputs, PointSet, synthesize};
+use twobs::plan::Forced;
+use twobs::problems::built_in;
+use twobs::run::{BackendChoice, RunOptions};
+use twobs::spec::{Problem, Spacing};
+use twobs::stage::contribution::histogram_edges;
+use twobs::xi::{Estimator, count};
+
+fn seed() -> u64 {
+    let s = std::env::var("TWOBS_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+    });
+    println!("TWOBS_TEST_SEED={s}");
+    s
+}
+
+fn cpu() -> RunOptions {
+    RunOptions {
+        backend: BackendChoice::Cpu,
+        threads: 2,
+        f64: false,
+        quiet: true,
+        gpu: GpuOptions { gpus: None, block_points: None, streams: 1, forced: Forced::default(), pool_pairs: None },
+        verify: false,
+        cache: Cache::at(concat!(env!("CARGO_TARGET_TMPDIR"), "/twobs-cache")),
+    }
+}
+
+/// Points on a grid of 1/16: every distance is sqrt(k)/16, its f32 correctly rounded.
+fn grid(rng: &mut rand::rngs::StdRng, n: usize) -> Vec<[f64; 3]> {
+    (0..n).map(|_| [0, 1, 2].map(|_| rng.random_range(0..16u32) as f64 / 16.0)).collect()
+}
+
+fn set(points: &[[f64; 3]]) -> PointSet {
+    PointSet {
+        columns: (0..3).map(|c| Column::F32(points.iter().map(|p| p[c] as f32).collect())).collect(),
+        origin: "test".into(),
+        rows: None,
+    }
+}
+
+/// The bucket of the f32 distance between a and b in the edge table, if any.
+fn bucket(a: &[f64; 3], b: &[f64; 3], edges: &[f64]) -> Option<usize> {
+    let d = (0..3).map(|c| (a[c] - b[c]).powi(2)).sum::<f64>().sqrt() as f32 as f64;
+    (d >= edges[0] && d < edges[edges.len() - 1]).then(|| edges.partition_point(|e| *e <= d) - 1)
+}
+
+fn within(points: &[[f64; 3]], edges: &[f64]) -> Vec<u64> {
+    let mut h = vec![0; edges.len() - 1];
+    for i in 0..points.len() {
+        for j in i + 1..points.len() {
+            if let Some(k) = bucket(&points[i], &points[j], edges) {
+                h[k] += 1;
+            }
+        }
+    }
+    h
+}
+
+fn between(a: &[[f64; 3]], b: &[[f64; 3]], edges: &[f64]) -> Vec<u64> {
+    let mut h = vec![0; edges.len() - 1];
+    for p in a {
+        for q in b {
+            if let Some(k) = bucket(p, q, edges) {
+                h[k] += 1;
+            }
+        }
+    }
+    h
+}
+
+fn log_sdh() -> Problem {
+    built_in("sdh").unwrap().with_spacing(Spacing::Log).unwrap()
+}
+
+#[test]
+fn pair_counts_and_both_estimators_match_a_brute_force_reference() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let problem = log_sdh();
+    let params = problem.bind(&["bins=12".into(), "r_min=0.02".into(), "r_max=0.9".into()]).unwrap();
+    let edges = histogram_edges(&problem, &params);
+    for (nd, nr) in [(2, 3), (300, 500), (801, 1203)] {
+        let (data, randoms) = (grid(&mut rng, nd), grid(&mut rng, nr));
+        let inputs = |p: &[[f64; 3]]| Inputs { a: set(p), b: None };
+        let (ls, _) =
+            count(&problem, &params, &inputs(&data), &inputs(&randoms), Estimator::LandySzalay, &cpu()).unwrap();
+        let (dd, dr, rr) = (within(&data, &edges), between(&data, &randoms, &edges), within(&randoms, &edges));
+        assert_eq!((&ls.dd, ls.dr.as_ref(), &ls.rr), (&dd, Some(&dr), &rr), "{nd} data, {nr} randoms");
+        assert_eq!(ls.edges, edges);
+        // The textbook forms, with the pair totals written out.
+        let (fd, fr) = (nd as f64, nr as f64);
+        let xi = ls.xi(Estimator::LandySzalay);
+        let natural = ls.xi(Estimator::Natural);
+        for k in 0..edges.len() - 1 {
+            if rr[k] == 0 {
+                assert!(xi[k].is_nan() && natural[k].is_nan(), "bucket {k}: no random pair, xi undefined");
+                continue;
+            }
+            let want_ls = (dd[k] as f64 * fr * (fr - 1.0) / (fd * (fd - 1.0)) - dr[k] as f64 * (fr - 1.0) / fd)
+                / rr[k] as f64
+                + 1.0;
+            let want_natural = dd[k] as f64 * fr * (fr - 1.0) / (rr[k] as f64 * fd * (fd - 1.0)) - 1.0;
+            assert!((xi[k] - want_ls).abs() <= 1e-12 * want_ls.abs().max(1.0), "LS bucket {k}: {} vs {want_ls}", xi[k]);
+            assert!(
+                (natural[k] - want_natural).abs() <= 1e-12 * want_natural.abs().max(1.0),
+                "natural bucket {k}: {} vs {want_natural}",
+                natural[k]
+            );
+        }
+        // The natural estimator does not count DR.
+        let (nat, runs) =
+            count(&problem, &params, &inputs(&data), &inputs(&randoms), Estimator::Natural, &cpu()).unwrap();
+        assert_eq!((nat.dr, runs.len()), (None, 2));
+    }
+}
+
+#[test]
+fn uniform_data_is_uncorrelated_and_clustered_data_is_not() {
+    let s = seed();
+    let problem = log_sdh();
+    let params = problem.bind(&["bins=8".into(), "r_min=0.02".into(), "r_max=0.3".into()]).unwrap();
+    let comps = problem.input.element.components();
+    let make = |g, n, seed| Inputs { a: synthesize(g, n, &comps, seed).unwrap(), b: None };
+    let randoms = make(Generator::Uniform, 6000, s);
+    let uniform = make(Generator::Uniform, 3000, s + 1);
+    let (c, _) = count(&problem, &params, &uniform, &randoms, Estimator::LandySzalay, &cpu()).unwrap();
+    let xi = c.xi(Estimator::LandySzalay);
+    // Pairs per bucket run from ~10^2 to ~10^5: the largest buckets are
+    // within a few per cent of 0; all within 0.5.
+    assert!(xi.iter().all(|x| x.abs() < 0.5), "uniform data: xi = {xi:?}");
+    assert!(xi[5..].iter().all(|x| x.abs() < 0.05), "uniform data: xi = {xi:?}");
+    let clustered = make(Generator::Clustered, 3000, s + 2);
+    let (c, _) = count(&problem, &params, &clustered, &randoms, Estimator::LandySzalay, &cpu()).unwrap();
+    let xi = c.xi(Estimator::LandySzalay);
+    assert!(xi[0] > 5.0 && xi[0] > xi[7], "clustered data: xi = {xi:?}");
+}
+
+#[test]
+fn xi_refuses_a_problem_that_is_not_a_distance_histogram() {
+    let params_2pcf = built_in("2pcf").unwrap();
+    let p = params_2pcf.bind(&[]).unwrap();
+    let one = Inputs { a: set(&[[0.0; 3], [0.5; 3]]), b: None };
+    let e = count(&params_2pcf, &p, &one, &one, Estimator::Natural, &cpu()).unwrap_err().to_string();
+    assert!(e.contains("problem `2pcf` cannot count xi's pairs"), "{e}");
+}
