@@ -14,6 +14,7 @@ use crate::data::write::{Destination, Format, Target as ResultTarget, WriteError
 use crate::data::{InputOptions, Inputs, Outside, PointSet, read_frames, read_input};
 use crate::device::{Device, PROFILE_NAMES};
 use crate::plan::{Forced, Plan, Points};
+use crate::plot;
 use crate::problems;
 use crate::report::{self, OutputOptions};
 use crate::run::{self, BackendChoice, RunOptions};
@@ -93,6 +94,9 @@ struct XiArgs {
     /// The format, whatever the file is called.
     #[arg(long, value_enum)]
     format: Option<FormatArg>,
+    /// Draw xi(r) to FILE.png or FILE.svg.
+    #[arg(long, value_name = "FILE.png|svg")]
+    plot: Option<PathBuf>,
     /// auto, cuda or cpu.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
@@ -120,6 +124,9 @@ fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         None | Some("-") => ResultTarget::new(Destination::Stdout, format)?,
         Some(path) => ResultTarget::new(Destination::File(path.into()), format)?,
     };
+    if let Some(path) = &args.plot {
+        plot::check(path)?;
+    }
     let data = read_input(&args.data, &components, &opts).context("--data")?;
     let randoms =
         read_input(&args.randoms, &components, &InputOptions { seed: args.seed + 1, ..opts }).context("--randoms")?;
@@ -152,6 +159,21 @@ fn xi_command(args: XiArgs) -> anyhow::Result<()> {
     }
     columns.extend([("rr", &rr[..]), ("xi", &xi[..])]);
     crate::data::write::table(&target, &columns)?;
+    if let Some(path) = &args.plot {
+        let figure = plot::Figure {
+            title: format!(
+                "ξ(r), {}: {} data points, {} randoms",
+                args.estimator.name(),
+                counts.data_points,
+                counts.random_points
+            ),
+            x_label: "r".into(),
+            y_label: "ξ(r)".into(),
+            log_x: args.log_bins,
+            series: vec![plot::Series { label: "ξ".into(), edges: &counts.edges, values: &xi }],
+        };
+        plot::draw(&figure, path)?;
+    }
     if !args.quiet {
         let say = |line: String| match target.destination {
             Destination::Stdout => eprintln!("{line}"),
@@ -205,6 +227,9 @@ struct RunArgs {
     /// Write a JSON report of the run to FILE (- for stdout).
     #[arg(long, value_name = "FILE")]
     report: Option<String>,
+    /// Draw the histogram (g(r) for rdf) to FILE.png or FILE.svg.
+    #[arg(long, value_name = "FILE.png|svg")]
+    plot: Option<PathBuf>,
     /// Values per point in a raw binary input.
     #[arg(long)]
     dims: Option<u32>,
@@ -421,6 +446,9 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         cache: Cache::user(),
     };
     let out = result_target(&problem, &args)?;
+    if let Some(path) = &args.plot {
+        report::check_plot(&problem, path)?;
+    }
     // The report, like the result, is checked writable before anything runs.
     let report_target = match args.report.as_deref() {
         None => None,
@@ -438,6 +466,12 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     let report = report::present(&problem, &params, &frames, &exec, &out_opts, to_stdout)?;
     if let Some(target) = &report_target {
         crate::data::write::document(target, &report)?;
+    }
+    if let Some(path) = &args.plot {
+        report::plot(&problem, &params, &frames, &exec, path)?;
+        if !args.quiet {
+            eprintln!("drew {}", path.display());
+        }
     }
     Ok(())
 }

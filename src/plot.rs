@@ -18,7 +18,6 @@
 //!   --drop-tables-=kern --drop-tables+=GPOS,GSUB,GDEF,MATH,FFTM
 //! ```
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -70,8 +69,15 @@ pub enum PlotError {
     Io { path: PathBuf, source: std::io::Error },
 }
 
-/// The format a file's extension names (`.png` or `.svg`, in any case): what
-/// the command line checks before it computes anything.
+/// What the command line checks before it computes anything: the extension
+/// names a picture format and a file can be made there.
+pub fn check(path: &Path) -> Result<PlotFormat, PlotError> {
+    let format = format_of(path)?;
+    crate::data::write::check_writable(path).map_err(|source| PlotError::Io { path: path.to_owned(), source })?;
+    Ok(format)
+}
+
+/// The format a file's extension names (`.png` or `.svg`, in any case).
 pub fn format_of(path: &Path) -> Result<PlotFormat, PlotError> {
     let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
     match ext.as_deref() {
@@ -224,12 +230,24 @@ fn paint<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, figure: &Figure, fra
     let y_ticks = linear_ticks(y_lo, y_hi);
     if figure.log_x {
         let chart = builder.build_cartesian_2d((x_lo..x_hi).log_scale(), y_lo..y_hi)?;
-        curves(chart, figure, frame, &|v: &f64| significant(*v, 3), &y_ticks)?;
+        curves(chart, figure, frame, &log_tick_label, &y_ticks)?;
     } else {
         let chart = builder.build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)?;
         curves(chart, figure, frame, &linear_ticks(x_lo, x_hi), &y_ticks)?;
     }
     root.present()
+}
+
+/// A log axis ticks 1 to 9 times each power of ten; only 1, 2 and 5 are
+/// labelled, so that the labels of a decade do not run into each other.
+fn log_tick_label(v: &f64) -> String {
+    let mantissa = v / 10f64.powf(v.log10().floor());
+    let m = mantissa.round();
+    if (mantissa - m).abs() < 1e-6 * m && [1.0, 2.0, 5.0, 10.0].contains(&m) {
+        significant(*v, 3)
+    } else {
+        String::new()
+    }
 }
 
 /// Axes, step curves and, for more than one series, the legend. A step curve
@@ -397,23 +415,11 @@ fn trimmed(mut s: String) -> String {
     if s == "-0" { "0".to_owned() } else { s }
 }
 
-/// Writes `bytes` to `.<file>.<pid>.partial` beside `path`, then renames it
-/// into place; on any failure the partial file is removed.
+/// Writes `bytes` through a partial file renamed into place (see
+/// [`crate::data::write::file_atomically`]).
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {
-    let io = |source| PlotError::Io { path: path.to_owned(), source };
-    let name = path.file_name().ok_or_else(|| io(std::io::Error::other("the path names no file")))?;
-    let partial = path.with_file_name(format!(".{}.{}.partial", name.to_string_lossy(), std::process::id()));
-    let written = std::fs::File::create(&partial).and_then(|mut f| {
-        f.write_all(bytes)?;
-        f.sync_all()
-    });
-    match written.and_then(|()| std::fs::rename(&partial, path)) {
-        Ok(()) => Ok(()),
-        Err(source) => {
-            let _ = std::fs::remove_file(&partial);
-            Err(io(source))
-        }
-    }
+    crate::data::write::file_atomically(path, |w| w.write_all(bytes))
+        .map_err(|source| PlotError::Io { path: path.to_owned(), source })
 }
 
 #[cfg(test)]

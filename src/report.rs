@@ -3,11 +3,14 @@
 
 use serde_json::json;
 
+use std::path::Path;
+
 use crate::data::Inputs;
 use crate::data::write::{self, Destination, Format, Target, WriteError};
 use crate::outcome::{Outcome, Totals};
+use crate::plot::{self, Figure, PlotError, Series};
 use crate::run::Execution;
-use crate::spec::{Normalization, Output, Params, Problem, Sets};
+use crate::spec::{Normalization, Output, Params, Problem, Sets, Spacing};
 use crate::stage::contribution;
 use crate::stage::visit::Visit;
 
@@ -17,6 +20,68 @@ pub enum ReportError {
     NotSymmetric,
     #[error(transparent)]
     Write(#[from] WriteError),
+    #[error(transparent)]
+    Plot(#[from] PlotError),
+    #[error("--plot draws histograms and g(r); problem `{0}` makes {1}")]
+    NothingToPlot(String, &'static str),
+}
+
+/// Refuses --plot, before the run, for an output that is not a histogram.
+pub fn check_plot(problem: &Problem, path: &Path) -> Result<(), ReportError> {
+    if !matches!(problem.output, Output::Histogram { .. }) {
+        return Err(ReportError::NothingToPlot(problem.name.clone(), problem.output.kind()));
+    }
+    plot::check(path)?;
+    Ok(())
+}
+
+/// Draws the run's histogram, or g(r) where the problem normalizes so, to `path`.
+pub fn plot(
+    problem: &Problem,
+    params: &Params,
+    frames: &[Inputs],
+    exec: &Execution,
+    path: &Path,
+) -> Result<(), ReportError> {
+    let Outcome::Totals(totals) = &exec.outcome else {
+        return Err(ReportError::NothingToPlot(problem.name.clone(), problem.output.kind()));
+    };
+    let Output::Histogram { spacing, weight, .. } = &problem.output else {
+        return Err(ReportError::NothingToPlot(problem.name.clone(), problem.output.kind()));
+    };
+    let edges = contribution::histogram_edges(problem, params);
+    let values = totals.as_f64();
+    let points: usize = frames[0].a.len() + frames[0].b.as_ref().map_or(0, |b| b.len());
+    let mut what = format!("{} points", points);
+    if frames.len() > 1 {
+        what += &format!(", {} frames", frames.len());
+    }
+    let (values, title, y_label) = match problem.normalize {
+        Some(Normalization::Rdf) => {
+            let (g, _) = rdf(problem, params, frames, &edges, &values);
+            (g, format!("{}: g(r), {what}", problem.name), "g(r)".to_owned())
+        }
+        None => {
+            let y = match weight {
+                Some(w) => format!("sum of {w}(a, b)"),
+                None => "pairs".to_owned(),
+            };
+            (values, format!("{}: {}, {what}", problem.name, problem.summary.split(':').next().unwrap_or("")), y)
+        }
+    };
+    let x_label = match problem.normalize {
+        Some(Normalization::Rdf) => "r".to_owned(),
+        None => format!("{}(a, b)", problem.function.name),
+    };
+    let figure = Figure {
+        title,
+        x_label,
+        y_label,
+        log_x: *spacing == Spacing::Log,
+        series: vec![Series { label: problem.name.clone(), edges: &edges, values: &values }],
+    };
+    plot::draw(&figure, path)?;
+    Ok(())
 }
 
 #[derive(Debug, Clone, Default)]

@@ -505,3 +505,51 @@ fn xi_writes_the_counts_and_the_estimate_the_user_asks_for() {
     let o = run(&["--log-bins"]);
     assert!(stderr(&o).contains("log-spaced buckets need a lower edge above 0, and it is r_min=0"), "{}", stderr(&o));
 }
+
+#[test]
+fn plot_draws_g_of_r_and_xi_and_is_checked_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| command().args(args).current_dir(dir.path()).output().unwrap();
+    let o = run(&[
+        "run",
+        "rdf",
+        "--backend",
+        "cpu",
+        "--input",
+        "uniform:3000",
+        "--param",
+        "bins=50",
+        "--plot",
+        "g.png",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(dir.path().join("g.png")).unwrap()));
+    let reader = decoder.read_info().unwrap();
+    assert_eq!((reader.info().width, reader.info().height), (960, 600));
+    let o = run(&[
+        "xi",
+        "--data",
+        "uniform:400",
+        "--randoms",
+        "uniform:800",
+        "--backend",
+        "cpu",
+        "--plot",
+        "xi.svg",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let svg = std::fs::read_to_string(dir.path().join("xi.svg")).unwrap();
+    assert!(svg.contains("ξ(r), Landy-Szalay: 400 data points, 800 randoms"), "{svg:.300}");
+    // Refused before three million points are counted.
+    let start = std::time::Instant::now();
+    let big = ["run", "sdh", "--backend", "cpu", "--input", "uniform:3000000"];
+    let o = run(&[&big[..], &["--plot", "h.jpg"]].concat());
+    assert!(stderr(&o).contains("h.jpg: the extension names no picture format; use .png or .svg"), "{}", stderr(&o));
+    let o = run(&["run", "2pcf", "--backend", "cpu", "--input", "uniform:3000000", "--plot", "c.png"]);
+    assert!(stderr(&o).contains("--plot draws histograms and g(r); problem `2pcf` makes count"), "{}", stderr(&o));
+    let o = run(&[&big[..], &["--plot", "nowhere/h.png"]].concat());
+    assert!(stderr(&o).contains("cannot write nowhere/h.png"), "{}", stderr(&o));
+    assert!(start.elapsed().as_secs() < 30, "the errors came after computing");
+}

@@ -91,10 +91,7 @@ impl Target {
             }
         };
         if let Destination::File(path) = &destination {
-            let probe = partial_path(path);
-            let _registered = Partial::register(&probe);
-            std::fs::File::create(&probe).at(path)?;
-            let _ = std::fs::remove_file(&probe);
+            check_writable(path).at(path)?;
         }
         Ok(Target { destination, format })
     }
@@ -120,23 +117,36 @@ impl Target {
                 body(&mut out).and_then(|()| out.flush()).map_err(WriteError::Stdout)
             }
             Destination::File(path) => {
-                let partial = partial_path(path);
-                let _registered = Partial::register(&partial);
-                let written = std::fs::File::create(&partial).and_then(|f| {
-                    let mut w = BufWriter::new(f);
-                    body(&mut w)?;
-                    w.into_inner().map_err(|e| e.into_error())?.sync_all()
-                });
-                match written.and_then(|()| std::fs::rename(&partial, path)) {
-                    Ok(()) => Ok(()),
-                    Err(e) => {
-                        let _ = std::fs::remove_file(&partial);
-                        Err(WriteError::Io { path: path.clone(), source: e })
-                    }
-                }
+                file_atomically(path, body).map_err(|e| WriteError::Io { path: path.clone(), source: e })
             }
         }
     }
+}
+
+/// Shows that a file can be made at `path` (its folder exists and takes
+/// files) by making and removing a partial file there: what a command checks
+/// before it computes anything.
+pub fn check_writable(path: &Path) -> std::io::Result<()> {
+    let probe = partial_path(path);
+    let _registered = Partial::register(&probe);
+    std::fs::File::create(&probe)?;
+    std::fs::remove_file(&probe)
+}
+
+/// Writes `path` through a partial file beside it, renamed into place once
+/// complete and synced; on failure, or SIGINT/SIGTERM meanwhile, the partial
+/// file is removed, so that no half-written file is ever left.
+pub fn file_atomically(path: &Path, body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<()> {
+    let partial = partial_path(path);
+    let _registered = Partial::register(&partial);
+    let written = std::fs::File::create(&partial).and_then(|f| {
+        let mut w = BufWriter::new(f);
+        body(&mut w)?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()
+    });
+    written.and_then(|()| std::fs::rename(&partial, path)).inspect_err(|_| {
+        let _ = std::fs::remove_file(&partial);
+    })
 }
 
 /// The partial files being written now, so that an interrupted run can remove them.
