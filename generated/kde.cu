@@ -1,5 +1,5 @@
 // twobs kernel: kde (problems/kde.xml)
-// Kernel density sum: the Gaussian kernel exp(-d^2 / 2h^2) summed over all pairs of 3-D points
+// Kernel density sum: the Gaussian kernel exp(-d^2 / 2h^2) summed over all pairs of points (3-D, or as many coordinates as the input has)
 //
 // Input: one set (self), element f32 x 3; pair function `gaussian` from problems/kde.cu (symmetric)
 // Output: sum of pair values (f64)
@@ -29,10 +29,17 @@
 //
 // Launch: 1954 blocks of 512 threads, 6144 B dynamic shared memory.
 // Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
-// Regenerate: twobs gen problems/kde.xml --device h100
+// Regenerate: twobs gen problems/kde.xml --device h100 --dims 3
 // ------------------------------------------------------------------ types
 typedef float3 Point;
 typedef float Value;
+
+// The point's coordinates by number, for snippets of any dimension: in an
+// unrolled loop over DIMS every index is a constant and coord a register.
+[[maybe_unused]] constexpr unsigned DIMS = 3;
+__device__ __forceinline__ float coord(const Point& p, unsigned i) {
+  return i == 0 ? p.x : i == 1 ? p.y : p.z;
+}
 
 // A periodic box (a parameter of type="box"): edge vectors (lx, 0, 0),
 // (xy ly, ly, 0), (xz lz, yz lz, lz), tilt factors as in HOOMD and freud;
@@ -49,18 +56,22 @@ namespace params {
 
 // ------------------------------------------------------------------ the pairwise function
 #line 1 "problems/kde.cu"
-// Gaussian kernel of bandwidth params::h between two 3-D points.
-__device__ float gaussian(float3 a, float3 b) {
-  const float dx = a.x - b.x;
-  const float dy = a.y - b.y;
-  const float dz = a.z - b.z;
-  const float d2 = dx * dx + dy * dy + dz * dz;
+// Gaussian kernel of bandwidth params::h between two points of DIMS coordinates.
+__device__ float gaussian(const Point& a, const Point& b) {
+  float d2 = 0.0f;
+#pragma unroll
+  for (unsigned i = 0; i < DIMS; ++i) {
+    const float d = coord(a, i) - coord(b, i);
+    d2 = i == 0 ? d * d : d2 + d * d;  // in 3-D: dx * dx + dy * dy + dz * dz
+  }
   return expf(-d2 * (0.5f / (params::h * params::h)));
 }
-#line 61 "kde.cu"
-__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
-  return gaussian(twobs_a, twobs_b);
-}
+#line 2 "problems/kde.cu"
+__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) { return gaussian(twobs_a, twobs_b); }
+#line 72 "kde.cu"
+// The calls into the snippet above are rendered at the lines of the functions
+// they call, so that a parameter or return type that does not fit is reported there.
+
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 512;  // threads per block = points per tile
 constexpr unsigned R = 1;  // own points per thread: each tile point serves R pairs

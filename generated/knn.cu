@@ -1,7 +1,7 @@
 // twobs kernel: knn (problems/knn.xml)
-// KNN self-join: the K nearest other points of every 3-D point, by Euclidean distance
+// KNN self-join: the K nearest other points of every point (3-D, or as many coordinates as the input has), by Euclidean distance
 //
-// Input: one set (self), element f32 x 3; pair function `distance` from problems/distance3.cu (symmetric)
+// Input: one set (self), element f32 x 3; pair function `distance` from problems/distance.cu (symmetric)
 // Output: k = 8 nearest per query (smallest values, ties to the smaller index)
 // Parameters: k = 8
 // Device: h100 (profile, sm_90): 132 SMs, 233472 B shared/SM, 232448 B shared/block (opt-in), 2048 threads and 32 blocks per SM
@@ -19,10 +19,17 @@
 //
 // Launch: 3907 blocks of 256 threads, 3072 B dynamic shared memory.
 // Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
-// Regenerate: twobs gen problems/knn.xml --device h100
+// Regenerate: twobs gen problems/knn.xml --device h100 --dims 3
 // ------------------------------------------------------------------ types
 typedef float3 Point;
 typedef float Value;
+
+// The point's coordinates by number, for snippets of any dimension: in an
+// unrolled loop over DIMS every index is a constant and coord a register.
+[[maybe_unused]] constexpr unsigned DIMS = 3;
+__device__ __forceinline__ float coord(const Point& p, unsigned i) {
+  return i == 0 ? p.x : i == 1 ? p.y : p.z;
+}
 
 // A periodic box (a parameter of type="box"): edge vectors (lx, 0, 0),
 // (xy ly, ly, 0), (xz lz, yz lz, lz), tilt factors as in HOOMD and freud;
@@ -38,15 +45,22 @@ namespace params {
 }  // namespace params
 
 // ------------------------------------------------------------------ the pairwise function
-#line 1 "problems/distance3.cu"
-// Euclidean distance between two 3-D points: the square root of the squared
-// distance, a non-decreasing map of a cheaper key (the spec says so), so that
-// thresholds and bucket edges are tested on the squared distance.
-__device__ float squared_distance(float3 a, float3 b) {
-  const float dx = a.x - b.x;
-  const float dy = a.y - b.y;
-  const float dz = a.z - b.z;
-  return fmaf(dz, dz, fmaf(dy, dy, dx * dx));  // two roundings fewer than the plain sum, and two instructions
+#line 1 "problems/distance.cu"
+// Euclidean distance between two points of DIMS coordinates: the square root
+// of the squared distance, a non-decreasing map of a cheaper key (the spec
+// says so), so that thresholds and bucket edges are tested on the squared
+// distance. The built-ins take DIMS from their input (dims_from_input).
+__device__ float squared_distance(const Point& a, const Point& b) {
+  const float d0 = coord(a, 0) - coord(b, 0);
+  float sum = d0 * d0;
+  // In 3-D: fmaf(dz, dz, fmaf(dy, dy, dx * dx)), a rounding fewer per
+  // coordinate than the plain sum, and an instruction fewer.
+#pragma unroll
+  for (unsigned i = 1; i < DIMS; ++i) {
+    const float d = coord(a, i) - coord(b, i);
+    sum = fmaf(d, d, sum);
+  }
+  return sum;
 }
 
 // Non-decreasing over every key, as a key map must be: no key the key
@@ -56,11 +70,19 @@ __device__ float root(float k) { return sqrtf(fmaxf(k, 0.0f)); }
 // A fast approximation of root, only to guess a bucket the key edges then correct.
 __device__ float approx_root(float k) { return k * rsqrtf(k); }
 
-__device__ float distance(float3 a, float3 b) { return root(squared_distance(a, b)); }
-#line 61 "knn.cu"
-__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
-  return distance(twobs_a, twobs_b);
-}
+__device__ float distance(const Point& a, const Point& b) { return root(squared_distance(a, b)); }
+#line 25 "problems/distance.cu"
+__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) { return distance(twobs_a, twobs_b); }
+#line 5 "problems/distance.cu"
+__device__ __forceinline__ Value twobs_key(const Point& twobs_a, const Point& twobs_b) { return squared_distance(twobs_a, twobs_b); }
+#line 20 "problems/distance.cu"
+__device__ __forceinline__ Value twobs_map(Value twobs_k) { return root(twobs_k); }
+#line 23 "problems/distance.cu"
+__device__ __forceinline__ Value twobs_estimate(Value twobs_k) { return approx_root(twobs_k); }
+#line 83 "knn.cu"
+// The calls into the snippet above are rendered at the lines of the functions
+// they call, so that a parameter or return type that does not fit is reported there.
+
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 256;  // threads per block = points per tile
 constexpr unsigned R = 1;  // own points per thread: each tile point serves R pairs

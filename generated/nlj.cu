@@ -47,10 +47,12 @@ __device__ long long key_gap(Point a, Point b) {
   const long long gap = static_cast<long long>(a.key) - static_cast<long long>(b.key);
   return gap < 0 ? -gap : gap;
 }
-#line 51 "nlj.cu"
-__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
-  return key_gap(twobs_a, twobs_b);
-}
+#line 2 "problems/nlj.cu"
+__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) { return key_gap(twobs_a, twobs_b); }
+#line 53 "nlj.cu"
+// The calls into the snippet above are rendered at the lines of the functions
+// they call, so that a parameter or return type that does not fit is reported there.
+
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 256;  // threads per block = points per tile
 constexpr unsigned R = 1;  // own points per thread: each tile point serves R pairs

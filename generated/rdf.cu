@@ -36,6 +36,13 @@
 typedef float3 Point;
 typedef float Value;
 
+// The point's coordinates by number, for snippets of any dimension: in an
+// unrolled loop over DIMS every index is a constant and coord a register.
+[[maybe_unused]] constexpr unsigned DIMS = 3;
+__device__ __forceinline__ float coord(const Point& p, unsigned i) {
+  return i == 0 ? p.x : i == 1 ? p.y : p.z;
+}
+
 // A periodic box (a parameter of type="box"): edge vectors (lx, 0, 0),
 // (xy ly, ly, 0), (xz lz, yz lz, lz), tilt factors as in HOOMD and freud;
 // lx == 0 for open boundaries.
@@ -96,10 +103,18 @@ __device__ float root(float k) { return sqrtf(fmaxf(k, 0.0f)); }
 __device__ float approx_root(float k) { return k * rsqrtf(k); }
 
 __device__ float min_image_distance(float3 a, float3 b) { return root(squared_min_image_distance(a, b)); }
-#line 100 "rdf.cu"
-__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
-  return min_image_distance(twobs_a, twobs_b);
-}
+#line 43 "problems/rdf.cu"
+__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) { return min_image_distance(twobs_a, twobs_b); }
+#line 31 "problems/rdf.cu"
+__device__ __forceinline__ Value twobs_key(const Point& twobs_a, const Point& twobs_b) { return squared_min_image_distance(twobs_a, twobs_b); }
+#line 38 "problems/rdf.cu"
+__device__ __forceinline__ Value twobs_map(Value twobs_k) { return root(twobs_k); }
+#line 41 "problems/rdf.cu"
+__device__ __forceinline__ Value twobs_estimate(Value twobs_k) { return approx_root(twobs_k); }
+#line 115 "rdf.cu"
+// The calls into the snippet above are rendered at the lines of the functions
+// they call, so that a parameter or return type that does not fit is reported there.
+
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 64;  // threads per block = points per tile
 constexpr unsigned R = 1;  // own points per thread: each tile point serves R pairs

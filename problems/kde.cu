@@ -1,8 +1,10 @@
-// Gaussian kernel of bandwidth params::h between two 3-D points.
-__device__ float gaussian(float3 a, float3 b) {
-  const float dx = a.x - b.x;
-  const float dy = a.y - b.y;
-  const float dz = a.z - b.z;
-  const float d2 = dx * dx + dy * dy + dz * dz;
+// Gaussian kernel of bandwidth params::h between two points of DIMS coordinates.
+__device__ float gaussian(const Point& a, const Point& b) {
+  float d2 = 0.0f;
+#pragma unroll
+  for (unsigned i = 0; i < DIMS; ++i) {
+    const float d = coord(a, i) - coord(b, i);
+    d2 = i == 0 ? d * d : d2 + d * d;  // in 3-D: dx * dx + dy * dy + dz * dz
+  }
   return expf(-d2 * (0.5f / (params::h * params::h)));
 }

@@ -11,14 +11,14 @@ use crate::backend::nvrtc;
 use crate::cache::Cache;
 use crate::codegen;
 use crate::data::write::{Destination, Format, Target as ResultTarget, WriteError};
-use crate::data::{InputOptions, Inputs, Outside, PointSet, read_frames, read_input};
+use crate::data::{self, InputOptions, Inputs, Outside, PointSet, read_frames, read_input};
 use crate::device::{Device, PROFILE_NAMES};
 use crate::plan::{Forced, Plan, Points};
 use crate::plot;
 use crate::problems;
 use crate::report::{self, OutputOptions};
 use crate::run::{self, BackendChoice, RunOptions};
-use crate::spec::{Component, Output, ParamKind, Params, Problem, Sets, Spacing};
+use crate::spec::{Component, Element, Output, ParamKind, Params, Problem, Sets, Spacing};
 use crate::stage::contribution::{self, Test};
 use crate::stage::input::InputCache;
 use crate::stage::output::OutputChoice;
@@ -103,7 +103,8 @@ struct XiArgs {
     /// CPU threads (default: all cores).
     #[arg(long, default_value_t = 0)]
     threads: usize,
-    /// Values per point in a raw binary input.
+    /// Values per point: of a raw binary input, or of synthetic points where the
+    /// problem takes its dimension from the input.
     #[arg(long)]
     dims: Option<u32>,
     /// Seed of synthetic inputs (the randoms use seed + 1).
@@ -117,8 +118,9 @@ struct XiArgs {
 fn xi_command(args: XiArgs) -> anyhow::Result<()> {
     let problem = load(&args.problem, args.log_bins)?;
     let params = bind(&problem, &args.params)?;
-    let components = problem.input.element.components();
     let opts = InputOptions { dims: args.dims, drop_nonfinite: false, seed: args.seed };
+    let problem = with_input_dims(problem, &args.data, &opts)?;
+    let components = problem.input.element.components();
     let format = args.format.map(FormatArg::format);
     let target = match args.out.as_deref() {
         None | Some("-") => ResultTarget::new(Destination::Stdout, format)?,
@@ -230,7 +232,8 @@ struct RunArgs {
     /// Draw the histogram (g(r) for rdf) to FILE.png or FILE.svg.
     #[arg(long, value_name = "FILE.png|svg")]
     plot: Option<PathBuf>,
-    /// Values per point in a raw binary input.
+    /// Values per point: of a raw binary input, or of synthetic points where the
+    /// problem takes its dimension from the input.
     #[arg(long)]
     dims: Option<u32>,
     /// Seed of synthetic inputs (set B uses seed + 1).
@@ -356,6 +359,18 @@ fn load(name: &str, log_bins: bool) -> anyhow::Result<Problem> {
     Ok(if log_bins { problem.with_spacing(Spacing::Log)? } else { problem })
 }
 
+/// The problem for the points of `input`: of its dimension where the spec
+/// takes it from the input (`dims_from_input`), else refused when it differs.
+fn with_input_dims(problem: Problem, input: &str, opts: &InputOptions) -> anyhow::Result<Problem> {
+    if !matches!(problem.input.element, Element::Vector { .. }) {
+        return Ok(problem);
+    }
+    Ok(match data::values_per_point(input, opts)? {
+        Some(dims) => problem.with_dims(dims).with_context(|| format!("--input {input}"))?,
+        None => problem,
+    })
+}
+
 fn run_command(args: RunArgs) -> anyhow::Result<()> {
     let problem = load(&args.problem, args.log_bins)?;
     let params = bind(&problem, &args.params)?;
@@ -365,7 +380,6 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     if args.verify && matches!(args.backend, BackendArg::Cpu) {
         anyhow::bail!("--verify checks a GPU run against the CPU backend; this run is on the CPU");
     }
-    let components = problem.input.element.components();
     let opts = InputOptions { dims: args.dims, drop_nonfinite: args.drop_nonfinite, seed: args.seed };
     let wanted = match problem.input.sets {
         Sets::One => 1,
@@ -395,6 +409,8 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         );
     }
     let problem = problem.with_sets(if args.frames { 1 } else { given.len() })?;
+    let problem = with_input_dims(problem, &given[0], &opts)?;
+    let components = problem.input.element.components();
     let mut frames = read_frames_of(&given, &components, &opts, args.frames)?;
     if frames.len() > 1 && !matches!(problem.output, Output::Count { .. } | Output::Sum | Output::Histogram { .. }) {
         anyhow::bail!(
@@ -564,6 +580,9 @@ struct Target {
     /// Space the histogram's buckets logarithmically (min > 0).
     #[arg(long)]
     log_bins: bool,
+    /// Values per point, for a problem that takes its dimension from the input.
+    #[arg(long)]
+    dims: Option<u32>,
     #[command(flatten)]
     forced: ForcedArgs,
 }
@@ -604,6 +623,10 @@ impl Target {
         let device = select_device(&self.device)?;
         let points = self.points(&problem)?;
         let problem = problem.with_sets(if points.b.is_some() { 2 } else { 1 })?;
+        let problem = match self.dims {
+            Some(dims) => problem.with_dims(dims).context("--dims")?,
+            None => problem,
+        };
         let plan = Plan::new(&problem, &params, &device, points, self.forced.forced())?;
         Ok(Planned { problem, params, device, plan })
     }

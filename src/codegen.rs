@@ -33,6 +33,83 @@ pub struct Kernel {
     /// `<problem>.cu`, the name the compiler reports errors against.
     pub file_name: String,
     pub source: String,
+    /// How the generated code calls the snippet, for messages about it.
+    pub snippet_calls: String,
+}
+
+impl Kernel {
+    /// The lines around each place in a compiler's `log` (`file(N)` from
+    /// NVRTC, `file:N:` from gcc and clang), in the file the log names: the
+    /// user's snippet or the generated code, as the `#line` directives say.
+    pub fn excerpt(&self, log: &str) -> String {
+        let files = self.lines_by_file();
+        let mut places: Vec<(usize, &str, usize)> = Vec::new();
+        for file in files.keys() {
+            for (open, close) in [("(", ')'), (":", ':')] {
+                let tag = format!("{file}{open}");
+                for (at, _) in log.match_indices(&tag) {
+                    let before = log[..at].chars().next_back();
+                    if before.is_some_and(|c| !c.is_whitespace() && c != '"' && c != '\'') {
+                        continue; // the tail of a longer name
+                    }
+                    let rest = &log[at + tag.len()..];
+                    let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+                    if rest[digits..].starts_with(close) {
+                        if let Ok(n) = rest[..digits].parse() {
+                            places.push((at, file.as_str(), n));
+                        }
+                    }
+                }
+            }
+        }
+        places.sort();
+        let mut shown: Vec<(&str, usize)> = Vec::new();
+        let mut out = String::new();
+        for (_, file, n) in places {
+            if shown.contains(&(file, n)) || shown.len() == 3 {
+                continue;
+            }
+            shown.push((file, n));
+            let lines = &files[file];
+            out.push_str(&format!("\n\n{file}, line {n}:\n"));
+            for k in n.saturating_sub(2).max(1)..=(n + 1).min(lines.len()) {
+                let mark = if k == n { '>' } else { ' ' };
+                out.push_str(&format!("{mark}{k:>5} | {}\n", lines[k - 1]));
+            }
+        }
+        if shown.iter().any(|(file, _)| *file != self.file_name) {
+            out.push_str(&format!("\n{}\n", self.snippet_calls));
+        }
+        out
+    }
+
+    /// Each file's lines as the compiler numbers them: the generated file's
+    /// own, and those a `#line N "file"` directive gives another name.
+    fn lines_by_file(&self) -> std::collections::BTreeMap<String, Vec<String>> {
+        // The first text a line gets is its own: the calls into the snippet
+        // are rendered later at its lines (`templates/common/snippet.cu`).
+        let mut files: std::collections::BTreeMap<String, Vec<Option<String>>> = Default::default();
+        let (mut file, mut next) = (self.file_name.clone(), 1usize);
+        for line in self.source.lines() {
+            if let Some((n, name)) = line.strip_prefix("#line ").and_then(|d| d.split_once(' ')) {
+                if let Ok(n) = n.parse::<usize>() {
+                    file = name.trim().trim_matches('"').replace("\\\"", "\"").replace("\\\\", "\\");
+                    next = n;
+                    continue;
+                }
+            }
+            let lines = files.entry(file.clone()).or_default();
+            if lines.len() < next {
+                lines.resize(next, None);
+            }
+            lines[next - 1].get_or_insert_with(|| line.to_owned());
+            next += 1;
+        }
+        files
+            .into_iter()
+            .map(|(file, lines)| (file, lines.into_iter().map(Option::unwrap_or_default).collect()))
+            .collect()
+    }
 }
 
 fn tera() -> &'static tera::Tera {
@@ -85,16 +162,80 @@ fn components(element: &Element, block_size: u32) -> Vec<ComponentCx> {
     out
 }
 
+/// The typed functions through which generated code calls the snippet's
+/// (`templates/common/snippet.cu`): each is rendered at the line of the
+/// function it calls, so that a wrong parameter or return type is reported at
+/// the user's own line, on both backends.
+fn snippet_calls(problem: &Problem) -> Vec<Json> {
+    let f = &problem.function;
+    let call = |name: &str, returns: &str, params: &str, args: &str, function: &str| {
+        json!({ "name": name, "returns": returns, "params": params, "args": args, "function": function,
+                "line": f.line_of(function) })
+    };
+    let pair = ("const Point& twobs_a, const Point& twobs_b", "twobs_a, twobs_b");
+    let mut calls = vec![call("pair_value", "Value", pair.0, pair.1, &f.name)];
+    if let Some(k) = &f.key {
+        calls.push(call("twobs_key", "Value", pair.0, pair.1, &k.key));
+        calls.push(call("twobs_map", "Value", "Value twobs_k", "twobs_k", &k.map));
+        calls.push(call(
+            "twobs_estimate",
+            "Value",
+            "Value twobs_k",
+            "twobs_k",
+            k.estimate.as_deref().unwrap_or(&k.map),
+        ));
+    }
+    if let Output::Histogram { weight: Some(w), .. } = &problem.output {
+        calls.push(call("twobs_weight", "double", pair.0, pair.1, w));
+    }
+    calls
+}
+
+/// The snippet's name in `#line`: with a folder, as generated files have none.
+fn snippet_file(file: &str) -> String {
+    if file.contains('/') { file.to_owned() } else { format!("./{file}") }
+}
+
+/// In words, how generated code calls the snippet's functions.
+fn describe_snippet_calls(problem: &Problem) -> String {
+    let point = match &problem.input.element {
+        Element::Vector { scalar, dims } if *dims <= 4 => format!("{}{dims}", scalar.c_vector_prefix()),
+        Element::Vector { scalar, dims } => format!("struct {{ {} v[{dims}]; }}", scalar.c_type()),
+        Element::Record { fields } => format!(
+            "struct {{ {} }}",
+            fields.iter().map(|f| format!("{} {};", f.scalar.c_type(), f.name)).collect::<Vec<_>>().join(" ")
+        ),
+    };
+    let value = problem.function.returns.c_type();
+    let named: Vec<String> = snippet_calls(problem)
+        .iter()
+        .map(|c| {
+            let text = |key: &str| c[key].as_str().unwrap_or("").to_owned();
+            format!("{}({}) -> {}", text("function"), text("params"), text("returns"))
+                .replace("twobs_a", "a")
+                .replace("twobs_b", "b")
+                .replace("Value twobs_k", "Value key")
+                .replace("Value", value)
+        })
+        .collect();
+    format!("twobs calls {}, where Point is {point}", named.join(", "))
+}
+
 /// What every template sees: the problem's types, parameters and snippet.
 fn common(problem: &Problem, params: &Params, block_size: u32) -> serde_json::Map<String, Json> {
+    const MEMBERS: [&str; 4] = ["x", "y", "z", "w"];
     let element = &problem.input.element;
     let point = match element {
-        Element::Vector { scalar, dims } if *dims <= 4 => {
-            json!({ "is_struct": false, "ctype": format!("{}{dims}", scalar.c_vector_prefix()) })
-        }
-        Element::Vector { scalar, dims } => {
-            json!({ "is_struct": true, "struct_fields": [format!("{} v[{dims}];", scalar.c_type())] })
-        }
+        Element::Vector { scalar, dims } if *dims <= 4 => json!({
+            "is_struct": false,
+            "ctype": format!("{}{dims}", scalar.c_vector_prefix()),
+            "coords": { "dims": dims, "scalar": scalar.c_type(), "members": &MEMBERS[..*dims as usize] },
+        }),
+        Element::Vector { scalar, dims } => json!({
+            "is_struct": true,
+            "struct_fields": [format!("{} v[{dims}];", scalar.c_type())],
+            "coords": { "dims": dims, "scalar": scalar.c_type() },
+        }),
         Element::Record { fields } => json!({
             "is_struct": true,
             "struct_fields": fields.iter().map(|f| format!("{} {};", f.scalar.c_type(), f.name)).collect::<Vec<_>>(),
@@ -128,9 +269,11 @@ fn common(problem: &Problem, params: &Params, block_size: u32) -> serde_json::Ma
         "value_ctype": problem.function.returns.c_type(),
         "params": params,
         "snippet": {
-            "file": problem.function.file,
+            // Never the bare name of a generated file, so that messages cannot mix them up.
+            "file": snippet_file(&problem.function.file).replace('\\', "\\\\").replace('"', "\\\""),
             "text": problem.function.source.trim_end(),
-            "function": problem.function.name,
+            "calls": snippet_calls(problem),
+            "probe": if problem.function.key.is_some() { "twobs_key" } else { "pair_value" },
         },
     });
     let Json::Object(map) = cx else { unreachable!("an object") };
@@ -151,7 +294,7 @@ fn render_template(template: Template, cx: serde_json::Map<String, Json>) -> Str
 }
 
 /// After the snippet, compiler messages point back at the generated file.
-fn finish(rendered: String, entry: String, file_name: String) -> Kernel {
+fn finish(problem: &Problem, rendered: String, entry: String, file_name: String) -> Kernel {
     let source =
         rendered
             .lines()
@@ -166,7 +309,7 @@ fn finish(rendered: String, entry: String, file_name: String) -> Kernel {
             .collect::<Vec<_>>()
             .join("\n")
             + "\n";
-    Kernel { entry, file_name, source }
+    Kernel { entry, file_name, source, snippet_calls: describe_snippet_calls(problem) }
 }
 
 /// Renders the kernel for `plan`. `regenerate` is the command shown in the header.
@@ -212,7 +355,7 @@ pub fn render(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, reg
             .into(),
     );
     let entry = cx["kernel_name"].as_str().expect("a name").to_owned();
-    finish(render_template(Template::Kernel, cx), entry, format!("{}.cu", problem.name))
+    finish(problem, render_template(Template::Kernel, cx), entry, format!("{}.cu", problem.name))
 }
 
 /// Renders the CPU driver: the same types, parameters, snippet and pair
@@ -230,7 +373,7 @@ pub fn render_cpu(problem: &Problem, params: &Params, shape: &Shape, f64_mode: b
     });
     cx.insert("fragments".into(), fragments);
     cx.insert("names".into(), json!({ "visit": shape.visit.name(), "kind": problem.output.kind() }));
-    finish(render_template(Template::CpuDriver, cx), "twobs_rows".into(), format!("{}.cpp", problem.name))
+    finish(problem, render_template(Template::CpuDriver, cx), "twobs_rows".into(), format!("{}.cpp", problem.name))
 }
 
 /// What a pair evaluates alone in a one-line kernel, for counting its
@@ -238,10 +381,10 @@ pub fn render_cpu(problem: &Problem, params: &Params, shape: &Shape, f64_mode: b
 /// where `test` is on keys, else the pair function.
 pub fn render_probe(problem: &Problem, params: &Params, test: Test) -> Kernel {
     let mut cx = common(problem, params, 1);
-    if let (Test::Keys, Some(k)) = (test, &problem.function.key) {
-        cx["snippet"]["function"] = k.key.clone().into();
+    if test == Test::Values {
+        cx["snippet"]["probe"] = "pair_value".into();
     }
-    finish(render_template(Template::Probe, cx), "twobs_probe".into(), format!("{}-probe.cu", problem.name))
+    finish(problem, render_template(Template::Probe, cx), "twobs_probe".into(), format!("{}-probe.cu", problem.name))
 }
 
 /// The key probe of a problem tested on keys, for the GPU (`cpu` false) or the
@@ -260,7 +403,7 @@ pub fn render_key_probe(problem: &Problem, params: &Params, cpu: bool) -> Option
     } else {
         (Template::KeysProbe, format!("{}-keys.cu", problem.name))
     };
-    Some(finish(render_template(template, cx), "twobs_check_keys".into(), file))
+    Some(finish(problem, render_template(template, cx), "twobs_check_keys".into(), file))
 }
 
 /// The comment block every kernel starts with: what it computes, the plan and how it was derived.
@@ -333,6 +476,9 @@ pub fn regenerate_command(
     let mut cmd = format!("twobs gen {} --device {}", problem.origin, dev.name);
     if matches!(problem.output, Output::Histogram { spacing: Spacing::Log, .. }) {
         cmd += " --log-bins";
+    }
+    if let (true, Element::Vector { dims, .. }) = (problem.input.dims_from_input, &problem.input.element) {
+        cmd += &format!(" --dims {dims}");
     }
     if let Some(p) = points {
         cmd += &format!(" --points {p}");

@@ -18,7 +18,7 @@ pub enum LoadError {
 }
 
 /// (file name under problems/, contents)
-const FILES: [(&str, &str); 12] = [
+const FILES: [(&str, &str); 11] = [
     ("sdh.xml", include_str!("../problems/sdh.xml")),
     ("rdf.xml", include_str!("../problems/rdf.xml")),
     ("2pcf.xml", include_str!("../problems/2pcf.xml")),
@@ -26,8 +26,7 @@ const FILES: [(&str, &str); 12] = [
     ("selfjoin.xml", include_str!("../problems/selfjoin.xml")),
     ("knn.xml", include_str!("../problems/knn.xml")),
     ("nlj.xml", include_str!("../problems/nlj.xml")),
-    ("distance2.cu", include_str!("../problems/distance2.cu")),
-    ("distance3.cu", include_str!("../problems/distance3.cu")),
+    ("distance.cu", include_str!("../problems/distance.cu")),
     ("rdf.cu", include_str!("../problems/rdf.cu")),
     ("kde.cu", include_str!("../problems/kde.cu")),
     ("nlj.cu", include_str!("../problems/nlj.cu")),

@@ -1,12 +1,6 @@
 {{ header }}
 {% include "common/types.cu" %}
-// ------------------------------------------------------------------ the pairwise function
-#line 1 "{{ snippet.file }}"
-{{ snippet.text }}
-//@@twobs-line-reset
-__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
-  return {{ snippet.function }}(twobs_a, twobs_b);
-}
+{% include "common/snippet.cu" %}
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = {{ block_size }};  // threads per block = points per tile
 constexpr unsigned R = {{ points_per_thread }};  // own points per thread: each tile point serves R pairs

@@ -1,12 +1,7 @@
 // twobs key probe for {{ problem_name }}: the slot each key gets from the key
 // edges, against the slot of its value, for keys of the given ranks.
 {% include "common/types.cu" %}
-#line 1 "{{ snippet.file }}"
-{{ snippet.text }}
-//@@twobs-line-reset
-__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) {
-  return {{ snippet.function }}(twobs_a, twobs_b);
-}
+{% include "common/snippet.cu" %}
 constexpr unsigned B = 256;
 #define TWOBS_THREAD threadIdx.x
 #define TWOBS_THREADS B

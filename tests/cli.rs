@@ -553,3 +553,43 @@ fn plot_draws_g_of_r_and_xi_and_is_checked_before_the_run() {
     assert!(stderr(&o).contains("cannot write nowhere/h.png"), "{}", stderr(&o));
     assert!(start.elapsed().as_secs() < 30, "the errors came after computing");
 }
+
+#[test]
+fn built_ins_take_the_dimension_of_their_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| command().args(args).current_dir(dir.path()).output().unwrap();
+    // 4-D points: only the fourth coordinate separates them.
+    std::fs::write(dir.path().join("p4.csv"), "0,0,0,0\n0,0,0,0.5\n0,0,0,2\n").unwrap();
+    let o =
+        run(&["run", "selfjoin", "--backend", "cpu", "--input", "p4.csv", "--param", "eps=1", "--out", "-", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "i,j\n0,1\n");
+    // 6-D npy for knn: each point's nearest is the next one along the sixth axis.
+    {
+        use npyz::WriterBuilder;
+        let mut f = std::fs::File::create(dir.path().join("p6.npy")).unwrap();
+        let mut w = npyz::WriteOptions::new().default_dtype().shape(&[4, 6]).writer(&mut f).begin_nd().unwrap();
+        for i in 0..4 {
+            for c in 0..6 {
+                w.push(&if c == 5 { (i * i) as f32 } else { 0.5f32 }).unwrap();
+            }
+        }
+        w.finish().unwrap();
+    }
+    let o = run(&["run", "knn", "--backend", "cpu", "--input", "p6.npy", "--param", "k=1", "--out", "-", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let ids: Vec<&str> = text.lines().skip(1).map(|l| l.split(',').nth(2).unwrap()).collect();
+    assert_eq!(ids, ["1", "0", "1", "2"], "{text}");
+    // Synthetic points take --dims; gen and plan too.
+    let o =
+        run(&["run", "2pcf", "--backend", "cpu", "--input", "uniform:50", "--dims", "7", "--param", "r=9", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "1225");
+    let o = run(&["gen", "sdh", "--dims", "5"]);
+    assert!(stdout(&o).contains("constexpr unsigned DIMS = 5;") && stdout(&o).contains("--dims 5"), "{}", stderr(&o));
+    // A problem of fixed dimension says so, naming the input.
+    let o = run(&["run", "rdf", "--backend", "cpu", "--input", "p4.csv"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--input p4.csv: problem `rdf` takes points of 3 values, not 4"), "{}", stderr(&o));
+}

@@ -467,3 +467,57 @@ fn log_spaced_histograms_are_exact_against_their_edge_table() {
         }
     }
 }
+
+fn run_cpu_in(name: &str, dims: u32, params: &[String], inputs: &Inputs) -> Outcome {
+    let p = built_in(name).unwrap().with_dims(dims).unwrap();
+    let params = p.bind(params).unwrap();
+    let shape = Shape::new(&p, &params, points(inputs));
+    CpuDriver::compile(&p, &params, &shape, false, &cache()).unwrap().run(inputs, 2, &indicatif::ProgressBar::hidden())
+}
+
+#[test]
+fn built_ins_take_any_dimension_from_their_input_and_stay_exact() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    for dims in [1u32, 2, 4, 5, 8] {
+        let d = dims as usize;
+        let scale = (dims as f64).sqrt();
+        let n = 301;
+        let pts = grid_points(&mut rng, n, d);
+        let inputs = Inputs { a: set(&pts), b: None };
+        let pairs = || (0..n).flat_map(|i| ((i + 1)..n).map(move |j| (i, j)));
+
+        let r = safe_threshold(rng.random_range(0.1..0.4) * scale);
+        let want = pairs().filter(|&(i, j)| dist(&pts[i], &pts[j]) < r).count() as u64;
+        assert_eq!(run_cpu_in("2pcf", dims, &[format!("r={r}")], &inputs), Outcome::Totals(Totals::Counts(vec![want])));
+
+        let Outcome::Pairs(got) = run_cpu_in("selfjoin", dims, &[format!("eps={r}")], &inputs) else { panic!() };
+        let got: BTreeSet<[u32; 2]> = got.into_iter().collect();
+        let want: BTreeSet<[u32; 2]> =
+            pairs().filter(|&(i, j)| dist(&pts[i], &pts[j]) <= r).map(|(i, j)| [i as u32, j as u32]).collect();
+        assert_eq!(got, want, "selfjoin, {dims}-D, eps = {r}");
+
+        let (bins, r_max) = safe_bins(40, (1.05 * scale) as f32, &grid_distances(d));
+        let got = run_cpu_in("sdh", dims, &[format!("bins={bins}"), format!("r_max={r_max}")], &inputs);
+        let want = reference_histogram(pairs().map(|(i, j)| dist(&pts[i], &pts[j])), bins, 0.0, r_max as f64);
+        assert_eq!(got, Outcome::Totals(Totals::Counts(want)), "sdh, {dims}-D");
+
+        let k = 5;
+        let Outcome::Knn { ids, .. } = run_cpu_in("knn", dims, &[format!("k={k}")], &inputs) else { panic!() };
+        for i in 0..n {
+            let mut cands: Vec<(f64, u32)> =
+                (0..n).filter(|&j| j != i).map(|j| (dist(&pts[i], &pts[j]), j as u32)).collect();
+            cands.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            let want: Vec<u32> = cands[..k].iter().map(|c| c.1).collect();
+            assert_eq!(&ids[i * k..(i + 1) * k], &want[..], "knn, {dims}-D, query {i}");
+        }
+    }
+}
+
+#[test]
+fn a_problem_of_fixed_dimension_refuses_other_points() {
+    let rdf = built_in("rdf").unwrap();
+    let err = rdf.with_dims(2).unwrap_err().to_string();
+    assert!(err.contains("takes points of 3 values, not 2"), "{err}");
+    let err = built_in("sdh").unwrap().with_dims(65).unwrap_err().to_string();
+    assert!(err.contains("1 to 64"), "{err}");
+}

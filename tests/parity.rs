@@ -82,6 +82,16 @@ fn subjects() -> Vec<Subject> {
         problem: built_in("rdf").unwrap(),
         params: vec!["box=1,1.5,2,0.25,0.125,-0.25".into(), "r_max=0.45".into(), "bins=53".into()],
     });
+    // The built-ins that take their dimension from the input, in others than their own.
+    for (name, dims, params) in
+        [("sdh", 1, "bins=61"), ("2pcf", 6, "r=0.5"), ("selfjoin", 5, "eps=0.3"), ("knn", 8, "k=5")]
+    {
+        out.push(Subject {
+            name: format!("{name}-{dims}d"),
+            problem: built_in(name).unwrap().with_dims(dims).unwrap(),
+            params: vec![params.into()],
+        });
+    }
     for (name, example) in [("manhattan", "manhattan/manhattan.xml"), ("weighted", "weighted/weighted.xml")] {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(example);
         let text = std::fs::read_to_string(&path).unwrap();

@@ -33,8 +33,8 @@ pub enum CpuError {
     NoCompiler(String),
     #[error("cannot run {compiler}: {source}")]
     Spawn { compiler: String, source: std::io::Error },
-    #[error("{compiler} could not compile the CPU driver of `{problem}`:\n{log}\n(the generated driver is {})", path.display())]
-    Compile { compiler: String, problem: String, log: String, path: PathBuf },
+    #[error("{compiler} could not compile the CPU driver of `{problem}`:\n{log}{excerpt}\n(the generated driver is {})", path.display())]
+    Compile { compiler: String, problem: String, log: String, excerpt: String, path: PathBuf },
     #[error("cannot load the CPU driver {}: {source}", path.display())]
     Load { path: PathBuf, source: libloading::Error },
     #[error(transparent)]
@@ -120,6 +120,7 @@ fn library(code: &codegen::Kernel, name: &str, cache: &Cache) -> Result<Library,
                     compiler: cxx.clone(),
                     problem: name.to_owned(),
                     log: log.lines().take(40).collect::<Vec<_>>().join("\n"),
+                    excerpt: code.excerpt(&log),
                     path: source_path.clone(),
                 });
             }

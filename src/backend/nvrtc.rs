@@ -2,7 +2,8 @@
 //! code path serves the runner and the compile tests (NVRTC needs no GPU).
 
 use std::ffi::{CStr, CString};
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use cudarc::nvrtc::{result, sys};
 
@@ -13,9 +14,9 @@ use crate::codegen::{Kernel, NVRTC_OPTIONS};
 #[derive(Debug, thiserror::Error)]
 pub enum NvrtcError {
     #[error(
-        "libnvrtc (CUDA 13) was not found on the library path; install it (`pip install nvidia-cuda-nvrtc==13.0.*`) and add its nvidia/cu13/lib folder to LD_LIBRARY_PATH, as scripts/test.sh does"
+        "libnvrtc (CUDA 13) was found neither on the library path nor in {searched}; install the CUDA toolkit or `pip install nvidia-cuda-nvrtc==13.0.*`, or set CUDA_PATH to the folder holding lib64/libnvrtc.so.13"
     )]
-    Missing,
+    Missing { searched: String },
     #[error("NVRTC failed: {0}")]
     Api(#[from] result::NvrtcError),
     #[error(transparent)]
@@ -25,7 +26,8 @@ pub enum NvrtcError {
 }
 
 /// A kernel that did not compile, with the evidence: the compiler's log, the
-/// exact options, and the generated lines the log points at.
+/// exact options, and the lines the log points at, in the user's snippet or
+/// the generated code.
 #[derive(Debug, thiserror::Error)]
 #[error("NVRTC could not compile {file} with options {}:\n{}{excerpt}", options.join(" "), log.trim_end())]
 pub struct CompileError {
@@ -47,10 +49,85 @@ pub struct Compiled {
     pub spill_bytes: u32,
 }
 
-/// Whether libnvrtc can be loaded.
+/// Whether libnvrtc can be loaded: from the loader's path, else from where
+/// CUDA toolkits and NVIDIA's Python wheels put it ([`search_folders`]), so
+/// that every command finds it the same way without LD_LIBRARY_PATH.
 pub fn available() -> Result<(), NvrtcError> {
-    // SAFETY: only probes whether the shared library can be opened.
-    if unsafe { sys::is_culib_present() } { Ok(()) } else { Err(NvrtcError::Missing) }
+    static FOUND: OnceLock<Result<(), String>> = OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            // SAFETY: only probes whether the shared library can be opened.
+            if unsafe { sys::is_culib_present() } {
+                return Ok(());
+            }
+            let folders = search_folders();
+            for folder in &folders {
+                if preload(folder) {
+                    return Ok(());
+                }
+            }
+            Err(folders.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "))
+        })
+        .clone()
+        .map_err(|searched| NvrtcError::Missing { searched })
+}
+
+/// Loads `folder`'s libnvrtc.so.13 (and its builtins) by full path and keeps
+/// them loaded: the loader then resolves cudarc's later `libnvrtc.so.13` by
+/// its soname to this copy.
+fn preload(folder: &Path) -> bool {
+    let nvrtc = folder.join("libnvrtc.so.13");
+    if !nvrtc.is_file() {
+        return false;
+    }
+    for lib in ["libnvrtc-builtins.so.13.0", "libnvrtc.so.13"] {
+        // SAFETY: NVIDIA's library; its initializers only set up NVRTC.
+        match unsafe { libloading::Library::new(folder.join(lib)) } {
+            Ok(loaded) => std::mem::forget(loaded),
+            Err(_) if lib != "libnvrtc.so.13" => {}
+            Err(_) => return false,
+        }
+    }
+    // SAFETY: as above; true once the soname resolves.
+    unsafe { sys::is_culib_present() }
+}
+
+/// Where NVRTC is looked for beyond the loader's path, in order: $CUDA_PATH
+/// and $CUDA_HOME, the usual toolkit folders, and `nvidia/cu13/lib` of the
+/// pip wheel in the active virtual environment, the user's and the system's
+/// site-packages.
+pub fn search_folders() -> Vec<PathBuf> {
+    let mut folders = Vec::new();
+    for var in ["CUDA_PATH", "CUDA_HOME"] {
+        if let Some(root) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+            let root = PathBuf::from(root);
+            folders.extend([root.join("lib64"), root.join("lib"), root.join("nvidia/cu13/lib")]);
+        }
+    }
+    folders.extend(["/usr/local/cuda/lib64", "/usr/local/cuda-13.0/lib64", "/opt/cuda/lib64"].map(PathBuf::from));
+    let mut python_roots: Vec<PathBuf> = Vec::new();
+    if let Some(venv) = std::env::var_os("VIRTUAL_ENV").or_else(|| std::env::var_os("CONDA_PREFIX")) {
+        python_roots.push(PathBuf::from(venv).join("lib"));
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        python_roots.push(PathBuf::from(home).join(".local/lib"));
+    }
+    python_roots.extend(["/usr/local/lib", "/usr/lib"].map(PathBuf::from));
+    for root in python_roots {
+        let Ok(entries) = std::fs::read_dir(&root) else { continue };
+        let mut pythons: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("python3")))
+            .collect();
+        pythons.sort();
+        for python in pythons.iter().rev() {
+            for packages in ["site-packages", "dist-packages"] {
+                folders.push(python.join(packages).join("nvidia/cu13/lib"));
+            }
+        }
+    }
+    folders
 }
 
 /// The loaded NVRTC's version, e.g. (13, 0).
@@ -119,7 +196,7 @@ pub fn compile(kernel: &Kernel, arch: &str) -> Result<Compiled, NvrtcError> {
     let program = Program::new(kernel)?;
     let (compiled, log) = program.compile(&options);
     if compiled.is_err() {
-        let excerpt = excerpt(kernel, &log);
+        let excerpt = kernel.excerpt(&log);
         return Err(CompileError { file: kernel.file_name.clone(), options, log, excerpt }.into());
     }
     let cubin = program.cubin()?;
@@ -160,7 +237,7 @@ pub fn fp_instructions(probe: &Kernel, arch: &str) -> Result<u32, NvrtcError> {
     let options = options(&arch.replace("sm_", "compute_"));
     let (compiled, log) = program.compile(&options);
     if compiled.is_err() {
-        let excerpt = excerpt(probe, &log);
+        let excerpt = probe.excerpt(&log);
         return Err(CompileError { file: probe.file_name.clone(), options, log, excerpt }.into());
     }
     let text = program.ptx()?;
@@ -190,21 +267,4 @@ fn resources(log: &str) -> (Option<u32>, u32) {
         spills += number_before(line, "bytes spill stores").unwrap_or(0);
     }
     (registers, spills)
-}
-
-/// The generated lines around each `file.cu(N)` the log mentions.
-fn excerpt(kernel: &Kernel, log: &str) -> String {
-    let lines: Vec<&str> = kernel.source.lines().collect();
-    let tag = format!("{}(", kernel.file_name);
-    let mut out = String::new();
-    for at in log.match_indices(&tag).map(|(i, _)| i + tag.len()).take(3) {
-        let Some(n) = log[at..].split(')').next().and_then(|s| s.parse::<usize>().ok()) else {
-            continue;
-        };
-        out.push_str(&format!("\n\n{} around line {n}:\n", kernel.file_name));
-        for k in n.saturating_sub(3)..(n + 2).min(lines.len()) {
-            out.push_str(&format!("{:>5} | {}\n", k + 1, lines[k]));
-        }
-    }
-    out
 }

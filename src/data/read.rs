@@ -72,6 +72,51 @@ pub fn read_frames(arg: &str, components: &[Component], opts: &InputOptions) -> 
         .collect()
 }
 
+/// How many values each point of `arg` has, read from the file's start (an
+/// .npy header, a text file's first row of numbers), `--dims` for raw files
+/// and synthetic inputs; None where nothing says (a synthetic input without
+/// --dims). Problems whose dimension comes from their input ask this first.
+pub fn values_per_point(arg: &str, opts: &InputOptions) -> Result<Option<u32>, InputError> {
+    let path = Path::new(arg);
+    if !path.exists() {
+        return Ok(opts.dims);
+    }
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    let cols = match ext.as_str() {
+        "npy" => {
+            let file = std::fs::File::open(path).map_err(|e| input_error!("cannot open {}: {e}", path.display()))?;
+            let npy = npyz::NpyFile::new(std::io::BufReader::new(file))
+                .map_err(|e| input_error!("{}: not a readable .npy file: {e}", path.display()))?;
+            match (npy.dtype(), npy.shape()) {
+                (npyz::DType::Plain(_), [_]) => 1,
+                (npyz::DType::Plain(_), [.., c]) => *c,
+                _ => return Ok(None), // records, or a shape the reader explains
+            }
+        }
+        "csv" | "txt" | "tsv" | "dat" | "xyz" => {
+            let text = std::fs::File::open(path).map_err(|e| input_error!("cannot open {}: {e}", path.display()))?;
+            let mut row = None;
+            for line in std::io::BufRead::lines(std::io::BufReader::new(text)).take(1000) {
+                let line = line.map_err(|e| input_error!("cannot read {}: {e}", path.display()))?;
+                let fields: Vec<&str> = if line.contains(',') {
+                    line.split(',').map(str::trim).collect()
+                } else {
+                    line.split_whitespace().collect()
+                };
+                let numbers = !fields.is_empty() && fields.iter().all(|f| f.parse::<f64>().is_ok());
+                if !line.trim_start().starts_with('#') && numbers {
+                    row = Some(fields.len() as u64);
+                    break;
+                }
+            }
+            let Some(cols) = row else { return Ok(None) };
+            cols
+        }
+        _ => return Ok(opts.dims),
+    };
+    Ok(u32::try_from(cols).ok())
+}
+
 fn origin(path: &Path) -> String {
     path.display().to_string()
 }

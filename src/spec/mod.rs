@@ -90,6 +90,10 @@ pub struct Input {
     /// number of inputs given picks ([`Problem::with_sets`]).
     pub either: bool,
     pub element: Element,
+    /// `dims_from_input="true"`: `dims` is the default, and an input with
+    /// another number of values per point sets it ([`Problem::with_dims`]);
+    /// the snippet then reads coordinates through `DIMS` and `coord(p, i)`.
+    pub dims_from_input: bool,
 }
 
 /// The user's pairwise function and the snippet that defines it.
@@ -335,6 +339,33 @@ impl Problem {
         let mut p = self.clone();
         p.input.sets = sets;
         p.input.either = false;
+        Ok(p)
+    }
+
+    /// The problem for points of `dims` values: the spec's own dims, or any
+    /// from 1 to the most a spec allows where it says `dims_from_input`.
+    pub fn with_dims(&self, dims: u32) -> Result<Problem, ParamError> {
+        let Element::Vector { scalar, dims: declared } = self.input.element else {
+            return Err(param_error!(
+                "problem `{}` takes records of {} fields, not points of {dims} values",
+                self.name,
+                self.input.element.components().len()
+            ));
+        };
+        if dims == declared {
+            return Ok(self.clone());
+        }
+        if !self.input.dims_from_input {
+            return Err(param_error!(
+                "problem `{}` takes points of {declared} values, not {dims} (its spec fixes dims=\"{declared}\")",
+                self.name
+            ));
+        }
+        if !(1..=MAX_DIMS).contains(&dims) {
+            return Err(param_error!("problem `{}` takes points of 1 to {MAX_DIMS} values, not {dims}", self.name));
+        }
+        let mut p = self.clone();
+        p.input.element = Element::Vector { scalar, dims };
         Ok(p)
     }
 
@@ -708,7 +739,7 @@ impl Cx<'_> {
             })?;
             Element::Vector { scalar, dims }
         } else {
-            for a in ["type", "dims"] {
+            for a in ["type", "dims", "dims_from_input"] {
                 if let Some(attr) = self.attr(node, a) {
                     return Err(self.err(
                         attr.pos,
@@ -736,7 +767,11 @@ impl Cx<'_> {
             }
             Element::Record { fields }
         };
-        Ok(Input { sets, either, element })
+        let dims_from_input = match self.attr(node, "dims_from_input") {
+            Some(a) => self.boolean(a)?,
+            None => false,
+        };
+        Ok(Input { sets, either, element, dims_from_input })
     }
 
     fn function(&self, node: &Node, origin: &Path, files: &dyn Files) -> Result<Function, SpecError> {
@@ -959,6 +994,12 @@ const RESERVED: &[&str] = &[
 
 /// True when `source` has `name` as a whole word followed by `(`.
 fn defines_function(source: &str, name: &str) -> bool {
+    function_at(source, name).is_some()
+}
+
+/// Where `name` first appears as a function (the name followed by `(`): the
+/// byte offset, for pointing compiler messages at the user's own line.
+fn function_at(source: &str, name: &str) -> Option<usize> {
     let bytes = source.as_bytes();
     let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
     let mut from = 0;
@@ -967,11 +1008,19 @@ fn defines_function(source: &str, name: &str) -> bool {
         let end = at + name.len();
         let whole = (at == 0 || !ident(bytes[at - 1])) && (end == bytes.len() || !ident(bytes[end]));
         if whole && source[end..].trim_start().starts_with('(') {
-            return true;
+            return Some(at);
         }
         from = end;
     }
-    false
+    None
+}
+
+impl Function {
+    /// The 1-based line of the snippet where its function `name` is defined
+    /// (first named), 1 when it is not found.
+    pub fn line_of(&self, name: &str) -> usize {
+        function_at(&self.source, name).map_or(1, |at| self.source[..at].matches('\n').count() + 1)
+    }
 }
 
 impl Input {

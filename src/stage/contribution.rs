@@ -117,13 +117,10 @@ impl Test {
 /// The kind's fragment, testing pairs by `test`, and what it renders with.
 pub fn fragment(problem: &Problem, params: &Params, test: Test) -> (Template, serde_json::Value) {
     let returns = problem.function.returns;
-    if let (Test::Keys, Some(k)) = (test, &problem.function.key) {
-        let keys = serde_json::json!({
-            "key": k.key,
-            "map": k.map,
-            "estimate": k.estimate.as_deref().unwrap_or(&k.map),
-        });
-        let (template, mut cx) = match &problem.output {
+    // The snippet's key, map and estimate are called through `twobs_key`,
+    // `twobs_map` and `twobs_estimate` (`templates/common/snippet.cu`).
+    if let (Test::Keys, Some(_)) = (test, &problem.function.key) {
+        return match &problem.output {
             Output::Count { threshold, compare } => (
                 Template::ContributionCountKey,
                 serde_json::json!({ "threshold": operand_expr(threshold, returns), "compare": compare.c_operator() }),
@@ -141,8 +138,6 @@ pub fn fragment(problem: &Problem, params: &Params, test: Test) -> (Template, se
             }
             _ => unreachable!("keys are tested only where Test::keys_possible"),
         };
-        cx.as_object_mut().expect("an object").extend(keys.as_object().expect("an object").clone());
-        return (template, cx);
     }
     let whole = whole_expr;
     match &problem.output {

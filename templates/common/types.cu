@@ -9,6 +9,19 @@ struct Point {
 typedef {{ point.ctype }} Point;
 {%- endif %}
 typedef {{ value_ctype }} Value;
+{%- if point.coords %}
+
+// The point's coordinates by number, for snippets of any dimension: in an
+// unrolled loop over DIMS every index is a constant and coord a register.
+[[maybe_unused]] constexpr unsigned DIMS = {{ point.coords.dims }};
+__device__ __forceinline__ {{ point.coords.scalar }} coord(const Point& p, unsigned i) {
+{%- if point.coords.members %}
+  return {% for m in point.coords.members %}{% if not loop.last %}i == {{ loop.index0 }} ? p.{{ m }} : {% else %}p.{{ m }}{% endif %}{% endfor %};
+{%- else %}
+  return p.v[i];
+{%- endif %}
+}
+{%- endif %}
 
 // A periodic box (a parameter of type="box"): edge vectors (lx, 0, 0),
 // (xy ly, ly, 0), (xz lz, yz lz, lz), tilt factors as in HOOMD and freud;

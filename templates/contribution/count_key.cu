@@ -10,5 +10,5 @@ struct Contribution {
 };
 
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
-  return {key_slot({{ stage.key }}(twobs_a, twobs_b)), 1u};
+  return {key_slot(twobs_key(twobs_a, twobs_b)), 1u};
 }

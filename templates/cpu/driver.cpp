@@ -5,15 +5,7 @@
 #define TWOBS_THREADS 1u
 {% include "common/types.cu" %}
 
-// ------------------------------------------------------------------ the pairwise function
-{% if f64_mode %}{% include "cpu/f64_begin.h" %}{% endif %}
-#line 1 "{{ snippet.file }}"
-{{ snippet.text }}
-//@@twobs-line-reset
-{% if f64_mode %}{% include "cpu/f64_end.h" %}{% endif %}
-static inline Value pair_value(const Point& twobs_a, const Point& twobs_b) {
-  return {{ snippet.function }}(twobs_a, twobs_b);
-}
+{% include "common/snippet.cu" %}
 
 // ------------------------------------------------------------------ what a pair contributes: {{ names.kind }}
 {{ fragments.contribution }}

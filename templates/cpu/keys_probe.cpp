@@ -4,12 +4,7 @@
 #define TWOBS_THREAD 0u
 #define TWOBS_THREADS 1u
 {% include "common/types.cu" %}
-#line 1 "{{ snippet.file }}"
-{{ snippet.text }}
-//@@twobs-line-reset
-static inline Value pair_value(const Point& twobs_a, const Point& twobs_b) {
-  return {{ snippet.function }}(twobs_a, twobs_b);
-}
+{% include "common/snippet.cu" %}
 
 {{ fragments.contribution }}
 

@@ -1,0 +1,25 @@
+// Euclidean distance between two points of DIMS coordinates: the square root
+// of the squared distance, a non-decreasing map of a cheaper key (the spec
+// says so), so that thresholds and bucket edges are tested on the squared
+// distance. The built-ins take DIMS from their input (dims_from_input).
+__device__ float squared_distance(const Point& a, const Point& b) {
+  const float d0 = coord(a, 0) - coord(b, 0);
+  float sum = d0 * d0;
+  // In 3-D: fmaf(dz, dz, fmaf(dy, dy, dx * dx)), a rounding fewer per
+  // coordinate than the plain sum, and an instruction fewer.
+#pragma unroll
+  for (unsigned i = 1; i < DIMS; ++i) {
+    const float d = coord(a, i) - coord(b, i);
+    sum = fmaf(d, d, sum);
+  }
+  return sum;
+}
+
+// Non-decreasing over every key, as a key map must be: no key the key
+// function makes is negative, and negative ones map to 0.
+__device__ float root(float k) { return sqrtf(fmaxf(k, 0.0f)); }
+
+// A fast approximation of root, only to guess a bucket the key edges then correct.
+__device__ float approx_root(float k) { return k * rsqrtf(k); }
+
+__device__ float distance(const Point& a, const Point& b) { return root(squared_distance(a, b)); }
