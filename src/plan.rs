@@ -345,7 +345,10 @@ impl Plan {
         };
         let grid = query_points.div_ceil(block_size as u64 * points_per_thread as u64).max(1);
         let total_threads = grid * block_size as u64;
-        let registers = registers_estimate(problem, provisional, points_per_thread);
+        // __launch_bounds__(B) holds the compiler to what lets one block of B
+        // threads fit on an SM (spilling if it must), so no estimate exceeds that.
+        let launch_bound = (dev.registers_per_sm / block_size.max(1) / 8 * 8).max(8);
+        let registers = registers_estimate(problem, provisional, points_per_thread).min(launch_bound);
         let element = &problem.input.element;
 
         let (input_cache, input_why) = match forced.input_cache {

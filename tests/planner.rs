@@ -259,3 +259,13 @@ fn hopper_constants_are_the_best_fit_to_the_measured_times() {
         h100_fit_error(0.6)
     );
 }
+
+#[test]
+fn a_forced_block_is_planned_within_the_registers_its_launch_bounds_allow() {
+    // 8-D points, 2 own points per thread: the estimate exceeds 64 registers,
+    // but __launch_bounds__(1024) holds the compiler to 64, so the block fits
+    // (the H200 ran this plan exactly: knn-8d/block-1024-r2 in tests/parity.rs).
+    let forced = Forced { block_size: Some(1024), points_per_thread: Some(2), ..Forced::default() };
+    let p = plan_of(built_in("knn").unwrap().with_dims(8).unwrap(), "h200", 100_000, &[], forced).unwrap();
+    assert_eq!((p.launch.block_size, p.launch.points_per_thread), (1024, 2));
+}
