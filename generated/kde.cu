@@ -67,11 +67,14 @@ __device__ float gaussian(const Point& a, const Point& b) {
   return expf(-d2 * (0.5f / (params::h * params::h)));
 }
 #line 2 "problems/kde.cu"
-__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) { return gaussian(twobs_a, twobs_b); }
+__device__ __forceinline__ Value twobs_pair(const Point& twobs_a, const Point& twobs_b) { return gaussian(twobs_a, twobs_b); }
 #line 72 "kde.cu"
 // The calls into the snippet above are rendered at the lines of the functions
 // they call, so that a parameter or return type that does not fit is reported there.
 
+// Everything twobs defines after the snippet lives in its own namespace, so
+// that no name of the user's can clash with it.
+namespace twobs_generated {
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 512;  // threads per block = points per tile
 constexpr unsigned R = 1;  // own points per thread: each tile point serves R pairs
@@ -125,7 +128,7 @@ struct Contribution {
 };
 
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
-  return {0, static_cast<double>(pair_value(twobs_a, twobs_b))};
+  return {0, static_cast<double>(twobs_pair(twobs_a, twobs_b))};
 }
 
 // No setup: the value is tested as it is.
@@ -318,3 +321,4 @@ extern "C" __global__ void __launch_bounds__(B) twobs_kde(
 
   out.finish(here);
 }
+}  // namespace twobs_generated

@@ -48,11 +48,14 @@ __device__ long long key_gap(Point a, Point b) {
   return gap < 0 ? -gap : gap;
 }
 #line 2 "problems/nlj.cu"
-__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) { return key_gap(twobs_a, twobs_b); }
+__device__ __forceinline__ Value twobs_pair(const Point& twobs_a, const Point& twobs_b) { return key_gap(twobs_a, twobs_b); }
 #line 53 "nlj.cu"
 // The calls into the snippet above are rendered at the lines of the functions
 // they call, so that a parameter or return type that does not fit is reported there.
 
+// Everything twobs defines after the snippet lives in its own namespace, so
+// that no name of the user's can clash with it.
+namespace twobs_generated {
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 256;  // threads per block = points per tile
 constexpr unsigned R = 1;  // own points per thread: each tile point serves R pairs
@@ -95,7 +98,7 @@ constexpr Value THRESHOLD = static_cast<Value>(params::d);
 
 // Whether the pair belongs to the output.
 __device__ __forceinline__ bool passes(const Point& twobs_a, const Point& twobs_b) {
-  return pair_value(twobs_a, twobs_b) <= THRESHOLD;
+  return twobs_pair(twobs_a, twobs_b) <= THRESHOLD;
 }
 
 // No setup: the value is tested as it is.
@@ -308,3 +311,4 @@ extern "C" __global__ void __launch_bounds__(B) twobs_nlj(
 
   out.finish(here);
 }
+}  // namespace twobs_generated

@@ -104,7 +104,7 @@ __device__ float approx_root(float k) { return k * rsqrtf(k); }
 
 __device__ float min_image_distance(float3 a, float3 b) { return root(squared_min_image_distance(a, b)); }
 #line 43 "problems/rdf.cu"
-__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) { return min_image_distance(twobs_a, twobs_b); }
+__device__ __forceinline__ Value twobs_pair(const Point& twobs_a, const Point& twobs_b) { return min_image_distance(twobs_a, twobs_b); }
 #line 31 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_key(const Point& twobs_a, const Point& twobs_b) { return squared_min_image_distance(twobs_a, twobs_b); }
 #line 38 "problems/rdf.cu"
@@ -115,6 +115,9 @@ __device__ __forceinline__ Value twobs_estimate(Value twobs_k) { return approx_r
 // The calls into the snippet above are rendered at the lines of the functions
 // they call, so that a parameter or return type that does not fit is reported there.
 
+// Everything twobs defines after the snippet lives in its own namespace, so
+// that no name of the user's can clash with it.
+namespace twobs_generated {
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 64;  // threads per block = points per tile
 constexpr unsigned R = 1;  // own points per thread: each tile point serves R pairs
@@ -188,7 +191,7 @@ struct Contribution {
 };
 
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
-  return {bucket_of(pair_value(twobs_a, twobs_b)), 1u};
+  return {bucket_of(twobs_pair(twobs_a, twobs_b)), 1u};
 }
 
 // The value is tested as it is; log-spaced buckets load their edges.
@@ -381,3 +384,4 @@ extern "C" __global__ void __launch_bounds__(B) twobs_rdf(
 
   out.finish(here);
 }
+}  // namespace twobs_generated

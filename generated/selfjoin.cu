@@ -74,7 +74,7 @@ __device__ float approx_root(float k) { return k * rsqrtf(k); }
 
 __device__ float distance(const Point& a, const Point& b) { return root(squared_distance(a, b)); }
 #line 25 "problems/distance.cu"
-__device__ __forceinline__ Value pair_value(const Point& twobs_a, const Point& twobs_b) { return distance(twobs_a, twobs_b); }
+__device__ __forceinline__ Value twobs_pair(const Point& twobs_a, const Point& twobs_b) { return distance(twobs_a, twobs_b); }
 #line 5 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_key(const Point& twobs_a, const Point& twobs_b) { return squared_distance(twobs_a, twobs_b); }
 #line 20 "problems/distance.cu"
@@ -85,6 +85,9 @@ __device__ __forceinline__ Value twobs_estimate(Value twobs_k) { return approx_r
 // The calls into the snippet above are rendered at the lines of the functions
 // they call, so that a parameter or return type that does not fit is reported there.
 
+// Everything twobs defines after the snippet lives in its own namespace, so
+// that no name of the user's can clash with it.
+namespace twobs_generated {
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = 256;  // threads per block = points per tile
 constexpr unsigned R = 1;  // own points per thread: each tile point serves R pairs
@@ -440,3 +443,4 @@ extern "C" __global__ void __launch_bounds__(B) twobs_selfjoin(
 
   out.finish(here);
 }
+}  // namespace twobs_generated

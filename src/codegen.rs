@@ -173,7 +173,7 @@ fn snippet_calls(problem: &Problem) -> Vec<Json> {
                 "line": f.line_of(function) })
     };
     let pair = ("const Point& twobs_a, const Point& twobs_b", "twobs_a, twobs_b");
-    let mut calls = vec![call("pair_value", "Value", pair.0, pair.1, &f.name)];
+    let mut calls = vec![call("twobs_pair", "Value", pair.0, pair.1, &f.name)];
     if let Some(k) = &f.key {
         calls.push(call("twobs_key", "Value", pair.0, pair.1, &k.key));
         calls.push(call("twobs_map", "Value", "Value twobs_k", "twobs_k", &k.map));
@@ -273,7 +273,7 @@ fn common(problem: &Problem, params: &Params, block_size: u32) -> serde_json::Ma
             "file": snippet_file(&problem.function.file).replace('\\', "\\\\").replace('"', "\\\""),
             "text": problem.function.source.trim_end(),
             "calls": snippet_calls(problem),
-            "probe": if problem.function.key.is_some() { "twobs_key" } else { "pair_value" },
+            "probe": if problem.function.key.is_some() { "twobs_key" } else { "twobs_pair" },
         },
     });
     let Json::Object(map) = cx else { unreachable!("an object") };
@@ -382,7 +382,7 @@ pub fn render_cpu(problem: &Problem, params: &Params, shape: &Shape, f64_mode: b
 pub fn render_probe(problem: &Problem, params: &Params, test: Test) -> Kernel {
     let mut cx = common(problem, params, 1);
     if test == Test::Values {
-        cx["snippet"]["probe"] = "pair_value".into();
+        cx["snippet"]["probe"] = "twobs_pair".into();
     }
     finish(problem, render_template(Template::Probe, cx), "twobs_probe".into(), format!("{}-probe.cu", problem.name))
 }

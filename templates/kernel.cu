@@ -1,6 +1,9 @@
 {{ header }}
 {% include "common/types.cu" %}
 {% include "common/snippet.cu" %}
+// Everything twobs defines after the snippet lives in its own namespace, so
+// that no name of the user's can clash with it.
+namespace twobs_generated {
 // ------------------------------------------------------------------ launch shape
 constexpr unsigned B = {{ block_size }};  // threads per block = points per tile
 constexpr unsigned R = {{ points_per_thread }};  // own points per thread: each tile point serves R pairs
@@ -93,3 +96,4 @@ extern "C" __global__ void __launch_bounds__(B) {{ kernel_name }}(
 {{ fragments.visit }}
   out.finish(here);
 }
+}  // namespace twobs_generated

@@ -2,6 +2,7 @@
 // edges, against the slot of its value, for keys of the given ranks.
 {% include "common/types.cu" %}
 {% include "common/snippet.cu" %}
+namespace twobs_generated {  // no name of the user's can clash with what follows
 constexpr unsigned B = 256;
 #define TWOBS_THREAD threadIdx.x
 #define TWOBS_THREADS B
@@ -30,3 +31,4 @@ extern "C" __global__ void __launch_bounds__(B) twobs_check_keys(unsigned long l
     atomicMin(first_bad, bad);
   }
 }
+}  // namespace twobs_generated

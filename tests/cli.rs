@@ -353,12 +353,34 @@ fn snippet_functions_named_like_generated_locals_work_on_both_backends() {
         "__device__ float a(float3 p, float3 r) { const float d = p.x - r.x; return d * d; }\n\
          __device__ float b(float k) { return sqrtf(fmaxf(k, 0.0f)); }\n\
          __device__ float g(float k) { return k * rsqrtf(k); }\n\
-         __device__ float f(float3 x, float3 y) { return b(a(x, y)); }\n",
+         __device__ float f(float3 x, float3 y) { return b(a(x, y)); }\n\
+         // Names the generated code after the snippet uses, defined by the user\n\
+         // (they live in twobs_generated, so they cannot clash).\n\
+         constexpr int B = 3, R = 5, K = 7, SLOTS = 2, LO = 1, SCALE = 9, THRESHOLD = 4, TILE_BYTES = 0;\n\
+         constexpr int FULL_WARP = 1, UNORDERED_PAIRS = 2;\n\
+         struct Tally {}; struct Contribution {}; struct Total {}; struct Output {}; struct Tiles {};\n\
+         struct Set {}; struct Here {}; struct Offer {}; struct TopK {}; struct Key {};\n\
+         __device__ int umin(int x) { return x; }\n\
+         __device__ int bucket_of(int x) { return x; }\n\
+         __device__ int contribute(int x) { return x; }\n\
+         __device__ int passes(int x) { return x; }\n\
+         __device__ int load_point(int x) { return x; }\n\
+         __device__ int prepare_contribution(int x) { return x; }\n\
+         __device__ int prepare_buckets(int x) { return x; }\n\
+         __device__ int key_rank(int x) { return x; }\n\
+         __device__ int key_slot(int x) { return x; }\n\
+         __device__ int value_slot(int x) { return x; }\n\
+         __device__ int guess_index(int x) { return x; }\n\
+         __device__ int smallest_key(int x) { return x; }\n",
     )
     .unwrap();
-    for output in
-        [r#"<output kind="count" threshold="0.25" compare="lt"/>"#, r#"<output kind="histogram" bins="7" max="1"/>"#]
-    {
+    for output in [
+        r#"<output kind="count" threshold="0.25" compare="lt"/>"#,
+        r#"<output kind="histogram" bins="7" max="1"/>"#,
+        r#"<output kind="pairs" threshold="0.1" compare="le"/>"#,
+        r#"<output kind="knn" k="3"/>"#,
+        r#"<output kind="sum"/>"#,
+    ] {
         let spec = dir.path().join("n.xml");
         std::fs::write(
             &spec,
@@ -369,9 +391,23 @@ fn snippet_functions_named_like_generated_locals_work_on_both_backends() {
         )
         .unwrap();
         let spec = spec.to_str().unwrap();
-        let o = twobs(&["run", spec, "--backend", "cpu", "--input", "uniform:200", "--quiet"]);
+        let out = dir.path().join("out.npy");
+        let _ = std::fs::remove_file(&out);
+        let o = twobs(&[
+            "run",
+            spec,
+            "--backend",
+            "cpu",
+            "--input",
+            "uniform:200",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
         assert!(o.status.success(), "{output}: {}", stderr(&o));
-        for test in ["values", "keys"] {
+        let tests: &[&str] =
+            if output.contains("knn") || output.contains("sum") { &["values"] } else { &["values", "keys"] };
+        for test in tests {
             let o = twobs(&["gen", spec, "--check", "--test", test]);
             assert!(o.status.success(), "{output} {test}: {}", stderr(&o));
         }

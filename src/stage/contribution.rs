@@ -4,7 +4,7 @@
 //! backends test, bucket and rank pairs with the very same arithmetic.
 //!
 //! Fragment contract (`templates/contribution/*.cu`), after the types, the
-//! snippet and `Value pair_value(const Point&, const Point&)`:
+//! snippet and `Value twobs_pair(const Point&, const Point&)`:
 //! - a totals kind ([`Collect::Totals`]: count, sum, histogram, weighted histogram) defines `SLOTS`, `Tally` (what a
 //!   thread accumulates in registers), `Total` (`unsigned long long` for
 //!   counts, `double` for sums, as [`Total`] says), `struct Contribution { int

@@ -10,7 +10,7 @@ struct Contribution {
 };
 
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
-  return {pair_value(twobs_a, twobs_b) {{ stage.compare }} THRESHOLD ? 0 : -1, 1u};
+  return {twobs_pair(twobs_a, twobs_b) {{ stage.compare }} THRESHOLD ? 0 : -1, 1u};
 }
 
 // No setup: the value is tested as it is.

@@ -8,7 +8,7 @@ struct Contribution {
 };
 
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
-  return {bucket_of(pair_value(twobs_a, twobs_b)), 1u};
+  return {bucket_of(twobs_pair(twobs_a, twobs_b)), 1u};
 }
 
 // The value is tested as it is; log-spaced buckets load their edges.

@@ -2,7 +2,7 @@ constexpr Value THRESHOLD = static_cast<Value>({{ stage.threshold }});
 
 // Whether the pair belongs to the output.
 __device__ __forceinline__ bool passes(const Point& twobs_a, const Point& twobs_b) {
-  return pair_value(twobs_a, twobs_b) {{ stage.compare }} THRESHOLD;
+  return twobs_pair(twobs_a, twobs_b) {{ stage.compare }} THRESHOLD;
 }
 
 // No setup: the value is tested as it is.

@@ -9,7 +9,7 @@ struct Contribution {
 };
 
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
-  return {0, static_cast<double>(pair_value(twobs_a, twobs_b))};
+  return {0, static_cast<double>(twobs_pair(twobs_a, twobs_b))};
 }
 
 // No setup: the value is tested as it is.

@@ -6,6 +6,7 @@
 {% include "common/types.cu" %}
 
 {% include "common/snippet.cu" %}
+namespace twobs_generated {  // no name of the user's can clash with what follows
 
 // ------------------------------------------------------------------ what a pair contributes: {{ names.kind }}
 {{ fragments.contribution }}
@@ -36,3 +37,4 @@ static inline Point load_point(const TwobsSet* s, uint64_t i) {
 {{ fragments.visit }}
 // ------------------------------------------------------------------ the output
 {{ fragments.output }}
+}  // namespace twobs_generated

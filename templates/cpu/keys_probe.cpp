@@ -5,6 +5,7 @@
 #define TWOBS_THREADS 1u
 {% include "common/types.cu" %}
 {% include "common/snippet.cu" %}
+namespace twobs_generated {  // no name of the user's can clash with what follows
 
 {{ fragments.contribution }}
 
@@ -33,3 +34,4 @@ extern "C" uint64_t twobs_check_keys(uint64_t first, uint64_t count, uint64_t st
   }
   return checked;
 }
+}  // namespace twobs_generated

@@ -25,7 +25,7 @@ struct Output {
   __device__ __forceinline__ void begin_step(unsigned) {}
 
   __device__ __forceinline__ void add(unsigned r, unsigned, const Point& own, unsigned j, const Point& q, bool valid) {
-    const Value v = pair_value(own, q);
+    const Value v = twobs_pair(own, q);
     if (valid) top[r].offer(v, other_offset + j);
   }
 

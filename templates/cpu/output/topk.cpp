@@ -5,7 +5,7 @@ extern "C" void twobs_rows(const TwobsSet* a, const TwobsSet* b, uint64_t begin,
   for (uint64_t i = begin; i < end; ++i) {
     const Point own = load_point(a, i);
     TopK top;
-    for_partners(a, b, i, [&](uint64_t j, const Point& q) { top.offer(pair_value(own, q), static_cast<unsigned>(j)); });
+    for_partners(a, b, i, [&](uint64_t j, const Point& q) { top.offer(twobs_pair(own, q), static_cast<unsigned>(j)); });
     for (unsigned k = 0; k < K; ++k) {
       values[(i - begin) * K + k] = static_cast<double>(top.best[k]);
       ids[(i - begin) * K + k] = top.index[k];
