@@ -117,7 +117,8 @@ struct Here {
 };
 
 // ------------------------------------------------------------------ what a pair contributes: sum
-// A sum is a total of one slot: every pair adds its value, in f64.
+// A sum is a total of one slot: every pair adds its value (times its points'
+// weights where they have them), in f64.
 [[maybe_unused]] constexpr unsigned SLOTS = 1;
 typedef double Tally;
 typedef double Total;

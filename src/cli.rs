@@ -239,6 +239,11 @@ struct RunArgs {
     /// Seed of synthetic inputs (set B uses seed + 1).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// A weight per point of the --input in the same place: a 1-D .npy or a
+    /// text file of one number per line (histograms and sums; a pair weighs
+    /// the product of its points' weights).
+    #[arg(long = "weights", value_name = "FILE")]
+    weights: Vec<String>,
     /// Leave out rows holding NaN or infinity instead of refusing the input.
     #[arg(long)]
     drop_nonfinite: bool,
@@ -410,7 +415,17 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     }
     let problem = problem.with_sets(if args.frames { 1 } else { given.len() })?;
     let problem = with_input_dims(problem, &given[0], &opts)?;
+    // Points are read as the element is; the weights join them after.
     let components = problem.input.element.components();
+    let sets_per_frame = if args.frames { 1 } else { given.len() };
+    let problem = match args.weights.len() {
+        0 => problem,
+        n if n == sets_per_frame => problem.with_point_weights()?,
+        n => anyhow::bail!(
+            "--weights: {n} files for {sets_per_frame} set{} of points; give one per --input, in the same order",
+            if sets_per_frame == 1 { "" } else { "s" }
+        ),
+    };
     let mut frames = read_frames_of(&given, &components, &opts, args.frames)?;
     if frames.len() > 1 && !matches!(problem.output, Output::Count { .. } | Output::Sum | Output::Histogram { .. }) {
         anyhow::bail!(
@@ -441,6 +456,16 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
             if problem.params.iter().any(|p| p.kind == ParamKind::Box) { " (its box is open, 0)" } else { "" }
         ),
         (None, None) => {}
+    }
+    for (k, file) in args.weights.iter().enumerate() {
+        // One file serves every frame of a trajectory: the weights are the atoms'.
+        fn set_of(inputs: &mut Inputs, k: usize) -> &mut PointSet {
+            if k == 0 { &mut inputs.a } else { inputs.b.as_mut().expect("two sets") }
+        }
+        let weights = data::read_weights(file, set_of(&mut frames[0], k).len())?;
+        for inputs in &mut frames {
+            set_of(inputs, k).columns.push(weights.clone());
+        }
     }
     if args.block_points == Some(0) {
         anyhow::bail!("--block-points must be at least 1");

@@ -13,7 +13,7 @@ use serde_json::{Value as Json, json};
 
 use crate::device::Device;
 use crate::plan::{Forced, Plan, Shape};
-use crate::spec::{Element, Output, Params, Problem, Spacing};
+use crate::spec::{Element, Input, Output, Params, Problem, Spacing};
 use crate::stage::contribution::{self, Test};
 use crate::stage::{Source, Template};
 
@@ -141,11 +141,12 @@ const F64_FUNCTIONS: [&str; 30] = [
     "fma", "hypot",
 ];
 
-fn components(element: &Element, block_size: u32) -> Vec<ComponentCx> {
+fn components(input: &Input, block_size: u32) -> Vec<ComponentCx> {
     let mut offset = 0;
     let mut out = Vec::new();
-    for (k, c) in element.components().iter().enumerate() {
-        let member = match element {
+    for (k, c) in input.components().iter().enumerate() {
+        let member = match &input.element {
+            _ if c.name == crate::spec::WEIGHT_MEMBER => format!(".{}", c.name),
             Element::Vector { dims, .. } if *dims <= 4 => format!(".{}", c.name),
             Element::Vector { .. } => format!(".v[{k}]"),
             Element::Record { .. } => format!(".{}", c.name),
@@ -225,7 +226,21 @@ fn describe_snippet_calls(problem: &Problem) -> String {
 fn common(problem: &Problem, params: &Params, block_size: u32) -> serde_json::Map<String, Json> {
     const MEMBERS: [&str; 4] = ["x", "y", "z", "w"];
     let element = &problem.input.element;
-    let point = match element {
+    let mut point = match element {
+        Element::Vector { scalar, dims } if *dims <= 4 && problem.input.point_weights => {
+            // The vector's members, then the weight; a snippet that takes the
+            // vector type (float3) gets it by the conversion.
+            let members = &MEMBERS[..*dims as usize];
+            let vector = format!("{}{dims}", scalar.c_vector_prefix());
+            json!({
+                "is_struct": true,
+                "struct_fields": [
+                    format!("{} {};", scalar.c_type(), members.join(", ")),
+                    format!("__host__ __device__ operator {vector}() const {{ return {{{}}}; }}", members.join(", ")),
+                ],
+                "coords": { "dims": dims, "scalar": scalar.c_type(), "members": members },
+            })
+        }
         Element::Vector { scalar, dims } if *dims <= 4 => json!({
             "is_struct": false,
             "ctype": format!("{}{dims}", scalar.c_vector_prefix()),
@@ -241,6 +256,10 @@ fn common(problem: &Problem, params: &Params, block_size: u32) -> serde_json::Ma
             "struct_fields": fields.iter().map(|f| format!("{} {};", f.scalar.c_type(), f.name)).collect::<Vec<_>>(),
         }),
     };
+    if problem.input.point_weights {
+        let fields = point["struct_fields"].as_array_mut().expect("a weighted point is a struct");
+        fields.push(format!("double {};  // the point's weight (--weights)", crate::spec::WEIGHT_MEMBER).into());
+    }
     let vector_types: Vec<Json> =
         [("float", "float"), ("double", "double"), ("int", "int"), ("uint", "unsigned"), ("longlong", "long long")]
             .iter()
@@ -265,7 +284,7 @@ fn common(problem: &Problem, params: &Params, block_size: u32) -> serde_json::Ma
         "vector_types": vector_types,
         "f64_functions": F64_FUNCTIONS,
         "point": point,
-        "components": components(element, block_size.max(1)),
+        "components": components(&problem.input, block_size.max(1)),
         "value_ctype": problem.function.returns.c_type(),
         "params": params,
         "snippet": {
@@ -274,6 +293,7 @@ fn common(problem: &Problem, params: &Params, block_size: u32) -> serde_json::Ma
             "text": problem.function.source.trim_end(),
             "calls": snippet_calls(problem),
             "probe": if problem.function.key.is_some() { "twobs_key" } else { "twobs_pair" },
+            "point_weights": problem.input.point_weights,
         },
     });
     let Json::Object(map) = cx else { unreachable!("an object") };
@@ -415,7 +435,8 @@ fn header(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, regener
         format!(
             "Input: {}, element {}; pair function `{}` from {}{}",
             problem.input.sets,
-            element_text(&problem.input.element),
+            element_text(&problem.input.element)
+                + if problem.input.point_weights { ", a weight per point" } else { "" },
             problem.function.name,
             problem.function.file,
             if problem.function.symmetric { " (symmetric)" } else { "" }

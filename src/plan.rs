@@ -205,7 +205,7 @@ fn block_size(choice: OutputChoice, query_points: u64, dev: &Device) -> (u32, St
 /// time): a base for indices and loop state, the R own elements and the other
 /// one, the output stage's state.
 fn registers_estimate(problem: &Problem, output: OutputStage, points_per_thread: u32) -> u32 {
-    let words = problem.input.element.bytes().div_ceil(4);
+    let words = problem.input.bytes().div_ceil(4);
     let state = output.registers(problem.function.returns, points_per_thread);
     (22 + (points_per_thread + 1) * words + state).next_multiple_of(8).clamp(32, 255)
 }
@@ -349,7 +349,7 @@ impl Plan {
         // threads fit on an SM (spilling if it must), so no estimate exceeds that.
         let launch_bound = (dev.registers_per_sm / block_size.max(1) / 8 * 8).max(8);
         let registers = registers_estimate(problem, provisional, points_per_thread).min(launch_bound);
-        let element = &problem.input.element;
+        let element = &problem.input;
 
         let (input_cache, input_why) = match forced.input_cache {
             Some(f) => (f, "forced".to_owned()),

@@ -629,3 +629,36 @@ fn built_ins_take_the_dimension_of_their_input() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--input p4.csv: problem `rdf` takes points of 3 values, not 4"), "{}", stderr(&o));
 }
+
+#[test]
+fn weights_per_point_weigh_each_pair_by_their_product() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| command().args(args).current_dir(dir.path()).output().unwrap();
+    std::fs::write(dir.path().join("p.csv"), "0,0,0\n0,0,0.5\n0,0,1.5\n").unwrap();
+    std::fs::write(dir.path().join("w.txt"), "1\n2\n0.5\n").unwrap();
+    // Pairs: (0,1) at 0.5 weighs 2, (1,2) at 1 weighs 1, (0,2) at 1.5 weighs 0.5.
+    let o = run(&[
+        "run",
+        "sdh",
+        "--backend",
+        "cpu",
+        "--input",
+        "p.csv",
+        "--weights",
+        "w.txt",
+        "--param",
+        "bins=2",
+        "--param",
+        "r_max=2",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "bin_lo,bin_hi,sum\n0,1,2\n1,2,1.5\n");
+    std::fs::write(dir.path().join("short.txt"), "1\n2\n").unwrap();
+    let o = run(&["run", "sdh", "--backend", "cpu", "--input", "p.csv", "--weights", "short.txt"]);
+    assert!(stderr(&o).contains("--weights short.txt: 2 weights for a set of 3 points"), "{}", stderr(&o));
+    let o = run(&["run", "2pcf", "--backend", "cpu", "--input", "p.csv", "--weights", "w.txt"]);
+    assert!(stderr(&o).contains("problem `2pcf` makes a count output"), "{}", stderr(&o));
+    let o = run(&["run", "sdh", "--backend", "cpu", "--input", "p.csv", "--weights", "w.txt", "--weights", "w.txt"]);
+    assert!(stderr(&o).contains("2 files for 1 set of points"), "{}", stderr(&o));
+}

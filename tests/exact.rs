@@ -521,3 +521,65 @@ fn a_problem_of_fixed_dimension_refuses_other_points() {
     let err = built_in("sdh").unwrap().with_dims(65).unwrap_err().to_string();
     assert!(err.contains("1 to 64"), "{err}");
 }
+
+/// `pts` with a weight per point appended, as `--weights` does.
+fn weighted_set(pts: &[Vec<f64>], weights: &[f64]) -> PointSet {
+    let mut s = set(pts);
+    s.columns.push(Column::F64(weights.to_vec()));
+    s
+}
+
+#[test]
+fn weights_per_point_are_exact_in_histograms_and_agree_in_sums() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    for (dims, n) in [(3usize, 257usize), (2, 301), (5, 150)] {
+        let pts = grid_points(&mut rng, n, dims);
+        // Multiples of 1/8 below 8: every product and every sum is exact in f64.
+        let weights: Vec<f64> = (0..n).map(|_| rng.random_range(-16..64) as f64 / 8.0).collect();
+        let inputs = Inputs { a: weighted_set(&pts, &weights), b: None };
+        let pairs = || (0..n).flat_map(|i| ((i + 1)..n).map(move |j| (i, j)));
+        let scale = (dims as f64).sqrt();
+        let (bins, r_max) = safe_bins(40, (1.05 * scale) as f32, &grid_distances(dims));
+        let p = built_in("sdh").unwrap().with_dims(dims as u32).unwrap().with_point_weights().unwrap();
+        let params = p.bind(&[format!("bins={bins}"), format!("r_max={r_max}")]).unwrap();
+        let driver =
+            CpuDriver::compile(&p, &params, &Shape::new(&p, &params, points(&inputs)), false, &cache()).unwrap();
+        let got = driver.run(&inputs, 2, &indicatif::ProgressBar::hidden());
+        let mut want = vec![0f64; bins as usize];
+        let w = r_max as f64 / bins as f64;
+        for (i, j) in pairs() {
+            let d = dist(&pts[i], &pts[j]);
+            if d < r_max as f64 {
+                want[(d / w).floor() as usize] += weights[i] * weights[j];
+            }
+        }
+        assert_eq!(got, Outcome::Totals(Totals::Sums(want)), "sdh, {dims}-D, {n} weighted points");
+
+        let h = 0.25f32;
+        let p = built_in("kde").unwrap().with_dims(dims as u32).unwrap().with_point_weights().unwrap();
+        let params = p.bind(&[format!("h={h}")]).unwrap();
+        let driver =
+            CpuDriver::compile(&p, &params, &Shape::new(&p, &params, points(&inputs)), false, &cache()).unwrap();
+        let Outcome::Totals(Totals::Sums(got)) = driver.run(&inputs, 2, &indicatif::ProgressBar::hidden()) else {
+            panic!()
+        };
+        let h = h as f64;
+        let want: f64 = pairs()
+            .map(|(i, j)| weights[i] * weights[j] * (-dist(&pts[i], &pts[j]).powi(2) / (2.0 * h * h)).exp())
+            .sum();
+        assert!((got[0] - want).abs() <= 1e-5 * want.abs().max(1.0), "kde, {dims}-D: {} vs {want}", got[0]);
+    }
+}
+
+#[test]
+fn weights_per_point_are_refused_where_they_have_no_meaning() {
+    for (name, why) in [
+        ("2pcf", "makes a count output"),
+        ("selfjoin", "makes a pairs output"),
+        ("knn", "makes a knn output"),
+        ("rdf", "normalizes its histogram to g(r)"),
+    ] {
+        let err = built_in(name).unwrap().with_point_weights().unwrap_err().to_string();
+        assert!(err.contains(why), "{name}: {err}");
+    }
+}

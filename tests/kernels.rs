@@ -37,6 +37,12 @@ fn problems() -> Vec<(String, Problem, Vec<String>)> {
         built_in("rdf").unwrap(),
         vec!["box=1,1.5,2,0.25,0.125,-0.25".to_owned(), "r_max=0.45".to_owned()],
     ));
+    runs.push(("sdh-point-weights".into(), built_in("sdh").unwrap().with_point_weights().unwrap(), vec![]));
+    runs.push((
+        "kde-5d-point-weights".into(),
+        built_in("kde").unwrap().with_dims(5).unwrap().with_point_weights().unwrap(),
+        vec![],
+    ));
     for example in ["examples/manhattan/manhattan.xml", "examples/weighted/weighted.xml"] {
         // Parsed by their path in the repository, as the snapshots show it.
         let text = Repo.read(Path::new(example)).unwrap();

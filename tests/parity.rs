@@ -82,6 +82,14 @@ fn subjects() -> Vec<Subject> {
         problem: built_in("rdf").unwrap(),
         params: vec!["box=1,1.5,2,0.25,0.125,-0.25".into(), "r_max=0.45".into(), "bins=53".into()],
     });
+    // A weight per point (--weights): histograms and sums, 3-D and 5-D.
+    for (name, dims, params) in [("sdh", 3, "bins=97"), ("kde", 3, "h=0.05"), ("sdh", 5, "bins=41")] {
+        out.push(Subject {
+            name: format!("{name}-{dims}d-point-weights"),
+            problem: built_in(name).unwrap().with_dims(dims).unwrap().with_point_weights().unwrap(),
+            params: vec![params.into()],
+        });
+    }
     // The built-ins that take their dimension from the input, in others than their own.
     for (name, dims, params) in
         [("sdh", 1, "bins=61"), ("2pcf", 6, "r=0.5"), ("selfjoin", 5, "eps=0.3"), ("knn", 8, "k=5")]
@@ -116,7 +124,7 @@ fn seed() -> u64 {
 
 /// Fresh inputs for `problem`: clustered set A (dense pairs), uniform set B.
 fn inputs(problem: &Problem, a: u64, b: u64, seed: u64) -> Inputs {
-    let components = problem.input.element.components();
+    let components = problem.input.components();
     let set = |g, n, s| synthesize(g, n, &components, s).unwrap().validate(&components, false).unwrap();
     Inputs {
         a: set(Generator::Clustered, a, seed),

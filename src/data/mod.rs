@@ -9,7 +9,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-pub use read::{InputOptions, read_frames, read_input, values_per_point};
+pub use read::{InputOptions, read_frames, read_input, read_weights, values_per_point};
 pub use synth::{Generator, synthesize};
 
 use crate::spec::{Component, PeriodicBox, Scalar};

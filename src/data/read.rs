@@ -72,6 +72,18 @@ pub fn read_frames(arg: &str, components: &[Component], opts: &InputOptions) -> 
         .collect()
 }
 
+/// One weight per point of a set of `n` points from `arg`: a 1-D .npy array
+/// (or N x 1), a text file of one number per line, or a generator (`uniform:N`
+/// draws weights in [0, 1)); read as f64, finite.
+pub fn read_weights(arg: &str, n: usize) -> Result<Column, InputError> {
+    let weight = [Component { name: "weight".into(), scalar: Scalar::F64 }];
+    let mut set = read_input(arg, &weight, &InputOptions::default()).map_err(|e| input_error!("--weights: {e}"))?;
+    if set.len() != n {
+        return Err(input_error!("--weights {arg}: {} weights for a set of {n} points", set.len()));
+    }
+    Ok(set.columns.remove(0))
+}
+
 /// How many values each point of `arg` has, read from the file's start (an
 /// .npy header, a text file's first row of numbers), `--dims` for raw files
 /// and synthetic inputs; None where nothing says (a synthetic input without

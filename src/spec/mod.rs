@@ -94,6 +94,29 @@ pub struct Input {
     /// another number of values per point sets it ([`Problem::with_dims`]);
     /// the snippet then reads coordinates through `DIMS` and `coord(p, i)`.
     pub dims_from_input: bool,
+    /// Each point carries a weight (`--weights`, [`Problem::with_point_weights`]):
+    /// an f64 member `twobs_w` after the element's, and a pair weighs the product.
+    pub point_weights: bool,
+}
+
+/// The member of `Point` that holds a point's weight.
+pub const WEIGHT_MEMBER: &str = "twobs_w";
+
+impl Input {
+    /// The arrays a point is read from: the element's, then its weight where
+    /// points carry one.
+    pub fn components(&self) -> Vec<Component> {
+        let mut components = self.element.components();
+        if self.point_weights {
+            components.push(Component { name: WEIGHT_MEMBER.into(), scalar: Scalar::F64 });
+        }
+        components
+    }
+
+    /// Bytes one point occupies across its arrays.
+    pub fn bytes(&self) -> u32 {
+        self.components().iter().map(|c| c.scalar.bytes()).sum()
+    }
 }
 
 /// The user's pairwise function and the snippet that defines it.
@@ -366,6 +389,28 @@ impl Problem {
         }
         let mut p = self.clone();
         p.input.element = Element::Vector { scalar, dims };
+        Ok(p)
+    }
+
+    /// The problem with a weight per point (`--weights`): a pair weighs the
+    /// product of its points' weights, in f64, which a histogram adds to its
+    /// bucket (times the spec's `weight` where it has one) and a sum
+    /// multiplies its value by. Counts, pairs, neighbours and g(r) have no
+    /// weighted form here and are refused.
+    pub fn with_point_weights(&self) -> Result<Problem, ParamError> {
+        let refuse = |what: &str| {
+            Err(param_error!(
+                "--weights: problem `{}` {what}; weights per point go with histograms and sums",
+                self.name
+            ))
+        };
+        match (&self.output, self.normalize) {
+            (_, Some(_)) => return refuse("normalizes its histogram to g(r), which counts pairs"),
+            (Output::Histogram { .. } | Output::Sum, None) => {}
+            (other, None) => return refuse(&format!("makes a {} output", other.kind())),
+        }
+        let mut p = self.clone();
+        p.input.point_weights = true;
         Ok(p)
     }
 
@@ -771,7 +816,7 @@ impl Cx<'_> {
             Some(a) => self.boolean(a)?,
             None => false,
         };
-        Ok(Input { sets, either, element, dims_from_input })
+        Ok(Input { sets, either, element, dims_from_input, point_weights: false })
     }
 
     fn function(&self, node: &Node, origin: &Path, files: &dyn Files) -> Result<Function, SpecError> {

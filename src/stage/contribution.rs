@@ -26,8 +26,10 @@ pub fn collect(problem: &Problem, params: &Params) -> Collect {
     match &problem.output {
         Output::Count { .. } => Collect::Totals { slots: 1, total: Total::Count },
         Output::Sum => Collect::Totals { slots: 1, total: Total::Sum },
-        Output::Histogram { bins, weight: None, .. } => Collect::Totals { slots: whole(bins), total: Total::Count },
-        Output::Histogram { bins, weight: Some(_), .. } => Collect::Totals { slots: whole(bins), total: Total::Sum },
+        Output::Histogram { bins, weight: None, .. } if !problem.input.point_weights => {
+            Collect::Totals { slots: whole(bins), total: Total::Count }
+        }
+        Output::Histogram { bins, .. } => Collect::Totals { slots: whole(bins), total: Total::Sum },
         Output::Pairs { .. } => Collect::Pairs,
         Output::Knn { k } => Collect::Knn { k: whole(k) },
     }
@@ -61,7 +63,7 @@ impl Test {
     pub fn keys_possible(problem: &Problem, params: &Params) -> bool {
         let tested = match &problem.output {
             Output::Count { .. } | Output::Pairs { .. } => true,
-            Output::Histogram { bins, weight: None, spacing: Spacing::Linear, .. } => {
+            Output::Histogram { bins, weight: None, spacing: Spacing::Linear, .. } if !problem.input.point_weights => {
                 (params.eval(bins).as_f64() + 1.0) * problem.function.returns.bytes() as f64 <= KEY_EDGES_BYTES as f64
             }
             _ => false,
@@ -149,10 +151,23 @@ pub fn fragment(problem: &Problem, params: &Params, test: Test) -> (Template, se
             Template::ContributionPairs,
             serde_json::json!({ "threshold": operand_expr(threshold, returns), "compare": compare.c_operator() }),
         ),
-        Output::Sum => (Template::ContributionSum, serde_json::json!({})),
+        Output::Sum => {
+            let amount = match problem.input.point_weights {
+                false => "static_cast<double>(twobs_pair(twobs_a, twobs_b))",
+                true => "static_cast<double>(twobs_pair(twobs_a, twobs_b)) * twobs_point_weights(twobs_a, twobs_b)",
+            };
+            (Template::ContributionSum, serde_json::json!({ "amount": amount }))
+        }
         Output::Histogram { bins, weight, spacing, .. } => {
             let (lo, scale) = histogram_scale(problem, params).expect("a histogram");
-            let template = match weight {
+            // What a pair adds to its bucket where that is not 1.
+            let amount = match (weight, problem.input.point_weights) {
+                (None, false) => None,
+                (Some(_), false) => Some("twobs_weight(twobs_a, twobs_b)"),
+                (None, true) => Some("twobs_point_weights(twobs_a, twobs_b)"),
+                (Some(_), true) => Some("twobs_weight(twobs_a, twobs_b) * twobs_point_weights(twobs_a, twobs_b)"),
+            };
+            let template = match amount {
                 None => Template::ContributionHistogram,
                 Some(_) => Template::ContributionWeightedHistogram,
             };
@@ -168,7 +183,7 @@ pub fn fragment(problem: &Problem, params: &Params, test: Test) -> (Template, se
             (
                 template,
                 serde_json::json!({
-                    "bins": whole(bins), "lo": lo.c_literal(), "scale": scale.c_literal(), "weight": weight,
+                    "bins": whole(bins), "lo": lo.c_literal(), "scale": scale.c_literal(), "amount": amount,
                     "log": log,
                 }),
             )
@@ -258,6 +273,9 @@ pub fn describe(problem: &Problem, params: &Params) -> String {
         Output::Count { threshold, compare } => {
             format!("count of pairs with value {} {}", compare.c_operator(), show(threshold))
         }
+        Output::Sum if problem.input.point_weights => {
+            "sum of pair values times the product of the points' weights (f64)".to_owned()
+        }
         Output::Sum => "sum of pair values (f64)".to_owned(),
         Output::Histogram { bins, min, max, weight, spacing } => format!(
             "histogram of {} {}buckets over [{}, {}){}",
@@ -265,7 +283,12 @@ pub fn describe(problem: &Problem, params: &Params) -> String {
             if *spacing == Spacing::Log { "log-spaced " } else { "" },
             show(min),
             show(max),
-            weight.as_ref().map_or(String::new(), |w| format!(", each pair adding {w}(a, b)"))
+            match (weight, problem.input.point_weights) {
+                (None, false) => String::new(),
+                (Some(w), false) => format!(", each pair adding {w}(a, b)"),
+                (None, true) => ", each pair adding the product of its points' weights".to_owned(),
+                (Some(w), true) => format!(", each pair adding {w}(a, b) times the product of its points' weights"),
+            }
         ),
         Output::Pairs { threshold, compare, .. } => {
             format!("pairs with value {} {}", compare.c_operator(), show(threshold))

@@ -21,7 +21,7 @@ use super::{KernelParam, Side, Source, Template};
 use crate::data::PointSet;
 use crate::device::Device;
 use crate::model::{self, BlockNeeds};
-use crate::spec::{Element, Sets};
+use crate::spec::{Input, Sets};
 
 /// Rows of each component array are padded to a multiple of this many points,
 /// so that whole tiles, paired loads and a block's B x R own points (B <= 1024,
@@ -59,20 +59,14 @@ impl InputCache {
     /// for its copies, so its tiles go through the read-only cache when the
     /// tiles of every resident block fit it, else around the warp by shuffles;
     /// every other output leaves shared memory to the tile.
-    pub fn choose(
-        class: OutputClass,
-        block_size: u32,
-        registers: u32,
-        element: &Element,
-        dev: &Device,
-    ) -> (Self, String) {
+    pub fn choose(class: OutputClass, block_size: u32, registers: u32, input: &Input, dev: &Device) -> (Self, String) {
         if class != OutputClass::TypeII {
             return (
                 InputCache::RegisterShm,
                 "tiles in shared memory: the lowest-latency cache, free for input since the output is not there".into(),
             );
         }
-        let element_bytes = element.bytes();
+        let element_bytes = input.bytes();
         let blocks =
             model::occupancy(dev, BlockNeeds { threads: block_size, shared_bytes: 0, registers_per_thread: registers })
                 .map_or(1, |o| o.blocks_per_sm);
@@ -101,9 +95,9 @@ impl InputCache {
     }
 
     /// Bytes of shared memory the tile takes, at the start of the block's shared memory.
-    pub fn tile_bytes(self, block_size: u32, element: &Element) -> u32 {
+    pub fn tile_bytes(self, block_size: u32, input: &Input) -> u32 {
         match self {
-            InputCache::RegisterShm => block_size * element.bytes(),
+            InputCache::RegisterShm => block_size * input.bytes(),
             _ => 0,
         }
     }
@@ -127,9 +121,9 @@ impl InputCache {
 /// the size of A's block, the same for the other set's block when the kernel
 /// is between two sets, and where both blocks start in the whole input
 /// (results use whole-input indices).
-pub fn params(element: &Element, sets: Sets) -> Vec<KernelParam> {
+pub fn params(input: &Input, sets: Sets) -> Vec<KernelParam> {
     let mut out = Vec::new();
-    let components = element.components();
+    let components = input.components();
     let side = |side: Side, out: &mut Vec<KernelParam>| {
         for (c, comp) in components.iter().enumerate() {
             out.push(KernelParam {

@@ -1,4 +1,5 @@
-// A sum is a total of one slot: every pair adds its value, in f64.
+// A sum is a total of one slot: every pair adds its value (times its points'
+// weights where they have them), in f64.
 [[maybe_unused]] constexpr unsigned SLOTS = 1;
 typedef double Tally;
 typedef double Total;
@@ -9,7 +10,7 @@ struct Contribution {
 };
 
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
-  return {0, static_cast<double>(twobs_pair(twobs_a, twobs_b))};
+  return {0, {{ stage.amount }}};
 }
 
 // No setup: the value is tested as it is.
