@@ -324,11 +324,14 @@ pub fn present(
     ));
     if let Some(g) = &t.gpu {
         say(format!(
-            "  upload {:.4} s, kernels {:.4} s, download {:.4} s, host combine {:.4} s; {} launches ({} after the output buffer filled){}",
+            "  CUDA driver and contexts {:.4} s (apart); buffers {:.4} s, upload {:.4} s, kernels {:.4} s, download {:.4} s, host combine {:.4} s, freeing {:.4} s; {} launches ({} after the output buffer filled){}",
+            g.context_s,
+            g.setup_s,
             g.upload_s,
             g.kernel_s,
             g.download_s,
             g.combine_s,
+            g.teardown_s,
             g.launches,
             g.overflow_relaunches,
             match (t.fp_instructions_per_pair, t.fp32_issue_fraction) {

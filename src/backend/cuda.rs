@@ -157,7 +157,16 @@ pub struct GpuOptions {
 /// Seconds in each stage, summed over streams and GPUs (CUDA events), and wall time.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct GpuTimings {
+    /// Loading the CUDA driver and NVRTC, creating the contexts and reading
+    /// the GPUs' limits: once per process, like compilation, so apart from
+    /// the compute time.
+    pub context_s: f64,
     pub compile_s: f64,
+    /// Streams, device buffers and pinned staging memory, before the first
+    /// upload (the slowest stream's).
+    pub setup_s: f64,
+    /// Freeing them after the last download (the slowest stream's).
+    pub teardown_s: f64,
     pub upload_s: f64,
     pub kernel_s: f64,
     pub download_s: f64,
@@ -170,6 +179,8 @@ pub struct GpuTimings {
 
 impl GpuTimings {
     fn add(&mut self, o: &GpuTimings) {
+        self.setup_s = self.setup_s.max(o.setup_s);
+        self.teardown_s = self.teardown_s.max(o.teardown_s);
         self.upload_s += o.upload_s;
         self.kernel_s += o.kernel_s;
         self.download_s += o.download_s;
@@ -273,6 +284,8 @@ pub fn run(
     progress: &ProgressBar,
 ) -> Result<GpuRun, GpuError> {
     let wall = Instant::now();
+    // The driver's initialisation (the first call into it) counts with the contexts.
+    let context_start = Instant::now();
     usable()?;
     nvrtc::available()?;
     let count = CudaContext::device_count().doing("counting GPUs")? as usize;
@@ -286,6 +299,7 @@ pub fn run(
     let contexts: Vec<Arc<CudaContext>> = ordinals.iter().map(|&g| context(g)).collect::<Result<_, _>>()?;
     let devices: Vec<Device> =
         contexts.iter().zip(&ordinals).map(|(c, &g)| device_of(c, g)).collect::<Result<_, _>>()?;
+    let context_s = context_start.elapsed().as_secs_f64();
 
     // Blocks: as large as a quarter of the smallest GPU's free memory allows, per set and stream.
     let n_a = inputs.a.len();
@@ -347,18 +361,20 @@ pub fn run(
         value: problem.function.returns,
     };
 
-    // One host thread per stream per GPU.
+    // One host thread per stream per GPU, and no more streams than units of
+    // work to share: an idle stream would only allocate and free its buffers.
+    let streams_used = streams.min(job.queue.lock().expect("queue lock").len().div_ceil(contexts.len())).max(1);
     let results: Vec<Result<(Partial, GpuTimings), GpuError>> = std::thread::scope(|s| {
         let mut handles = Vec::new();
         for (ctx, launch) in contexts.iter().zip(&launchers) {
-            for _ in 0..streams {
+            for _ in 0..streams_used {
                 let job = &job;
                 handles.push(s.spawn(move || stream_worker(job, ctx, launch, stage)));
             }
         }
         handles.into_iter().map(|h| h.join().expect("GPU worker panicked")).collect()
     });
-    let mut timings = GpuTimings { compile_s, ..Default::default() };
+    let mut timings = GpuTimings { context_s, compile_s, ..Default::default() };
     let mut parts = Vec::new();
     for r in results {
         let (part, t) = r?;
@@ -386,13 +402,17 @@ fn stream_worker(
     launchers: &(Option<Launcher>, Option<Launcher>),
     stage: OutputStage,
 ) -> Result<(Partial, GpuTimings), GpuError> {
+    let setup = Instant::now();
     ctx.bind_to_thread().doing("binding the context")?;
     let stream = ctx.new_stream().doing("creating a stream")?;
     let inputs = job.inputs;
     let other = inputs.other();
     let alloc = "allocating GPU memory";
-    let mut a_dev = DeviceBlock::new(ctx, &stream, &inputs.a, job.block_points).doing(alloc)?;
-    let mut b_dev = DeviceBlock::new(ctx, &stream, other, job.block_points).doing(alloc)?;
+    // Pinned staging only for buffers that take block after block; the other
+    // set's buffer only where a kernel between two blocks runs.
+    let mut a_dev = DeviceBlock::new(ctx, &stream, &inputs.a, job.block_points, job.a_blocks.len() > 1).doing(alloc)?;
+    let b_points = if launchers.1.is_some() { job.block_points } else { 1 };
+    let mut b_dev = DeviceBlock::new(ctx, &stream, other, b_points, job.b_blocks.len() > 1).doing(alloc)?;
     let mut out = match stage {
         OutputStage::Totals { slots, total, .. } => {
             StreamOutput::Totals(DeviceTotals::new(&stream, slots, total).doing(alloc)?)
@@ -408,6 +428,7 @@ fn stream_worker(
     // Pairs (8 B each) one stream's pool may take: a quarter of free memory shared by the streams.
     let pool_cap = ctx.mem_get_info().map_or(1 << 26, |(free, _)| (free / 4 / 8 / job.streams) as u64);
     let mut selectivity: Option<f64> = None;
+    timings.setup_s = setup.elapsed().as_secs_f64();
 
     loop {
         let Some(group) = job.queue.lock().expect("queue lock").pop_front() else { break };
@@ -509,6 +530,9 @@ fn stream_worker(
         StreamOutput::TopK(_, rows) => Partial::Knn(rows),
     };
     timings.download_s += t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    drop((a_dev, b_dev, stream));
+    timings.teardown_s = t.elapsed().as_secs_f64();
     Ok((part, timings))
 }
 

@@ -148,31 +148,47 @@ pub fn params(input: &Input, sets: Sets) -> Vec<KernelParam> {
 }
 
 /// One block of a set on the device: one padded array per component, and the
-/// pinned host memory its uploads go through.
+/// host memory its uploads go through.
 pub struct DeviceBlock {
     pub columns: Vec<CudaSlice<u8>>,
-    staging: Vec<PinnedHostSlice<u8>>,
+    staging: Staging,
     /// (tag, block) now loaded, so that a block used twice is uploaded once.
     holds: Option<(u32, usize)>,
 }
 
+/// Host memory the uploads go through: pinned where a buffer is loaded again
+/// and again (streamed blocks), so that copies run at bus speed; ordinary
+/// memory for a set loaded once, where pinning (about a millisecond per MB on
+/// the H200) would cost more than it saves.
+enum Staging {
+    Pinned(Vec<PinnedHostSlice<u8>>),
+    Pageable(Vec<Vec<u8>>),
+}
+
 impl DeviceBlock {
-    /// Room for `max_points` points of `set`'s components.
+    /// Room for `max_points` points of `set`'s components; `reloaded` when
+    /// more than one block of the set will pass through it.
     pub fn new(
         ctx: &Arc<CudaContext>,
         stream: &Arc<CudaStream>,
         set: &PointSet,
         max_points: usize,
+        reloaded: bool,
     ) -> Result<Self, DriverError> {
         let padded = max_points.max(1).next_multiple_of(PAD_POINTS);
         let mut columns = Vec::new();
-        let mut staging = Vec::new();
-        for c in &set.columns {
-            let bytes = padded * c.scalar().bytes() as usize;
+        let sizes: Vec<usize> = set.columns.iter().map(|c| padded * c.scalar().bytes() as usize).collect();
+        for &bytes in &sizes {
             columns.push(stream.alloc_zeros::<u8>(bytes)?);
-            // SAFETY: pinned memory is written before every upload reads it.
-            staging.push(unsafe { ctx.alloc_pinned::<u8>(bytes) }?);
         }
+        let staging = if reloaded {
+            // SAFETY: pinned memory is written before every upload reads it.
+            Staging::Pinned(
+                sizes.iter().map(|&bytes| unsafe { ctx.alloc_pinned::<u8>(bytes) }).collect::<Result<_, _>>()?,
+            )
+        } else {
+            Staging::Pageable(sizes.iter().map(|&bytes| vec![0u8; bytes]).collect())
+        };
         Ok(DeviceBlock { columns, staging, holds: None })
     }
 
@@ -189,10 +205,13 @@ impl DeviceBlock {
             return Ok(());
         }
         let padded = (end - start).max(1).next_multiple_of(PAD_POINTS);
-        for ((col, dev), pinned) in set.columns.iter().zip(&mut self.columns).zip(&mut self.staging) {
+        for (k, (col, dev)) in set.columns.iter().zip(&mut self.columns).enumerate() {
             let bytes = padded * col.scalar().bytes() as usize;
             // The previous upload from this buffer has finished: every unit ends with a synchronize.
-            let host = pinned.as_mut_slice()?;
+            let host: &mut [u8] = match &mut self.staging {
+                Staging::Pinned(pinned) => pinned[k].as_mut_slice()?,
+                Staging::Pageable(buffers) => &mut buffers[k],
+            };
             col.write_bytes(start, end - start, &mut host[..bytes]);
             stream.memcpy_htod(&host[..bytes], &mut dev.slice_mut(..bytes))?;
         }
