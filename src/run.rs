@@ -204,7 +204,7 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
             bar.finish_and_clear();
             notes.extend(run.notes.iter().cloned());
             let g = &run.timings;
-            let compute_s = g.wall_s - g.compile_s - g.context_s;
+            let compute_s = g.wall_s - g.prepare_s;
             let pair_rate = shape.pairs as f64 / compute_s.max(1e-9);
             let issue_rate: f64 = run.devices.iter().map(|d| d.fp32_issue_rate()).sum();
             let fp = nvrtc::fp_instructions(

@@ -104,18 +104,24 @@ fn context(ordinal: usize) -> Result<Arc<CudaContext>, GpuError> {
 /// Reads the limits of GPU `ordinal`; model constants come from the closest profile.
 pub fn live_device(ordinal: usize) -> Result<Device, GpuError> {
     usable()?;
-    device_of(&context(ordinal)?, ordinal)
+    device_of(ordinal)
 }
 
-fn device_of(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<Device, GpuError> {
+/// The limits of GPU `ordinal`, read from the driver without a context (so
+/// that kernels can be planned and compiled while the context is made).
+fn device_of(ordinal: usize) -> Result<Device, GpuError> {
+    use cudarc::driver::result::device;
     use sys::CUdevice_attribute::*;
-    let attr = |a| -> Result<u32, GpuError> { Ok(ctx.attribute(a).doing("reading the GPU's limits")? as u32) };
+    let reading = "reading the GPU's limits";
+    let cu = device::get(ordinal as i32).doing(reading)?;
+    // SAFETY: `cu` is a device the driver just returned.
+    let attr = |a| -> Result<u32, GpuError> { Ok(unsafe { device::get_attribute(cu, a) }.doing(reading)? as u32) };
     let cc = (attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?, attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?);
     let base = Device::closest_profile(cc);
     let bus_bits = attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)? as f64;
     let mem_khz = attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)? as f64;
     Ok(Device {
-        name: ctx.name().doing("reading the GPU's name")?,
+        name: device::get_name(cu).doing("reading the GPU's name")?,
         origin: format!("live GPU {ordinal}"),
         compute_capability: cc,
         multiprocessors: attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
@@ -157,11 +163,14 @@ pub struct GpuOptions {
 /// Seconds in each stage, summed over streams and GPUs (CUDA events), and wall time.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct GpuTimings {
-    /// Loading the CUDA driver and NVRTC, creating the contexts and reading
-    /// the GPUs' limits: once per process, like compilation, so apart from
-    /// the compute time.
+    /// Loading the CUDA driver and NVRTC, reading the GPUs' limits and
+    /// creating the contexts (the last while the kernels compile): once per
+    /// process, like compilation, so apart from the compute time.
     pub context_s: f64,
     pub compile_s: f64,
+    /// From the start to the kernels loaded: the driver, contexts and
+    /// compilation, overlapped; compute time is the wall time after it.
+    pub prepare_s: f64,
     /// Streams, device buffers and pinned staging memory, before the first
     /// upload (the slowest stream's).
     pub setup_s: f64,
@@ -207,25 +216,38 @@ struct Launcher {
 
 static MODULES: Memo<CudaFunction> = Memo::new();
 
-impl Launcher {
-    /// Plans, renders, compiles (or finds) and loads the kernel of `problem` on `ctx`.
+/// A kernel planned and compiled for a GPU's architecture, not yet loaded:
+/// made while the GPU's context is being created.
+struct Compiled {
+    plan: Plan,
+    entry: String,
+    cubin: Arc<Vec<u8>>,
+}
+
+impl Compiled {
+    /// Plans, renders and compiles (or finds) the kernel of `problem` for `dev`.
     fn new(
         problem: &Problem,
         params: &Params,
         dev: &Device,
-        ctx: &Arc<CudaContext>,
         points: Points,
         forced: Forced,
         cache: &Cache,
-    ) -> Result<Launcher, GpuError> {
+    ) -> Result<Compiled, GpuError> {
         let plan = Plan::new(problem, params, dev, points, forced)?;
         let kernel = codegen::render(problem, params, &plan, dev, "twobs run");
         let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
+        Ok(Compiled { plan, entry: kernel.entry, cubin })
+    }
+
+    /// Loads the kernel into `ctx` (once per process and GPU).
+    fn load(self, dev: &Device, ctx: &Arc<CudaContext>) -> Result<Launcher, GpuError> {
+        let Compiled { plan, entry, cubin } = self;
         let key = Key::of(&[&cubin, &ctx.ordinal().to_le_bytes()]);
         let func = MODULES.get_or_try(key, || -> Result<CudaFunction, GpuError> {
             let module =
                 ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec())).doing("loading the kernel")?;
-            let func = module.load_function(&kernel.entry).doing("finding the kernel")?;
+            let func = module.load_function(&entry).doing("finding the kernel")?;
             if plan.launch.shared_bytes + plan.launch.contribution_shared_bytes > dev.shared_per_block {
                 func.set_attribute(
                     sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -237,7 +259,9 @@ impl Launcher {
         })?;
         Ok(Launcher { func: (*func).clone(), plan })
     }
+}
 
+impl Launcher {
     /// Launches `grid` blocks with the arguments of the plan's parameter list.
     fn launch(&self, stream: &Arc<CudaStream>, grid: u32, args: &KernelArgs) -> Result<(), GpuError> {
         let cfg = LaunchConfig {
@@ -285,7 +309,7 @@ pub fn run(
 ) -> Result<GpuRun, GpuError> {
     let wall = Instant::now();
     // The driver's initialisation (the first call into it) counts with the contexts.
-    let context_start = Instant::now();
+    let driver_start = Instant::now();
     usable()?;
     nvrtc::available()?;
     let count = CudaContext::device_count().doing("counting GPUs")? as usize;
@@ -296,50 +320,103 @@ pub fn run(
     if let Some(&ordinal) = ordinals.iter().find(|&&g| g >= count) {
         return Err(GpuError::NoSuchGpu { ordinal, count });
     }
-    let contexts: Vec<Arc<CudaContext>> = ordinals.iter().map(|&g| context(g)).collect::<Result<_, _>>()?;
-    let devices: Vec<Device> =
-        contexts.iter().zip(&ordinals).map(|(c, &g)| device_of(c, g)).collect::<Result<_, _>>()?;
-    let context_s = context_start.elapsed().as_secs_f64();
+    let devices: Vec<Device> = ordinals.iter().map(|&g| device_of(g)).collect::<Result<_, _>>()?;
+    let driver_s = driver_start.elapsed().as_secs_f64();
 
-    // Blocks: as large as a quarter of the smallest GPU's free memory allows, per set and stream.
+    // Blocks: as large as a quarter of the smallest GPU's memory allows, per
+    // set and stream: its total memory while the contexts are made, then its
+    // free memory (a GPU others use gets smaller blocks, and a recompile).
     let n_a = inputs.a.len();
     let n_b = inputs.other().len();
     let streams = opts.streams.max(1);
     let per_point = inputs.a.columns.iter().map(|c| c.scalar().bytes() as usize).sum::<usize>().max(1);
+    let block_points_for = |memory: usize| {
+        let fit = (memory / 4 / (2 * streams) / per_point).max(PAD_POINTS);
+        opts.block_points.unwrap_or(n_a.max(n_b)).min(fit).max(1)
+    };
+    let mut total = usize::MAX;
+    for &g in &ordinals {
+        let cu = cudarc::driver::result::device::get(g as i32).doing("reading GPU memory")?;
+        // SAFETY: a device the driver just returned.
+        total = total.min(unsafe { cudarc::driver::result::device::total_mem(cu) }.doing("reading GPU memory")?);
+    }
+
+    // Plans and kernels, per GPU (GPUs may differ): the problem's own kernel on
+    // one block, and the two-set kernel between blocks, where units need them.
+    let between_problem = problem.as_cross();
+    let compile = |block_points: usize| -> Result<Vec<(Option<Compiled>, Option<Compiled>)>, GpuError> {
+        let a_blocks = blocks(n_a, block_points);
+        let b_blocks = if inputs.b.is_some() { blocks(n_b, block_points) } else { a_blocks.clone() };
+        let groups = crate::stage::visit::Visit::of(problem).units(&a_blocks, &b_blocks);
+        let needs = |kind| groups.iter().flatten().any(|u| u.kernel == kind);
+        let own_points = Points {
+            a: block_points.min(n_a) as u64,
+            b: (problem.input.sets == Sets::Two).then_some(block_points.min(n_b) as u64),
+        };
+        let between_points = Points { a: block_points.min(n_a) as u64, b: Some(block_points.min(n_b) as u64) };
+        devices
+            .iter()
+            .map(|dev| {
+                let make = |p: &Problem, points| Compiled::new(p, params, dev, points, opts.forced, cache);
+                let own = if needs(KernelKind::Own) { Some(make(problem, own_points)?) } else { None };
+                let between =
+                    if needs(KernelKind::Between) { Some(make(&between_problem, between_points)?) } else { None };
+                Ok((own, between))
+            })
+            .collect()
+    };
+    // The contexts are made on their own threads while NVRTC compiles here.
+    let mut block_points = block_points_for(total);
+    let (made, compiled, mut compile_s) = std::thread::scope(|s| {
+        let making: Vec<_> = ordinals
+            .iter()
+            .map(|&g| {
+                s.spawn(move || {
+                    let start = Instant::now();
+                    context(g).map(|c| (c, start.elapsed().as_secs_f64()))
+                })
+            })
+            .collect();
+        let start = Instant::now();
+        let compiled = compile(block_points);
+        let compile_s = start.elapsed().as_secs_f64();
+        let made: Vec<Result<(Arc<CudaContext>, f64), GpuError>> =
+            making.into_iter().map(|h| h.join().expect("context thread panicked")).collect();
+        (made, compiled, compile_s)
+    });
+    let mut contexts = Vec::new();
+    let mut context_s: f64 = 0.0;
+    for m in made {
+        let (ctx, s) = m?;
+        contexts.push(ctx);
+        context_s = context_s.max(s);
+    }
+    let mut compiled = compiled?;
     let mut free = usize::MAX;
     for c in &contexts {
         free = free.min(c.mem_get_info().doing("reading free GPU memory")?.0);
     }
-    let fit = (free / 4 / (2 * streams) / per_point).max(PAD_POINTS);
-    let block_points = opts.block_points.unwrap_or(n_a.max(n_b)).min(fit).max(1);
+    if block_points_for(free) < block_points {
+        block_points = block_points_for(free);
+        let start = Instant::now();
+        compiled = compile(block_points)?;
+        compile_s += start.elapsed().as_secs_f64();
+    }
     let mut notes = Vec::new();
     if opts.block_points.is_none() && block_points < n_a.max(n_b) {
         notes.push(format!("inputs do not fit the GPU at once: blocks of {block_points} points"));
     }
     let a_blocks = blocks(n_a, block_points);
     let b_blocks = if inputs.b.is_some() { blocks(n_b, block_points) } else { a_blocks.clone() };
-
-    // Plans and kernels, per GPU (GPUs may differ): the problem's own kernel on
-    // one block, and the two-set kernel between blocks, where units need them.
-    let compile_start = Instant::now();
-    let own_points = Points {
-        a: block_points.min(n_a) as u64,
-        b: (problem.input.sets == Sets::Two).then_some(block_points.min(n_b) as u64),
-    };
-    let between_points = Points { a: block_points.min(n_a) as u64, b: Some(block_points.min(n_b) as u64) };
-    let visit = crate::stage::visit::Visit::of(problem);
-    let groups = visit.units(&a_blocks, &b_blocks);
-    let needs_own = groups.iter().flatten().any(|u| u.kernel == KernelKind::Own);
-    let needs_between = groups.iter().flatten().any(|u| u.kernel == KernelKind::Between);
-    let between_problem = problem.as_cross();
+    let groups = crate::stage::visit::Visit::of(problem).units(&a_blocks, &b_blocks);
     let mut launchers: Vec<(Option<Launcher>, Option<Launcher>)> = Vec::new();
-    for (ctx, dev) in contexts.iter().zip(&devices) {
-        let make = |p: &Problem, points| Launcher::new(p, params, dev, ctx, points, opts.forced, cache);
-        let own = if needs_own { Some(make(problem, own_points)?) } else { None };
-        let between = if needs_between { Some(make(&between_problem, between_points)?) } else { None };
+    for ((own, between), (ctx, dev)) in compiled.into_iter().zip(contexts.iter().zip(&devices)) {
+        let own = own.map(|c| c.load(dev, ctx)).transpose()?;
+        let between = between.map(|c| c.load(dev, ctx)).transpose()?;
         launchers.push((own, between));
     }
-    let compile_s = compile_start.elapsed().as_secs_f64();
+    // Everything before the first upload that a second run in this process would not repeat.
+    let prepare_s = wall.elapsed().as_secs_f64();
     let plans: Vec<Plan> = launchers[0].0.iter().chain(launchers[0].1.iter()).map(|l| l.plan.clone()).collect();
     let stage = plans[0].output;
 
@@ -374,7 +451,7 @@ pub fn run(
         }
         handles.into_iter().map(|h| h.join().expect("GPU worker panicked")).collect()
     });
-    let mut timings = GpuTimings { context_s, compile_s, ..Default::default() };
+    let mut timings = GpuTimings { context_s: driver_s + context_s, compile_s, prepare_s, ..Default::default() };
     let mut parts = Vec::new();
     for r in results {
         let (part, t) = r?;
@@ -549,7 +626,7 @@ pub fn check_keys(
     let Some(probe) = codegen::render_key_probe(problem, params, false) else { return Ok(None) };
     usable()?;
     let ctx = context(ordinal)?;
-    let dev = device_of(&ctx, ordinal)?;
+    let dev = device_of(ordinal)?;
     let (cubin, _) = nvrtc::cubin(&probe, &dev.arch(), cache)?;
     let module = ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec())).doing("loading the key probe")?;
     let func = module.load_function(&probe.entry).doing("finding the key probe")?;
