@@ -721,14 +721,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     let path = dir.join(&kernel.file_name);
                     // Only a kernel twobs wrote may be replaced: the spec's own snippet
                     // often has the kernel's name (manhattan.cu beside manhattan.xml).
-                    if let Ok(existing) = std::fs::read_to_string(&path) {
-                        if !existing.starts_with(codegen::KERNEL_FIRST_LINE) {
-                            anyhow::bail!(
-                                "{} exists and twobs did not write it (it does not start with `{}`); write the kernel elsewhere with -o",
-                                path.display(),
-                                codegen::KERNEL_FIRST_LINE
-                            );
-                        }
+                    if let Ok(existing) = std::fs::read_to_string(&path)
+                        && !existing.starts_with(codegen::KERNEL_FIRST_LINE)
+                    {
+                        anyhow::bail!(
+                            "{} exists and twobs did not write it (it does not start with `{}`); write the kernel elsewhere with -o",
+                            path.display(),
+                            codegen::KERNEL_FIRST_LINE
+                        );
                     }
                     let partial = dir.join(format!(".{}.{}.partial", kernel.file_name, std::process::id()));
                     std::fs::write(&partial, &kernel.source)

@@ -54,10 +54,10 @@ impl Kernel {
                     }
                     let rest = &log[at + tag.len()..];
                     let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
-                    if rest[digits..].starts_with(close) {
-                        if let Ok(n) = rest[..digits].parse() {
-                            places.push((at, file.as_str(), n));
-                        }
+                    if rest[digits..].starts_with(close)
+                        && let Ok(n) = rest[..digits].parse()
+                    {
+                        places.push((at, file.as_str(), n));
                     }
                 }
             }
@@ -91,12 +91,12 @@ impl Kernel {
         let mut files: std::collections::BTreeMap<String, Vec<Option<String>>> = Default::default();
         let (mut file, mut next) = (self.file_name.clone(), 1usize);
         for line in self.source.lines() {
-            if let Some((n, name)) = line.strip_prefix("#line ").and_then(|d| d.split_once(' ')) {
-                if let Ok(n) = n.parse::<usize>() {
-                    file = name.trim().trim_matches('"').replace("\\\"", "\"").replace("\\\\", "\\");
-                    next = n;
-                    continue;
-                }
+            if let Some((n, name)) = line.strip_prefix("#line ").and_then(|d| d.split_once(' '))
+                && let Ok(n) = n.parse::<usize>()
+            {
+                file = name.trim().trim_matches('"').replace("\\\"", "\"").replace("\\\\", "\\");
+                next = n;
+                continue;
             }
             let lines = files.entry(file.clone()).or_default();
             if lines.len() < next {

@@ -326,10 +326,10 @@ impl Plan {
                 possible: possible.iter().map(|o| o.name()).collect::<Vec<_>>().join(", "),
             });
         }
-        if choice == OutputChoice::Register {
-            if let Some(bytes) = output_bytes.filter(|b| *b > crate::stage::output::ALPHA_BYTES) {
-                return Err(PlanError::RegistersTooSmall { bytes, alpha: crate::stage::output::ALPHA_BYTES });
-            }
+        if choice == OutputChoice::Register
+            && let Some(bytes) = output_bytes.filter(|b| *b > crate::stage::output::ALPHA_BYTES)
+        {
+            return Err(PlanError::RegistersTooSmall { bytes, alpha: crate::stage::output::ALPHA_BYTES });
         }
 
         let (block_size, block_why) = match forced.block_size {
@@ -389,10 +389,12 @@ impl Plan {
         if choice == OutputChoice::Op {
             copies = 1;
         }
-        if class == OutputClass::TypeII && forced.output.is_none() && forced.copies.is_none() {
-            if let Some(m) = &copy_model {
-                output_why = m.why(copies);
-            }
+        if class == OutputClass::TypeII
+            && forced.output.is_none()
+            && forced.copies.is_none()
+            && let Some(m) = &copy_model
+        {
+            output_why = m.why(copies);
         }
         let output = stage(choice, shape.collect, copies, counter.0);
 
@@ -531,16 +533,15 @@ impl Plan {
         }
         if let (Some(model), OutputStage::Totals { store: Store::Shared { copies, .. }, .. }) =
             (&self.copy_model, self.output)
+            && let (Some(mine), Some(best)) = (model.cost(copies), model.cost(model.best))
+            && copies != model.best
+            && mine > best
         {
-            if let (Some(mine), Some(best)) = (model.cost(copies), model.cost(model.best)) {
-                if copies != model.best && mine > best {
-                    self.notes.push(format!(
-                        "{copies} copies: the model predicts {:.2}x the cost of {} copies (R x L = {mine:.1} vs {best:.1})",
-                        mine / best,
-                        model.best,
-                    ));
-                }
-            }
+            self.notes.push(format!(
+                "{copies} copies: the model predicts {:.2}x the cost of {} copies (R x L = {mine:.1} vs {best:.1})",
+                mine / best,
+                model.best,
+            ));
         }
     }
 

@@ -82,6 +82,7 @@ impl PairCounts {
 /// Counts DD, RR, and DR where the estimator needs it, with `problem` (a
 /// distance histogram of one or two sets). Returns the counts and the runs
 /// (DD, RR, then DR) for the report.
+#[allow(clippy::result_large_err, reason = "returned once per command, not in a loop")]
 pub fn count(
     problem: &Problem,
     params: &Params,

@@ -154,7 +154,7 @@ fn records_come_from_structured_arrays_csv_or_integers() {
     let p = dir.path().join("r.npy");
     let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
     let mut header = "{'descr': [('id', '<i8'), ('key', '<i4')], 'fortran_order': False, 'shape': (2,), }".to_owned();
-    while (10 + header.len() + 1) % 64 != 0 {
+    while !(10 + header.len() + 1).is_multiple_of(64) {
         header.push(' ');
     }
     header.push('\n');
@@ -343,7 +343,7 @@ fn trajectories_are_refused_where_frames_do_not_add_up() {
     assert!(e.contains("a 3-D array of 2 frames, where one set of points was expected"), "{e}");
     // A header promising more than the file holds is refused before anything is allocated.
     let mut header = "{'descr': '<f4', 'fortran_order': False, 'shape': (4000000000000, 3), }".to_owned();
-    while (10 + header.len() + 1) % 64 != 0 {
+    while !(10 + header.len() + 1).is_multiple_of(64) {
         header.push(' ');
     }
     header.push('\n');

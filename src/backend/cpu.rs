@@ -70,11 +70,11 @@ fn compiler() -> Result<(String, String), CpuError> {
         _ => vec!["c++".into(), "g++".into(), "clang++".into()],
     };
     for cxx in &candidates {
-        if let Ok(out) = Command::new(cxx).arg("--version").output() {
-            if out.status.success() {
-                let version = String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or("").to_owned();
-                return Ok((cxx.clone(), version));
-            }
+        if let Ok(out) = Command::new(cxx).arg("--version").output()
+            && out.status.success()
+        {
+            let version = String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or("").to_owned();
+            return Ok((cxx.clone(), version));
         }
     }
     Err(CpuError::NoCompiler(candidates.join(", ")))

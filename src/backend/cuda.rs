@@ -216,6 +216,10 @@ struct Launcher {
 
 static MODULES: Memo<CudaFunction> = Memo::new();
 
+/// A GPU's kernel on one block of a set, and its kernel between two blocks,
+/// each where a unit needs it.
+type KernelPair<K> = (Option<K>, Option<K>);
+
 /// A kernel planned and compiled for a GPU's architecture, not yet loaded:
 /// made while the GPU's context is being created.
 struct Compiled {
@@ -344,7 +348,7 @@ pub fn run(
     // Plans and kernels, per GPU (GPUs may differ): the problem's own kernel on
     // one block, and the two-set kernel between blocks, where units need them.
     let between_problem = problem.as_cross();
-    let compile = |block_points: usize| -> Result<Vec<(Option<Compiled>, Option<Compiled>)>, GpuError> {
+    let compile = |block_points: usize| -> Result<Vec<KernelPair<Compiled>>, GpuError> {
         let a_blocks = blocks(n_a, block_points);
         let b_blocks = if inputs.b.is_some() { blocks(n_b, block_points) } else { a_blocks.clone() };
         let groups = crate::stage::visit::Visit::of(problem).units(&a_blocks, &b_blocks);
@@ -466,6 +470,7 @@ pub fn run(
 }
 
 /// The output buffers one stream keeps.
+#[allow(clippy::large_enum_variant, reason = "one per stream thread, on its stack")]
 enum StreamOutput {
     Totals(DeviceTotals),
     /// Allocated, and grown, by the first unit that needs it.

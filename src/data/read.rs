@@ -36,14 +36,15 @@ pub fn read_input(arg: &str, components: &[Component], opts: &InputOptions) -> R
 pub fn read_frames(arg: &str, components: &[Component], opts: &InputOptions) -> Result<Vec<PointSet>, InputError> {
     let path = Path::new(arg);
     if !path.exists() {
-        if let Some((name, n)) = arg.split_once(':') {
-            if let Some(generator) = Generator::parse(name) {
-                let n: u64 = n.replace('_', "").parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+        if let Some((name, n)) = arg.split_once(':')
+            && let Some(generator) = Generator::parse(name)
+        {
+            let n: u64 =
+                n.replace('_', "").parse().ok().filter(|n| *n > 0).ok_or_else(|| {
                     input_error!("--input {arg}: expected {name}:N with N a positive number of points")
                 })?;
-                let set = synthesize(generator, n, components, opts.seed)?;
-                return Ok(vec![set.validate(components, false)?]);
-            }
+            let set = synthesize(generator, n, components, opts.seed)?;
+            return Ok(vec![set.validate(components, false)?]);
         }
         return Err(input_error!(
             "--input {arg}: no such file (a synthetic input is written uniform:N, clustered:N or exponential:N)"
@@ -140,7 +141,7 @@ fn push_value(col: &mut Column, v: Number, at: &dyn Fn() -> String) -> Result<()
             Number::Int(i) => Ok(i),
             Number::Float(f) if f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 => Ok(f as i64),
             Number::Float(f) => {
-                return Err(input_error!("{}: {f} is not a whole number, but the spec's field is an integer", at()));
+                Err(input_error!("{}: {f} is not a whole number, but the spec's field is an integer", at()))
             }
         }
     };

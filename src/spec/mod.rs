@@ -710,12 +710,9 @@ impl Cx<'_> {
             .iter()
             .filter(|c| c.name == "param")
             .find(|n| self.attr(n, "type").is_some_and(|t| t.value == vocabulary::BOX_TYPE))
+            && !three_floats
         {
-            if !three_floats {
-                return Err(
-                    self.err(node.pos, "a box parameter needs 3-D float points: <input type=\"f32\" dims=\"3\">")
-                );
-            }
+            return Err(self.err(node.pos, "a box parameter needs 3-D float points: <input type=\"f32\" dims=\"3\">"));
         }
         let function = self.function(one("function")?, origin, files)?;
         let output_node = one("output")?;
