@@ -76,6 +76,13 @@ struct XiArgs {
     /// Randoms: positions drawn uniformly over the catalogue's volume and mask.
     #[arg(long, value_name = "FILE|GEN:N")]
     randoms: String,
+    /// A weight per data point (1-D .npy or one number per line): pair counts
+    /// become sums of weight products, normalised by the weight totals.
+    #[arg(long, value_name = "FILE")]
+    data_weights: Option<String>,
+    /// A weight per random point (each 1 when only --data-weights is given).
+    #[arg(long, value_name = "FILE")]
+    random_weights: Option<String>,
     /// The pair-distance histogram to count with (a spec with sets="1,2").
     #[arg(long, default_value = "sdh")]
     problem: String,
@@ -129,9 +136,19 @@ fn xi_command(args: XiArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.plot {
         plot::check(path)?;
     }
-    let data = read_input(&args.data, &components, &opts).context("--data")?;
-    let randoms =
+    let mut data = read_input(&args.data, &components, &opts).context("--data")?;
+    let mut randoms =
         read_input(&args.randoms, &components, &InputOptions { seed: args.seed + 1, ..opts }).context("--randoms")?;
+    // Weighted, both catalogues carry a weight column; a missing one is all ones.
+    if args.data_weights.is_some() || args.random_weights.is_some() {
+        for (set, file) in [(&mut data, &args.data_weights), (&mut randoms, &args.random_weights)] {
+            let weights = match file {
+                Some(file) => data::read_weights(file, set.len())?,
+                None => crate::data::Column::F64(vec![1.0; set.len()]),
+            };
+            set.columns.push(weights);
+        }
+    }
     let run_opts = RunOptions {
         backend: args.backend.choice(),
         threads: args.threads,
@@ -150,13 +167,10 @@ fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         &run_opts,
     )?;
     let xi = counts.xi(args.estimator);
-    let as_f64 = |c: &[u64]| c.iter().map(|&x| x as f64).collect::<Vec<f64>>();
-    let (dd, rr) = (as_f64(&counts.dd), as_f64(&counts.rr));
-    let dr = counts.dr.as_deref().map(as_f64);
+    let (dd, rr, dr) = (&counts.dd, &counts.rr, &counts.dr);
     let n = xi.len();
-    let mut columns: Vec<(&str, &[f64])> =
-        vec![("r_lo", &counts.edges[..n]), ("r_hi", &counts.edges[1..]), ("dd", &dd)];
-    if let Some(dr) = &dr {
+    let mut columns: Vec<(&str, &[f64])> = vec![("r_lo", &counts.edges[..n]), ("r_hi", &counts.edges[1..]), ("dd", dd)];
+    if let Some(dr) = dr {
         columns.push(("dr", dr));
     }
     columns.extend([("rr", &rr[..]), ("xi", &xi[..])]);

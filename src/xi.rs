@@ -37,38 +37,49 @@ pub enum XiError {
         "problem `{0}` cannot count xi's pairs: it needs a histogram of pair distances without a weight, over one set or two (sets=\"1,2\"), as the built-in sdh"
     )]
     NotADistanceHistogram(String),
+    #[error(
+        "weights per point are given for the {0} only: give them for both catalogues (ones for unweighted randoms)"
+    )]
+    WeightsOnOneSide(&'static str),
     #[error(transparent)]
     Run(#[from] RunError),
 }
 
-/// The pair counts behind xi, bucket by bucket.
+/// The pair counts behind xi, bucket by bucket: numbers of pairs, or with
+/// weights per point the sums of the pairs' weight products (whole numbers
+/// without weights, exact in f64 below 2^53).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PairCounts {
     pub edges: Vec<f64>,
-    pub dd: Vec<u64>,
+    pub dd: Vec<f64>,
     /// Only Landy-Szalay needs the cross counts.
-    pub dr: Option<Vec<u64>>,
-    pub rr: Vec<u64>,
+    pub dr: Option<Vec<f64>>,
+    pub rr: Vec<f64>,
     pub data_points: u64,
     pub random_points: u64,
+    /// Each catalogue's sum of weights and sum of squared weights (N and N
+    /// without weights): the pair totals are (W^2 - S) / 2 within a set and
+    /// W_D W_R between them, as Corrfunc and TreeCorr normalise.
+    pub data_weights: (f64, f64),
+    pub random_weights: (f64, f64),
 }
 
 impl PairCounts {
     /// xi in each bucket; NaN where the randoms have no pair (xi is undefined there).
     pub fn xi(&self, estimator: Estimator) -> Vec<f64> {
-        let (nd, nr) = (self.data_points as f64, self.random_points as f64);
-        let dd_pairs = nd * (nd - 1.0) / 2.0;
-        let rr_pairs = nr * (nr - 1.0) / 2.0;
+        let ((wd, sd), (wr, sr)) = (self.data_weights, self.random_weights);
+        let dd_pairs = (wd * wd - sd) / 2.0;
+        let rr_pairs = (wr * wr - sr) / 2.0;
         (0..self.dd.len())
             .map(|k| {
-                let dd = self.dd[k] as f64 / dd_pairs;
-                let rr = self.rr[k] as f64 / rr_pairs;
-                if self.rr[k] == 0 {
+                let dd = self.dd[k] / dd_pairs;
+                let rr = self.rr[k] / rr_pairs;
+                if self.rr[k] == 0.0 {
                     return f64::NAN;
                 }
                 match (estimator, &self.dr) {
                     (Estimator::LandySzalay, Some(dr)) => {
-                        let dr = dr[k] as f64 / (nd * nr);
+                        let dr = dr[k] / (wd * wr);
                         (dd - 2.0 * dr + rr) / rr
                     }
                     (Estimator::LandySzalay, None) => unreachable!("Landy-Szalay counts DR"),
@@ -92,15 +103,32 @@ pub fn count(
     opts: &RunOptions,
 ) -> Result<(PairCounts, Vec<Execution>), XiError> {
     let usable = matches!(problem.output, Output::Histogram { weight: None, .. })
+        && problem.normalize.is_none()
         && problem.input.either
         && problem.input.sets == Sets::One;
     if !usable {
         return Err(XiError::NotADistanceHistogram(problem.name.clone()));
     }
+    // Weights per point ride as the last column of both catalogues, or of neither.
+    let carries_weights = |set: &crate::data::PointSet| set.columns.len() > problem.input.element.components().len();
+    let weighted = carries_weights(&data.a);
+    if weighted != carries_weights(&randoms.a) {
+        return Err(XiError::WeightsOnOneSide(if weighted { "data" } else { "randoms" }));
+    }
+    let problem = &if weighted {
+        problem.with_point_weights().expect("a distance histogram takes weights")
+    } else {
+        problem.clone()
+    };
     let one_set = problem.with_sets(1).expect("sets=\"1,2\" takes one set");
     let counts = |exec: &Execution| match &exec.outcome {
-        Outcome::Totals(Totals::Counts(c)) => c.clone(),
-        other => unreachable!("a histogram without a weight counts, not {}", other.kind()),
+        Outcome::Totals(Totals::Counts(c)) => c.iter().map(|&x| x as f64).collect::<Vec<f64>>(),
+        Outcome::Totals(Totals::Sums(s)) => s.clone(),
+        other => unreachable!("a distance histogram counts or sums, not {}", other.kind()),
+    };
+    let weight_sums = |set: &crate::data::PointSet| match (weighted, set.columns.last()) {
+        (true, Some(w)) => (0..set.len()).fold((0.0, 0.0), |(s, q), i| (s + w.get_f64(i), q + w.get_f64(i).powi(2))),
+        _ => (set.len() as f64, set.len() as f64),
     };
     let dd_run = run::execute(&one_set, params, data, opts)?;
     let rr_run = run::execute(&one_set, params, randoms, opts)?;
@@ -123,6 +151,8 @@ pub fn count(
         rr: counts(&runs[1]),
         data_points: data.a.len() as u64,
         random_points: randoms.a.len() as u64,
+        data_weights: weight_sums(&data.a),
+        random_weights: weight_sums(&randoms.a),
     };
     Ok((pair_counts, runs))
 }

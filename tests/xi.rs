@@ -93,7 +93,8 @@ fn pair_counts_and_both_estimators_match_a_brute_force_reference() {
         let (ls, _) =
             count(&problem, &params, &inputs(&data), &inputs(&randoms), Estimator::LandySzalay, &cpu()).unwrap();
         let (dd, dr, rr) = (within(&data, &edges), between(&data, &randoms, &edges), within(&randoms, &edges));
-        assert_eq!((&ls.dd, ls.dr.as_ref(), &ls.rr), (&dd, Some(&dr), &rr), "{nd} data, {nr} randoms");
+        let f = |c: &[u64]| c.iter().map(|&x| x as f64).collect::<Vec<f64>>();
+        assert_eq!((&ls.dd, ls.dr.as_ref(), &ls.rr), (&f(&dd), Some(&f(&dr)), &f(&rr)), "{nd} data, {nr} randoms");
         assert_eq!(ls.edges, edges);
         // The textbook forms, with the pair totals written out.
         let (fd, fr) = (nd as f64, nr as f64);
@@ -150,4 +151,75 @@ fn xi_refuses_a_problem_that_is_not_a_distance_histogram() {
     let one = Inputs { a: set(&[[0.0; 3], [0.5; 3]]), b: None };
     let e = count(&params_2pcf, &p, &one, &one, Estimator::Natural, &cpu()).unwrap_err().to_string();
     assert!(e.contains("problem `2pcf` cannot count xi's pairs"), "{e}");
+}
+
+/// The weighted bucket sums: each pair adds the product of its weights.
+fn weighted(a: &[[f64; 3]], wa: &[f64], b: Option<(&[[f64; 3]], &[f64])>, edges: &[f64]) -> Vec<f64> {
+    let mut h = vec![0.0; edges.len() - 1];
+    for i in 0..a.len() {
+        let others: Vec<([f64; 3], f64)> = match b {
+            Some((b, wb)) => b.iter().copied().zip(wb.iter().copied()).collect(),
+            None => a[i + 1..].iter().copied().zip(wa[i + 1..].iter().copied()).collect(),
+        };
+        for (q, wq) in others {
+            if let Some(k) = bucket(&a[i], &q, edges) {
+                h[k] += wa[i] * wq;
+            }
+        }
+    }
+    h
+}
+
+#[test]
+fn weighted_pair_counts_and_xi_match_a_brute_force_reference() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let problem = log_sdh();
+    let params = problem.bind(&["bins=10".into(), "r_min=0.02".into(), "r_max=0.9".into()]).unwrap();
+    let edges = histogram_edges(&problem, &params);
+    for (nd, nr) in [(3, 4), (250, 400)] {
+        let (data, randoms) = (grid(&mut rng, nd), grid(&mut rng, nr));
+        // Multiples of 1/4 in [0.25, 4): every product and sum is exact in f64.
+        let mut weights = |n: usize| (0..n).map(|_| rng.random_range(1..16) as f64 / 4.0).collect::<Vec<f64>>();
+        let (wd, wr) = (weights(nd), weights(nr));
+        let with = |p: &[[f64; 3]], w: &[f64]| {
+            let mut s = set(p);
+            s.columns.push(Column::F64(w.to_vec()));
+            Inputs { a: s, b: None }
+        };
+        let (c, _) =
+            count(&problem, &params, &with(&data, &wd), &with(&randoms, &wr), Estimator::LandySzalay, &cpu()).unwrap();
+        let (dd, dr, rr) = (
+            weighted(&data, &wd, None, &edges),
+            weighted(&data, &wd, Some((&randoms, &wr)), &edges),
+            weighted(&randoms, &wr, None, &edges),
+        );
+        assert_eq!((&c.dd, c.dr.as_ref(), &c.rr), (&dd, Some(&dr), &rr), "{nd} data, {nr} randoms");
+        // Pair totals from the weights: (W^2 - sum w^2) / 2 within a set, W_D W_R between.
+        let total = |w: &[f64]| (w.iter().sum::<f64>(), w.iter().map(|x| x * x).sum::<f64>());
+        assert_eq!((c.data_weights, c.random_weights), (total(&wd), total(&wr)));
+        let (sd, qd) = total(&wd);
+        let (sr, qr) = total(&wr);
+        let xi = c.xi(Estimator::LandySzalay);
+        for k in 0..edges.len() - 1 {
+            if rr[k] == 0.0 {
+                assert!(xi[k].is_nan());
+                continue;
+            }
+            let (ndd, nrr, ndr) = (dd[k] / ((sd * sd - qd) / 2.0), rr[k] / ((sr * sr - qr) / 2.0), dr[k] / (sd * sr));
+            let want = (ndd - 2.0 * ndr + nrr) / nrr;
+            assert!((xi[k] - want).abs() <= 1e-12 * want.abs().max(1.0), "bucket {k}: {} vs {want}", xi[k]);
+        }
+    }
+}
+
+#[test]
+fn weights_on_one_catalogue_only_are_refused() {
+    let problem = log_sdh();
+    let params = problem.bind(&["bins=4".into(), "r_min=0.02".into(), "r_max=0.9".into()]).unwrap();
+    let plain = Inputs { a: set(&[[0.0; 3], [0.5; 3]]), b: None };
+    let mut w = set(&[[0.0; 3], [0.5; 3]]);
+    w.columns.push(Column::F64(vec![1.0, 2.0]));
+    let weighted = Inputs { a: w, b: None };
+    let e = count(&problem, &params, &weighted, &plain, Estimator::Natural, &cpu()).unwrap_err().to_string();
+    assert!(e.contains("weights per point are given for the data only"), "{e}");
 }
