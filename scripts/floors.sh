@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The SASS instruction floors of the planner's kernels for the issue-10
+# benchmark cases (1M uniform points), on the GPU machine (needs cuobjdump):
+# scripts/sass-floor.py on each kernel NVRTC builds for sm_90.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+TWOBS=${TWOBS:-target/release/twobs}
+LOG=${1:-${OUT:-/tmp}/floors}
+mkdir -p "$LOG"
+one=499999500000   # pairs of one set of 1M points
+two=1000000000000  # pairs of 1M x 1M
+floor() {  # NAME PAIRS MARKER-ARGS -- GEN-ARGS
+  local name=$1 pairs=$2; shift 2
+  local marker=(); while [[ $1 != -- ]]; do marker+=("$1"); shift; done; shift
+  "$TWOBS" gen "$@" --device h200 --check --cubin "$LOG/$name.cubin" >/dev/null 2>"$LOG/$name.log" || { echo "$name: gen failed"; return; }
+  python3 scripts/sass-floor.py "$LOG/$name.cubin" --pairs-total "$pairs" "${marker[@]}" | tee "$LOG/$name.json" | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d.pop(\"opcodes\"); print(\"$name\", json.dumps(d))"
+}
+floor sdh-50 $one -- sdh --param bins=50
+floor sdh-500 $one -- sdh --param bins=500
+floor rdf-open $two -- rdf --points 1000000x1000000 --param box=0 --param r_max=0.5
+floor rdf-periodic $two -- rdf --points 1000000x1000000
+floor 2pcf $one --marker FSETP.NAN -- 2pcf --param r=0.1
