@@ -454,7 +454,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
             // Points moved, per set, over all frames.
             let mut moved = [0, 0];
             for inputs in &mut frames {
-                for (k, set) in std::iter::once(&mut inputs.a).chain(inputs.b.as_mut()).enumerate() {
+                for (k, set) in inputs.sets_mut().enumerate() {
                     moved[k] += set.into_box(&b, policy.unwrap_or(Outside::Wrap))?;
                 }
             }
@@ -471,14 +471,16 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         ),
         (None, None) => {}
     }
-    for (k, file) in args.weights.iter().enumerate() {
-        // One file serves every frame of a trajectory: the weights are the atoms'.
-        fn set_of(inputs: &mut Inputs, k: usize) -> &mut PointSet {
-            if k == 0 { &mut inputs.a } else { inputs.b.as_mut().expect("two sets") }
-        }
-        let weights = data::read_weights(file, set_of(&mut frames[0], k).len())?;
-        for inputs in &mut frames {
-            set_of(inputs, k).columns.push(weights.clone());
+    // One file serves every frame of a trajectory: the weights are the atoms'.
+    let weights: Vec<data::Column> = args
+        .weights
+        .iter()
+        .zip(frames[0].sets_mut())
+        .map(|(file, set)| data::read_weights(file, set.len()))
+        .collect::<Result<_, _>>()?;
+    for inputs in &mut frames {
+        for (set, w) in inputs.sets_mut().zip(&weights) {
+            set.columns.push(w.clone());
         }
     }
     if args.block_points == Some(0) {
@@ -744,9 +746,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                             codegen::KERNEL_FIRST_LINE
                         );
                     }
-                    let partial = dir.join(format!(".{}.{}.partial", kernel.file_name, std::process::id()));
-                    std::fs::write(&partial, &kernel.source)
-                        .and_then(|()| std::fs::rename(&partial, &path))
+                    data::write::file_atomically(&path, |w| w.write_all(kernel.source.as_bytes()))
                         .with_context(|| format!("cannot write {}", path.display()))?;
                     eprintln!("wrote {} ({}, {} lines)", path.display(), p.plan.variant, kernel.source.lines().count());
                 }

@@ -199,13 +199,19 @@ fn snippet_file(file: &str) -> String {
 
 /// In words, how generated code calls the snippet's functions.
 fn describe_snippet_calls(problem: &Problem) -> String {
-    let point = match &problem.input.element {
-        Element::Vector { scalar, dims } if *dims <= 4 => format!("{}{dims}", scalar.c_vector_prefix()),
-        Element::Vector { scalar, dims } => format!("struct {{ {} v[{dims}]; }}", scalar.c_type()),
-        Element::Record { fields } => format!(
+    let point = point_type(&problem.input);
+    let point = match point["struct_fields"].as_array() {
+        Some(fields) => format!(
             "struct {{ {} }}",
-            fields.iter().map(|f| format!("{} {};", f.scalar.c_type(), f.name)).collect::<Vec<_>>().join(" ")
+            fields
+                .iter()
+                .filter_map(Json::as_str)
+                .filter(|f| !f.starts_with("__host__"))
+                .map(|f| f.split("  //").next().unwrap_or(f))
+                .collect::<Vec<_>>()
+                .join(" ")
         ),
+        None => point["ctype"].as_str().unwrap_or("").to_owned(),
     };
     let value = problem.function.returns.c_type();
     let named: Vec<String> = snippet_calls(problem)
@@ -222,15 +228,14 @@ fn describe_snippet_calls(problem: &Problem) -> String {
     format!("twobs calls {}, where Point is {point}", named.join(", "))
 }
 
-/// What every template sees: the problem's types, parameters and snippet.
-fn common(problem: &Problem, params: &Params, block_size: u32) -> serde_json::Map<String, Json> {
-    const MEMBERS: [&str; 4] = ["x", "y", "z", "w"];
-    let element = &problem.input.element;
-    let mut point = match element {
-        Element::Vector { scalar, dims } if *dims <= 4 && problem.input.point_weights => {
+/// The `Point` of `input` as `common/types.cu` renders it: a CUDA vector type,
+/// or a struct's fields; and how its coordinates are reached by number.
+fn point_type(input: &Input) -> Json {
+    let members: Vec<String> = input.element.components().into_iter().map(|c| c.name).collect();
+    let mut point = match &input.element {
+        Element::Vector { scalar, dims } if *dims <= 4 && input.point_weights => {
             // The vector's members, then the weight; a snippet that takes the
             // vector type (float3) gets it by the conversion.
-            let members = &MEMBERS[..*dims as usize];
             let vector = format!("{}{dims}", scalar.c_vector_prefix());
             json!({
                 "is_struct": true,
@@ -244,7 +249,7 @@ fn common(problem: &Problem, params: &Params, block_size: u32) -> serde_json::Ma
         Element::Vector { scalar, dims } if *dims <= 4 => json!({
             "is_struct": false,
             "ctype": format!("{}{dims}", scalar.c_vector_prefix()),
-            "coords": { "dims": dims, "scalar": scalar.c_type(), "members": &MEMBERS[..*dims as usize] },
+            "coords": { "dims": dims, "scalar": scalar.c_type(), "members": members },
         }),
         Element::Vector { scalar, dims } => json!({
             "is_struct": true,
@@ -256,10 +261,16 @@ fn common(problem: &Problem, params: &Params, block_size: u32) -> serde_json::Ma
             "struct_fields": fields.iter().map(|f| format!("{} {};", f.scalar.c_type(), f.name)).collect::<Vec<_>>(),
         }),
     };
-    if problem.input.point_weights {
+    if input.point_weights {
         let fields = point["struct_fields"].as_array_mut().expect("a weighted point is a struct");
         fields.push(format!("double {};  // the point's weight (--weights)", crate::spec::WEIGHT_MEMBER).into());
     }
+    point
+}
+
+/// What every template sees: the problem's types, parameters and snippet.
+fn common(problem: &Problem, params: &Params, block_size: u32) -> serde_json::Map<String, Json> {
+    let point = point_type(&problem.input);
     let vector_types: Vec<Json> =
         [("float", "float"), ("double", "double"), ("int", "int"), ("uint", "unsigned"), ("longlong", "long long")]
             .iter()

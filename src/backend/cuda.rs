@@ -348,10 +348,15 @@ pub fn run(
     // Plans and kernels, per GPU (GPUs may differ): the problem's own kernel on
     // one block, and the two-set kernel between blocks, where units need them.
     let between_problem = problem.as_cross();
-    let compile = |block_points: usize| -> Result<Vec<KernelPair<Compiled>>, GpuError> {
+    // Each set's blocks, and the units of work over them.
+    let layout = |block_points: usize| {
         let a_blocks = blocks(n_a, block_points);
         let b_blocks = if inputs.b.is_some() { blocks(n_b, block_points) } else { a_blocks.clone() };
         let groups = crate::stage::visit::Visit::of(problem).units(&a_blocks, &b_blocks);
+        (a_blocks, b_blocks, groups)
+    };
+    let compile = |block_points: usize| -> Result<Vec<KernelPair<Compiled>>, GpuError> {
+        let (_, _, groups) = layout(block_points);
         let needs = |kind| groups.iter().flatten().any(|u| u.kernel == kind);
         let own_points = Points {
             a: block_points.min(n_a) as u64,
@@ -410,10 +415,8 @@ pub fn run(
     if opts.block_points.is_none() && block_points < n_a.max(n_b) {
         notes.push(format!("inputs do not fit the GPU at once: blocks of {block_points} points"));
     }
-    let a_blocks = blocks(n_a, block_points);
-    let b_blocks = if inputs.b.is_some() { blocks(n_b, block_points) } else { a_blocks.clone() };
-    let groups = crate::stage::visit::Visit::of(problem).units(&a_blocks, &b_blocks);
-    let mut launchers: Vec<(Option<Launcher>, Option<Launcher>)> = Vec::new();
+    let (a_blocks, b_blocks, groups) = layout(block_points);
+    let mut launchers: Vec<KernelPair<Launcher>> = Vec::new();
     for ((own, between), (ctx, dev)) in compiled.into_iter().zip(contexts.iter().zip(&devices)) {
         let own = own.map(|c| c.load(dev, ctx)).transpose()?;
         let between = between.map(|c| c.load(dev, ctx)).transpose()?;
@@ -481,7 +484,7 @@ enum StreamOutput {
 fn stream_worker(
     job: &Job,
     ctx: &Arc<CudaContext>,
-    launchers: &(Option<Launcher>, Option<Launcher>),
+    launchers: &KernelPair<Launcher>,
     stage: OutputStage,
 ) -> Result<(Partial, GpuTimings), GpuError> {
     let setup = Instant::now();

@@ -305,6 +305,11 @@ impl Inputs {
     pub fn other(&self) -> &PointSet {
         self.b.as_ref().unwrap_or(&self.a)
     }
+
+    /// Set A, then set B where there is one.
+    pub fn sets_mut(&mut self) -> impl Iterator<Item = &mut PointSet> {
+        std::iter::once(&mut self.a).chain(self.b.as_mut())
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

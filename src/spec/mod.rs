@@ -71,11 +71,6 @@ impl Element {
             Element::Record { fields } => fields.clone(),
         }
     }
-
-    /// Bytes one element occupies across its component arrays.
-    pub fn bytes(&self) -> u32 {
-        self.components().iter().map(|c| c.scalar.bytes()).sum()
-    }
 }
 
 pub fn coordinate_name(dims: u32, d: u32) -> String {
