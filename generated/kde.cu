@@ -124,21 +124,38 @@ typedef double Tally;
 typedef double Total;
 
 struct Contribution {
-  int slot;  // < 0: the pair adds nothing
+  unsigned slot;  // SLOTS: the pair adds nothing
   Tally amount;
 };
 
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
-  return {0, static_cast<double>(twobs_pair(twobs_a, twobs_b))};
+  return {0u, static_cast<double>(twobs_pair(twobs_a, twobs_b))};
 }
 
 // No setup: the value is tested as it is.
 __device__ __forceinline__ void prepare_contribution() {}
 
+// Every answer of contribute is exact: the fast path is the same, and needs nothing set up.
+struct Setup {};
+
+__device__ __forceinline__ bool contribute_fast(const Point& twobs_a, const Point& twobs_b, const Setup&,
+                                                Contribution& twobs_c) {
+  twobs_c = contribute(twobs_a, twobs_b);
+  return true;
+}
+
+
 // ------------------------------------------------------------------ input stage: register_shm
-// Register-SHM: each thread keeps its own point in registers; the block
+// Register-SHM: each thread keeps its own points in registers; the block
 // stages the other tile in shared memory with 16-byte loads, one array per
-// component, and every thread reads it back (broadcast, no bank conflicts).
+// component, and every thread reads it back (broadcast, no bank conflicts),
+// RUN points of each array in one load.
+constexpr unsigned RUN = 4;
+template <class T>
+struct alignas(RUN * sizeof(T)) Run {
+  T v[RUN];
+};
+
 struct Tiles {
   float* x;
   float* y;
@@ -174,9 +191,23 @@ struct Tiles {
 
   template <class F>
   __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
+    unsigned j = 0;
     // Unrolled a little: a full tile of a constant length would otherwise unroll whole.
-#pragma unroll 4
-    for (unsigned j = 0; j < len; ++j) f(j, at(j));
+#pragma unroll 2
+    for (; j + RUN <= len; j += RUN) {
+      const Run<float> run_x = *reinterpret_cast<const Run<float>*>(x + j);
+      const Run<float> run_y = *reinterpret_cast<const Run<float>*>(y + j);
+      const Run<float> run_z = *reinterpret_cast<const Run<float>*>(z + j);
+#pragma unroll
+      for (unsigned k = 0; k < RUN; ++k) {
+        Point p;
+        p.x = run_x.v[k];
+        p.y = run_y.v[k];
+        p.z = run_z.v[k];
+        f(j + k, p);
+      }
+    }
+    for (; j < len; ++j) f(j, at(j));
   }
 };
 
@@ -201,6 +232,7 @@ __device__ __forceinline__ T block_sum(T v) {
 
 struct Output {
   Total* out;
+  Setup setup;  // the contribution's, read once
   Tally tally[SLOTS];
 
   __device__ __forceinline__ Output(Total* totals, const Here&) : out(totals) {
@@ -210,11 +242,37 @@ struct Output {
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-  __device__ __forceinline__ void add(unsigned, unsigned, const Point& own, unsigned, const Point& q, bool valid) {
-    const Contribution c = contribute(own, q);
-    const int slot = valid ? c.slot : -1;
+  // The pairs of every own point with tile point (j, q): the contribution's
+  // fast answers, made exact where a lane of the warp is unsure of one (one
+  // vote for R pairs, so that sure pairs never branch).
+  template <class Valid>
+  __device__ __forceinline__ void offer(const Here&, const Point (&own)[R], unsigned, const Point& q,
+                                        const Valid& valid) {
+    Contribution c[R];
+    bool all = true;
 #pragma unroll
-    for (unsigned k = 0; k < SLOTS; ++k) tally[k] += slot == static_cast<int>(k) ? c.amount : Tally(0);
+    for (unsigned r = 0; r < R; ++r) all = contribute_fast(own[r], q, setup, c[r]) && all;
+    if (!__all_sync(FULL_WARP, all)) {
+#pragma unroll
+      for (unsigned r = 0; r < R; ++r) {
+        Contribution again;
+        if (!contribute_fast(own[r], q, setup, again)) c[r] = contribute(own[r], q);
+      }
+    }
+#pragma unroll
+    for (unsigned r = 0; r < R; ++r) take(c[r], valid(r));
+  }
+
+  // One pair, where a visit pattern offers pairs one at a time.
+  __device__ __forceinline__ void add(unsigned, unsigned, const Point& own, unsigned, const Point& q, bool valid) {
+    take(contribute(own, q), valid);
+  }
+
+
+  __device__ __forceinline__ void take(const Contribution& c, bool valid) {
+    const unsigned slot = valid ? c.slot : SLOTS;
+#pragma unroll
+    for (unsigned k = 0; k < SLOTS; ++k) tally[k] += slot == k ? c.amount : Tally(0);
   }
 
   __device__ __forceinline__ bool end_step(unsigned) { return false; }
@@ -229,7 +287,8 @@ struct Output {
 };
 
 // Offers the pairs of a thread's own points with tile point (j, q);
-// valid(r) says whether own point r's pair is in the visit.
+// valid(r) says whether own point r's pair is in the visit. Every lane of
+// the warp offers together (the output may vote).
 struct Offer {
   Output& out;
   const Here& here;
@@ -237,8 +296,7 @@ struct Offer {
 
   template <class Valid>
   __device__ __forceinline__ void operator()(unsigned j, const Point& q, const Valid& valid) const {
-#pragma unroll
-    for (unsigned r = 0; r < R; ++r) out.add(r, here.own(r), own[r], j, q, valid(r));
+    out.offer(here, own, j, q, valid);
   }
 };
 

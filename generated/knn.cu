@@ -9,7 +9,7 @@
 // plan for knn on h100: 1000000 points, 999999000000 pairs (all_pairs)
 //   visit         all_pairs       per-query output: each query thread sees every other point (j != i)
 //   output class  PerQuery        K results per query point (64000000 B in all)
-//   test          values          a knn output of this kind or size is tested on values
+//   test          values          a knn output is tested on values
 //   output        topk            per query: the K best so far in registers, written once
 //   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
 //   block_size    256             a tile of 256 points amortizes each barrier without large per-block output state
@@ -67,19 +67,28 @@ __device__ float squared_distance(const Point& a, const Point& b) {
 // function makes is negative, and negative ones map to 0.
 __device__ float root(float k) { return sqrtf(fmaxf(k, 0.0f)); }
 
-// A fast approximation of root, only to guess a bucket the key edges then correct.
-__device__ float approx_root(float k) { return k * rsqrtf(k); }
+// A fast approximation of root (within 2^-20 of it, or NaN), to bracket a
+// histogram bucket with: on the GPU one approximate square root instruction.
+__device__ float approx_root(float k) {
+#ifdef __CUDA_ARCH__
+  float r;
+  asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(k));
+  return r;
+#else
+  return sqrtf(k);
+#endif
+}
 
 __device__ float distance(const Point& a, const Point& b) { return root(squared_distance(a, b)); }
-#line 25 "problems/distance.cu"
+#line 34 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_pair(const Point& twobs_a, const Point& twobs_b) { return distance(twobs_a, twobs_b); }
 #line 5 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_key(const Point& twobs_a, const Point& twobs_b) { return squared_distance(twobs_a, twobs_b); }
 #line 20 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_map(Value twobs_k) { return root(twobs_k); }
-#line 23 "problems/distance.cu"
+#line 24 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_estimate(Value twobs_k) { return approx_root(twobs_k); }
-#line 83 "knn.cu"
+#line 92 "knn.cu"
 // The calls into the snippet above are rendered at the lines of the functions
 // they call, so that a parameter or return type that does not fit is reported there.
 
@@ -171,9 +180,16 @@ struct TopK {
 __device__ __forceinline__ void prepare_contribution() {}
 
 // ------------------------------------------------------------------ input stage: register_shm
-// Register-SHM: each thread keeps its own point in registers; the block
+// Register-SHM: each thread keeps its own points in registers; the block
 // stages the other tile in shared memory with 16-byte loads, one array per
-// component, and every thread reads it back (broadcast, no bank conflicts).
+// component, and every thread reads it back (broadcast, no bank conflicts),
+// RUN points of each array in one load.
+constexpr unsigned RUN = 4;
+template <class T>
+struct alignas(RUN * sizeof(T)) Run {
+  T v[RUN];
+};
+
 struct Tiles {
   float* x;
   float* y;
@@ -209,9 +225,23 @@ struct Tiles {
 
   template <class F>
   __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
+    unsigned j = 0;
     // Unrolled a little: a full tile of a constant length would otherwise unroll whole.
-#pragma unroll 4
-    for (unsigned j = 0; j < len; ++j) f(j, at(j));
+#pragma unroll 2
+    for (; j + RUN <= len; j += RUN) {
+      const Run<float> run_x = *reinterpret_cast<const Run<float>*>(x + j);
+      const Run<float> run_y = *reinterpret_cast<const Run<float>*>(y + j);
+      const Run<float> run_z = *reinterpret_cast<const Run<float>*>(z + j);
+#pragma unroll
+      for (unsigned k = 0; k < RUN; ++k) {
+        Point p;
+        p.x = run_x.v[k];
+        p.y = run_y.v[k];
+        p.z = run_z.v[k];
+        f(j + k, p);
+      }
+    }
+    for (; j < len; ++j) f(j, at(j));
   }
 };
 
@@ -242,6 +272,15 @@ struct Output {
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
+  // The pairs of every own point with tile point (j, q), one at a time.
+  template <class Valid>
+  __device__ __forceinline__ void offer(const Here& here, const Point (&own)[R], unsigned j, const Point& q,
+                                        const Valid& valid) {
+#pragma unroll
+    for (unsigned r = 0; r < R; ++r) add(r, here.own(r), own[r], j, q, valid(r));
+  }
+
+
   __device__ __forceinline__ void add(unsigned r, unsigned, const Point& own, unsigned j, const Point& q, bool valid) {
     const Value v = twobs_pair(own, q);
     if (valid) top[r].offer(v, other_offset + j);
@@ -263,7 +302,8 @@ struct Output {
 };
 
 // Offers the pairs of a thread's own points with tile point (j, q);
-// valid(r) says whether own point r's pair is in the visit.
+// valid(r) says whether own point r's pair is in the visit. Every lane of
+// the warp offers together (the output may vote).
 struct Offer {
   Output& out;
   const Here& here;
@@ -271,8 +311,7 @@ struct Offer {
 
   template <class Valid>
   __device__ __forceinline__ void operator()(unsigned j, const Point& q, const Valid& valid) const {
-#pragma unroll
-    for (unsigned r = 0; r < R; ++r) out.add(r, here.own(r), own[r], j, q, valid(r));
+    out.offer(here, own, j, q, valid);
   }
 };
 

@@ -105,9 +105,16 @@ __device__ __forceinline__ bool passes(const Point& twobs_a, const Point& twobs_
 __device__ __forceinline__ void prepare_contribution() {}
 
 // ------------------------------------------------------------------ input stage: register_shm
-// Register-SHM: each thread keeps its own point in registers; the block
+// Register-SHM: each thread keeps its own points in registers; the block
 // stages the other tile in shared memory with 16-byte loads, one array per
-// component, and every thread reads it back (broadcast, no bank conflicts).
+// component, and every thread reads it back (broadcast, no bank conflicts),
+// RUN points of each array in one load.
+constexpr unsigned RUN = 4;
+template <class T>
+struct alignas(RUN * sizeof(T)) Run {
+  T v[RUN];
+};
+
 struct Tiles {
   int* key;
 
@@ -135,9 +142,19 @@ struct Tiles {
 
   template <class F>
   __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
+    unsigned j = 0;
     // Unrolled a little: a full tile of a constant length would otherwise unroll whole.
-#pragma unroll 4
-    for (unsigned j = 0; j < len; ++j) f(j, at(j));
+#pragma unroll 2
+    for (; j + RUN <= len; j += RUN) {
+      const Run<int> run_key = *reinterpret_cast<const Run<int>*>(key + j);
+#pragma unroll
+      for (unsigned k = 0; k < RUN; ++k) {
+        Point p;
+        p.key = run_key.v[k];
+        f(j + k, p);
+      }
+    }
+    for (; j < len; ++j) f(j, at(j));
   }
 };
 
@@ -186,6 +203,15 @@ struct Output {
     step_page = page;
     step_fill = fill;
   }
+
+  // The pairs of every own point with tile point (j, q), one at a time.
+  template <class Valid>
+  __device__ __forceinline__ void offer(const Here& here, const Point (&own)[R], unsigned j, const Point& q,
+                                        const Valid& valid) {
+#pragma unroll
+    for (unsigned r = 0; r < R; ++r) add(r, here.own(r), own[r], j, q, valid(r));
+  }
+
 
   __device__ __forceinline__ void add(unsigned, unsigned i, const Point& own, unsigned j, const Point& q, bool valid) {
     const bool pass = passes(own, q);
@@ -246,7 +272,8 @@ struct Output {
 };
 
 // Offers the pairs of a thread's own points with tile point (j, q);
-// valid(r) says whether own point r's pair is in the visit.
+// valid(r) says whether own point r's pair is in the visit. Every lane of
+// the warp offers together (the output may vote).
 struct Offer {
   Output& out;
   const Here& here;
@@ -254,8 +281,7 @@ struct Offer {
 
   template <class Valid>
   __device__ __forceinline__ void operator()(unsigned j, const Point& q, const Valid& valid) const {
-#pragma unroll
-    for (unsigned r = 0; r < R; ++r) out.add(r, here.own(r), own[r], j, q, valid(r));
+    out.offer(here, own, j, q, valid);
   }
 };
 

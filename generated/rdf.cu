@@ -9,7 +9,7 @@
 // plan for rdf on h100: 1000000 points, 499999500000 pairs (lower_triangle)
 //   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
 //   output class  TypeII          output 4000 B: above alpha = 16 B, within beta = 232448 B of shared memory per block
-//   test          values          min_image_distance(a, b) is root(squared_min_image_distance(a, b)), but a histogram's key edges cost two table lookups a pair, measured slower than root itself
+//   test          keys            min_image_distance(a, b) is root(squared_min_image_distance(a, b)): each pair's bucket comes from approx_root(key) scaled by 1 -/+ 2^-20, which brackets the value; root only where the bracket spans a bucket edge
 //   output        aop             output of 500 elements < gamma = 845: 2 copies per block by lane id (AOP) cost least
 //   input_cache   register_roc    Type-II: the tiles of 32 resident blocks (32 x 64 x 12 B = 24576 B) fit the read-only cache (28672 B), leaving shared memory to the output
 //   block_size    64              the smallest block that still fills a multiprocessor (2048 threads / 32 blocks): the most blocks, so the most private output copies, per multiprocessor
@@ -99,19 +99,28 @@ __device__ float squared_min_image_distance(float3 a, float3 b) {
 // function makes is negative, and negative ones map to 0.
 __device__ float root(float k) { return sqrtf(fmaxf(k, 0.0f)); }
 
-// A fast approximation of root, only to guess a shell the key edges then correct.
-__device__ float approx_root(float k) { return k * rsqrtf(k); }
+// A fast approximation of root (within 2^-20 of it, or NaN), to bracket a
+// shell with: on the GPU one approximate square root instruction.
+__device__ float approx_root(float k) {
+#ifdef __CUDA_ARCH__
+  float r;
+  asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(k));
+  return r;
+#else
+  return sqrtf(k);
+#endif
+}
 
 __device__ float min_image_distance(float3 a, float3 b) { return root(squared_min_image_distance(a, b)); }
-#line 43 "problems/rdf.cu"
+#line 52 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_pair(const Point& twobs_a, const Point& twobs_b) { return min_image_distance(twobs_a, twobs_b); }
 #line 31 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_key(const Point& twobs_a, const Point& twobs_b) { return squared_min_image_distance(twobs_a, twobs_b); }
 #line 38 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_map(Value twobs_k) { return root(twobs_k); }
-#line 41 "problems/rdf.cu"
+#line 42 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_estimate(Value twobs_k) { return approx_root(twobs_k); }
-#line 115 "rdf.cu"
+#line 124 "rdf.cu"
 // The calls into the snippet above are rendered at the lines of the functions
 // they call, so that a parameter or return type that does not fit is reported there.
 
@@ -174,28 +183,148 @@ __device__ __forceinline__ int guess_index(double x) {
 }
 
 // bucket = floor((v - LO) * SCALE) in Value arithmetic, SCALE = bins / (max - min)
-// rounded once on the host; values outside [min, max) and NaN fall in no bucket.
+// rounded once on the host; values outside [min, max) and NaN fall in no
+// bucket (SLOTS).
 __device__ __forceinline__ void prepare_buckets() {}
 
-__device__ __forceinline__ int bucket_of(Value v) {
+__device__ __forceinline__ unsigned bucket_of(Value v) {
   const Value x = (v - LO) * SCALE;
-  return (x >= Value(0) && x < Value(SLOTS)) ? static_cast<int>(x) : -1;
+  return (x >= Value(0) && x < Value(SLOTS)) ? static_cast<unsigned>(x) : SLOTS;
+}
+
+// Keys (the spec's key map): the value of a pair is map(key) with map
+// non-decreasing, so whether a value passes a test, or reaches a bucket,
+// holds for all keys from some edge on. Each edge is the smallest key that
+// passes, found by bisection over the keys in order with the very arithmetic
+// of map; each backend finds its edges when it starts, with its own
+// arithmetic. Pairs are then tested on the key alone. A NaN key is tested on
+// its value.
+typedef Value Key;
+
+// Non-NaN keys in order, as unsigned integers (sign-magnitude to offset binary).
+__device__ __forceinline__ unsigned long long key_rank(float k) {
+  const unsigned u = __float_as_uint(k);
+  return (u & 0x80000000u) ? static_cast<unsigned long long>(~u) : static_cast<unsigned long long>(u | 0x80000000u);
+}
+__device__ __forceinline__ float key_of_rank(unsigned long long r, float) {
+  const unsigned u = static_cast<unsigned>(r);
+  return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
+}
+__device__ __forceinline__ float key_infinity(float) { return __uint_as_float(0x7f800000u); }
+__device__ __forceinline__ unsigned long long key_rank(double k) {
+  const unsigned long long u = static_cast<unsigned long long>(__double_as_longlong(k));
+  return (u >> 63) ? ~u : (u | (1ull << 63));
+}
+__device__ __forceinline__ double key_of_rank(unsigned long long r, double) {
+  return __longlong_as_double(static_cast<long long>((r >> 63) ? (r & ~(1ull << 63)) : ~r));
+}
+__device__ __forceinline__ double key_infinity(double) { return __longlong_as_double(0x7ff0000000000000LL); }
+
+// The smallest key k with passes(k), for passes false and then true along the
+// keys: -inf when every key passes, NaN when none does (a comparison
+// `k >= edge` is then false for every key).
+template <class Passes>
+__device__ Key smallest_key(Passes passes) {
+  const Key inf = key_infinity(Key(0));
+  if (!passes(inf)) return inf - inf;  // NaN
+  if (passes(-inf)) return -inf;
+  unsigned long long lo = key_rank(-inf), hi = key_rank(inf);  // passes(lo) false, passes(hi) true
+  while (hi - lo > 1) {
+    const unsigned long long mid = lo + (hi - lo) / 2;
+    if (passes(key_of_rank(mid, Key(0)))) {
+      hi = mid;
+    } else {
+      lo = mid;
+    }
+  }
+  return key_of_rank(hi, Key(0));
+}
+
+// The largest key k with passes(k), for passes true and then false along the
+// keys: +inf when every key passes, NaN when none does (a comparison
+// `k <= edge` is then false for every key).
+template <class Passes>
+__device__ Key largest_key(Passes passes) {
+  const Key first_fail = smallest_key([&passes](Key twobs_k) { return !passes(twobs_k); });
+  const Key inf = key_infinity(Key(0));
+  if (first_fail != first_fail) return inf;       // none fails
+  if (first_fail == -inf) return inf - inf;        // every key fails: NaN
+  return key_of_rank(key_rank(first_fail) - 1, Key(0));
 }
 
 typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per launch
 typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 
+// A key's bucket without its value. The spec's estimate of the value, scaled
+// by SCALE (1 - 2^-20) and by SCALE (1 + 2^-20), brackets the scaled value,
+// and the bucket floor(value x SCALE) is non-decreasing in the value: where
+// both ends of the bracket floor to one bucket, that is the key's. Elsewhere
+// (a pair within about 2^-20 of a bucket edge, a NaN) the value decides. The
+// lower edge is 0 (min = 0), so the bracket needs no subtraction. The keys
+// probe checks every float key against its value's bucket.
+constexpr float SCALE_BELOW = 999.999f;  // rounded down
+constexpr float SCALE_ABOVE = 1000.001f;  // rounded up
+static_assert(LO == Value(0), "the bracket is for histograms from 0");
+
+// 2^23 + floor(x s) in a float, for |x s| < 2^22; outside that range still
+// non-decreasing in x s. One multiply-add rounded down on the GPU; on the CPU
+// the product of two floats is exact in double.
+__device__ __forceinline__ float floor_scaled(float x, float s) {
+#ifdef __CUDA_ARCH__
+  return __fmaf_rd(x, s, 8388608.0f);
+#else
+  return static_cast<float>(std::floor(static_cast<double>(x) * static_cast<double>(s)) + 8388608.0);
+#endif
+}
+
+// The bucket of the bracket's lower end; sure when the upper end's is the
+// same (not near an edge, not NaN).
+__device__ __forceinline__ unsigned bucket_of_key_fast(float twobs_k, bool& twobs_sure) {
+  const float twobs_e = twobs_estimate(twobs_k);
+  const float twobs_below = floor_scaled(twobs_e, SCALE_BELOW);
+  const float twobs_above = floor_scaled(twobs_e, SCALE_ABOVE);
+  twobs_sure = twobs_below == twobs_above;
+  // Past the last bucket, and below 0 (bits under 2^23's, or a sign), is no bucket.
+  return min(__float_as_uint(twobs_below) - 0x4B000000u, SLOTS);
+}
+
+__device__ __forceinline__ unsigned bucket_of_key(float twobs_k) {
+  bool twobs_sure;
+  const unsigned twobs_slot = bucket_of_key_fast(twobs_k, twobs_sure);
+  return twobs_sure ? twobs_slot : bucket_of(twobs_map(twobs_k));
+}
+
+// The bucket of a key, and of its value, which the key probe checks it
+// against; the edges are the smallest keys of each bucket, for the probe to
+// look around.
+__device__ __forceinline__ unsigned key_slot(Key twobs_k) { return bucket_of_key(twobs_k); }
+__device__ __forceinline__ unsigned value_slot(Key twobs_k) { return bucket_of(twobs_map(twobs_k)); }
+__device__ __forceinline__ unsigned key_edges() { return SLOTS + 1; }
+__device__ __forceinline__ Key key_edge(unsigned twobs_j) {
+  return smallest_key([twobs_j](Key twobs_k) { return (twobs_map(twobs_k) - LO) * SCALE >= Value(twobs_j); });
+}
+
+// Nothing to set up: the bracket's scales are constants.
+__device__ __forceinline__ void prepare_contribution() { prepare_buckets(); }
+
 struct Contribution {
-  int slot;  // < 0: the pair adds nothing
+  unsigned slot;  // SLOTS: the pair adds nothing
   Tally amount;
 };
 
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
-  return {bucket_of(twobs_pair(twobs_a, twobs_b)), 1u};
+  return {bucket_of_key(twobs_key(twobs_a, twobs_b)), 1u};
 }
 
-// The value is tested as it is; log-spaced buckets load their edges.
-__device__ __forceinline__ void prepare_contribution() { prepare_buckets(); }
+// The bracket's scales are constants: nothing to read.
+struct Setup {};
+
+__device__ __forceinline__ bool contribute_fast(const Point& twobs_a, const Point& twobs_b, const Setup&,
+                                                Contribution& twobs_c) {
+  bool twobs_sure;
+  twobs_c = {bucket_of_key_fast(twobs_key(twobs_a, twobs_b), twobs_sure), 1u};
+  return twobs_sure;
+}
 
 // ------------------------------------------------------------------ input stage: register_roc
 // Register-RoC: each thread keeps its own point in registers and reads the
@@ -259,22 +388,64 @@ struct Tiles {
 constexpr unsigned COPIES = 2;
 typedef unsigned Counter;  // what a copy counts in
 
+// Adds to the counter at a shared-memory address: one multiply-add makes the
+// address of a slot's copy (a generic pointer would take three instructions).
+__device__ __forceinline__ void add_to_copy(unsigned address, unsigned v) {
+  asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(address), "r"(v) : "memory");
+}
+__device__ __forceinline__ void add_to_copy(unsigned address, unsigned long long v) {
+  atomicAdd(static_cast<unsigned long long*>(__cvta_shared_to_generic(address)), v);
+}
+__device__ __forceinline__ void add_to_copy(unsigned address, double v) {
+  atomicAdd(static_cast<double*>(__cvta_shared_to_generic(address)), v);
+}
+
 struct Output {
   Total* out;
+  Setup setup;  // the contribution's, read once
   Counter* copies;
+  unsigned mine;  // the shared-memory address of this lane's copy of slot 0
 
   __device__ __forceinline__ Output(Total* totals, const Here& here)
-      : out(totals), copies(reinterpret_cast<Counter*>(here.output_smem)) {
+      : out(totals),
+        copies(reinterpret_cast<Counter*>(here.output_smem)),
+        mine(static_cast<unsigned>(__cvta_generic_to_shared(copies + (threadIdx.x & (COPIES - 1))))) {
     for (unsigned k = threadIdx.x; k < COPIES * (SLOTS + 1); k += B) copies[k] = Counter(0);
     __syncthreads();
   }
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
+  // The pairs of every own point with tile point (j, q): the contribution's
+  // fast answers, made exact where a lane of the warp is unsure of one (one
+  // vote for R pairs, so that sure pairs never branch).
+  template <class Valid>
+  __device__ __forceinline__ void offer(const Here&, const Point (&own)[R], unsigned, const Point& q,
+                                        const Valid& valid) {
+    Contribution c[R];
+    bool all = true;
+#pragma unroll
+    for (unsigned r = 0; r < R; ++r) all = contribute_fast(own[r], q, setup, c[r]) && all;
+    if (!__all_sync(FULL_WARP, all)) {
+#pragma unroll
+      for (unsigned r = 0; r < R; ++r) {
+        Contribution again;
+        if (!contribute_fast(own[r], q, setup, again)) c[r] = contribute(own[r], q);
+      }
+    }
+#pragma unroll
+    for (unsigned r = 0; r < R; ++r) take(c[r], valid(r));
+  }
+
+  // One pair, where a visit pattern offers pairs one at a time.
   __device__ __forceinline__ void add(unsigned, unsigned, const Point& own, unsigned, const Point& q, bool valid) {
-    const Contribution c = contribute(own, q);
-    const unsigned slot = valid && c.slot >= 0 ? static_cast<unsigned>(c.slot) : SLOTS;
-    atomicAdd(copies + slot * COPIES + (threadIdx.x & (COPIES - 1)), static_cast<Counter>(c.amount));
+    take(contribute(own, q), valid);
+  }
+
+
+  __device__ __forceinline__ void take(const Contribution& c, bool valid) {
+    const unsigned slot = valid ? c.slot : SLOTS;
+    add_to_copy(mine + slot * (COPIES * sizeof(Counter)), static_cast<Counter>(c.amount));
   }
 
   __device__ __forceinline__ bool end_step(unsigned) { return false; }
@@ -291,7 +462,8 @@ struct Output {
 };
 
 // Offers the pairs of a thread's own points with tile point (j, q);
-// valid(r) says whether own point r's pair is in the visit.
+// valid(r) says whether own point r's pair is in the visit. Every lane of
+// the warp offers together (the output may vote).
 struct Offer {
   Output& out;
   const Here& here;
@@ -299,8 +471,7 @@ struct Offer {
 
   template <class Valid>
   __device__ __forceinline__ void operator()(unsigned j, const Point& q, const Valid& valid) const {
-#pragma unroll
-    for (unsigned r = 0; r < R; ++r) out.add(r, here.own(r), own[r], j, q, valid(r));
+    out.offer(here, own, j, q, valid);
   }
 };
 

@@ -69,19 +69,28 @@ __device__ float squared_distance(const Point& a, const Point& b) {
 // function makes is negative, and negative ones map to 0.
 __device__ float root(float k) { return sqrtf(fmaxf(k, 0.0f)); }
 
-// A fast approximation of root, only to guess a bucket the key edges then correct.
-__device__ float approx_root(float k) { return k * rsqrtf(k); }
+// A fast approximation of root (within 2^-20 of it, or NaN), to bracket a
+// histogram bucket with: on the GPU one approximate square root instruction.
+__device__ float approx_root(float k) {
+#ifdef __CUDA_ARCH__
+  float r;
+  asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(k));
+  return r;
+#else
+  return sqrtf(k);
+#endif
+}
 
 __device__ float distance(const Point& a, const Point& b) { return root(squared_distance(a, b)); }
-#line 25 "problems/distance.cu"
+#line 34 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_pair(const Point& twobs_a, const Point& twobs_b) { return distance(twobs_a, twobs_b); }
 #line 5 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_key(const Point& twobs_a, const Point& twobs_b) { return squared_distance(twobs_a, twobs_b); }
 #line 20 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_map(Value twobs_k) { return root(twobs_k); }
-#line 23 "problems/distance.cu"
+#line 24 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_estimate(Value twobs_k) { return approx_root(twobs_k); }
-#line 85 "selfjoin.cu"
+#line 94 "selfjoin.cu"
 // The calls into the snippet above are rendered at the lines of the functions
 // they call, so that a parameter or return type that does not fit is reported there.
 
@@ -176,33 +185,56 @@ __device__ Key smallest_key(Passes passes) {
   return key_of_rank(hi, Key(0));
 }
 
-constexpr Value THRESHOLD = static_cast<Value>(params::eps);
+// The largest key k with passes(k), for passes true and then false along the
+// keys: +inf when every key passes, NaN when none does (a comparison
+// `k <= edge` is then false for every key).
+template <class Passes>
+__device__ Key largest_key(Passes passes) {
+  const Key first_fail = smallest_key([&passes](Key twobs_k) { return !passes(twobs_k); });
+  const Key inf = key_infinity(Key(0));
+  if (first_fail != first_fail) return inf;       // none fails
+  if (first_fail == -inf) return inf - inf;        // every key fails: NaN
+  return key_of_rank(key_rank(first_fail) - 1, Key(0));
+}
 
-// The smallest key whose value fails: pairs with smaller keys pass.
-__shared__ Key twobs_fail_edge;
+constexpr Value THRESHOLD = static_cast<Value>(params::eps);
+constexpr unsigned PASS = 0, FAIL = 1;  // the slots of a threshold's test
+
+// The largest key whose value passes: with map non-decreasing and the test
+// `value <= THRESHOLD`, exactly the keys up to it pass.
+__shared__ Key twobs_last_pass;
+
 
 __device__ __forceinline__ void prepare_contribution() {
-  if (TWOBS_THREAD == 0) twobs_fail_edge = smallest_key([](Key twobs_k) { return !(twobs_map(twobs_k) <= THRESHOLD); });
+  if (TWOBS_THREAD == 0) twobs_last_pass = largest_key([](Key twobs_k) { return twobs_map(twobs_k) <= THRESHOLD; });
 }
 
-// The slot of a key (0: passes, -1: not), from the edge; and from its value,
-// which the key probe checks it against.
-__device__ __forceinline__ int key_slot(Key twobs_k) {
-  return (twobs_k == twobs_k ? !(twobs_k >= twobs_fail_edge) : twobs_map(twobs_k) <= THRESHOLD) ? 0 : -1;
+// The slot of a key, from the edge; and from its value, which the key probe
+// checks it against. A NaN key is tested on its value (map may send it anywhere).
+__device__ __forceinline__ unsigned value_slot(Key twobs_k) { return twobs_map(twobs_k) <= THRESHOLD ? PASS : FAIL; }
+__device__ __forceinline__ unsigned key_slot_fast(Key twobs_k, Key twobs_edge) { return twobs_k <= twobs_edge ? PASS : FAIL; }
+__device__ __forceinline__ unsigned key_slot(Key twobs_k) {
+  return twobs_k == twobs_k ? key_slot_fast(twobs_k, twobs_last_pass) : value_slot(twobs_k);
 }
-__device__ __forceinline__ int value_slot(Key twobs_k) { return twobs_map(twobs_k) <= THRESHOLD ? 0 : -1; }
 __device__ __forceinline__ unsigned key_edges() { return 1; }
-__device__ __forceinline__ Key key_edge(unsigned) { return twobs_fail_edge; }
+__device__ __forceinline__ Key key_edge(unsigned) { return twobs_last_pass; }
 
 // Whether the pair belongs to the output, tested on the key.
 __device__ __forceinline__ bool passes(const Point& twobs_a, const Point& twobs_b) {
-  return key_slot(twobs_key(twobs_a, twobs_b)) == 0;
+  return key_slot(twobs_key(twobs_a, twobs_b)) == PASS;
 }
 
 // ------------------------------------------------------------------ input stage: register_shm
-// Register-SHM: each thread keeps its own point in registers; the block
+// Register-SHM: each thread keeps its own points in registers; the block
 // stages the other tile in shared memory with 16-byte loads, one array per
-// component, and every thread reads it back (broadcast, no bank conflicts).
+// component, and every thread reads it back (broadcast, no bank conflicts),
+// RUN points of each array in one load.
+constexpr unsigned RUN = 4;
+template <class T>
+struct alignas(RUN * sizeof(T)) Run {
+  T v[RUN];
+};
+
 struct Tiles {
   float* x;
   float* y;
@@ -234,9 +266,21 @@ struct Tiles {
 
   template <class F>
   __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
+    unsigned j = 0;
     // Unrolled a little: a full tile of a constant length would otherwise unroll whole.
-#pragma unroll 4
-    for (unsigned j = 0; j < len; ++j) f(j, at(j));
+#pragma unroll 2
+    for (; j + RUN <= len; j += RUN) {
+      const Run<float> run_x = *reinterpret_cast<const Run<float>*>(x + j);
+      const Run<float> run_y = *reinterpret_cast<const Run<float>*>(y + j);
+#pragma unroll
+      for (unsigned k = 0; k < RUN; ++k) {
+        Point p;
+        p.x = run_x.v[k];
+        p.y = run_y.v[k];
+        f(j + k, p);
+      }
+    }
+    for (; j < len; ++j) f(j, at(j));
   }
 };
 
@@ -285,6 +329,15 @@ struct Output {
     step_page = page;
     step_fill = fill;
   }
+
+  // The pairs of every own point with tile point (j, q), one at a time.
+  template <class Valid>
+  __device__ __forceinline__ void offer(const Here& here, const Point (&own)[R], unsigned j, const Point& q,
+                                        const Valid& valid) {
+#pragma unroll
+    for (unsigned r = 0; r < R; ++r) add(r, here.own(r), own[r], j, q, valid(r));
+  }
+
 
   __device__ __forceinline__ void add(unsigned, unsigned i, const Point& own, unsigned j, const Point& q, bool valid) {
     const bool pass = passes(own, q);
@@ -345,7 +398,8 @@ struct Output {
 };
 
 // Offers the pairs of a thread's own points with tile point (j, q);
-// valid(r) says whether own point r's pair is in the visit.
+// valid(r) says whether own point r's pair is in the visit. Every lane of
+// the warp offers together (the output may vote).
 struct Offer {
   Output& out;
   const Here& here;
@@ -353,8 +407,7 @@ struct Offer {
 
   template <class Valid>
   __device__ __forceinline__ void operator()(unsigned j, const Point& q, const Valid& valid) const {
-#pragma unroll
-    for (unsigned r = 0; r < R; ++r) out.add(r, here.own(r), own[r], j, q, valid(r));
+    out.offer(here, own, j, q, valid);
   }
 };
 

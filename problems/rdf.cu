@@ -37,7 +37,16 @@ __device__ float squared_min_image_distance(float3 a, float3 b) {
 // function makes is negative, and negative ones map to 0.
 __device__ float root(float k) { return sqrtf(fmaxf(k, 0.0f)); }
 
-// A fast approximation of root, only to guess a shell the key edges then correct.
-__device__ float approx_root(float k) { return k * rsqrtf(k); }
+// A fast approximation of root (within 2^-20 of it, or NaN), to bracket a
+// shell with: on the GPU one approximate square root instruction.
+__device__ float approx_root(float k) {
+#ifdef __CUDA_ARCH__
+  float r;
+  asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(k));
+  return r;
+#else
+  return sqrtf(k);
+#endif
+}
 
 __device__ float min_image_distance(float3 a, float3 b) { return root(squared_min_image_distance(a, b)); }

@@ -352,7 +352,7 @@ pub fn render(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, reg
     let diagonal = plan.diagonal.map(|d| render_fragment(&cx, d.fragment(), json!({}))).unwrap_or_default();
     let fragments = json!({
         "contribution": render_fragment(&cx, kind, kind_cx),
-        "input": render_fragment(&cx, plan.input_cache.fragment(), json!({})),
+        "input": render_fragment(&cx, plan.input_cache.fragment(), plan.input_cache.fragment_context(&problem.input)),
         "output": render_fragment(&cx, output, output_cx),
         "visit": render_fragment(&cx, plan.shape.visit.fragment(), json!({ "diagonal": diagonal })),
     });

@@ -7,9 +7,9 @@
 //! snippet and `Value twobs_pair(const Point&, const Point&)`:
 //! - a totals kind ([`Collect::Totals`]: count, sum, histogram, weighted histogram) defines `SLOTS`, `Tally` (what a
 //!   thread accumulates in registers), `Total` (`unsigned long long` for
-//!   counts, `double` for sums, as [`Total`] says), `struct Contribution { int
-//!   slot; Tally amount; }` and `Contribution contribute(a, b)`, slot < 0 when
-//!   the pair adds nothing;
+//!   counts, `double` for sums, as [`Total`] says), `struct Contribution {
+//!   unsigned slot; Tally amount; }` and `Contribution contribute(a, b)`, slot
+//!   SLOTS when the pair adds nothing;
 //! - a pairs kind defines `bool passes(a, b)`;
 //! - a per-query kind defines `K` and `struct TopK` with `best[K]`,
 //!   `index[K]` and `offer(value, index)`, ties to the smaller index.
@@ -35,16 +35,14 @@ pub fn collect(problem: &Problem, params: &Params) -> Collect {
     }
 }
 
-/// The most shared memory the key edges of a histogram may take.
-pub const KEY_EDGES_BYTES: u32 = 16 * 1024;
-
 /// How a pair is tested.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Test {
     /// On its value, the definition: what the CPU backend, the oracle, does.
     Values,
-    /// On the spec's key, against key edges found by bisection at start.
+    /// On the spec's key: a threshold against the edge key found by
+    /// bisection at start, a bucket from the spec's estimate of the value.
     Keys,
 }
 
@@ -59,35 +57,44 @@ impl Test {
     }
 
     /// Whether pairs may be tested on keys: a key map, and a count, pairs, or a
-    /// plain histogram whose edges take at most KEY_EDGES_BYTES.
+    /// plain f32 histogram from 0 whose value the spec can estimate.
     pub fn keys_possible(problem: &Problem, params: &Params) -> bool {
-        let tested = match &problem.output {
+        let Some(key) = &problem.function.key else { return false };
+        match &problem.output {
             Output::Count { .. } | Output::Pairs { .. } => true,
-            Output::Histogram { bins, weight: None, spacing: Spacing::Linear, .. } if !problem.input.point_weights => {
-                (params.eval(bins).as_f64() + 1.0) * problem.function.returns.bytes() as f64 <= KEY_EDGES_BYTES as f64
+            Output::Histogram { weight: None, spacing: Spacing::Linear, .. } if !problem.input.point_weights => {
+                key.estimate.is_some()
+                    && problem.function.returns == Scalar::F32
+                    && histogram_scale(problem, params).is_some_and(|(lo, _)| lo.as_f64() == 0.0)
             }
             _ => false,
-        };
-        tested && problem.function.key.is_some()
+        }
     }
 
-    /// The planning rule: keys for thresholds (one comparison replaces the map,
-    /// a sqrt for the built-ins), values for histograms, whose table lookups
-    /// measured slower than the map on the H200 (SDH, 500 buckets: 1.40 s
-    /// against 0.74 s).
+    /// The planning rule: keys wherever possible. A threshold is one
+    /// comparison instead of the map (a sqrt for the built-ins); a bucket is
+    /// the spec's estimate and two multiply-adds, the map only near an edge.
     pub fn choose(problem: &Problem, params: &Params) -> (Test, String) {
         let Some(k) = problem.function.key.as_ref().filter(|_| Test::keys_possible(problem, params)) else {
-            let why = match &problem.function.key {
-                Some(_) => format!("a {} output of this kind or size is tested on values", problem.output.kind()),
-                None => "the spec declares no key map: each pair's value is tested".into(),
+            let why = match (&problem.function.key, &problem.output) {
+                (None, _) => "the spec declares no key map: each pair's value is tested".into(),
+                (Some(k), Output::Histogram { .. }) if k.estimate.is_none() => {
+                    "the spec declares no estimate of the map to bracket a bucket with: each pair's value is tested"
+                        .into()
+                }
+                (Some(_), Output::Histogram { .. }) => {
+                    "buckets from keys need f32 values, linear buckets from 0 and no weights: each pair's value is tested"
+                        .into()
+                }
+                (Some(_), _) => format!("a {} output is tested on values", problem.output.kind()),
             };
             return (Test::Values, why);
         };
-        match &problem.output {
-            Output::Histogram { .. } => (
-                Test::Values,
+        match (&problem.output, &k.estimate) {
+            (Output::Histogram { .. }, Some(estimate)) => (
+                Test::Keys,
                 format!(
-                    "{}(a, b) is {}({}(a, b)), but a histogram's key edges cost two table lookups a pair, measured slower than {} itself",
+                    "{}(a, b) is {}({}(a, b)): each pair's bucket comes from {estimate}(key) scaled by 1 -/+ 2^-20, which brackets the value; {} only where the bracket spans a bucket edge",
                     problem.function.name, k.map, k.key, k.map
                 ),
             ),
@@ -101,8 +108,8 @@ impl Test {
         }
     }
 
-    /// Static shared memory the test takes per block: the key edges, or a
-    /// log-spaced histogram's value edges.
+    /// Static shared memory the test takes per block: the threshold's key
+    /// edge, or a log-spaced histogram's value edges.
     pub fn shared_bytes(self, problem: &Problem, params: &Params) -> u32 {
         let value = problem.function.returns.bytes();
         match (self, &problem.output) {
@@ -110,7 +117,7 @@ impl Test {
                 (params.eval(bins).as_f64() as u32 + 1) * value
             }
             (Test::Values, _) => 0,
-            (Test::Keys, Output::Histogram { bins, .. }) => (params.eval(bins).as_f64() as u32 + 1) * value,
+            (Test::Keys, Output::Histogram { .. }) => 0,
             (Test::Keys, _) => value,
         }
     }
@@ -133,9 +140,13 @@ pub fn fragment(problem: &Problem, params: &Params, test: Test) -> (Template, se
             ),
             Output::Histogram { bins, .. } => {
                 let (lo, scale) = histogram_scale(problem, params).expect("a histogram");
+                let (below, above) = bracket_scales(scale.as_f64());
                 (
                     Template::ContributionHistogramKey,
-                    serde_json::json!({ "bins": whole_expr(bins), "lo": lo.c_literal(), "scale": scale.c_literal() }),
+                    serde_json::json!({
+                        "bins": whole_expr(bins), "lo": lo.c_literal(), "scale": scale.c_literal(),
+                        "scale_below": Value::F32(below).c_literal(), "scale_above": Value::F32(above).c_literal(),
+                    }),
                 )
             }
             _ => unreachable!("keys are tested only where Test::keys_possible"),
@@ -219,6 +230,26 @@ fn worst_value(scalar: Scalar) -> &'static str {
         Scalar::I64 => "9223372036854775807LL",
         Scalar::U32 => "4294967295u",
     }
+}
+
+/// How far the bracket of a bucket from keys reaches each side of the
+/// estimate, relatively: 8 units in the last place of an f32, room for the
+/// estimate's error and the rounding of value x scale.
+pub const BRACKET: f64 = 1.0 / (1u32 << 20) as f64;
+
+/// The f32 scales of the bracket, scale (1 - BRACKET) rounded down and
+/// scale (1 + BRACKET) rounded up.
+pub fn bracket_scales(scale: f64) -> (f32, f32) {
+    let (below, above) = (scale * (1.0 - BRACKET), scale * (1.0 + BRACKET));
+    let down = |x: f64| {
+        let f = x as f32;
+        if f as f64 > x { f.next_down() } else { f }
+    };
+    let up = |x: f64| {
+        let f = x as f32;
+        if (f as f64) < x { f.next_up() } else { f }
+    };
+    (down(below), up(above))
 }
 
 /// The histogram's lower edge and bucket scale bins / (max - min), computed in

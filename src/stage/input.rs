@@ -107,6 +107,13 @@ impl InputCache {
         self != InputCache::Shuffle
     }
 
+    /// What the fragment renders with: shared tiles are read RUN points of
+    /// each component array per 16-byte load (fewer for 8-byte components).
+    pub fn fragment_context(self, input: &Input) -> serde_json::Value {
+        let widest = input.components().iter().map(|c| c.scalar.bytes()).max().unwrap_or(4);
+        serde_json::json!({ "run": 16 / widest })
+    }
+
     pub fn fragment(self) -> Template {
         match self {
             InputCache::RegisterShm => Template::InputRegisterShm,

@@ -14,7 +14,7 @@ __device__ __forceinline__ int guess_index(double x) {
 
 // Log-spaced buckets: bucket k holds EDGES[k] <= v < EDGES[k + 1], the edges
 // min (max / min)^(k / bins) computed in f64 on the host and rounded once;
-// values outside [min, max) and NaN fall in no bucket. The table is copied to
+// values outside [min, max) and NaN fall in no bucket (SLOTS). The table is copied to
 // shared memory, where threads read different edges at once.
 __device__ const Value TWOBS_LOG_EDGES[SLOTS + 1] = {
   {%- for e in stage.log.edges %}{{ e }}{% if not loop.last %}, {% endif %}{% endfor -%}
@@ -27,23 +27,24 @@ __device__ __forceinline__ void prepare_buckets() {
   }
 }
 
-__device__ __forceinline__ int bucket_of(Value v) {
-  if (!(v >= twobs_bucket_edges[0] && v < twobs_bucket_edges[SLOTS])) return -1;
+__device__ __forceinline__ unsigned bucket_of(Value v) {
+  if (!(v >= twobs_bucket_edges[0] && v < twobs_bucket_edges[SLOTS])) return SLOTS;
   // A guess from the logarithm (either backend's logf, possibly a bucket
   // off), then the edges make it exact.
   int b = guess_index(logf(static_cast<float>(v / LO)) * {{ stage.log.scale }});
   while (b > 0 && v < twobs_bucket_edges[b]) --b;
   while (b + 1 < static_cast<int>(SLOTS) && v >= twobs_bucket_edges[b + 1]) ++b;
-  return b;
+  return static_cast<unsigned>(b);
 }
 {%- else %}
 
 // bucket = floor((v - LO) * SCALE) in Value arithmetic, SCALE = bins / (max - min)
-// rounded once on the host; values outside [min, max) and NaN fall in no bucket.
+// rounded once on the host; values outside [min, max) and NaN fall in no
+// bucket (SLOTS).
 __device__ __forceinline__ void prepare_buckets() {}
 
-__device__ __forceinline__ int bucket_of(Value v) {
+__device__ __forceinline__ unsigned bucket_of(Value v) {
   const Value x = (v - LO) * SCALE;
-  return (x >= Value(0) && x < Value(SLOTS)) ? static_cast<int>(x) : -1;
+  return (x >= Value(0) && x < Value(SLOTS)) ? static_cast<unsigned>(x) : SLOTS;
 }
 {%- endif %}

@@ -5,13 +5,14 @@ typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 constexpr Value THRESHOLD = static_cast<Value>({{ stage.threshold }});
 
 struct Contribution {
-  int slot;  // < 0: the pair adds nothing
+  unsigned slot;  // SLOTS: the pair adds nothing
   Tally amount;
 };
 
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
-  return {twobs_pair(twobs_a, twobs_b) {{ stage.compare }} THRESHOLD ? 0 : -1, 1u};
+  return {twobs_pair(twobs_a, twobs_b) {{ stage.compare }} THRESHOLD ? 0u : SLOTS, 1u};
 }
 
 // No setup: the value is tested as it is.
 __device__ __forceinline__ void prepare_contribution() {}
+{% include "contribution/exact.cu" %}

@@ -1,14 +1,29 @@
 {% include "contribution/threshold_key.cu" %}
-// A count is a total of one slot: the pairs whose key passes.
+// A count is a total of one slot: the pairs whose key passes (slot PASS; FAIL = SLOTS adds nothing).
 [[maybe_unused]] constexpr unsigned SLOTS = 1;
+static_assert(PASS == 0 && FAIL == SLOTS, "a failed test adds nothing");
 typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per launch
 typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 
 struct Contribution {
-  int slot;  // < 0: the pair adds nothing
+  unsigned slot;  // SLOTS: the pair adds nothing
   Tally amount;
 };
 
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
   return {key_slot(twobs_key(twobs_a, twobs_b)), 1u};
+}
+
+// What a thread reads once, after the set-up: the edge, kept in a register.
+struct Setup {
+  Key last_pass;
+  __device__ __forceinline__ Setup() : last_pass(twobs_last_pass) {}
+};
+
+// Sure unless the key is NaN, which is tested on its value.
+__device__ __forceinline__ bool contribute_fast(const Point& twobs_a, const Point& twobs_b, const Setup& twobs_s,
+                                                Contribution& twobs_c) {
+  const Key twobs_k = twobs_key(twobs_a, twobs_b);
+  twobs_c = {key_slot_fast(twobs_k, twobs_s.last_pass), 1u};
+  return twobs_k == twobs_k;
 }

@@ -3,7 +3,7 @@ typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per l
 typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 
 struct Contribution {
-  int slot;  // < 0: the pair adds nothing
+  unsigned slot;  // SLOTS: the pair adds nothing
   Tally amount;
 };
 
@@ -13,3 +13,4 @@ __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const P
 
 // The value is tested as it is; log-spaced buckets load their edges.
 __device__ __forceinline__ void prepare_contribution() { prepare_buckets(); }
+{% include "contribution/exact.cu" %}

@@ -3,38 +3,73 @@
 typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per launch
 typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 
-// edges[j]: the smallest key whose value reaches bucket j or beyond, so that
-// bucket_of(map(k)) == j exactly when edges[j] <= k < edges[j + 1].
-__shared__ Key twobs_edges[SLOTS + 1];
+// A key's bucket without its value. The spec's estimate of the value, scaled
+// by SCALE (1 - 2^-20) and by SCALE (1 + 2^-20), brackets the scaled value,
+// and the bucket floor(value x SCALE) is non-decreasing in the value: where
+// both ends of the bracket floor to one bucket, that is the key's. Elsewhere
+// (a pair within about 2^-20 of a bucket edge, a NaN) the value decides. The
+// lower edge is 0 (min = 0), so the bracket needs no subtraction. The keys
+// probe checks every float key against its value's bucket.
+constexpr float SCALE_BELOW = {{ stage.scale_below }};  // rounded down
+constexpr float SCALE_ABOVE = {{ stage.scale_above }};  // rounded up
+static_assert(LO == Value(0), "the bracket is for histograms from 0");
 
-__device__ __forceinline__ void prepare_contribution() {
-  prepare_buckets();
-  for (unsigned twobs_j = TWOBS_THREAD; twobs_j <= SLOTS; twobs_j += TWOBS_THREADS) {
-    twobs_edges[twobs_j] = smallest_key([twobs_j](Key twobs_k) { return (twobs_map(twobs_k) - LO) * SCALE >= Value(twobs_j); });
-  }
+// 2^23 + floor(x s) in a float, for |x s| < 2^22; outside that range still
+// non-decreasing in x s. One multiply-add rounded down on the GPU; on the CPU
+// the product of two floats is exact in double.
+__device__ __forceinline__ float floor_scaled(float x, float s) {
+#ifdef __CUDA_ARCH__
+  return __fmaf_rd(x, s, 8388608.0f);
+#else
+  return static_cast<float>(std::floor(static_cast<double>(x) * static_cast<double>(s)) + 8388608.0);
+#endif
 }
 
-__device__ __forceinline__ int bucket_of_key(Key twobs_k) {
-  if (twobs_k != twobs_k) return bucket_of(twobs_map(twobs_k));
-  // A guess from the estimate (possibly a bucket off), then the edges make it exact.
-  int b = guess_index((twobs_estimate(twobs_k) - LO) * SCALE);
-  while (b > 0 && !(twobs_k >= twobs_edges[b])) --b;
-  while (b + 1 < static_cast<int>(SLOTS) && twobs_k >= twobs_edges[b + 1]) ++b;
-  return (twobs_k >= twobs_edges[b] && !(twobs_k >= twobs_edges[b + 1])) ? b : -1;
+// The bucket of the bracket's lower end; sure when the upper end's is the
+// same (not near an edge, not NaN).
+__device__ __forceinline__ unsigned bucket_of_key_fast(float twobs_k, bool& twobs_sure) {
+  const float twobs_e = twobs_estimate(twobs_k);
+  const float twobs_below = floor_scaled(twobs_e, SCALE_BELOW);
+  const float twobs_above = floor_scaled(twobs_e, SCALE_ABOVE);
+  twobs_sure = twobs_below == twobs_above;
+  // Past the last bucket, and below 0 (bits under 2^23's, or a sign), is no bucket.
+  return min(__float_as_uint(twobs_below) - 0x4B000000u, SLOTS);
 }
 
-// The bucket of a key from the edges, and from its value, which the key probe
-// checks it against.
-__device__ __forceinline__ int key_slot(Key twobs_k) { return bucket_of_key(twobs_k); }
-__device__ __forceinline__ int value_slot(Key twobs_k) { return bucket_of(twobs_map(twobs_k)); }
+__device__ __forceinline__ unsigned bucket_of_key(float twobs_k) {
+  bool twobs_sure;
+  const unsigned twobs_slot = bucket_of_key_fast(twobs_k, twobs_sure);
+  return twobs_sure ? twobs_slot : bucket_of(twobs_map(twobs_k));
+}
+
+// The bucket of a key, and of its value, which the key probe checks it
+// against; the edges are the smallest keys of each bucket, for the probe to
+// look around.
+__device__ __forceinline__ unsigned key_slot(Key twobs_k) { return bucket_of_key(twobs_k); }
+__device__ __forceinline__ unsigned value_slot(Key twobs_k) { return bucket_of(twobs_map(twobs_k)); }
 __device__ __forceinline__ unsigned key_edges() { return SLOTS + 1; }
-__device__ __forceinline__ Key key_edge(unsigned j) { return twobs_edges[j]; }
+__device__ __forceinline__ Key key_edge(unsigned twobs_j) {
+  return smallest_key([twobs_j](Key twobs_k) { return (twobs_map(twobs_k) - LO) * SCALE >= Value(twobs_j); });
+}
+
+// Nothing to set up: the bracket's scales are constants.
+__device__ __forceinline__ void prepare_contribution() { prepare_buckets(); }
 
 struct Contribution {
-  int slot;  // < 0: the pair adds nothing
+  unsigned slot;  // SLOTS: the pair adds nothing
   Tally amount;
 };
 
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
   return {bucket_of_key(twobs_key(twobs_a, twobs_b)), 1u};
+}
+
+// The bracket's scales are constants: nothing to read.
+struct Setup {};
+
+__device__ __forceinline__ bool contribute_fast(const Point& twobs_a, const Point& twobs_b, const Setup&,
+                                                Contribution& twobs_c) {
+  bool twobs_sure;
+  twobs_c = {bucket_of_key_fast(twobs_key(twobs_a, twobs_b), twobs_sure), 1u};
+  return twobs_sure;
 }

@@ -5,13 +5,14 @@ typedef double Tally;
 typedef double Total;
 
 struct Contribution {
-  int slot;  // < 0: the pair adds nothing
+  unsigned slot;  // SLOTS: the pair adds nothing
   Tally amount;
 };
 
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
-  return {0, {{ stage.amount }}};
+  return {0u, {{ stage.amount }}};
 }
 
 // No setup: the value is tested as it is.
 __device__ __forceinline__ void prepare_contribution() {}
+{% include "contribution/exact.cu" %}

@@ -1,18 +1,22 @@
 {% include "contribution/keys.cu" %}
 constexpr Value THRESHOLD = static_cast<Value>({{ stage.threshold }});
+constexpr unsigned PASS = 0, FAIL = 1;  // the slots of a threshold's test
 
-// The smallest key whose value fails: pairs with smaller keys pass.
-__shared__ Key twobs_fail_edge;
+// The largest key whose value passes: with map non-decreasing and the test
+// `value {{ stage.compare }} THRESHOLD`, exactly the keys up to it pass.
+__shared__ Key twobs_last_pass;
+
 
 __device__ __forceinline__ void prepare_contribution() {
-  if (TWOBS_THREAD == 0) twobs_fail_edge = smallest_key([](Key twobs_k) { return !(twobs_map(twobs_k) {{ stage.compare }} THRESHOLD); });
+  if (TWOBS_THREAD == 0) twobs_last_pass = largest_key([](Key twobs_k) { return twobs_map(twobs_k) {{ stage.compare }} THRESHOLD; });
 }
 
-// The slot of a key (0: passes, -1: not), from the edge; and from its value,
-// which the key probe checks it against.
-__device__ __forceinline__ int key_slot(Key twobs_k) {
-  return (twobs_k == twobs_k ? !(twobs_k >= twobs_fail_edge) : twobs_map(twobs_k) {{ stage.compare }} THRESHOLD) ? 0 : -1;
+// The slot of a key, from the edge; and from its value, which the key probe
+// checks it against. A NaN key is tested on its value (map may send it anywhere).
+__device__ __forceinline__ unsigned value_slot(Key twobs_k) { return twobs_map(twobs_k) {{ stage.compare }} THRESHOLD ? PASS : FAIL; }
+__device__ __forceinline__ unsigned key_slot_fast(Key twobs_k, Key twobs_edge) { return twobs_k <= twobs_edge ? PASS : FAIL; }
+__device__ __forceinline__ unsigned key_slot(Key twobs_k) {
+  return twobs_k == twobs_k ? key_slot_fast(twobs_k, twobs_last_pass) : value_slot(twobs_k);
 }
-__device__ __forceinline__ int value_slot(Key twobs_k) { return twobs_map(twobs_k) {{ stage.compare }} THRESHOLD ? 0 : -1; }
 __device__ __forceinline__ unsigned key_edges() { return 1; }
-__device__ __forceinline__ Key key_edge(unsigned) { return twobs_fail_edge; }
+__device__ __forceinline__ Key key_edge(unsigned) { return twobs_last_pass; }

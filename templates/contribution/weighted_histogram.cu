@@ -6,7 +6,7 @@ typedef double Tally;
 typedef double Total;
 
 struct Contribution {
-  int slot;  // < 0: the pair adds nothing
+  unsigned slot;  // SLOTS: the pair adds nothing
   Tally amount;
 };
 
@@ -16,3 +16,4 @@ __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const P
 
 // The value is tested as it is; log-spaced buckets load their edges.
 __device__ __forceinline__ void prepare_contribution() { prepare_buckets(); }
+{% include "contribution/exact.cu" %}

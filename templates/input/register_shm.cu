@@ -1,6 +1,13 @@
-// Register-SHM: each thread keeps its own point in registers; the block
+// Register-SHM: each thread keeps its own points in registers; the block
 // stages the other tile in shared memory with 16-byte loads, one array per
-// component, and every thread reads it back (broadcast, no bank conflicts).
+// component, and every thread reads it back (broadcast, no bank conflicts),
+// RUN points of each array in one load.
+constexpr unsigned RUN = {{ stage.run }};
+template <class T>
+struct alignas(RUN * sizeof(T)) Run {
+  T v[RUN];
+};
+
 struct Tiles {
 {%- for c in components %}
   {{ c.ctype }}* {{ c.name }};
@@ -36,8 +43,22 @@ struct Tiles {
 
   template <class F>
   __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
+    unsigned j = 0;
     // Unrolled a little: a full tile of a constant length would otherwise unroll whole.
-#pragma unroll 4
-    for (unsigned j = 0; j < len; ++j) f(j, at(j));
+#pragma unroll 2
+    for (; j + RUN <= len; j += RUN) {
+{%- for c in components %}
+      const Run<{{ c.ctype }}> run_{{ c.name }} = *reinterpret_cast<const Run<{{ c.ctype }}>*>({{ c.name }} + j);
+{%- endfor %}
+#pragma unroll
+      for (unsigned k = 0; k < RUN; ++k) {
+        Point p;
+{%- for c in components %}
+        p{{ c.member }} = run_{{ c.name }}.v[k];
+{%- endfor %}
+        f(j + k, p);
+      }
+    }
+    for (; j < len; ++j) f(j, at(j));
   }
 };

@@ -43,6 +43,8 @@ struct Output {
     step_fill = fill;
   }
 
+{% include "output/offer_pairs.cu" %}
+
   __device__ __forceinline__ void add(unsigned, unsigned i, const Point& own, unsigned j, const Point& q, bool valid) {
     const bool pass = passes(own, q);
     const bool hit = valid && pass;

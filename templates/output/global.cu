@@ -3,15 +3,17 @@
 // as the baseline that privatization is measured against.
 struct Output {
   Total* out;
+  Setup setup;  // the contribution's, read once
 
   __device__ __forceinline__ Output(Total* totals, const Here&) : out(totals) {}
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-  __device__ __forceinline__ void add(unsigned, unsigned, const Point& own, unsigned, const Point& q, bool valid) {
-    const Contribution c = contribute(own, q);
-    const int slot = valid ? c.slot : -1;
-    if (slot >= 0) atomicAdd(out + slot, static_cast<Total>(c.amount));
+{% include "output/offer_totals.cu" %}
+
+  __device__ __forceinline__ void take(const Contribution& c, bool valid) {
+    const unsigned slot = valid ? c.slot : SLOTS;
+    if (slot < SLOTS) atomicAdd(out + slot, static_cast<Total>(c.amount));
   }
 
   __device__ __forceinline__ bool end_step(unsigned) { return false; }

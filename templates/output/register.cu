@@ -18,6 +18,7 @@ __device__ __forceinline__ T block_sum(T v) {
 
 struct Output {
   Total* out;
+  Setup setup;  // the contribution's, read once
   Tally tally[SLOTS];
 
   __device__ __forceinline__ Output(Total* totals, const Here&) : out(totals) {
@@ -27,11 +28,12 @@ struct Output {
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-  __device__ __forceinline__ void add(unsigned, unsigned, const Point& own, unsigned, const Point& q, bool valid) {
-    const Contribution c = contribute(own, q);
-    const int slot = valid ? c.slot : -1;
+{% include "output/offer_totals.cu" %}
+
+  __device__ __forceinline__ void take(const Contribution& c, bool valid) {
+    const unsigned slot = valid ? c.slot : SLOTS;
 #pragma unroll
-    for (unsigned k = 0; k < SLOTS; ++k) tally[k] += slot == static_cast<int>(k) ? c.amount : Tally(0);
+    for (unsigned k = 0; k < SLOTS; ++k) tally[k] += slot == k ? c.amount : Tally(0);
   }
 
   __device__ __forceinline__ bool end_step(unsigned) { return false; }

@@ -8,22 +8,39 @@
 constexpr unsigned COPIES = {{ stage.copies }};
 typedef {{ stage.counter }} Counter;  // what a copy counts in
 
+// Adds to the counter at a shared-memory address: one multiply-add makes the
+// address of a slot's copy (a generic pointer would take three instructions).
+__device__ __forceinline__ void add_to_copy(unsigned address, unsigned v) {
+  asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(address), "r"(v) : "memory");
+}
+__device__ __forceinline__ void add_to_copy(unsigned address, unsigned long long v) {
+  atomicAdd(static_cast<unsigned long long*>(__cvta_shared_to_generic(address)), v);
+}
+__device__ __forceinline__ void add_to_copy(unsigned address, double v) {
+  atomicAdd(static_cast<double*>(__cvta_shared_to_generic(address)), v);
+}
+
 struct Output {
   Total* out;
+  Setup setup;  // the contribution's, read once
   Counter* copies;
+  unsigned mine;  // the shared-memory address of this lane's copy of slot 0
 
   __device__ __forceinline__ Output(Total* totals, const Here& here)
-      : out(totals), copies(reinterpret_cast<Counter*>(here.output_smem)) {
+      : out(totals),
+        copies(reinterpret_cast<Counter*>(here.output_smem)),
+        mine(static_cast<unsigned>(__cvta_generic_to_shared(copies + (threadIdx.x & (COPIES - 1))))) {
     for (unsigned k = threadIdx.x; k < COPIES * (SLOTS + 1); k += B) copies[k] = Counter(0);
     __syncthreads();
   }
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-  __device__ __forceinline__ void add(unsigned, unsigned, const Point& own, unsigned, const Point& q, bool valid) {
-    const Contribution c = contribute(own, q);
-    const unsigned slot = valid && c.slot >= 0 ? static_cast<unsigned>(c.slot) : SLOTS;
-    atomicAdd(copies + slot * COPIES + (threadIdx.x & (COPIES - 1)), static_cast<Counter>(c.amount));
+{% include "output/offer_totals.cu" %}
+
+  __device__ __forceinline__ void take(const Contribution& c, bool valid) {
+    const unsigned slot = valid ? c.slot : SLOTS;
+    add_to_copy(mine + slot * (COPIES * sizeof(Counter)), static_cast<Counter>(c.amount));
   }
 
   __device__ __forceinline__ bool end_step(unsigned) { return false; }

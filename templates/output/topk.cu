@@ -24,6 +24,8 @@ struct Output {
   __device__ __forceinline__ unsigned first_step() const { return 0; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
+{% include "output/offer_pairs.cu" %}
+
   __device__ __forceinline__ void add(unsigned r, unsigned, const Point& own, unsigned j, const Point& q, bool valid) {
     const Value v = twobs_pair(own, q);
     if (valid) top[r].offer(v, other_offset + j);

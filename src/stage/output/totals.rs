@@ -6,7 +6,7 @@
 //!
 //! Fragment contract, beyond [`super`]'s: the contribution fragment defines
 //! `SLOTS`, `Tally` (a thread's own accumulator), `Total` (the 64-bit total)
-//! and `Contribution contribute(a, b)` with a slot (< 0: nothing) and an amount.
+//! and `Contribution contribute(a, b)` with a slot (SLOTS: nothing) and an amount.
 
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@ extern "C" void twobs_rows(const TwobsSet* a, const TwobsSet* b, uint64_t begin,
     const Point own = load_point(a, i);
     for_partners(a, b, i, [&](uint64_t, const Point& q) {
       const Contribution c = contribute(own, q);
-      if (c.slot >= 0) totals[c.slot] += c.amount;
+      if (c.slot < SLOTS) totals[c.slot] += c.amount;
     });
   }
 }
