@@ -10,26 +10,26 @@
 //   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
 //   output class  TypeII          output 4000 B: above alpha = 16 B, within beta = 232448 B of shared memory per block
 //   test          keys            distance(a, b) is root(squared_distance(a, b)): each pair's bucket comes from approx_root(key) scaled by 1 -/+ 2^-20, which brackets the value; root only where the bracket spans a bucket edge
-//   output        aop             output of 500 elements < gamma = 845: 2 copies per block by lane id (AOP) cost least
-//   input_cache   register_roc    Type-II: the tiles of 32 resident blocks (32 x 64 x 12 B = 24576 B) fit the read-only cache (28672 B), leaving shared memory to the output
-//   block_size    64              the smallest block that still fills a multiprocessor (2048 threads / 32 blocks): the most blocks, so the most private output copies, per multiprocessor
-//   points/thread 1               one own point per thread (~32 registers): more measured no faster while the pair arithmetic, not the loads, bounds the loop
-//   copies        2               least R x L in the copy model below
-//   counter       unsigned        32-bit counters, native shared atomics: a copy counts at most 64 threads x 1000000 partners = 64000000 < 2^32 pairs
+//   output        aop             16 copies per block by lane id (AOP): on the H200, 16 and 32 lane copies ran 1.5x faster than the copy model's choice (bank conflicts, which the model does not see)
+//   input_cache   register_shm    Type-II on Hopper: tiles in shared memory beside the output copies (228 KiB a multiprocessor hold both); 1.5x faster than the read-only cache on the H200 (SDH, RDF)
+//   block_size    256             on Hopper 256 threads a block ran best or within 4% of it among 256, 512 and 1024 (H200 sweep, SDH, RDF, 2PCF)
+//   points/thread 2               two own points per thread (~40 registers): each tile point read serves two pairs; R = 2 ran best on the H200 (R = 4, 8: fewer resident warps)
+//   copies        16              lane copies measured on Hopper (the copy model below is shown for comparison)
+//   counter       unsigned        32-bit counters, native shared atomics: a copy counts at most 512 threads x 1000000 partners = 512000000 < 2^32 pairs
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
-//   resources                     grid 15625 blocks; 4008 B shared per block (0 B tile + 4008 B output + 0 B key edges); ~32 registers per thread (estimate)
-//   occupancy                     32 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
+//   resources                     grid 1954 blocks; 35136 B shared per block (3072 B tile + 32064 B output + 0 B key edges); ~40 registers per thread (estimate)
+//   occupancy                     6 blocks = 1536 threads per multiprocessor (limited by Registers); R = 3 rounds
 //
-//   copy model (eq. 1-5): H_S = 500 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 845
+//   copy model (eq. 1-5): H_S = 500 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 5325
 //     copies   k  shared/block  blocks/SM  threads/SM  rounds R  L(k)/C_L     R x L
-//          1  32          2000         32        2048         4    1.044       4.2
-//          2  16          4000         32        2048         4    1.008       4.0  <- least
-//          4   8          8000         25        1600         5    1.002       5.0
-//          8   4         16000         13         832        10    1.000      10.0
-//         16   2         32000          7         448        17    1.000      17.0
-//         32   1         64000          3         192        40    1.000      40.0
+//          1  32          5072          6        1536         3    1.044       3.1
+//          2  16          7072          6        1536         3    1.008       3.0
+//          4   8         11072          6        1536         3    1.002       3.0
+//          8   4         19072          6        1536         3    1.000       3.0
+//         16   2         35072          6        1536         3    1.000       3.0  <- least
+//         32   1         67072          3         768         5    1.000       5.0
 //
-// Launch: 15625 blocks of 64 threads, 4008 B dynamic shared memory.
+// Launch: 1954 blocks of 256 threads, 35136 B dynamic shared memory.
 // Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
 // Regenerate: twobs gen problems/sdh.xml --device h100 --dims 3
 // ------------------------------------------------------------------ types
@@ -110,9 +110,9 @@ __device__ __forceinline__ Value twobs_estimate(Value twobs_k) { return approx_r
 // that no name of the user's can clash with it.
 namespace twobs_generated {
 // ------------------------------------------------------------------ launch shape
-constexpr unsigned B = 64;  // threads per block = points per tile
-constexpr unsigned R = 1;  // own points per thread: each tile point serves R pairs
-[[maybe_unused]] constexpr unsigned TILE_BYTES = 0;  // the input tile's shared memory; the output's follows
+constexpr unsigned B = 256;  // threads per block = points per tile
+constexpr unsigned R = 2;  // own points per thread: each tile point serves R pairs
+[[maybe_unused]] constexpr unsigned TILE_BYTES = 3072;  // the input tile's shared memory; the output's follows
 [[maybe_unused]] constexpr bool UNORDERED_PAIRS = true;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
 #define TWOBS_THREAD threadIdx.x  // fragments that set up shared state split it over the block
@@ -308,58 +308,73 @@ __device__ __forceinline__ bool contribute_fast(const Point& twobs_a, const Poin
   return twobs_sure;
 }
 
-// ------------------------------------------------------------------ input stage: register_roc
-// Register-RoC: each thread keeps its own point in registers and reads the
-// other tile through the read-only data cache (__ldg), two points per load
-// where the component is 4 or 8 bytes wide. Shared memory stays free for output.
+// ------------------------------------------------------------------ input stage: register_shm
+// Register-SHM: each thread keeps its own points in registers; the block
+// stages the other tile in shared memory with 16-byte loads, one array per
+// component, and every thread reads it back (broadcast, no bank conflicts),
+// RUN points of each array in one load.
+constexpr unsigned RUN = 4;
+template <class T>
+struct alignas(RUN * sizeof(T)) Run {
+  T v[RUN];
+};
+
 struct Tiles {
-  Set s;
-  unsigned start;
+  float* x;
+  float* y;
+  float* z;
 
-  __device__ __forceinline__ explicit Tiles(unsigned char*) {}
+  __device__ __forceinline__ explicit Tiles(unsigned char* smem) {
+    x = reinterpret_cast<float*>(smem + 0);
+    y = reinterpret_cast<float*>(smem + 1024);
+    z = reinterpret_cast<float*>(smem + 2048);
+  }
 
-  __device__ __forceinline__ void load(const Set& set, unsigned tile_start) {
-    s = set;
-    start = tile_start;
+  __device__ __forceinline__ static void copy16(const void* from, void* to, unsigned bytes) {
+    const uint4* src = static_cast<const uint4*>(from);
+    uint4* dst = static_cast<uint4*>(to);
+    for (unsigned k = threadIdx.x; k < bytes / 16; k += B) dst[k] = src[k];
+  }
+
+  __device__ __forceinline__ void load(const Set& s, unsigned start) {
+    __syncthreads();  // everyone is done with the previous tile
+    copy16(s.x + start, x, B * sizeof(float));
+    copy16(s.y + start, y, B * sizeof(float));
+    copy16(s.z + start, z, B * sizeof(float));
+    __syncthreads();
   }
 
   __device__ __forceinline__ Point at(unsigned j) const {
     Point p;
-    p.x = __ldg(s.x + start + j);
-    p.y = __ldg(s.y + start + j);
-    p.z = __ldg(s.z + start + j);
+    p.x = x[j];
+    p.y = y[j];
+    p.z = z[j];
     return p;
   }
 
   template <class F>
   __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
     unsigned j = 0;
+    // Unrolled a little: a full tile of a constant length would otherwise unroll whole.
 #pragma unroll 2
-    for (; j + 1 < len; j += 2) {  // tiles start at multiples of B: pairs are aligned
-      Point p0, p1;
-      {
-        const float2 v = __ldg(reinterpret_cast<const float2*>(s.x + start + j));
-        p0.x = v.x;
-        p1.x = v.y;
+    for (; j + RUN <= len; j += RUN) {
+      const Run<float> run_x = *reinterpret_cast<const Run<float>*>(x + j);
+      const Run<float> run_y = *reinterpret_cast<const Run<float>*>(y + j);
+      const Run<float> run_z = *reinterpret_cast<const Run<float>*>(z + j);
+#pragma unroll
+      for (unsigned k = 0; k < RUN; ++k) {
+        Point p;
+        p.x = run_x.v[k];
+        p.y = run_y.v[k];
+        p.z = run_z.v[k];
+        f(j + k, p);
       }
-      {
-        const float2 v = __ldg(reinterpret_cast<const float2*>(s.y + start + j));
-        p0.y = v.x;
-        p1.y = v.y;
-      }
-      {
-        const float2 v = __ldg(reinterpret_cast<const float2*>(s.z + start + j));
-        p0.z = v.x;
-        p1.z = v.y;
-      }
-      f(j, p0);
-      f(j + 1, p1);
     }
-    if (j < len) f(j, at(j));
+    for (; j < len; ++j) f(j, at(j));
   }
 };
 
-// ------------------------------------------------------------------ output stage: aop2
+// ------------------------------------------------------------------ output stage: aop16
 // Output privatization in shared memory: COPIES private copies of the totals
 // per block; lane l updates copy l % COPIES, so only lanes that share a copy
 // can collide (AOP, section 3.3.2; COPIES = 1 is plain OP). Copy c of slot s
@@ -367,7 +382,7 @@ struct Tiles {
 // banks. A pair that adds nothing adds to slot SLOTS, which is never read, so
 // that no pair branches. The copies are summed into the global totals once
 // per block.
-constexpr unsigned COPIES = 2;
+constexpr unsigned COPIES = 16;
 typedef unsigned Counter;  // what a copy counts in
 
 // Adds to the counter at a shared-memory address: one multiply-add makes the

@@ -1,7 +1,7 @@
 {% include "contribution/threshold_key.cu" %}
-// A count is a total of one slot: the pairs whose key passes (slot PASS; FAIL = SLOTS adds nothing).
+// A count is a total of one slot: a pair adds 1 when its key passes, else 0
+// (an amount, not a slot, so that adding it is one instruction).
 [[maybe_unused]] constexpr unsigned SLOTS = 1;
-static_assert(PASS == 0 && FAIL == SLOTS, "a failed test adds nothing");
 typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per launch
 typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 
@@ -11,7 +11,7 @@ struct Contribution {
 };
 
 __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const Point& twobs_b) {
-  return {key_slot(twobs_key(twobs_a, twobs_b)), 1u};
+  return {0u, key_slot(twobs_key(twobs_a, twobs_b)) == PASS ? 1u : 0u};
 }
 
 // What a thread reads once, after the set-up: the edge, kept in a register.
@@ -24,6 +24,6 @@ struct Setup {
 __device__ __forceinline__ bool contribute_fast(const Point& twobs_a, const Point& twobs_b, const Setup& twobs_s,
                                                 Contribution& twobs_c) {
   const Key twobs_k = twobs_key(twobs_a, twobs_b);
-  twobs_c = {key_slot_fast(twobs_k, twobs_s.last_pass), 1u};
+  twobs_c = {0u, key_slot_fast(twobs_k, twobs_s.last_pass) == PASS ? 1u : 0u};
   return twobs_k == twobs_k;
 }
