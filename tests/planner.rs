@@ -271,3 +271,28 @@ fn a_forced_block_is_planned_within_the_registers_its_launch_bounds_allow() {
     let p = plan_of(built_in("knn").unwrap().with_dims(8).unwrap(), "h200", 100_000, &[], forced).unwrap();
     assert_eq!((p.launch.block_size, p.launch.points_per_thread), (1024, 2));
 }
+
+#[test]
+fn histograms_bucket_on_keys_only_with_a_proven_estimate() {
+    // The built-in, by name or as its file: the estimate is proven, buckets come from keys.
+    assert_eq!(plan("sdh", "h200", 1_000_000, &[], Forced::default()).unwrap().test, Test::Keys);
+    let dir = std::env::temp_dir().join(format!("twobs-proven-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
+    std::fs::copy(format!("{root}/problems/sdh.xml"), dir.join("sdh.xml")).unwrap();
+    let snippet = std::fs::read_to_string(format!("{root}/problems/distance.cu")).unwrap();
+    std::fs::write(dir.join("distance.cu"), &snippet).unwrap();
+    let as_file = twobs::problems::load(dir.join("sdh.xml").to_str().unwrap()).unwrap();
+    assert_eq!(plan_of(as_file, "h200", 1_000_000, &[], Forced::default()).unwrap().test, Test::Keys);
+    // A user's snippet, one character away: its estimate is not proven, so values.
+    std::fs::write(dir.join("distance.cu"), snippet + "\n// mine\n").unwrap();
+    let user = twobs::problems::load(dir.join("sdh.xml").to_str().unwrap()).unwrap();
+    let p = plan_of(user.clone(), "h200", 1_000_000, &[], Forced::default()).unwrap();
+    assert_eq!(p.test, Test::Values);
+    let why = &p.decisions.iter().find(|d| d.what == twobs::plan::Choice::Test).unwrap().why;
+    assert!(why.contains("proven for the built-ins only") && why.contains("--test keys"), "{why}");
+    // Forced, the user's estimate is trusted.
+    let forced = Forced { test: Some(Test::Keys), ..Default::default() };
+    assert_eq!(plan_of(user, "h200", 1_000_000, &[], forced).unwrap().test, Test::Keys);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

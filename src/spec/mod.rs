@@ -140,8 +140,11 @@ pub struct KeyMap {
     /// `__device__ Value map(Value key)`: the value of a key, non-decreasing.
     pub map: String,
     /// `__device__ Value estimate(Value key)`: a fast approximation of `map`,
-    /// used only to guess a bucket that the key edges then correct.
+    /// within 2^-20 of it (or NaN), that brackets a histogram bucket.
     pub estimate: Option<String>,
+    /// The estimate is proven on every float key by the key probes (the
+    /// built-ins'), so the planner buckets on keys without being asked.
+    pub estimate_proven: bool,
 }
 
 /// How the pair value is compared with a threshold.
@@ -848,7 +851,7 @@ impl Cx<'_> {
                 if returns.is_integer() {
                     return Err(self.err(pos, "a key map needs a function that returns f32 or f64"));
                 }
-                Some(KeyMap { key, map, estimate: estimate.map(|(e, _)| e) })
+                Some(KeyMap { key, map, estimate: estimate.map(|(e, _)| e), estimate_proven: false })
             }
             (Some((_, pos)), None, _) | (None, _, Some((_, pos))) => {
                 return Err(self.err(pos, "a key goes with a map (the value of a key), and an estimate with both"));
