@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The SASS instruction floors of the planner's kernels for the issue-10
 # benchmark cases (1M uniform points), on the GPU machine (needs cuobjdump):
-# scripts/sass-floor.py on each kernel NVRTC builds for sm_90.
+# scripts/sass-floor.py on each kernel NVRTC builds for sm_90. Without a GPU:
+# PATH="$(scripts/sass-tools.sh):$PATH" scripts/floors.sh (NVRTC on the library path).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TWOBS=${TWOBS:-target/release/twobs}
