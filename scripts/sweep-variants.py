@@ -10,16 +10,20 @@ the planner's result. Writes $OUT/sweep.md and $OUT/sweep.json.
 Usage: scripts/sweep-variants.py   (TWOBS=path, SWEEP_CASES=0,2 to pick cases,
        BASELINE=path: another binary whose planner's result must be the same)
 """
+import importlib.util
 import itertools
 import json
 import os
-import subprocess
 
 OUT = os.environ.get("OUT", "/tmp")
 TWOBS = os.environ.get("TWOBS", "target/release/twobs")
 BASELINE = os.environ.get("BASELINE")
-N = int(os.environ.get("SWEEP_N", "1000000"))
-os.environ.setdefault("TWOBS_CACHE", "/tmp/twobs-cache")
+os.environ.setdefault("BENCH_N", os.environ.get("SWEEP_N", "1000000"))
+
+# One run of a binary, its report read back: bench-ab.py's.
+_spec = importlib.util.spec_from_file_location("bench_ab", os.path.join(os.path.dirname(__file__), "bench-ab.py"))
+bench_ab = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench_ab)
 
 HIST_GRID = {
     "--input-cache": ["register_shm"],
@@ -39,15 +43,7 @@ ONLY = {int(x) for x in os.environ.get("SWEEP_CASES", ",".join(str(i) for i in r
 
 
 def run(problem, sets, args, forced, binary=TWOBS):
-    cmd = [binary, "run", problem, *(["--input", f"uniform:{N}"] * sets), *args, *forced, "--backend", "cuda",
-           "--quiet", "--seed", "7", "--report", "-", "--out", os.path.join(OUT, "sweep.npy")]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    if p.returncode != 0:
-        return {"error": (p.stderr.strip().splitlines() or ["?"])[-1][:200]}
-    r = json.loads(p.stdout)
-    result = r["result"]
-    return {"variant": r["plans"][0]["variant"], "kernel_s": r["timings"]["gpu"]["kernel_s"],
-            "digest": json.dumps({k: result.get(k) for k in ("count", "counts", "sum")}, sort_keys=True)}
+    return bench_ab.run(binary, problem, sets == 2, [*args, *forced])
 
 
 def main():

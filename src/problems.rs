@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::spec::{Disk, Files, Problem, SpecError};
+use crate::spec::{Disk, Files, KeyMap, Problem, SpecError};
 
 /// PROBLEM named neither a readable spec nor a built-in, or a spec that is wrong.
 #[derive(Debug, thiserror::Error)]
@@ -60,15 +60,14 @@ pub fn built_in(name: &str) -> Option<Problem> {
 /// Marks a spec's estimate proven where its snippet and key map are a
 /// built-in's, word for word (`twobs run problems/sdh.xml` is `twobs run sdh`).
 fn mark_proven_estimate(problem: &mut Problem) {
-    let proven = BUILT_IN.iter().filter_map(|name| built_in(name)).any(|b| {
-        b.function.source == problem.function.source
-            && b.function.key.as_ref().is_some_and(|k| k.estimate_proven)
-            && b.function.key.as_ref().map(|k| (&k.key, &k.map, &k.estimate))
-                == problem.function.key.as_ref().map(|k| (&k.key, &k.map, &k.estimate))
-    });
-    if let Some(key) = problem.function.key.as_mut() {
-        key.estimate_proven = proven;
-    }
+    let Some(key) = problem.function.key.as_mut() else { return };
+    let source = &problem.function.source;
+    let as_built_in = KeyMap { estimate_proven: key.estimate.is_some(), ..key.clone() };
+    key.estimate_proven = key.estimate.is_some()
+        && BUILT_IN
+            .iter()
+            .filter_map(|name| built_in(name))
+            .any(|b| b.function.source == *source && b.function.key.as_ref() == Some(&as_built_in));
 }
 
 /// Resolves PROBLEM: an existing file (or anything ending in .xml) is a spec path,
