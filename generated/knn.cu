@@ -269,7 +269,7 @@ struct Output {
       }
     }
   }
-  __device__ __forceinline__ unsigned first_step() const { return 0; }
+  __device__ __forceinline__ unsigned first_step(unsigned from) const { return from; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
   // The pairs of every own point with tile point (j, q), one at a time.
@@ -323,6 +323,8 @@ extern "C" __global__ void __launch_bounds__(B) twobs_knn(
     unsigned n_a,
     unsigned a_offset,
     unsigned other_offset,
+    unsigned step_first,
+    unsigned step_end,
     Value* values,
     unsigned* indices) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -348,7 +350,7 @@ extern "C" __global__ void __launch_bounds__(B) twobs_knn(
   // over memory; a point is not paired with itself, so tiles that overlap the
   // block's own points test j != i.
   const unsigned tiles_total = (other.n + B - 1) / B;
-  for (unsigned s = out.first_step(); s < tiles_total; ++s) {
+  for (unsigned s = out.first_step(step_first); s < umin(tiles_total, step_end); ++s) {
     out.begin_step(s);
     const unsigned tile = (block * R + s) % tiles_total;
     const unsigned start = tile * B;

@@ -195,8 +195,9 @@ struct Output {
         overflow(overflow_), a_offset(here.a_offset), other_offset(here.other_offset), page(NO_PAGE), fill(0),
         step_page(NO_PAGE), step_fill(0), step(0), failed(false) {}
 
-  // DONE skips the whole block; the read is the same in every thread.
-  __device__ __forceinline__ unsigned first_step() const { return resume[blockIdx.x]; }
+  // The launch's first step, or the block's resume point when it stopped
+  // later (DONE skips the whole block); the read is the same in every thread.
+  __device__ __forceinline__ unsigned first_step(unsigned from) const { return max(resume[blockIdx.x], from); }
 
   __device__ __forceinline__ void begin_step(unsigned s) {
     step = s;
@@ -293,6 +294,8 @@ extern "C" __global__ void __launch_bounds__(B) twobs_nlj(
     unsigned n_b,
     unsigned a_offset,
     unsigned other_offset,
+    unsigned step_first,
+    unsigned step_end,
     uint2* pool,
     uint2* page_owner,
     unsigned* page_fill,
@@ -322,7 +325,7 @@ extern "C" __global__ void __launch_bounds__(B) twobs_nlj(
   // Every block walks all tiles of the other set, starting at its own so that
   // blocks spread over memory.
   const unsigned tiles_total = (other.n + B - 1) / B;
-  for (unsigned s = out.first_step(); s < tiles_total; ++s) {
+  for (unsigned s = out.first_step(step_first); s < umin(tiles_total, step_end); ++s) {
     out.begin_step(s);
     const unsigned tile = (block * R + s) % tiles_total;
     tiles.load(other, tile * B);

@@ -410,7 +410,7 @@ struct Output {
     for (unsigned k = threadIdx.x; k < COPIES * (SLOTS + 1); k += B) copies[k] = Counter(0);
     __syncthreads();
   }
-  __device__ __forceinline__ unsigned first_step() const { return 0; }
+  __device__ __forceinline__ unsigned first_step(unsigned from) const { return from; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
   // The pairs of every own point with tile point (j, q): the contribution's
@@ -480,6 +480,8 @@ extern "C" __global__ void __launch_bounds__(B) twobs_sdh(
     unsigned n_a,
     unsigned a_offset,
     unsigned other_offset,
+    unsigned step_first,
+    unsigned step_end,
     Total* totals) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Set a = { a_x, a_y, a_z, n_a };
@@ -508,7 +510,7 @@ extern "C" __global__ void __launch_bounds__(B) twobs_sdh(
   const unsigned spans = (a.n + span - 1) / span;
   const unsigned offdiag = (spans - 1) / 2 + ((spans % 2 == 0 && block < spans / 2) ? 1 : 0);
   const unsigned steps = offdiag + 1;
-  for (unsigned s = out.first_step(); s < steps; ++s) {
+  for (unsigned s = out.first_step(step_first); s < umin(steps, step_end); ++s) {
     out.begin_step(s);
     const bool diagonal = s == offdiag;
     const unsigned partner = diagonal ? block : (block + 1 + s) % spans;

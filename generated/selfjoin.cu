@@ -321,8 +321,9 @@ struct Output {
         overflow(overflow_), a_offset(here.a_offset), other_offset(here.other_offset), page(NO_PAGE), fill(0),
         step_page(NO_PAGE), step_fill(0), step(0), failed(false) {}
 
-  // DONE skips the whole block; the read is the same in every thread.
-  __device__ __forceinline__ unsigned first_step() const { return resume[blockIdx.x]; }
+  // The launch's first step, or the block's resume point when it stopped
+  // later (DONE skips the whole block); the read is the same in every thread.
+  __device__ __forceinline__ unsigned first_step(unsigned from) const { return max(resume[blockIdx.x], from); }
 
   __device__ __forceinline__ void begin_step(unsigned s) {
     step = s;
@@ -418,6 +419,8 @@ extern "C" __global__ void __launch_bounds__(B) twobs_selfjoin(
     unsigned n_a,
     unsigned a_offset,
     unsigned other_offset,
+    unsigned step_first,
+    unsigned step_end,
     uint2* pool,
     uint2* page_owner,
     unsigned* page_fill,
@@ -452,7 +455,7 @@ extern "C" __global__ void __launch_bounds__(B) twobs_selfjoin(
   const unsigned spans = (a.n + span - 1) / span;
   const unsigned offdiag = (spans - 1) / 2 + ((spans % 2 == 0 && block < spans / 2) ? 1 : 0);
   const unsigned steps = offdiag + 1;
-  for (unsigned s = out.first_step(); s < steps; ++s) {
+  for (unsigned s = out.first_step(step_first); s < umin(steps, step_end); ++s) {
     out.begin_step(s);
     const bool diagonal = s == offdiag;
     const unsigned partner = diagonal ? block : (block + 1 + s) % spans;

@@ -154,7 +154,7 @@ fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         threads: args.threads,
         f64: false,
         quiet: args.quiet,
-        gpu: GpuOptions { gpus: None, block_points: None, streams: 2, forced: Forced::default(), pool_pairs: None },
+        gpu: GpuOptions { streams: 2, ..Default::default() },
         verify: false,
         cache: Cache::user(),
     };
@@ -296,6 +296,9 @@ struct RunArgs {
     /// Pairs the direct output buffer holds (default: sized from a sample).
     #[arg(long)]
     pool_pairs: Option<u64>,
+    /// Pairs in the smallest piece of work the GPUs share (default: 2^34, about 10 ms of a kernel).
+    #[arg(long)]
+    piece_pairs: Option<u64>,
     /// Re-compute on the CPU backend (all of it, or sampled rows for large inputs) and fail on any difference.
     #[arg(long)]
     verify: bool,
@@ -486,12 +489,16 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     if args.block_points == Some(0) {
         anyhow::bail!("--block-points must be at least 1");
     }
+    if args.piece_pairs == Some(0) {
+        anyhow::bail!("--piece-pairs must be at least 1");
+    }
     let gpu = GpuOptions {
         gpus: args.gpus.clone(),
         block_points: args.block_points,
         streams: args.streams.max(1),
         forced: args.forced.forced(),
         pool_pairs: args.pool_pairs,
+        piece_pairs: args.piece_pairs,
     };
     let run_opts = RunOptions {
         backend: args.backend.choice(),

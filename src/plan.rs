@@ -513,6 +513,7 @@ impl Plan {
         }
 
         let mut kernel_params = input::params(element, problem.input.sets);
+        kernel_params.extend(crate::stage::visit::params());
         kernel_params.extend(output.params());
         Ok(Plan {
             problem: problem.name.clone(),

@@ -225,6 +225,16 @@ fn main() {
         add(format!("{}/streamed-four-streams", s.name), s, four, a, b, &gpu);
         let two = GpuOptions { gpus: Some(vec![0, 1]), block_points: Some(800), ..base.clone() };
         add(format!("{}/two-gpus", s.name), s, two, a, b, &two_gpus);
+        // Units cut into pieces of a few steps that streams and GPUs share.
+        let pieces = GpuOptions { piece_pairs: Some(5000), ..base.clone() };
+        add(format!("{}/pieces-of-5000-pairs", s.name), s, pieces.clone(), a, b, &gpu);
+        let small = Forced { block_size: Some(32), points_per_thread: Some(8), ..Default::default() };
+        let opts = GpuOptions { forced: small, streams: 3, ..pieces.clone() };
+        add(format!("{}/pieces-block-32-r8", s.name), s, opts, a, b, &gpu);
+        let opts = GpuOptions { block_points: Some(700), ..pieces.clone() };
+        add(format!("{}/pieces-streamed", s.name), s, opts, a, b, &gpu);
+        let opts = GpuOptions { gpus: Some(vec![0, 1]), ..pieces.clone() };
+        add(format!("{}/two-gpus-pieces", s.name), s, opts, a, b, &two_gpus);
     }
     // The direct output buffer overflows: resume points, relaunches, pool growth.
     for s in subjects.iter().filter(|s| matches!(s.name.as_str(), "selfjoin" | "nlj")) {
@@ -238,6 +248,8 @@ fn main() {
         let r8 = Forced { points_per_thread: Some(8), ..Default::default() };
         let opts = GpuOptions { pool_pairs: Some(4096), forced: r8, ..base.clone() };
         add(format!("{}/pool-of-4096-r8", s.name), s, opts, a, b, &gpu);
+        let opts = GpuOptions { pool_pairs: Some(1024), piece_pairs: Some(20000), ..base.clone() };
+        add(format!("{}/pool-of-1024-pieces", s.name), s, opts, a, b, &gpu);
     }
     // Key edges against values for every one of the 2^32 float keys, on the GPU.
     let key_cases: [(&str, &[&str]); 11] = [

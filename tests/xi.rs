@@ -7,7 +7,6 @@ use rand::{RngExt, SeedableRng};
 use twobs::backend::cuda::GpuOptions;
 use twobs::cache::Cache;
 use twobs::data::{Column, Generator, Inputs, PointSet, synthesize};
-use twobs::plan::Forced;
 use twobs::problems::built_in;
 use twobs::run::{BackendChoice, RunOptions};
 use twobs::spec::{Problem, Spacing};
@@ -28,7 +27,7 @@ fn cpu() -> RunOptions {
         threads: 2,
         f64: false,
         quiet: true,
-        gpu: GpuOptions { gpus: None, block_points: None, streams: 1, forced: Forced::default(), pool_pairs: None },
+        gpu: GpuOptions { streams: 1, ..Default::default() },
         verify: false,
         cache: Cache::at(concat!(env!("CARGO_TARGET_TMPDIR"), "/twobs-cache")),
     }

@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use super::KeyCheck;
 use super::nvrtc::{self, NvrtcError};
+use super::pieces::{self, Piece};
 use crate::cache::{Cache, Key, Memo};
 use crate::codegen;
 use crate::data::{Inputs, PointSet};
@@ -33,7 +34,7 @@ use crate::stage::output::dob::{self, DeviceDob};
 use crate::stage::output::topk::DeviceTopK;
 use crate::stage::output::totals::DeviceTotals;
 use crate::stage::output::{self, DeviceOutput, OutputStage, Partial};
-use crate::stage::visit::{KernelKind, Unit};
+use crate::stage::visit::{KernelKind, Unit, Walk};
 
 /// Why the GPU could not run a problem.
 #[derive(Debug, thiserror::Error)]
@@ -158,6 +159,8 @@ pub struct GpuOptions {
     pub forced: Forced,
     /// Pairs the direct output buffer holds; sized from a sample when None.
     pub pool_pairs: Option<u64>,
+    /// Pairs in the smallest piece of work; `pieces::MIN_PIECE_PAIRS` when None.
+    pub piece_pairs: Option<u64>,
 }
 
 /// Seconds in each stage, summed over streams and GPUs (CUDA events), and wall time.
@@ -184,9 +187,30 @@ pub struct GpuTimings {
     pub launches: u64,
     /// Extra launches after the direct output buffer filled up.
     pub overflow_relaunches: u64,
+    /// Pieces of work the queue was cut into (`backend::pieces`).
+    pub pieces: u64,
+    /// What each GPU did, in the order of `--gpus`.
+    pub per_gpu: Vec<GpuWork>,
+}
+
+/// One GPU's part of a run: its share of the pairs and how long it worked.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct GpuWork {
+    pub ordinal: usize,
+    pub pieces: u64,
+    pub pairs: u128,
+    /// Its pairs over the run's.
+    pub share: f64,
+    /// Seconds in which at least one of its streams was running a piece
+    /// (upload, kernel, download), from the start of the compute.
+    pub busy_s: f64,
+    /// The rest of the compute's wall time: buffers before the first piece,
+    /// gaps between pieces, and waiting for the other GPUs at the end.
+    pub idle_s: f64,
 }
 
 impl GpuTimings {
+    /// Adds a stream's timings to the run's.
     fn add(&mut self, o: &GpuTimings) {
         self.setup_s = self.setup_s.max(o.setup_s);
         self.teardown_s = self.teardown_s.max(o.teardown_s);
@@ -294,7 +318,10 @@ struct Job<'a> {
     inputs: &'a Inputs,
     a_blocks: Vec<(usize, usize)>,
     b_blocks: Vec<(usize, usize)>,
-    queue: Mutex<VecDeque<Vec<Unit>>>,
+    /// Groups of pieces: a group runs in order on one stream.
+    queue: Mutex<VecDeque<Vec<Piece>>>,
+    /// When the compute began: streams time their pieces from it.
+    start: Instant,
     opts: &'a GpuOptions,
     streams: usize,
     progress: &'a ProgressBar,
@@ -427,17 +454,35 @@ pub fn run(
     let plans: Vec<Plan> = launchers[0].0.iter().chain(launchers[0].1.iter()).map(|l| l.plan.clone()).collect();
     let stage = plans[0].output;
 
-    // A group runs in order on one stream: per-query lists are refined block
-    // after block. Otherwise every unit is a group of its own.
-    let mut groups: Vec<Vec<Unit>> =
-        if stage.refines_per_query() { groups } else { groups.into_iter().flatten().map(|u| vec![u]).collect() };
-    // Largest first, so that no stream is left with a big unit at the end.
+    // Units largest first, so that no stream is left with a big one at the end.
+    let mut groups = groups;
     groups.sort_by_key(|g| std::cmp::Reverse(g.iter().map(|u| u.pairs).sum::<u128>()));
+    let workers = contexts.len() * streams;
+    let queue: Vec<Vec<Piece>> = if stage.refines_per_query() {
+        // Per-query lists are refined unit after unit of a query block, on one stream.
+        groups.into_iter().map(|g| g.into_iter().map(Piece::whole).collect()).collect()
+    } else {
+        let units: Vec<Unit> = groups.into_iter().flatten().collect();
+        match walks(&launchers, &units, &a_blocks, &b_blocks) {
+            Some(walked) => pieces::cut(&walked, workers, opts.piece_pairs.map_or(pieces::MIN_PIECE_PAIRS, u128::from))
+                .into_iter()
+                .map(|p| vec![p])
+                .collect(),
+            None => {
+                notes.push("the GPUs' plans differ: each takes whole units of work, not pieces of them".into());
+                units.into_iter().map(|u| vec![Piece::whole(u)]).collect()
+            }
+        }
+    };
+    let piece_count = queue.iter().map(Vec::len).sum::<usize>() as u64;
+    // No more streams than groups to share: an idle stream would only allocate and free its buffers.
+    let streams_used = streams.min(queue.len().div_ceil(contexts.len())).max(1);
     let job = Job {
         inputs,
         a_blocks,
         b_blocks,
-        queue: Mutex::new(groups.into()),
+        queue: Mutex::new(queue.into()),
+        start: Instant::now(),
         opts,
         streams,
         progress,
@@ -445,40 +490,182 @@ pub fn run(
         value: problem.function.returns,
     };
 
-    // One host thread per stream per GPU, and no more streams than units of
-    // work to share: an idle stream would only allocate and free its buffers.
-    let streams_used = streams.min(job.queue.lock().expect("queue lock").len().div_ceil(contexts.len())).max(1);
-    let results: Vec<Result<(Partial, GpuTimings), GpuError>> = std::thread::scope(|s| {
-        let mut handles = Vec::new();
-        for (ctx, launch) in contexts.iter().zip(&launchers) {
-            for _ in 0..streams_used {
+    // One host thread per GPU, which runs one per stream.
+    let results: Vec<Result<GpuResult, GpuError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = contexts
+            .iter()
+            .zip(&launchers)
+            .map(|(ctx, launch)| {
                 let job = &job;
-                handles.push(s.spawn(move || stream_worker(job, ctx, launch, stage)));
-            }
-        }
+                s.spawn(move || gpu_worker(job, ctx, launch, stage, streams_used))
+            })
+            .collect();
         handles.into_iter().map(|h| h.join().expect("GPU worker panicked")).collect()
     });
-    let mut timings = GpuTimings { context_s: driver_s + context_s, compile_s, prepare_s, ..Default::default() };
+    let compute_end = job.start.elapsed().as_secs_f64();
+    let mut timings =
+        GpuTimings { context_s: driver_s + context_s, compile_s, prepare_s, pieces: piece_count, ..Default::default() };
     let mut parts = Vec::new();
-    for r in results {
-        let (part, t) = r?;
-        timings.add(&t);
-        parts.push(part);
+    for (r, &ordinal) in results.into_iter().zip(&ordinals) {
+        let done = r?;
+        for t in &done.streams {
+            timings.add(t);
+        }
+        parts.extend(done.parts);
+        let busy_s = busy(done.intervals);
+        timings.per_gpu.push(GpuWork {
+            ordinal,
+            pieces: done.pieces,
+            pairs: done.pairs,
+            share: 0.0,
+            busy_s,
+            idle_s: (compute_end - busy_s).max(0.0),
+        });
+    }
+    let all_pairs: u128 = timings.per_gpu.iter().map(|g| g.pairs).sum();
+    for g in &mut timings.per_gpu {
+        g.share = g.pairs as f64 / all_pairs.max(1) as f64;
     }
     let combine = Instant::now();
     let outcome = output::merge(stage.collect(), n_a, parts);
-    timings.combine_s = combine.elapsed().as_secs_f64();
+    timings.combine_s += combine.elapsed().as_secs_f64();
     timings.wall_s = wall.elapsed().as_secs_f64();
     Ok(GpuRun { outcome, devices, plans, timings, notes, block_points })
 }
 
-/// The output buffers one stream keeps.
+/// The walk of every unit's kernel, or None where the GPUs' kernels for a
+/// kind differ in block size or points per thread: a range of steps then
+/// means different pairs on different GPUs.
+fn walks(
+    launchers: &[KernelPair<Launcher>],
+    units: &[Unit],
+    a_blocks: &[(usize, usize)],
+    b_blocks: &[(usize, usize)],
+) -> Option<Vec<(Unit, Walk)>> {
+    let geometry = |l: &Launcher| (l.plan.launch.block_size, l.plan.launch.points_per_thread, l.plan.shape.visit);
+    let same = |pick: fn(&KernelPair<Launcher>) -> Option<&Launcher>| {
+        launchers.windows(2).all(|w| pick(&w[0]).map(geometry) == pick(&w[1]).map(geometry))
+    };
+    if !same(|k| k.0.as_ref()) || !same(|k| k.1.as_ref()) {
+        return None;
+    }
+    let len = |(lo, hi): (usize, usize)| (hi - lo) as u64;
+    Some(
+        units
+            .iter()
+            .map(|&u| {
+                let (launcher, n_other) = match u.kernel {
+                    KernelKind::Own => {
+                        (launchers[0].0.as_ref(), len(b_blocks.get(u.b_block).copied().unwrap_or(a_blocks[u.a_block])))
+                    }
+                    KernelKind::Between => (launchers[0].1.as_ref(), len(b_blocks[u.b_block])),
+                };
+                let plan = &launcher.expect("a kernel is compiled for every kind of unit").plan;
+                let walk = Walk {
+                    visit: plan.shape.visit,
+                    n_a: len(a_blocks[u.a_block]),
+                    n_other,
+                    block_size: plan.launch.block_size as u64,
+                    points_per_thread: plan.launch.points_per_thread as u64,
+                };
+                (u, walk)
+            })
+            .collect(),
+    )
+}
+
+/// Seconds covered by at least one of `intervals` (start, end).
+fn busy(mut intervals: Vec<(f64, f64)>) -> f64 {
+    intervals.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let mut total = 0.0;
+    let mut reach = f64::NEG_INFINITY;
+    for (start, end) in intervals {
+        let from = start.max(reach);
+        if end > from {
+            total += end - from;
+        }
+        reach = reach.max(end);
+    }
+    total
+}
+
+/// What one GPU returns: its partial results (totals merged on the GPU, so
+/// one; pairs and lists one per stream), each stream's timings, and when its
+/// streams were running pieces.
+struct GpuResult {
+    parts: Vec<Partial>,
+    streams: Vec<GpuTimings>,
+    intervals: Vec<(f64, f64)>,
+    pieces: u64,
+    pairs: u128,
+}
+
+/// Runs `streams` stream threads on one GPU. Totals live in one buffer that
+/// every stream's kernels add to, so they are merged on the GPU and
+/// downloaded once.
+fn gpu_worker(
+    job: &Job,
+    ctx: &Arc<CudaContext>,
+    launchers: &KernelPair<Launcher>,
+    stage: OutputStage,
+    streams: usize,
+) -> Result<GpuResult, GpuError> {
+    ctx.bind_to_thread().doing("binding the context")?;
+    let alloc = "allocating GPU memory";
+    let home = ctx.new_stream().doing("creating a stream")?;
+    let totals = match stage {
+        OutputStage::Totals { slots, total, .. } => {
+            let t = DeviceTotals::new(&home, slots, total).doing(alloc)?;
+            // Zeroed before any stream's kernel adds to it.
+            home.synchronize().doing(alloc)?;
+            Some(t)
+        }
+        _ => None,
+    };
+    let ran: Vec<Result<StreamResult, GpuError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..streams)
+            .map(|_| {
+                let totals = totals.as_ref();
+                s.spawn(move || stream_worker(job, ctx, launchers, stage, totals))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("GPU stream worker panicked")).collect()
+    });
+    let mut done = GpuResult { parts: Vec::new(), streams: Vec::new(), intervals: Vec::new(), pieces: 0, pairs: 0 };
+    for r in ran {
+        let r = r?;
+        done.parts.extend(r.part);
+        done.streams.push(r.timings);
+        done.pieces += r.intervals.len() as u64;
+        done.intervals.extend(r.intervals);
+        done.pairs += r.pairs;
+    }
+    if let Some(t) = totals {
+        let start = Instant::now();
+        done.parts.push(Partial::Totals(t.download(&home).doing("downloading the totals")?));
+        if let Some(first) = done.streams.first_mut() {
+            first.download_s += start.elapsed().as_secs_f64();
+        }
+    }
+    Ok(done)
+}
+
+/// The output buffers one stream keeps (totals are the GPU's, shared).
 #[allow(clippy::large_enum_variant, reason = "one per stream thread, on its stack")]
-enum StreamOutput {
-    Totals(DeviceTotals),
+enum StreamOutput<'a> {
+    Totals(&'a DeviceTotals),
     /// Allocated, and grown, by the first unit that needs it.
     Dob(Option<DeviceDob>, Vec<[u32; 2]>),
     TopK(DeviceTopK, Vec<(usize, Vec<f64>, Vec<u32>)>),
+}
+
+/// What one stream found and how it spent its time; `intervals` holds one
+/// (start, end) per piece, in seconds from the start of the compute.
+struct StreamResult {
+    part: Option<Partial>,
+    timings: GpuTimings,
+    intervals: Vec<(f64, f64)>,
+    pairs: u128,
 }
 
 fn stream_worker(
@@ -486,7 +673,8 @@ fn stream_worker(
     ctx: &Arc<CudaContext>,
     launchers: &KernelPair<Launcher>,
     stage: OutputStage,
-) -> Result<(Partial, GpuTimings), GpuError> {
+    totals: Option<&DeviceTotals>,
+) -> Result<StreamResult, GpuError> {
     let setup = Instant::now();
     ctx.bind_to_thread().doing("binding the context")?;
     let stream = ctx.new_stream().doing("creating a stream")?;
@@ -498,16 +686,17 @@ fn stream_worker(
     let mut a_dev = DeviceBlock::new(ctx, &stream, &inputs.a, job.block_points, job.a_blocks.len() > 1).doing(alloc)?;
     let b_points = if launchers.1.is_some() { job.block_points } else { 1 };
     let mut b_dev = DeviceBlock::new(ctx, &stream, other, b_points, job.b_blocks.len() > 1).doing(alloc)?;
-    let mut out = match stage {
-        OutputStage::Totals { slots, total, .. } => {
-            StreamOutput::Totals(DeviceTotals::new(&stream, slots, total).doing(alloc)?)
-        }
-        OutputStage::Dob { .. } => StreamOutput::Dob(None, Vec::new()),
-        OutputStage::TopK { k } => {
+    let mut out = match (stage, totals) {
+        (OutputStage::Totals { .. }, Some(t)) => StreamOutput::Totals(t),
+        (OutputStage::Totals { .. }, None) => unreachable!("the GPU worker makes the totals"),
+        (OutputStage::Dob { .. }, _) => StreamOutput::Dob(None, Vec::new()),
+        (OutputStage::TopK { k }, _) => {
             StreamOutput::TopK(DeviceTopK::new(&stream, job.block_points, k, job.value).doing(alloc)?, Vec::new())
         }
     };
     let mut timings = GpuTimings::default();
+    let mut intervals = Vec::new();
+    let mut pairs_done = 0u128;
     let event = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).doing("creating an event");
     let (e0, e1, e2) = (event()?, event()?, event()?);
     // Pairs (8 B each) one stream's pool may take: a quarter of free memory shared by the streams.
@@ -517,11 +706,13 @@ fn stream_worker(
 
     loop {
         let Some(group) = job.queue.lock().expect("queue lock").pop_front() else { break };
-        let (q_start, q_end) = job.a_blocks[group[0].a_block];
+        let (q_start, q_end) = job.a_blocks[group[0].unit.a_block];
         if let StreamOutput::TopK(lists, _) = &mut out {
             lists.reset(&stream, q_end - q_start).doing("resetting the lists")?;
         }
-        for unit in &group {
+        for piece in &group {
+            let began = job.start.elapsed().as_secs_f64();
+            let unit = &piece.unit;
             let launcher = match unit.kernel {
                 KernelKind::Own => launchers.0.as_ref(),
                 KernelKind::Between => launchers.1.as_ref(),
@@ -540,6 +731,7 @@ fn stream_worker(
             let grid = launcher.plan.launch.grid_for(a1 - a0);
             let counts = [(a1 - a0) as u32, (b1 - b0) as u32];
             let offsets = [a0 as u32, b0 as u32];
+            let steps = [piece.steps.0, piece.steps.1];
             let b_block = between.then_some(&b_dev);
             match &mut out {
                 StreamOutput::Dob(dob, sink) => {
@@ -560,7 +752,7 @@ fn stream_worker(
                                     s
                                 }
                             };
-                            dob::pool_for(sel, unit.pairs, grid, launcher.plan.launch.block_size, page_pairs, pool_cap)
+                            dob::pool_for(sel, piece.pairs, grid, launcher.plan.launch.block_size, page_pairs, pool_cap)
                         }
                     };
                     let b_block = between.then_some(&b_dev);
@@ -571,8 +763,14 @@ fn stream_worker(
                         wanted,
                         dob,
                         &mut |d: &DeviceDob| {
-                            let args =
-                                KernelArgs { a: &a_dev, b: b_block, counts, offsets, output: DeviceOutput::Dob(d) };
+                            let args = KernelArgs {
+                                a: &a_dev,
+                                b: b_block,
+                                counts,
+                                offsets,
+                                steps,
+                                output: DeviceOutput::Dob(d),
+                            };
                             launcher.launch(&stream, grid, &args)
                         },
                         sink,
@@ -583,12 +781,14 @@ fn stream_worker(
                     timings.download_s += run.drain_s;
                 }
                 StreamOutput::Totals(t) => {
-                    let args = KernelArgs { a: &a_dev, b: b_block, counts, offsets, output: DeviceOutput::Totals(t) };
+                    let output = DeviceOutput::Totals(t);
+                    let args = KernelArgs { a: &a_dev, b: b_block, counts, offsets, steps, output };
                     launcher.launch(&stream, grid, &args)?;
                     timings.launches += 1;
                 }
                 StreamOutput::TopK(lists, _) => {
-                    let args = KernelArgs { a: &a_dev, b: b_block, counts, offsets, output: DeviceOutput::TopK(lists) };
+                    let output = DeviceOutput::TopK(lists);
+                    let args = KernelArgs { a: &a_dev, b: b_block, counts, offsets, steps, output };
                     launcher.launch(&stream, grid, &args)?;
                     timings.launches += 1;
                 }
@@ -599,7 +799,9 @@ fn stream_worker(
             if !matches!(out, StreamOutput::Dob(..)) {
                 timings.kernel_s += e1.elapsed_ms(&e2).doing("timing")? as f64 / 1e3;
             }
-            job.progress.inc(unit.pairs.min(u64::MAX as u128) as u64);
+            intervals.push((began, job.start.elapsed().as_secs_f64()));
+            pairs_done += piece.pairs;
+            job.progress.inc(piece.pairs.min(u64::MAX as u128) as u64);
         }
         if let StreamOutput::TopK(lists, rows) = &mut out {
             let t = Instant::now();
@@ -608,17 +810,15 @@ fn stream_worker(
             rows.push((q_start, values, ids));
         }
     }
-    let t = Instant::now();
     let part = match out {
-        StreamOutput::Totals(t) => Partial::Totals(t.download(&stream).doing("downloading the totals")?),
-        StreamOutput::Dob(_, pairs) => Partial::Pairs(pairs),
-        StreamOutput::TopK(_, rows) => Partial::Knn(rows),
+        StreamOutput::Totals(_) => None,
+        StreamOutput::Dob(_, pairs) => Some(Partial::Pairs(pairs)),
+        StreamOutput::TopK(_, rows) => Some(Partial::Knn(rows)),
     };
-    timings.download_s += t.elapsed().as_secs_f64();
     let t = Instant::now();
     drop((a_dev, b_dev, stream));
     timings.teardown_s = t.elapsed().as_secs_f64();
-    Ok((part, timings))
+    Ok(StreamResult { part, timings, intervals, pairs: pairs_done })
 }
 
 /// Checks the key edges of `problem` on GPU `ordinal` for every key of ranks
@@ -699,7 +899,14 @@ fn sample_selectivity(
         (pairs as u64).clamp(1 << 16, 1 << 23),
         &mut scratch,
         &mut |d: &DeviceDob| {
-            let args = KernelArgs { a: a_dev, b: b_dev, counts, offsets: [0, 0], output: DeviceOutput::Dob(d) };
+            let args = KernelArgs {
+                a: a_dev,
+                b: b_dev,
+                counts,
+                offsets: [0, 0],
+                steps: [0, u32::MAX],
+                output: DeviceOutput::Dob(d),
+            };
             launcher.launch(stream, grid, &args)
         },
         &mut found,

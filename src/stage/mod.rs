@@ -58,6 +58,10 @@ pub enum Source {
     Count(Side),
     /// Index of a side's first point in the whole input.
     Offset(Side),
+    /// The first step of every block that the launch runs.
+    StepFirst,
+    /// The step at which every block of the launch stops.
+    StepEnd,
     /// A buffer or count of the output stage.
     Output(output::Arg),
 }
@@ -88,6 +92,8 @@ pub struct KernelArgs<'a> {
     pub counts: [u32; 2],
     /// Whole-input index of the first point of A's and the other block.
     pub offsets: [u32; 2],
+    /// The steps of every block that the launch runs: [first, end).
+    pub steps: [u32; 2],
     pub output: output::DeviceOutput<'a>,
 }
 
@@ -105,6 +111,8 @@ impl KernelArgs<'_> {
             Source::Column(Side::B, c) => &self.b.expect("a two-set kernel has B's block").columns[c],
             Source::Count(s) => &self.counts[side(s)],
             Source::Offset(s) => &self.offsets[side(s)],
+            Source::StepFirst => &self.steps[0],
+            Source::StepEnd => &self.steps[1],
             Source::Output(arg) => self.output.arg(arg),
         }
     }

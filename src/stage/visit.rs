@@ -6,7 +6,9 @@
 //! owns B x R), `here`, `own[R]`, `all_own_valid`, `out` (an `Output`),
 //! `tiles` (a `Tiles`), `offer(j, q, valid)` (offers tile point j to every own
 //! point r for which `valid(r)`), `always` and `own_valid` are defined. It
-//! runs the block's steps: for each step `s` it calls `out.begin_step(s)`,
+//! runs the block's steps from `out.first_step(step_first)` up to
+//! `step_end` (kernel parameters: a launch may run a piece of the steps, see
+//! [`Walk`]): for each step `s` it calls `out.begin_step(s)`,
 //! loads the step's tiles into `tiles` and offers every pair of the step, then
 //! returns from the kernel when `out.end_step(s)` says the output is full.
 //! Full tiles of blocks without padding pass `always`, so interior tiles test
@@ -19,7 +21,7 @@
 
 use serde::Serialize;
 
-use super::Template;
+use super::{KernelParam, Source, Template};
 use crate::spec::{Output, Problem, Sets};
 
 /// Which pairs every backend visits.
@@ -177,6 +179,133 @@ impl Diagonal {
     }
 }
 
+/// The kernel parameters of the visit: a launch runs steps
+/// [step_first, step_end) of every block, so that a unit can be cut into
+/// pieces that several streams and GPUs share.
+pub fn params() -> Vec<KernelParam> {
+    let bound = |name: &str, source| KernelParam { name: name.into(), ctype: "unsigned".into(), source };
+    vec![bound("step_first", Source::StepFirst), bound("step_end", Source::StepEnd)]
+}
+
+/// How a kernel's blocks walk the pairs of one unit, step by step, as the
+/// visit fragments do: block b owns points [b·B·R, (b+1)·B·R) of A; each
+/// step meets one span of B·R points (the lower triangle, its own span last)
+/// or one tile of B points of the other set. Every block's steps are the
+/// same work except for the spans and tiles cut short by the end of a set,
+/// so a range of steps over every block is a piece of work of known size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Walk {
+    pub visit: Visit,
+    /// Own points (set A's block).
+    pub n_a: u64,
+    /// Points of the other set's block (ignored by the lower triangle).
+    pub n_other: u64,
+    /// Threads per block: points per tile.
+    pub block_size: u64,
+    /// Own points per thread.
+    pub points_per_thread: u64,
+}
+
+impl Walk {
+    fn span(&self) -> u64 {
+        self.block_size * self.points_per_thread
+    }
+
+    /// Blocks of the launch (as `Launch::grid_for`).
+    pub fn blocks(&self) -> u64 {
+        self.n_a.div_ceil(self.span()).max(1)
+    }
+
+    /// Own points of block b.
+    fn own(&self, b: u64) -> u64 {
+        self.n_a.saturating_sub(b * self.span()).min(self.span())
+    }
+
+    /// Spans of the lower triangle, or tiles of the other set.
+    fn parts(&self) -> u64 {
+        match self.visit {
+            Visit::LowerTriangle => self.n_a.div_ceil(self.span()),
+            Visit::Cross | Visit::AllPairs => self.n_other.div_ceil(self.block_size),
+        }
+    }
+
+    /// The lower triangle's off-diagonal steps of block b (its diagonal step comes after them).
+    fn off_diagonal(&self, b: u64) -> u64 {
+        let spans = self.parts();
+        (spans - 1) / 2 + u64::from(spans.is_multiple_of(2) && b < spans / 2)
+    }
+
+    /// Steps of block b.
+    fn steps_of(&self, b: u64) -> u64 {
+        match self.visit {
+            Visit::LowerTriangle if self.n_a == 0 => 0,
+            Visit::LowerTriangle => self.off_diagonal(b) + 1,
+            Visit::Cross | Visit::AllPairs => self.parts(),
+        }
+    }
+
+    /// The most steps any block takes: a launch over [0, steps()) runs the whole unit.
+    pub fn steps(&self) -> u64 {
+        self.steps_of(0)
+    }
+
+    /// Pairs the blocks visit in steps [first, end).
+    pub fn pairs(&self, first: u64, end: u64) -> u128 {
+        (0..self.blocks()).map(|b| self.block_pairs(b, first, end)).sum()
+    }
+
+    /// Pairs block b visits in steps [first, end), in O(R) (the fragments'
+    /// loops, counted in closed form).
+    fn block_pairs(&self, b: u64, first: u64, end: u64) -> u128 {
+        let end = end.min(self.steps_of(b));
+        if first >= end {
+            return 0;
+        }
+        let own = self.own(b) as u128;
+        let in_range = |s: u64| first <= s && s < end;
+        match self.visit {
+            Visit::LowerTriangle => {
+                let spans = self.parts();
+                let span = self.span() as u128;
+                let off_end = end.min(self.off_diagonal(b));
+                let mut others = off_end.saturating_sub(first) as u128 * span;
+                // Step s meets span (b + 1 + s) % spans; the last span may be short.
+                let last = spans - 1;
+                let short = span - self.own(last) as u128;
+                let s_last = (last + spans - b - 1) % spans;
+                if b != last && first <= s_last && s_last < off_end {
+                    others -= short;
+                }
+                let diagonal = if in_range(self.off_diagonal(b)) { own * own.saturating_sub(1) / 2 } else { 0 };
+                own * others + diagonal
+            }
+            Visit::Cross | Visit::AllPairs => {
+                // Step s meets tile (b R + s) % tiles; the last tile may be short.
+                let tiles = self.parts();
+                let tile = self.block_size as u128;
+                let mut others = (end - first) as u128 * tile;
+                let last = tiles - 1;
+                let s_last = (last + tiles - (b * self.points_per_thread) % tiles) % tiles;
+                if in_range(s_last) {
+                    others -= tile - (self.n_other - last * self.block_size) as u128;
+                }
+                let mut pairs = own * others;
+                if self.visit == Visit::AllPairs {
+                    // A point is not its own partner: the tiles over the block's own
+                    // points (steps 0 .. R) lose one pair per own point they hold.
+                    let (lo, hi) = (b * self.span(), b * self.span() + self.own(b));
+                    for s in first..end.min(self.points_per_thread) {
+                        let t = b * self.points_per_thread + s;
+                        let (t_lo, t_hi) = (t * self.block_size, ((t + 1) * self.block_size).min(self.n_other));
+                        pairs -= hi.min(t_hi).saturating_sub(lo.max(t_lo)) as u128;
+                    }
+                }
+                pairs
+            }
+        }
+    }
+}
+
 /// Which kernel a unit runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KernelKind {
@@ -205,6 +334,79 @@ mod tests {
             let by_rows: u128 =
                 [(0, 3), (3, 10), (10, 11)].iter().map(|&(lo, hi)| visit.pairs_of_rows(lo, hi, 11, 7)).sum();
             assert_eq!(by_rows, visit.pairs(11, 7), "{visit:?}");
+        }
+    }
+
+    /// The pairs block b visits in step s, enumerated the way the visit
+    /// fragments loop (the diagonal step: every pair of the block's own points).
+    fn fragment_pairs(w: &Walk, b: u64, s: u64) -> Vec<(u64, u64)> {
+        let (bs, r) = (w.block_size, w.points_per_thread);
+        let span = bs * r;
+        let first = b * span;
+        let own: Vec<u64> =
+            (0..r).flat_map(|k| (0..bs).map(move |t| first + t + k * bs)).filter(|&i| i < w.n_a).collect();
+        let mut out = Vec::new();
+        match w.visit {
+            Visit::LowerTriangle => {
+                let spans = w.n_a.div_ceil(span);
+                let offdiag = (spans - 1) / 2 + u64::from(spans % 2 == 0 && b < spans / 2);
+                if s == offdiag {
+                    for &i in &own {
+                        out.extend(own.iter().filter(|&&j| j > i).map(|&j| (i, j)));
+                    }
+                } else if s < offdiag {
+                    let partner = (b + 1 + s) % spans;
+                    for u in 0..r {
+                        let start = partner * span + u * bs;
+                        if start >= w.n_a {
+                            break;
+                        }
+                        for j in start..(start + bs).min(w.n_a) {
+                            out.extend(own.iter().map(|&i| (i.min(j), i.max(j))));
+                        }
+                    }
+                }
+            }
+            Visit::Cross | Visit::AllPairs => {
+                let tiles = w.n_other.div_ceil(bs);
+                if s < tiles {
+                    let tile = (b * r + s) % tiles;
+                    for j in tile * bs..((tile + 1) * bs).min(w.n_other) {
+                        out.extend(own.iter().filter(|&&i| w.visit == Visit::Cross || i != j).map(|&i| (i, j)));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn walks_count_the_pairs_their_fragments_visit() {
+        for visit in [Visit::LowerTriangle, Visit::AllPairs, Visit::Cross] {
+            for (n_a, n_other) in [(1, 1), (2, 3), (31, 64), (64, 64), (200, 97), (257, 300), (520, 511)] {
+                for (block_size, points_per_thread) in [(32, 1), (32, 2), (16, 4), (64, 8)] {
+                    let n_other = if visit == Visit::Cross { n_other } else { n_a };
+                    let w = Walk { visit, n_a, n_other, block_size, points_per_thread };
+                    let what = format!("{w:?}");
+                    let mut seen = std::collections::HashSet::new();
+                    for b in 0..w.blocks() {
+                        for s in 0..w.steps() + 2 {
+                            let pairs = fragment_pairs(&w, b, s);
+                            assert_eq!(w.block_pairs(b, s, s + 1), pairs.len() as u128, "{what} block {b} step {s}");
+                            for p in pairs {
+                                assert!(seen.insert(p), "{what}: pair {p:?} visited twice");
+                            }
+                        }
+                    }
+                    assert_eq!(seen.len() as u128, visit.pairs(n_a, n_other), "{what}: every pair once");
+                    // Any cut of the steps adds up to the whole.
+                    let steps = w.steps();
+                    let mut cut = [0, steps / 3, steps / 3 + 1, steps.saturating_sub(1), u64::from(u32::MAX)];
+                    cut.sort_unstable();
+                    let by_pieces: u128 = cut.windows(2).map(|c| w.pairs(c[0], c[1])).sum();
+                    assert_eq!(by_pieces, visit.pairs(n_a, n_other), "{what}: pieces");
+                }
+            }
         }
     }
 

@@ -34,8 +34,9 @@ struct Output {
         overflow(overflow_), a_offset(here.a_offset), other_offset(here.other_offset), page(NO_PAGE), fill(0),
         step_page(NO_PAGE), step_fill(0), step(0), failed(false) {}
 
-  // DONE skips the whole block; the read is the same in every thread.
-  __device__ __forceinline__ unsigned first_step() const { return resume[blockIdx.x]; }
+  // The launch's first step, or the block's resume point when it stopped
+  // later (DONE skips the whole block); the read is the same in every thread.
+  __device__ __forceinline__ unsigned first_step(unsigned from) const { return max(resume[blockIdx.x], from); }
 
   __device__ __forceinline__ void begin_step(unsigned s) {
     step = s;

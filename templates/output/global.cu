@@ -6,7 +6,7 @@ struct Output {
   Setup setup;  // the contribution's, read once
 
   __device__ __forceinline__ Output(Total* totals, const Here&) : out(totals) {}
-  __device__ __forceinline__ unsigned first_step() const { return 0; }
+  __device__ __forceinline__ unsigned first_step(unsigned from) const { return from; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
 {% include "output/offer_totals.cu" %}

@@ -25,7 +25,7 @@ struct Output {
 #pragma unroll
     for (unsigned k = 0; k < SLOTS; ++k) tally[k] = Tally(0);
   }
-  __device__ __forceinline__ unsigned first_step() const { return 0; }
+  __device__ __forceinline__ unsigned first_step(unsigned from) const { return from; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
 {% include "output/offer_totals.cu" %}

@@ -21,7 +21,7 @@ struct Output {
       }
     }
   }
-  __device__ __forceinline__ unsigned first_step() const { return 0; }
+  __device__ __forceinline__ unsigned first_step(unsigned from) const { return from; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
 {% include "output/offer_pairs.cu" %}

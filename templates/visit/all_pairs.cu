@@ -2,7 +2,7 @@
   // over memory; a point is not paired with itself, so tiles that overlap the
   // block's own points test j != i.
   const unsigned tiles_total = (other.n + B - 1) / B;
-  for (unsigned s = out.first_step(); s < tiles_total; ++s) {
+  for (unsigned s = out.first_step(step_first); s < umin(tiles_total, step_end); ++s) {
     out.begin_step(s);
     const unsigned tile = (block * R + s) % tiles_total;
     const unsigned start = tile * B;

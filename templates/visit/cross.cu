@@ -1,7 +1,7 @@
   // Every block walks all tiles of the other set, starting at its own so that
   // blocks spread over memory.
   const unsigned tiles_total = (other.n + B - 1) / B;
-  for (unsigned s = out.first_step(); s < tiles_total; ++s) {
+  for (unsigned s = out.first_step(step_first); s < umin(tiles_total, step_end); ++s) {
     out.begin_step(s);
     const unsigned tile = (block * R + s) % tiles_total;
     tiles.load(other, tile * B);

@@ -6,7 +6,7 @@
   const unsigned spans = (a.n + span - 1) / span;
   const unsigned offdiag = (spans - 1) / 2 + ((spans % 2 == 0 && block < spans / 2) ? 1 : 0);
   const unsigned steps = offdiag + 1;
-  for (unsigned s = out.first_step(); s < steps; ++s) {
+  for (unsigned s = out.first_step(step_first); s < umin(steps, step_end); ++s) {
     out.begin_step(s);
     const bool diagonal = s == offdiag;
     const unsigned partner = diagonal ? block : (block + 1 + s) % spans;

@@ -8,7 +8,8 @@
 //!
 //! Fragment contract (`templates/output/*.cu`): defines `struct Output` with
 //! - `Output(<the stage's kernel parameters, in order>, const Here& here)`;
-//! - `unsigned first_step()`: the first step this block runs (the DOB resumes);
+//! - `unsigned first_step(unsigned from)`: the first step this block runs,
+//!   `from` (the launch's first step) or later (the DOB resumes);
 //! - `void begin_step(unsigned s)`, `bool end_step(unsigned s)`: every thread of
 //!   the block calls both around step `s`; `end_step` returns true, the same in
 //!   every thread, when the block must stop because the output is full;

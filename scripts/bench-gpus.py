@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Scaling over GPUs (issue 9), in one device call: each case on 1 GPU and on
+all of them, with each binary, the planner's own plan, uniform points (seed 7).
+
+The table gives compute time (input in host memory to result in host memory;
+the contexts and compilation are timed apart), kernel time, the report's
+whole wall time, the speed-up over the same binary on one GPU, each GPU's
+share of the pairs and its busy and idle time, and whether every run found
+the same result. The first run of each binary compiles (and is not counted).
+Writes $OUT/bench-gpus.md and $OUT/bench-gpus.json.
+
+Usage: BINARIES=before=PATH,after=PATH GPUS=2 scripts/bench-gpus.py
+       (BENCH_CASES=0,1 picks cases; BENCH_SCALE=0.1 shrinks them for a trial)
+"""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+
+OUT = os.environ.get("OUT", "/tmp")
+GPUS = int(os.environ.get("GPUS", "2"))
+SCALE = float(os.environ.get("BENCH_SCALE", "1"))
+BINARIES = [b.split("=", 1) for b in os.environ.get("BINARIES", "after=target/release/twobs").split(",")]
+os.environ.setdefault("TWOBS_CACHE", "/tmp/twobs-cache")
+
+CASES = [
+    # (label, problem, points per set, sets, args)
+    ("SDH 10M points, 500 buckets", "sdh", 10_000_000, 1, ["--param", "bins=500"]),
+    ("RDF 5M x 5M, 500 shells, open box", "rdf", 5_000_000, 2, ["--param", "box=0", "--param", "r_max=0.5"]),
+]
+ONLY = {int(x) for x in os.environ.get("BENCH_CASES", ",".join(str(i) for i in range(len(CASES)))).split(",") if x}
+
+
+def run(binary, problem, n, sets, args, gpus):
+    inputs = ["--input", f"uniform:{n}"] * sets
+    cmd = [binary, "run", problem, *inputs, *args, "--backend", "cuda", "--gpus", ",".join(map(str, range(gpus))),
+           "--quiet", "--seed", "7", "--report", "-", "--out", os.path.join(OUT, "bench-gpus.npy")]
+    start = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=500)
+    process_s = time.monotonic() - start
+    if p.returncode != 0:
+        return {"error": (p.stderr.strip().splitlines() or ["?"])[-1][:300]}
+    r = json.loads(p.stdout)
+    t = r["timings"]
+    g = t["gpu"]
+    result = r["result"]
+    digest = hashlib.sha256(json.dumps({k: result.get(k) for k in ("count", "counts", "sum")}, sort_keys=True).encode()).hexdigest()[:16]
+    return {
+        "variant": r["plans"][0]["variant"],
+        "compute_s": t["compute_s"],
+        "kernel_s": g["kernel_s"],
+        "context_s": g["context_s"],
+        "compile_s": t["compile_s"],
+        "total_s": t["total_s"],
+        "process_s": process_s,
+        "pieces": g.get("pieces"),
+        "per_gpu": g.get("per_gpu", []),
+        "pairs": int(r["pairs"]),
+        "digest": digest,
+    }
+
+
+def main():
+    rows = []
+    for index, (label, problem, n, sets, args) in enumerate(CASES):
+        if index not in ONLY:
+            continue
+        n = int(n * SCALE)
+        for name, binary in BINARIES:
+            run(binary, problem, 1000, sets, args, 1)  # compiles into the cache, outside the timings
+            base = None
+            for gpus in (1, GPUS):
+                r = run(binary, problem, n, sets, args, gpus)
+                r.update({"case": label, "points": n, "binary": name, "gpus": gpus})
+                if gpus == 1:
+                    base = r
+                if "error" not in r and base and "error" not in base:
+                    r["speedup"] = base["compute_s"] / r["compute_s"]
+                    r["speedup_total"] = base["total_s"] / r["total_s"]
+                rows.append(r)
+                print(json.dumps(r), flush=True)
+                with open(os.path.join(OUT, "bench-gpus.json"), "w") as f:
+                    json.dump(rows, f, indent=1)
+    digests = {}
+    for r in rows:
+        digests.setdefault(r["case"], set()).add(r.get("digest"))
+    table = ["| case | binary | GPUs | compute (s) | kernel (s, summed) | whole run (s) | speed-up (compute) | speed-up (whole) | per GPU: share, busy / idle (s) | same result |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+    for r in rows:
+        if "error" in r:
+            table.append(f"| {r['case']} | {r['binary']} | {r['gpus']} | {r['error']} | | | | | | |")
+            continue
+        per = "; ".join(f"GPU {g['ordinal']}: {100 * g['share']:.1f}%, {g['busy_s']:.2f} / {g['idle_s']:.2f}" for g in r["per_gpu"])
+        same = "yes" if len(digests[r["case"]]) == 1 else "NO"
+        table.append(
+            f"| {r['case']} | {r['binary']} | {r['gpus']} | {r['compute_s']:.3f} | {r['kernel_s']:.3f} | {r['total_s']:.3f} | "
+            f"{r.get('speedup', 1):.3f}x | {r.get('speedup_total', 1):.3f}x | {per} | {same} |")
+    text = "\n".join(table) + "\n"
+    open(os.path.join(OUT, "bench-gpus.md"), "w").write(text)
+    print(text)
+    return 0 if all(len(d) == 1 for d in digests.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
