@@ -15,7 +15,7 @@
 //   block_size    256             on Hopper 256 threads a block ran best or within 4% of it among 256, 512 and 1024 (H200 sweep, SDH, RDF, 2PCF)
 //   points/thread 2               two own points per thread (~40 registers): each tile point read serves two pairs; R = 2 ran best on the H200 (R = 4, 8: fewer resident warps)
 //   copies        16              lane copies measured on Hopper (the copy model below is shown for comparison)
-//   counter       unsigned        32-bit counters, native shared atomics: a copy counts at most 512 threads x 1000000 partners = 512000000 < 2^32 pairs
+//   counter       unsigned        32-bit counters, native shared atomics: a copy counts at most 512 own points x 1000000 partners = 512000000 < 2^32 pairs
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
 //   resources                     grid 1954 blocks; 35136 B shared per block (3072 B tile + 32064 B output + 0 B key edges); ~40 registers per thread (estimate)
 //   occupancy                     6 blocks = 1536 threads per multiprocessor (limited by Registers); R = 3 rounds

@@ -9,8 +9,9 @@ share of the pairs and its busy and idle time, and whether every run found
 the same result. The first run of each binary compiles (and is not counted).
 Writes $OUT/bench-gpus.md and $OUT/bench-gpus.json.
 
-Usage: BINARIES=before=PATH,after=PATH GPUS=2 scripts/bench-gpus.py
-       (BENCH_CASES=0,1 picks cases; BENCH_SCALE=0.1 shrinks them for a trial)
+Usage: BINARIES=after=PATH BASELINE=before=PATH GPUS=2 scripts/bench-gpus.py
+       (BASELINE runs on one GPU only; BENCH_CASES=0,1 picks cases;
+       BENCH_SCALE=0.1 shrinks them for a trial)
 """
 import hashlib
 import json
@@ -23,6 +24,7 @@ OUT = os.environ.get("OUT", "/tmp")
 GPUS = int(os.environ.get("GPUS", "2"))
 SCALE = float(os.environ.get("BENCH_SCALE", "1"))
 BINARIES = [b.split("=", 1) for b in os.environ.get("BINARIES", "after=target/release/twobs").split(",")]
+BASELINE = [b.split("=", 1) for b in os.environ.get("BASELINE", "").split(",") if b]
 os.environ.setdefault("TWOBS_CACHE", "/tmp/twobs-cache")
 
 CASES = [
@@ -51,6 +53,7 @@ def run(binary, problem, n, sets, args, gpus):
         "variant": r["plans"][0]["variant"],
         "compute_s": t["compute_s"],
         "kernel_s": g["kernel_s"],
+        "setup_s": g["setup_s"],
         "context_s": g["context_s"],
         "compile_s": t["compile_s"],
         "total_s": t["total_s"],
@@ -68,10 +71,10 @@ def main():
         if index not in ONLY:
             continue
         n = int(n * SCALE)
-        for name, binary in BINARIES:
+        for name, binary, gpu_counts in [(n, b, (1,)) for n, b in BASELINE] + [(n, b, (1, GPUS)) for n, b in BINARIES]:
             run(binary, problem, 1000, sets, args, 1)  # compiles into the cache, outside the timings
             base = None
-            for gpus in (1, GPUS):
+            for gpus in gpu_counts:
                 r = run(binary, problem, n, sets, args, gpus)
                 r.update({"case": label, "points": n, "binary": name, "gpus": gpus})
                 if gpus == 1:
@@ -86,13 +89,13 @@ def main():
     digests = {}
     for r in rows:
         digests.setdefault(r["case"], set()).add(r.get("digest"))
-    table = ["| case | binary | GPUs | compute (s) | kernel (s, summed) | whole run (s) | speed-up (compute) | speed-up (whole) | per GPU: share, busy / idle (s) | same result |",
+    table = ["| case | binary | GPUs | compute (s) | kernel (s, summed over GPUs) | whole run (s) | speed-up (compute) | speed-up (whole) | per GPU: share, busy / idle (s) | same result |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
     for r in rows:
         if "error" in r:
             table.append(f"| {r['case']} | {r['binary']} | {r['gpus']} | {r['error']} | | | | | | |")
             continue
-        per = "; ".join(f"GPU {g['ordinal']}: {100 * g['share']:.1f}%, {g['busy_s']:.2f} / {g['idle_s']:.2f}" for g in r["per_gpu"])
+        per = "; ".join(f"GPU {g['ordinal']}: {100 * g['share']:.1f}%, {g['busy_s']:.2f} / {g['idle_s']:.2f}" for g in r["per_gpu"] if "busy_s" in g)
         same = "yes" if len(digests[r["case"]]) == 1 else "NO"
         table.append(
             f"| {r['case']} | {r['binary']} | {r['gpus']} | {r['compute_s']:.3f} | {r['kernel_s']:.3f} | {r['total_s']:.3f} | "

@@ -152,6 +152,10 @@ pub struct Launch {
     pub registers_estimate: u32,
     pub occupancy: Occupancy,
     pub rounds: u64,
+    /// The most partners an own point may meet in one launch, where 32-bit
+    /// shared counters must not overflow: the backend cuts launches to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partners_per_launch: Option<u64>,
 }
 
 /// How one GPU computes a [`Shape`].
@@ -393,11 +397,11 @@ impl Plan {
         };
         let tile_bytes = input_cache.tile_bytes(block_size, element);
 
-        // Shared copies count in 32 bits where no copy can overflow them.
+        // Shared copies count in 32 bits; launches are cut so that no copy can overflow them.
         let partners = points.b.unwrap_or(points.a);
         let counter = match shape.collect {
             Collect::Totals { total, .. } => Counter::choose(total, block_size * points_per_thread, partners),
-            _ => (Counter::Total, String::new()),
+            _ => (Counter::Total, String::new(), None),
         };
         // The copy model (section 3.3.2) is shown for every output that can be
         // privatized, so that forced choices can be judged against it.
@@ -537,6 +541,10 @@ impl Plan {
                 registers_estimate: registers,
                 occupancy,
                 rounds,
+                partners_per_launch: match output {
+                    OutputStage::Totals { store: Store::Shared { counter: Counter::U32, .. }, .. } => counter.2,
+                    _ => None,
+                },
             },
             params: kernel_params,
             copy_model,

@@ -344,12 +344,13 @@ pub fn present(
     if let Some(g) = t.gpu.as_ref().filter(|g| g.per_gpu.len() > 1) {
         for w in &g.per_gpu {
             say(format!(
-                "  GPU {}: {} of {} pieces, {:.1}% of the pairs, busy {:.3} s, idle {:.3} s",
+                "  GPU {}: {} of {} pieces, {:.1}% of the pairs, busy {:.3} s (kernels {:.3} s), idle {:.3} s",
                 w.ordinal,
                 w.pieces,
                 g.pieces,
                 100.0 * w.share,
                 w.busy_s,
+                w.kernel_s,
                 w.idle_s
             ));
         }

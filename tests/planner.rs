@@ -97,7 +97,7 @@ fn type_ii_histograms_are_privatized_with_read_only_input() {
 }
 
 #[test]
-fn shared_copies_count_in_32_bits_when_they_cannot_overflow() {
+fn shared_copies_count_in_32_bits_and_launches_cannot_overflow_them() {
     use twobs::stage::output::{
         OutputStage,
         totals::{Counter, Store},
@@ -106,21 +106,28 @@ fn shared_copies_count_in_32_bits_when_they_cannot_overflow() {
         OutputStage::Totals { store: Store::Shared { counter, .. }, .. } => counter,
         other => panic!("{other:?}"),
     };
-    // 64 threads share a copy at most; each meets at most 1,000,000 partners: 6.4e7 < 2^32.
-    let p = plan("sdh", "h100", 1_000_000, &[], Forced::default()).unwrap();
-    assert_eq!(counter(&p), Counter::U32);
-    // 1024 threads x 5,000,000 partners could reach 2^32: 64-bit counters.
+    // A block's own points (B x R) all may share one copy: each launch lets
+    // every own point meet so few partners that the copy stays below 2^32.
     let f = Forced {
         block_size: Some(1024),
         output: Some(OutputChoice::Op),
-        points_per_thread: Some(1),
+        points_per_thread: Some(2),
         ..Default::default()
     };
-    assert_eq!(counter(&plan("sdh", "h100", 5_000_000, &[], f).unwrap()), Counter::Total);
-    assert_eq!(counter(&plan("sdh", "h100", 4_000_000, &[], f).unwrap()), Counter::U32);
-    // Each own point of a thread counts: 1024 threads x 2 points x 4,000,000 partners overflow.
-    let f2 = Forced { points_per_thread: Some(2), ..f };
-    assert_eq!(counter(&plan("sdh", "h100", 4_000_000, &[], f2).unwrap()), Counter::Total);
+    for (forced, points) in
+        [(Forced::default(), 1_000_000), (Forced::default(), 10_000_000), (f, 4_000_000), (f, 1 << 31)]
+    {
+        let p = plan("sdh", "h100", points, &[], forced).unwrap();
+        assert_eq!(counter(&p), Counter::U32, "{points} points");
+        let own = u64::from(p.launch.block_size * p.launch.points_per_thread);
+        let bound = p.launch.partners_per_launch.expect("32-bit counters bound the launches");
+        assert!(own * bound <= u64::from(u32::MAX) && own * (bound + 1) > u64::from(u32::MAX), "{points}: {bound}");
+    }
+    // Sums add in f64, unbounded.
+    let p =
+        plan("kde", "h100", 1_000_000, &[], Forced { output: Some(OutputChoice::Op), ..Default::default() }).unwrap();
+    assert_eq!(counter(&p), Counter::Total);
+    assert_eq!(p.launch.partners_per_launch, None);
 }
 
 #[test]

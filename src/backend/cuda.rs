@@ -13,14 +13,14 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DriverError, LaunchConfig, PushKernelArg, sys};
+use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaStream, DriverError, LaunchConfig, PushKernelArg, sys};
 use indicatif::ProgressBar;
 use rand::{RngExt, SeedableRng};
 use serde::Serialize;
 
 use super::KeyCheck;
 use super::nvrtc::{self, NvrtcError};
-use super::pieces::{self, Piece};
+use super::pieces::{self, Piece, Work};
 use crate::cache::{Cache, Key, Memo};
 use crate::codegen;
 use crate::data::{Inputs, PointSet};
@@ -180,6 +180,8 @@ pub struct GpuTimings {
     /// Freeing them after the last download (the slowest stream's).
     pub teardown_s: f64,
     pub upload_s: f64,
+    /// Seconds in which a kernel ran on a GPU (the union over its streams,
+    /// whose kernels overlap), summed over the GPUs.
     pub kernel_s: f64,
     pub download_s: f64,
     pub combine_s: f64,
@@ -204,18 +206,19 @@ pub struct GpuWork {
     /// Seconds in which at least one of its streams was running a piece
     /// (upload, kernel, download), from the start of the compute.
     pub busy_s: f64,
+    /// Seconds in which at least one of its kernels ran.
+    pub kernel_s: f64,
     /// The rest of the compute's wall time: buffers before the first piece,
     /// gaps between pieces, and waiting for the other GPUs at the end.
     pub idle_s: f64,
 }
 
 impl GpuTimings {
-    /// Adds a stream's timings to the run's.
+    /// Adds a stream's timings to the run's (kernel time is each GPU's, apart).
     fn add(&mut self, o: &GpuTimings) {
         self.setup_s = self.setup_s.max(o.setup_s);
         self.teardown_s = self.teardown_s.max(o.teardown_s);
         self.upload_s += o.upload_s;
-        self.kernel_s += o.kernel_s;
         self.download_s += o.download_s;
         self.launches += o.launches;
         self.overflow_relaunches += o.overflow_relaunches;
@@ -246,6 +249,7 @@ type KernelPair<K> = (Option<K>, Option<K>);
 
 /// A kernel planned and compiled for a GPU's architecture, not yet loaded:
 /// made while the GPU's context is being created.
+#[derive(Clone)]
 struct Compiled {
     plan: Plan,
     entry: String,
@@ -390,16 +394,37 @@ pub fn run(
             b: (problem.input.sets == Sets::Two).then_some(block_points.min(n_b) as u64),
         };
         let between_points = Points { a: block_points.min(n_a) as u64, b: Some(block_points.min(n_b) as u64) };
-        devices
-            .iter()
-            .map(|dev| {
-                let make = |p: &Problem, points| Compiled::new(p, params, dev, points, opts.forced, cache);
-                let own = if needs(KernelKind::Own) { Some(make(problem, own_points)?) } else { None };
-                let between =
-                    if needs(KernelKind::Between) { Some(make(&between_problem, between_points)?) } else { None };
-                Ok((own, between))
-            })
-            .collect()
+        // GPUs share pieces of the same units, ranges of steps: every GPU's
+        // kernel walks as the first GPU's (its block size and points per thread).
+        let walk_as = |first: Option<&Compiled>| match first {
+            Some(c) => Forced {
+                block_size: Some(c.plan.launch.block_size),
+                points_per_thread: Some(c.plan.launch.points_per_thread),
+                ..opts.forced
+            },
+            None => opts.forced,
+        };
+        let mut kernels: Vec<KernelPair<Compiled>> = Vec::new();
+        for (i, dev) in devices.iter().enumerate() {
+            // One plan and one compilation serve every GPU of the same model.
+            let same = |d: &Device| Device { origin: dev.origin.clone(), ..d.clone() } == *dev;
+            if let Some(k) = devices[..i].iter().position(same) {
+                kernels.push(kernels[k].clone());
+                continue;
+            }
+            let (own_first, between_first) =
+                kernels.first().map_or((None, None), |(own, between)| (own.as_ref(), between.as_ref()));
+            let (own_forced, between_forced) = (walk_as(own_first), walk_as(between_first));
+            let make = |p: &Problem, points, forced| Compiled::new(p, params, dev, points, forced, cache);
+            let own = if needs(KernelKind::Own) { Some(make(problem, own_points, own_forced)?) } else { None };
+            let between = if needs(KernelKind::Between) {
+                Some(make(&between_problem, between_points, between_forced)?)
+            } else {
+                None
+            };
+            kernels.push((own, between));
+        }
+        Ok(kernels)
     };
     // The contexts are made on their own threads while NVRTC compiles here.
     let mut block_points = block_points_for(total);
@@ -463,16 +488,9 @@ pub fn run(
         groups.into_iter().map(|g| g.into_iter().map(Piece::whole).collect()).collect()
     } else {
         let units: Vec<Unit> = groups.into_iter().flatten().collect();
-        match walks(&launchers, &units, &a_blocks, &b_blocks) {
-            Some(walked) => pieces::cut(&walked, workers, opts.piece_pairs.map_or(pieces::MIN_PIECE_PAIRS, u128::from))
-                .into_iter()
-                .map(|p| vec![p])
-                .collect(),
-            None => {
-                notes.push("the GPUs' plans differ: each takes whole units of work, not pieces of them".into());
-                units.into_iter().map(|u| vec![Piece::whole(u)]).collect()
-            }
-        }
+        let work = work(&launchers[0], &units, &a_blocks, &b_blocks);
+        let min_pairs = opts.piece_pairs.map_or(pieces::MIN_PIECE_PAIRS, u128::from);
+        pieces::cut(&work, workers, min_pairs).into_iter().map(|p| vec![p]).collect()
     };
     let piece_count = queue.iter().map(Vec::len).sum::<usize>() as u64;
     // No more streams than groups to share: an idle stream would only allocate and free its buffers.
@@ -513,12 +531,15 @@ pub fn run(
         }
         parts.extend(done.parts);
         let busy_s = busy(done.intervals);
+        let kernel_s = busy(done.kernels);
+        timings.kernel_s += kernel_s;
         timings.per_gpu.push(GpuWork {
             ordinal,
             pieces: done.pieces,
             pairs: done.pairs,
             share: 0.0,
             busy_s,
+            kernel_s,
             idle_s: (compute_end - busy_s).max(0.0),
         });
     }
@@ -533,45 +554,35 @@ pub fn run(
     Ok(GpuRun { outcome, devices, plans, timings, notes, block_points })
 }
 
-/// The walk of every unit's kernel, or None where the GPUs' kernels for a
-/// kind differ in block size or points per thread: a range of steps then
-/// means different pairs on different GPUs.
-fn walks(
-    launchers: &[KernelPair<Launcher>],
+/// Every unit with the walk of its kernel on `launchers` (every GPU's
+/// kernels walk alike: their block size and points per thread are the first
+/// GPU's) and the bound of its counters.
+fn work(
+    launchers: &KernelPair<Launcher>,
     units: &[Unit],
     a_blocks: &[(usize, usize)],
     b_blocks: &[(usize, usize)],
-) -> Option<Vec<(Unit, Walk)>> {
-    let geometry = |l: &Launcher| (l.plan.launch.block_size, l.plan.launch.points_per_thread, l.plan.shape.visit);
-    let same = |pick: fn(&KernelPair<Launcher>) -> Option<&Launcher>| {
-        launchers.windows(2).all(|w| pick(&w[0]).map(geometry) == pick(&w[1]).map(geometry))
-    };
-    if !same(|k| k.0.as_ref()) || !same(|k| k.1.as_ref()) {
-        return None;
-    }
+) -> Vec<Work> {
     let len = |(lo, hi): (usize, usize)| (hi - lo) as u64;
-    Some(
-        units
-            .iter()
-            .map(|&u| {
-                let (launcher, n_other) = match u.kernel {
-                    KernelKind::Own => {
-                        (launchers[0].0.as_ref(), len(b_blocks.get(u.b_block).copied().unwrap_or(a_blocks[u.a_block])))
-                    }
-                    KernelKind::Between => (launchers[0].1.as_ref(), len(b_blocks[u.b_block])),
-                };
-                let plan = &launcher.expect("a kernel is compiled for every kind of unit").plan;
-                let walk = Walk {
-                    visit: plan.shape.visit,
-                    n_a: len(a_blocks[u.a_block]),
-                    n_other,
-                    block_size: plan.launch.block_size as u64,
-                    points_per_thread: plan.launch.points_per_thread as u64,
-                };
-                (u, walk)
-            })
-            .collect(),
-    )
+    units
+        .iter()
+        .map(|&unit| {
+            let launcher = match unit.kernel {
+                KernelKind::Own => launchers.0.as_ref(),
+                KernelKind::Between => launchers.1.as_ref(),
+            };
+            let plan = &launcher.expect("a kernel is compiled for every kind of unit").plan;
+            let walk = Walk {
+                visit: plan.shape.visit,
+                n_a: len(a_blocks[unit.a_block]),
+                // One set: the own kernel pairs the block with itself (b_blocks are A's).
+                n_other: len(b_blocks[unit.b_block]),
+                block_size: plan.launch.block_size as u64,
+                points_per_thread: plan.launch.points_per_thread as u64,
+            };
+            Work { unit, walk, max_partners: plan.launch.partners_per_launch }
+        })
+        .collect()
 }
 
 /// Seconds covered by at least one of `intervals` (start, end).
@@ -596,6 +607,8 @@ struct GpuResult {
     parts: Vec<Partial>,
     streams: Vec<GpuTimings>,
     intervals: Vec<(f64, f64)>,
+    /// When its kernels ran: seconds from an event recorded before the first.
+    kernels: Vec<(f64, f64)>,
     pieces: u64,
     pairs: u128,
 }
@@ -613,6 +626,10 @@ fn gpu_worker(
     ctx.bind_to_thread().doing("binding the context")?;
     let alloc = "allocating GPU memory";
     let home = ctx.new_stream().doing("creating a stream")?;
+    // Kernel times are placed on one clock per GPU: events after this one.
+    let origin = ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).doing("creating an event")?;
+    origin.record(&home).doing("recording an event")?;
+    home.synchronize().doing("recording an event")?;
     let totals = match stage {
         OutputStage::Totals { slots, total, .. } => {
             let t = DeviceTotals::new(&home, slots, total).doing(alloc)?;
@@ -625,19 +642,27 @@ fn gpu_worker(
     let ran: Vec<Result<StreamResult, GpuError>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..streams)
             .map(|_| {
-                let totals = totals.as_ref();
-                s.spawn(move || stream_worker(job, ctx, launchers, stage, totals))
+                let (totals, origin) = (totals.as_ref(), &origin);
+                s.spawn(move || stream_worker(job, ctx, launchers, stage, totals, origin))
             })
             .collect();
         handles.into_iter().map(|h| h.join().expect("GPU stream worker panicked")).collect()
     });
-    let mut done = GpuResult { parts: Vec::new(), streams: Vec::new(), intervals: Vec::new(), pieces: 0, pairs: 0 };
+    let mut done = GpuResult {
+        parts: Vec::new(),
+        streams: Vec::new(),
+        intervals: Vec::new(),
+        kernels: Vec::new(),
+        pieces: 0,
+        pairs: 0,
+    };
     for r in ran {
         let r = r?;
         done.parts.extend(r.part);
         done.streams.push(r.timings);
         done.pieces += r.intervals.len() as u64;
         done.intervals.extend(r.intervals);
+        done.kernels.extend(r.kernels);
         done.pairs += r.pairs;
     }
     if let Some(t) = totals {
@@ -665,6 +690,9 @@ struct StreamResult {
     part: Option<Partial>,
     timings: GpuTimings,
     intervals: Vec<(f64, f64)>,
+    /// One (start, end) per launch, from the GPU's origin event (direct
+    /// output buffer runs: per piece, from the start of the compute).
+    kernels: Vec<(f64, f64)>,
     pairs: u128,
 }
 
@@ -674,6 +702,7 @@ fn stream_worker(
     launchers: &KernelPair<Launcher>,
     stage: OutputStage,
     totals: Option<&DeviceTotals>,
+    origin: &CudaEvent,
 ) -> Result<StreamResult, GpuError> {
     let setup = Instant::now();
     ctx.bind_to_thread().doing("binding the context")?;
@@ -696,6 +725,7 @@ fn stream_worker(
     };
     let mut timings = GpuTimings::default();
     let mut intervals = Vec::new();
+    let mut kernels = Vec::new();
     let mut pairs_done = 0u128;
     let event = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).doing("creating an event");
     let (e0, e1, e2) = (event()?, event()?, event()?);
@@ -777,8 +807,10 @@ fn stream_worker(
                     )?;
                     timings.launches += run.launches;
                     timings.overflow_relaunches += run.launches - 1;
-                    timings.kernel_s += run.kernel_s;
                     timings.download_s += run.drain_s;
+                    // Launches and drains alternate on the host: its clock places them.
+                    let end = job.start.elapsed().as_secs_f64() - run.drain_s;
+                    kernels.push((end - run.kernel_s, end));
                 }
                 StreamOutput::Totals(t) => {
                     let output = DeviceOutput::Totals(t);
@@ -797,7 +829,8 @@ fn stream_worker(
             stream.synchronize().doing("running the kernel")?;
             timings.upload_s += e0.elapsed_ms(&e1).doing("timing")? as f64 / 1e3;
             if !matches!(out, StreamOutput::Dob(..)) {
-                timings.kernel_s += e1.elapsed_ms(&e2).doing("timing")? as f64 / 1e3;
+                let at = |e: &CudaEvent| origin.elapsed_ms(e).map(|ms| ms as f64 / 1e3).doing("timing");
+                kernels.push((at(&e1)?, at(&e2)?));
             }
             intervals.push((began, job.start.elapsed().as_secs_f64()));
             pairs_done += piece.pairs;
@@ -818,7 +851,7 @@ fn stream_worker(
     let t = Instant::now();
     drop((a_dev, b_dev, stream));
     timings.teardown_s = t.elapsed().as_secs_f64();
-    Ok(StreamResult { part, timings, intervals, pairs: pairs_done })
+    Ok(StreamResult { part, timings, intervals, kernels, pairs: pairs_done })
 }
 
 /// Checks the key edges of `problem` on GPU `ordinal` for every key of ranks

@@ -244,6 +244,14 @@ impl Walk {
         }
     }
 
+    /// The most partners an own point meets in one step: a span, or a tile.
+    pub fn partners_per_step(&self) -> u64 {
+        match self.visit {
+            Visit::LowerTriangle => self.span(),
+            Visit::Cross | Visit::AllPairs => self.block_size,
+        }
+    }
+
     /// The most steps any block takes: a launch over [0, steps()) runs the whole unit.
     pub fn steps(&self) -> u64 {
         self.steps_of(0)

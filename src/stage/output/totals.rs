@@ -69,32 +69,36 @@ impl Store {
 #[serde(rename_all = "snake_case")]
 pub enum Counter {
     /// 32-bit counts: one native shared-memory atomic per pair (a 64-bit add is
-    /// a compare-and-swap loop on Hopper). Chosen only where no copy can reach 2^32.
+    /// a compare-and-swap loop on Hopper, and doubles the copies' shared memory).
+    /// Each launch meets few enough partners that no copy can reach 2^32, and
+    /// adds its copies to the 64-bit totals at the end of every block.
     U32,
     /// The output's own `Total` (64-bit counts, f64 sums).
     Total,
 }
 
 impl Counter {
-    /// The planning rule: 32-bit counters when even one copy shared by all
-    /// `block_size` threads, each meeting at most `partners` points in a
-    /// launch, stays below 2^32.
-    pub fn choose(total: Total, block_size: u32, partners: u64) -> (Counter, String) {
-        let most = block_size as u128 * partners as u128;
+    /// The planning rule: counts in 32 bits, with a bound on the partners each
+    /// of a block's `own_points` may meet in one launch, so that even one copy
+    /// they all share stays below 2^32 (the backend cuts launches to it);
+    /// sums in f64. Returns the counter, why, and the bound.
+    pub fn choose(total: Total, own_points: u32, partners: u64) -> (Counter, String, Option<u64>) {
         match total {
-            Total::Sum => (Counter::Total, "sums are added in f64".into()),
-            Total::Count if most < 1 << 32 => (
-                Counter::U32,
-                format!(
-                    "32-bit counters, native shared atomics: a copy counts at most {block_size} threads x {partners} partners = {most} < 2^32 pairs"
-                ),
-            ),
-            Total::Count => (
-                Counter::Total,
-                format!(
-                    "64-bit counters: {block_size} threads x {partners} partners = {most} pairs could overflow 32 bits"
-                ),
-            ),
+            Total::Sum => (Counter::Total, "sums are added in f64".into(), None),
+            Total::Count => {
+                let bound = u64::from(u32::MAX) / u64::from(own_points.max(1));
+                let why = if partners <= bound {
+                    format!(
+                        "32-bit counters, native shared atomics: a copy counts at most {own_points} own points x {partners} partners = {} < 2^32 pairs",
+                        own_points as u64 * partners
+                    )
+                } else {
+                    format!(
+                        "32-bit counters, native shared atomics: launches meet at most {bound} partners per own point, so a copy counts at most {own_points} x {bound} < 2^32 pairs before it is added to the 64-bit totals"
+                    )
+                };
+                (Counter::U32, why, Some(bound))
+            }
         }
     }
 
