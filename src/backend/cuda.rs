@@ -172,7 +172,9 @@ pub struct GpuTimings {
     pub context_s: f64,
     pub compile_s: f64,
     /// From the start to the kernels loaded: the driver, contexts and
-    /// compilation, overlapped; compute time is the wall time after it.
+    /// compilation, overlapped, and the upload of inputs that fit the GPUs
+    /// whole where it ran while NVRTC compiled; compute time is the rest of
+    /// the wall time.
     pub prepare_s: f64,
     /// Streams, device buffers and pinned staging memory, before the first
     /// upload (the slowest stream's).
@@ -426,42 +428,60 @@ pub fn run(
         }
         Ok(kernels)
     };
-    // The contexts are made on their own threads while NVRTC compiles here.
+    // The contexts are made on their own threads while NVRTC compiles here;
+    // where the inputs fit a GPU whole, its thread uploads them meanwhile.
     let mut block_points = block_points_for(total);
+    let whole = |points: usize| points >= n_a.max(n_b);
+    let mut compiled_at = 0.0;
     let (made, compiled, mut compile_s) = std::thread::scope(|s| {
         let making: Vec<_> = ordinals
             .iter()
             .map(|&g| {
-                s.spawn(move || {
+                let block_points_for = &block_points_for;
+                s.spawn(move || -> Result<Made, GpuError> {
                     let start = Instant::now();
-                    context(g).map(|c| (c, start.elapsed().as_secs_f64()))
+                    let ctx = context(g)?;
+                    let context_s = start.elapsed().as_secs_f64();
+                    let free = ctx.mem_get_info().doing("reading free GPU memory")?.0;
+                    let made_at = wall.elapsed().as_secs_f64();
+                    let resident =
+                        if whole(block_points_for(free)) { Some(Resident::upload(&ctx, inputs)?) } else { None };
+                    Ok(Made { ctx, context_s, free, resident, made_at, uploaded_at: wall.elapsed().as_secs_f64() })
                 })
             })
             .collect();
         let start = Instant::now();
         let compiled = compile(block_points);
         let compile_s = start.elapsed().as_secs_f64();
-        let made: Vec<Result<(Arc<CudaContext>, f64), GpuError>> =
+        compiled_at = wall.elapsed().as_secs_f64();
+        let made: Vec<Result<Made, GpuError>> =
             making.into_iter().map(|h| h.join().expect("context thread panicked")).collect();
         (made, compiled, compile_s)
     });
     let mut contexts = Vec::new();
+    let mut residents = Vec::new();
     let mut context_s: f64 = 0.0;
+    let mut free = usize::MAX;
+    // The part of an upload that ran after the compilation is compute time.
+    let mut upload_after_compile: f64 = 0.0;
     for m in made {
-        let (ctx, s) = m?;
-        contexts.push(ctx);
-        context_s = context_s.max(s);
+        let m = m?;
+        upload_after_compile = upload_after_compile.max(m.uploaded_at - m.made_at.max(compiled_at));
+        contexts.push(m.ctx);
+        residents.push(m.resident);
+        context_s = context_s.max(m.context_s);
+        free = free.min(m.free);
     }
     let mut compiled = compiled?;
-    let mut free = usize::MAX;
-    for c in &contexts {
-        free = free.min(c.mem_get_info().doing("reading free GPU memory")?.0);
-    }
     if block_points_for(free) < block_points {
         block_points = block_points_for(free);
         let start = Instant::now();
         compiled = compile(block_points)?;
         compile_s += start.elapsed().as_secs_f64();
+    }
+    // Every GPU holds the inputs whole, or every stream streams its blocks.
+    if !whole(block_points) || residents.iter().any(Option::is_none) {
+        residents.iter_mut().for_each(|r| *r = None);
     }
     let mut notes = Vec::new();
     if opts.block_points.is_none() && block_points < n_a.max(n_b) {
@@ -474,8 +494,9 @@ pub fn run(
         let between = between.map(|c| c.load(dev, ctx)).transpose()?;
         launchers.push((own, between));
     }
-    // Everything before the first upload that a second run in this process would not repeat.
-    let prepare_s = wall.elapsed().as_secs_f64();
+    // Everything before the first upload that a second run in this process
+    // would not repeat, and the part of the resident upload it hid.
+    let prepare_s = wall.elapsed().as_secs_f64() - upload_after_compile;
     let plans: Vec<Plan> = launchers[0].0.iter().chain(launchers[0].1.iter()).map(|l| l.plan.clone()).collect();
     let stage = plans[0].output;
 
@@ -513,9 +534,10 @@ pub fn run(
         let handles: Vec<_> = contexts
             .iter()
             .zip(&launchers)
-            .map(|(ctx, launch)| {
+            .zip(&residents)
+            .map(|((ctx, launch), resident)| {
                 let job = &job;
-                s.spawn(move || gpu_worker(job, ctx, launch, stage, streams_used))
+                s.spawn(move || gpu_worker(job, ctx, launch, stage, streams_used, resident.as_ref()))
             })
             .collect();
         handles.into_iter().map(|h| h.join().expect("GPU worker panicked")).collect()
@@ -523,6 +545,8 @@ pub fn run(
     let compute_end = job.start.elapsed().as_secs_f64();
     let mut timings =
         GpuTimings { context_s: driver_s + context_s, compile_s, prepare_s, pieces: piece_count, ..Default::default() };
+    // The resident inputs' upload, overlapped with the compilation.
+    timings.upload_s += residents.iter().flatten().map(|r| r.upload_s).sum::<f64>();
     let mut parts = Vec::new();
     for (r, &ordinal) in results.into_iter().zip(&ordinals) {
         let done = r?;
@@ -585,6 +609,46 @@ fn work(
         .collect()
 }
 
+/// A GPU's context, made on its own thread, and what that thread found and uploaded.
+struct Made {
+    ctx: Arc<CudaContext>,
+    context_s: f64,
+    /// Free memory before any upload.
+    free: usize,
+    resident: Option<Resident>,
+    /// Seconds from the start of the run to the context made, and to the upload done.
+    made_at: f64,
+    uploaded_at: f64,
+}
+
+/// A GPU's copy of inputs that fit it whole (each set one block): uploaded
+/// once while the kernels compile, and read by every stream of the GPU.
+struct Resident {
+    a: DeviceBlock,
+    /// The second set, for two.
+    b: Option<DeviceBlock>,
+    upload_s: f64,
+}
+
+impl Resident {
+    fn upload(ctx: &Arc<CudaContext>, inputs: &Inputs) -> Result<Resident, GpuError> {
+        let start = Instant::now();
+        let upload = "uploading points";
+        ctx.bind_to_thread().doing("binding the context")?;
+        let stream = ctx.new_stream().doing("creating a stream")?;
+        let block = |set: &PointSet, tag| -> Result<DeviceBlock, GpuError> {
+            // Pageable staging: a set loaded once is not worth pinning.
+            let mut dev = DeviceBlock::new(ctx, &stream, set, set.len(), false).doing(upload)?;
+            dev.load(&stream, set, tag, (0, set.len())).doing(upload)?;
+            Ok(dev)
+        };
+        let a = block(&inputs.a, (0, 0))?;
+        let b = inputs.b.as_ref().map(|set| block(set, (1, 0))).transpose()?;
+        stream.synchronize().doing(upload)?;
+        Ok(Resident { a, b, upload_s: start.elapsed().as_secs_f64() })
+    }
+}
+
 /// Seconds covered by at least one of `intervals` (start, end).
 fn busy(mut intervals: Vec<(f64, f64)>) -> f64 {
     intervals.sort_by(|x, y| x.0.total_cmp(&y.0));
@@ -622,6 +686,7 @@ fn gpu_worker(
     launchers: &KernelPair<Launcher>,
     stage: OutputStage,
     streams: usize,
+    resident: Option<&Resident>,
 ) -> Result<GpuResult, GpuError> {
     ctx.bind_to_thread().doing("binding the context")?;
     let alloc = "allocating GPU memory";
@@ -643,7 +708,7 @@ fn gpu_worker(
         let handles: Vec<_> = (0..streams)
             .map(|_| {
                 let (totals, origin) = (totals.as_ref(), &origin);
-                s.spawn(move || stream_worker(job, ctx, launchers, stage, totals, origin))
+                s.spawn(move || stream_worker(job, ctx, launchers, stage, totals, origin, resident))
             })
             .collect();
         handles.into_iter().map(|h| h.join().expect("GPU stream worker panicked")).collect()
@@ -703,6 +768,7 @@ fn stream_worker(
     stage: OutputStage,
     totals: Option<&DeviceTotals>,
     origin: &CudaEvent,
+    resident: Option<&Resident>,
 ) -> Result<StreamResult, GpuError> {
     let setup = Instant::now();
     ctx.bind_to_thread().doing("binding the context")?;
@@ -710,11 +776,18 @@ fn stream_worker(
     let inputs = job.inputs;
     let other = inputs.other();
     let alloc = "allocating GPU memory";
-    // Pinned staging only for buffers that take block after block; the other
-    // set's buffer only where a kernel between two blocks runs.
-    let mut a_dev = DeviceBlock::new(ctx, &stream, &inputs.a, job.block_points, job.a_blocks.len() > 1).doing(alloc)?;
-    let b_points = if launchers.1.is_some() { job.block_points } else { 1 };
-    let mut b_dev = DeviceBlock::new(ctx, &stream, other, b_points, job.b_blocks.len() > 1).doing(alloc)?;
+    // Blocks of its own where the GPU holds no resident copy: pinned staging
+    // only for buffers that take block after block; the other set's buffer
+    // only where a kernel between two blocks runs.
+    let mut own_blocks = match resident {
+        Some(_) => None,
+        None => {
+            let a_dev = DeviceBlock::new(ctx, &stream, &inputs.a, job.block_points, job.a_blocks.len() > 1);
+            let b_points = if launchers.1.is_some() { job.block_points } else { 1 };
+            let b_dev = DeviceBlock::new(ctx, &stream, other, b_points, job.b_blocks.len() > 1);
+            Some((a_dev.doing(alloc)?, b_dev.doing(alloc)?))
+        }
+    };
     let mut out = match (stage, totals) {
         (OutputStage::Totals { .. }, Some(t)) => StreamOutput::Totals(t),
         (OutputStage::Totals { .. }, None) => unreachable!("the GPU worker makes the totals"),
@@ -753,16 +826,23 @@ fn stream_worker(
             let (b0, b1) = if between { job.b_blocks[unit.b_block] } else { (a0, a1) };
             let upload = "uploading points";
             e0.record(&stream).doing(upload)?;
-            a_dev.load(&stream, &inputs.a, (0, unit.a_block), (a0, a1)).doing(upload)?;
-            if between {
-                b_dev.load(&stream, other, (1, unit.b_block), (b0, b1)).doing(upload)?;
-            }
+            let (a_dev, b_dev) = match (resident, &mut own_blocks) {
+                (Some(r), _) => (&r.a, r.b.as_ref().unwrap_or(&r.a)),
+                (None, Some((a_dev, b_dev))) => {
+                    a_dev.load(&stream, &inputs.a, (0, unit.a_block), (a0, a1)).doing(upload)?;
+                    if between {
+                        b_dev.load(&stream, other, (1, unit.b_block), (b0, b1)).doing(upload)?;
+                    }
+                    (&*a_dev, &*b_dev)
+                }
+                (None, None) => unreachable!("a stream has blocks of its own where none are resident"),
+            };
             e1.record(&stream).doing(upload)?;
             let grid = launcher.plan.launch.grid_for(a1 - a0);
             let counts = [(a1 - a0) as u32, (b1 - b0) as u32];
             let offsets = [a0 as u32, b0 as u32];
             let steps = [piece.steps.0, piece.steps.1];
-            let b_block = between.then_some(&b_dev);
+            let b_block = between.then_some(b_dev);
             match &mut out {
                 StreamOutput::Dob(dob, sink) => {
                     let OutputStage::Dob { page_pairs } = launcher.plan.output else { unreachable!("a DOB plan") };
@@ -772,12 +852,7 @@ fn stream_worker(
                             let sel = match selectivity {
                                 Some(s) => s,
                                 None => {
-                                    let s = sample_selectivity(job, &stream, launcher, unit, &mut a_dev, &mut b_dev)?;
-                                    // The sample displaced the blocks: load them again.
-                                    a_dev.load(&stream, &inputs.a, (0, unit.a_block), (a0, a1)).doing(upload)?;
-                                    if between {
-                                        b_dev.load(&stream, other, (1, unit.b_block), (b0, b1)).doing(upload)?;
-                                    }
+                                    let s = sample_selectivity(job, ctx, &stream, launcher, unit)?;
                                     selectivity = Some(s);
                                     s
                                 }
@@ -785,7 +860,6 @@ fn stream_worker(
                             dob::pool_for(sel, piece.pairs, grid, launcher.plan.launch.block_size, page_pairs, pool_cap)
                         }
                     };
-                    let b_block = between.then_some(&b_dev);
                     let run = dob::run(
                         &stream,
                         page_pairs,
@@ -794,7 +868,7 @@ fn stream_worker(
                         dob,
                         &mut |d: &DeviceDob| {
                             let args = KernelArgs {
-                                a: &a_dev,
+                                a: a_dev,
                                 b: b_block,
                                 counts,
                                 offsets,
@@ -814,13 +888,13 @@ fn stream_worker(
                 }
                 StreamOutput::Totals(t) => {
                     let output = DeviceOutput::Totals(t);
-                    let args = KernelArgs { a: &a_dev, b: b_block, counts, offsets, steps, output };
+                    let args = KernelArgs { a: a_dev, b: b_block, counts, offsets, steps, output };
                     launcher.launch(&stream, grid, &args)?;
                     timings.launches += 1;
                 }
                 StreamOutput::TopK(lists, _) => {
                     let output = DeviceOutput::TopK(lists);
-                    let args = KernelArgs { a: &a_dev, b: b_block, counts, offsets, steps, output };
+                    let args = KernelArgs { a: a_dev, b: b_block, counts, offsets, steps, output };
                     launcher.launch(&stream, grid, &args)?;
                     timings.launches += 1;
                 }
@@ -849,7 +923,7 @@ fn stream_worker(
         StreamOutput::TopK(_, rows) => Some(Partial::Knn(rows)),
     };
     let t = Instant::now();
-    drop((a_dev, b_dev, stream));
+    drop((own_blocks, stream));
     timings.teardown_s = t.elapsed().as_secs_f64();
     Ok(StreamResult { part, timings, intervals, kernels, pairs: pairs_done })
 }
@@ -893,11 +967,10 @@ const SELECTIVITY_SAMPLE_ROWS: usize = 2048;
 /// sizes its result buffer from such a sample).
 fn sample_selectivity(
     job: &Job,
+    ctx: &Arc<CudaContext>,
     stream: &Arc<CudaStream>,
     launcher: &Launcher,
     unit: &Unit,
-    a_dev: &mut DeviceBlock,
-    b_dev: &mut DeviceBlock,
 ) -> Result<f64, GpuError> {
     let pick = |set: &PointSet, (lo, hi): (usize, usize), salt: u64| -> PointSet {
         let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed ^ salt ^ lo as u64);
@@ -913,16 +986,19 @@ fn sample_selectivity(
     let between = unit.kernel == KernelKind::Between;
     let sa = pick(&job.inputs.a, job.a_blocks[unit.a_block], 1);
     let sb = if between { pick(job.inputs.other(), job.b_blocks[unit.b_block], 2) } else { sa.clone() };
+    // Blocks of its own: the stream's may be the GPU's resident input.
     let upload = "uploading a sample";
-    a_dev.load(stream, &sa, (2, unit.a_block), (0, sa.len())).doing(upload)?;
-    if between {
-        b_dev.load(stream, &sb, (3, unit.b_block), (0, sb.len())).doing(upload)?;
-    }
+    let block = |set: &PointSet| -> Result<DeviceBlock, GpuError> {
+        let mut dev = DeviceBlock::new(ctx, stream, set, set.len(), false).doing(upload)?;
+        dev.load(stream, set, (0, 0), (0, set.len())).doing(upload)?;
+        Ok(dev)
+    };
+    let (a_dev, b_dev) = (block(&sa)?, if between { Some(block(&sb)?) } else { None });
     let pairs = launcher.plan.shape.visit.pairs(sa.len() as u64, sb.len() as u64) as f64;
     let OutputStage::Dob { page_pairs } = launcher.plan.output else { unreachable!("a DOB plan") };
     let grid = launcher.plan.launch.grid_for(sa.len());
     let counts = [sa.len() as u32, sb.len() as u32];
-    let (a_dev, b_dev) = (&*a_dev, between.then_some(&*b_dev));
+    let (a_dev, b_dev) = (&a_dev, b_dev.as_ref());
     let mut found = Vec::new();
     let mut scratch = None;
     dob::run(
