@@ -510,7 +510,16 @@ pub fn run(
     } else {
         let units: Vec<Unit> = groups.into_iter().flatten().collect();
         let work = work(&launchers[0], &units, &a_blocks, &b_blocks);
-        let min_pairs = opts.piece_pairs.map_or(pieces::MIN_PIECE_PAIRS, u128::from);
+        let min_pairs = opts.piece_pairs.map(u128::from).unwrap_or(match stage {
+            // Every piece of a unit touches every warp of its grid, and each
+            // drain downloads a page per warp that found a pair, however few:
+            // one piece per GPU (until the pool drains at bus speed, issue 11).
+            OutputStage::Dob { .. } => {
+                let pairs: u128 = units.iter().map(|u| u.pairs).sum();
+                pieces::MIN_PIECE_PAIRS.max(pairs.div_ceil(contexts.len() as u128))
+            }
+            _ => pieces::MIN_PIECE_PAIRS,
+        });
         pieces::cut(&work, workers, min_pairs).into_iter().map(|p| vec![p]).collect()
     };
     let piece_count = queue.iter().map(Vec::len).sum::<usize>() as u64;
