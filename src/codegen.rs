@@ -437,6 +437,17 @@ pub fn render_key_probe(problem: &Problem, params: &Params, cpu: bool) -> Option
     Some(finish(problem, render_template(template, cx), "twobs_check_keys".into(), file))
 }
 
+/// The direct output buffer's drain: one kernel for every problem, which
+/// packs the kept pages' pairs so that only they cross the bus.
+pub fn render_dob_drain() -> Kernel {
+    Kernel {
+        entry: "twobs_dob_drain".into(),
+        file_name: "dob_drain.cu".into(),
+        source: Template::OutputDobDrain.text().to_owned(),
+        snippet_calls: String::new(),
+    }
+}
+
 /// The comment block every kernel starts with: what it computes, the plan and how it was derived.
 fn header(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, regenerate: &str) -> String {
     let mut lines = vec![

@@ -144,7 +144,11 @@ fn nvrtc_compiles_every_kernel() {
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        let mut results: Vec<_> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
+        // The direct output buffer's drain, one kernel for every problem.
+        let drain = twobs::codegen::render_dob_drain();
+        results.push(("dob-drain".into(), twobs::backend::nvrtc::compile(&drain, arch)));
+        results
     });
     println!("NVRTC {}.{} for {arch}:", version.0, version.1);
     let mut failures = Vec::new();

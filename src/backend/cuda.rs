@@ -494,11 +494,25 @@ pub fn run(
         let between = between.map(|c| c.load(dev, ctx)).transpose()?;
         launchers.push((own, between));
     }
+    let plans: Vec<Plan> = launchers[0].0.iter().chain(launchers[0].1.iter()).map(|l| l.plan.clone()).collect();
+    let stage = plans[0].output;
+    // The direct output buffer's drain, on every GPU.
+    let drains: Vec<Option<CudaFunction>> = match stage {
+        OutputStage::Dob { .. } => {
+            let start = Instant::now();
+            let drains = contexts
+                .iter()
+                .zip(&devices)
+                .map(|(ctx, dev)| dob_drain(ctx, dev, cache).map(Some))
+                .collect::<Result<_, _>>()?;
+            compile_s += start.elapsed().as_secs_f64();
+            drains
+        }
+        _ => vec![None; contexts.len()],
+    };
     // Everything before the first upload that a second run in this process
     // would not repeat, and the part of the resident upload it hid.
     let prepare_s = wall.elapsed().as_secs_f64() - upload_after_compile;
-    let plans: Vec<Plan> = launchers[0].0.iter().chain(launchers[0].1.iter()).map(|l| l.plan.clone()).collect();
-    let stage = plans[0].output;
 
     // Units largest first, so that no stream is left with a big one at the end.
     let mut groups = groups;
@@ -510,16 +524,7 @@ pub fn run(
     } else {
         let units: Vec<Unit> = groups.into_iter().flatten().collect();
         let work = work(&launchers[0], &units, &a_blocks, &b_blocks);
-        let min_pairs = opts.piece_pairs.map(u128::from).unwrap_or(match stage {
-            // Every piece of a unit touches every warp of its grid, and each
-            // drain downloads a page per warp that found a pair, however few:
-            // one piece per GPU (until the pool drains at bus speed, issue 11).
-            OutputStage::Dob { .. } => {
-                let pairs: u128 = units.iter().map(|u| u.pairs).sum();
-                pieces::MIN_PIECE_PAIRS.max(pairs.div_ceil(contexts.len() as u128))
-            }
-            _ => pieces::MIN_PIECE_PAIRS,
-        });
+        let min_pairs = opts.piece_pairs.map_or(pieces::MIN_PIECE_PAIRS, u128::from);
         pieces::cut(&work, workers, min_pairs).into_iter().map(|p| vec![p]).collect()
     };
     let piece_count = queue.iter().map(Vec::len).sum::<usize>() as u64;
@@ -544,9 +549,11 @@ pub fn run(
             .iter()
             .zip(&launchers)
             .zip(&residents)
-            .map(|((ctx, launch), resident)| {
+            .zip(&drains)
+            .map(|(((ctx, launch), resident), drain)| {
                 let job = &job;
-                s.spawn(move || gpu_worker(job, ctx, launch, stage, streams_used, resident.as_ref()))
+                let gpu = Gpu { ctx, launchers: launch, resident: resident.as_ref(), drain: drain.as_ref() };
+                s.spawn(move || gpu_worker(job, gpu, stage, streams_used))
             })
             .collect();
         handles.into_iter().map(|h| h.join().expect("GPU worker panicked")).collect()
@@ -686,17 +693,35 @@ struct GpuResult {
     pairs: u128,
 }
 
+/// What a GPU's threads share: its context, kernels, resident inputs and the
+/// direct output buffer's drain.
+#[derive(Clone, Copy)]
+struct Gpu<'a> {
+    ctx: &'a Arc<CudaContext>,
+    launchers: &'a KernelPair<Launcher>,
+    resident: Option<&'a Resident>,
+    drain: Option<&'a CudaFunction>,
+}
+
+/// The drain kernel of the direct output buffer, compiled once per
+/// architecture and loaded once per GPU.
+fn dob_drain(ctx: &Arc<CudaContext>, dev: &Device, cache: &Cache) -> Result<CudaFunction, GpuError> {
+    let kernel = codegen::render_dob_drain();
+    let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
+    let key = Key::of(&[&cubin, &ctx.ordinal().to_le_bytes()]);
+    let func = MODULES.get_or_try(key, || -> Result<CudaFunction, GpuError> {
+        let module =
+            ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec())).doing("loading the output drain")?;
+        module.load_function(&kernel.entry).doing("finding the output drain")
+    })?;
+    Ok((*func).clone())
+}
+
 /// Runs `streams` stream threads on one GPU. Totals live in one buffer that
 /// every stream's kernels add to, so they are merged on the GPU and
 /// downloaded once.
-fn gpu_worker(
-    job: &Job,
-    ctx: &Arc<CudaContext>,
-    launchers: &KernelPair<Launcher>,
-    stage: OutputStage,
-    streams: usize,
-    resident: Option<&Resident>,
-) -> Result<GpuResult, GpuError> {
+fn gpu_worker(job: &Job, gpu: Gpu, stage: OutputStage, streams: usize) -> Result<GpuResult, GpuError> {
+    let ctx = gpu.ctx;
     ctx.bind_to_thread().doing("binding the context")?;
     let alloc = "allocating GPU memory";
     let home = ctx.new_stream().doing("creating a stream")?;
@@ -717,7 +742,7 @@ fn gpu_worker(
         let handles: Vec<_> = (0..streams)
             .map(|_| {
                 let (totals, origin) = (totals.as_ref(), &origin);
-                s.spawn(move || stream_worker(job, ctx, launchers, stage, totals, origin, resident))
+                s.spawn(move || stream_worker(job, gpu, stage, totals, origin))
             })
             .collect();
         handles.into_iter().map(|h| h.join().expect("GPU stream worker panicked")).collect()
@@ -772,13 +797,12 @@ struct StreamResult {
 
 fn stream_worker(
     job: &Job,
-    ctx: &Arc<CudaContext>,
-    launchers: &KernelPair<Launcher>,
+    gpu: Gpu,
     stage: OutputStage,
     totals: Option<&DeviceTotals>,
     origin: &CudaEvent,
-    resident: Option<&Resident>,
 ) -> Result<StreamResult, GpuError> {
+    let Gpu { ctx, launchers, resident, drain } = gpu;
     let setup = Instant::now();
     ctx.bind_to_thread().doing("binding the context")?;
     let stream = ctx.new_stream().doing("creating a stream")?;
@@ -855,13 +879,14 @@ fn stream_worker(
             match &mut out {
                 StreamOutput::Dob(dob, sink) => {
                     let OutputStage::Dob { page_pairs } = launcher.plan.output else { unreachable!("a DOB plan") };
+                    let drain = drain.expect("a GPU running the direct output buffer has its drain");
                     let wanted = match job.opts.pool_pairs {
                         Some(p) => p,
                         None => {
                             let sel = match selectivity {
                                 Some(s) => s,
                                 None => {
-                                    let s = sample_selectivity(job, ctx, &stream, launcher, unit)?;
+                                    let s = sample_selectivity(job, ctx, &stream, launcher, unit, drain)?;
                                     selectivity = Some(s);
                                     s
                                 }
@@ -886,6 +911,7 @@ fn stream_worker(
                             };
                             launcher.launch(&stream, grid, &args)
                         },
+                        drain,
                         sink,
                     )?;
                     timings.launches += run.launches;
@@ -980,6 +1006,7 @@ fn sample_selectivity(
     stream: &Arc<CudaStream>,
     launcher: &Launcher,
     unit: &Unit,
+    drain: &CudaFunction,
 ) -> Result<f64, GpuError> {
     let pick = |set: &PointSet, (lo, hi): (usize, usize), salt: u64| -> PointSet {
         let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed ^ salt ^ lo as u64);
@@ -1027,6 +1054,7 @@ fn sample_selectivity(
             };
             launcher.launch(stream, grid, &args)
         },
+        drain,
         &mut found,
     )?;
     Ok(if pairs > 0.0 { found.len() as f64 / pairs } else { 0.0 })

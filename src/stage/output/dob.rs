@@ -11,13 +11,17 @@
 //! the pool and relaunches, and blocks start at their resume point. No pair is
 //! lost or written twice. Partial results merge by concatenation.
 //!
+//! The drain packs the kept pages' pairs on the device
+//! (`templates/output/dob_drain.cu`, one kernel for every problem), so that
+//! only the pairs cross the bus, not a page per warp that found one.
+//!
 //! Fragment contract, beyond [`super`]'s: the contribution fragment defines
 //! `bool passes(a, b)`; the visit defines `UNORDERED_PAIRS`.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use cudarc::driver::{CudaSlice, CudaStream, DriverError};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg};
 use serde::Serialize;
 
 use super::PushArg;
@@ -25,9 +29,6 @@ use crate::stage::{KernelParam, Source};
 
 /// Pairs per page: a warp's 32 pairs of one step always fit one fresh page.
 pub const PAGE_PAIRS: u32 = 512;
-
-/// A resume point of a block that has finished.
-const DONE: u32 = u32::MAX;
 
 /// The stage's kernel arguments, in the order of the kernel's parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -74,6 +75,9 @@ pub struct DeviceDob {
     next_page: CudaSlice<u32>,
     overflow: CudaSlice<u32>,
     resume: CudaSlice<u32>,
+    /// The kept pages' pairs, packed by the drain, and how many.
+    packed: CudaSlice<u32>,
+    packed_count: CudaSlice<u32>,
     pages: u32,
     page_pairs: u32,
 }
@@ -88,6 +92,8 @@ impl DeviceDob {
             next_page: stream.alloc_zeros::<u32>(1)?,
             overflow: stream.alloc_zeros::<u32>(1)?,
             resume: stream.alloc_zeros::<u32>(max_grid.max(1))?,
+            packed: stream.alloc_zeros::<u32>(pages_n * page_pairs as usize * 2)?,
+            packed_count: stream.alloc_zeros::<u32>(1)?,
             pages,
             page_pairs,
         })
@@ -114,11 +120,27 @@ pub struct DobRun {
     pub drain_s: f64,
 }
 
-/// Runs a DOB kernel of `grid` blocks to completion: `launch` it, drain the
-/// pages of finished steps into `sink`, relaunch from the resume points while
-/// the pool overflows, and grow the pool when a launch makes no progress at
-/// all. `dob` is reused when it holds at least `pool_pairs` pairs and `grid`
-/// resume points.
+/// Packs the pairs of the pages the host keeps into `packed` (the drain kernel, `drain`).
+fn pack(stream: &Arc<CudaStream>, drain: &CudaFunction, d: &mut DeviceDob) -> Result<(), DriverError> {
+    stream.memset_zeros(&mut d.packed_count)?;
+    // One warp per page.
+    let cfg = LaunchConfig { grid_dim: (d.pages.div_ceil(8), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    let mut b = stream.launch_builder(drain);
+    b.arg(&d.pool).arg(&d.owner).arg(&d.fill).arg(&d.next_page).arg(&d.pages).arg(&d.page_pairs).arg(&d.resume);
+    b.arg(&mut d.packed).arg(&mut d.packed_count);
+    // SAFETY: the drain's signature is (uint2* pool, uint2* owner, unsigned* fill,
+    // unsigned* next_page, unsigned pages, unsigned page_pairs, unsigned* resume,
+    // uint2* packed, unsigned* packed_count), as pushed; packed holds the whole pool.
+    unsafe { b.launch(cfg) }?;
+    Ok(())
+}
+
+/// Runs a DOB kernel of `grid` blocks to completion: `launch` it, pack the
+/// pairs of finished steps on the device with `drain` and move them into
+/// `sink`, relaunch from the resume points while the pool overflows, and
+/// grow the pool when a launch makes no progress at all. `dob` is reused
+/// when it holds at least `pool_pairs` pairs and `grid` resume points.
+#[allow(clippy::too_many_arguments, reason = "one run of a kernel, its pool and its drain")]
 pub fn run<E: From<DriverError>>(
     stream: &Arc<CudaStream>,
     page_pairs: u32,
@@ -126,9 +148,9 @@ pub fn run<E: From<DriverError>>(
     pool_pairs: u64,
     dob: &mut Option<DeviceDob>,
     launch: &mut dyn FnMut(&DeviceDob) -> Result<(), E>,
+    drain: &CudaFunction,
     sink: &mut Vec<[u32; 2]>,
 ) -> Result<DobRun, E> {
-    let page = page_pairs as usize;
     let pages = pool_pairs.div_ceil(page_pairs as u64).clamp(1, u32::MAX as u64 / 2) as u32;
     let grid_n = grid as usize;
     if dob.as_ref().is_none_or(|d| d.resume.len() < grid_n || d.pages < pages || d.page_pairs != page_pairs) {
@@ -150,35 +172,19 @@ pub fn run<E: From<DriverError>>(
             run.launches += 1;
 
             let t = Instant::now();
-            let next_page = stream.clone_dtoh(&d.next_page)?[0];
+            pack(stream, drain, &mut d)?;
             let overflow = stream.clone_dtoh(&d.overflow)?[0];
-            let resume = stream.clone_dtoh(&d.resume.slice(..grid_n))?;
-            let used = next_page.min(d.pages) as usize;
-            let (owner, fill, pool) = if used > 0 {
-                (
-                    stream.clone_dtoh(&d.owner.slice(..used * 2))?,
-                    stream.clone_dtoh(&d.fill.slice(..used))?,
-                    stream.clone_dtoh(&d.pool.slice(..used * page * 2))?,
-                )
-            } else {
-                (vec![], vec![], vec![])
-            };
-            stream.synchronize()?;
-            let mut kept = 0usize;
-            for p in 0..used {
-                let (block, step) = (owner[2 * p] as usize, owner[2 * p + 1]);
-                let stop = resume[block];
-                if stop == DONE || step < stop {
-                    let base = p * page * 2;
-                    let n = (fill[p] as usize).min(page);
-                    sink.extend((0..n).map(|e| [pool[base + 2 * e], pool[base + 2 * e + 1]]));
-                    kept += n;
-                }
+            let kept = stream.clone_dtoh(&d.packed_count)?[0] as usize;
+            if kept > 0 {
+                let packed = stream.clone_dtoh(&d.packed.slice(..kept * 2))?;
+                sink.extend(packed.chunks_exact(2).map(|p| [p[0], p[1]]));
             }
+            stream.synchronize()?;
             run.drain_s += t.elapsed().as_secs_f64();
             if overflow == 0 {
                 return Ok(());
             }
+            let resume = stream.clone_dtoh(&d.resume.slice(..grid_n))?;
             if kept == 0 && resume == last_resume {
                 // Not one block finished a step: the pool is too small for any; grow it.
                 let pages = d.pages.saturating_mul(4).min(u32::MAX / 2);

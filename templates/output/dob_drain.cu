@@ -1,0 +1,25 @@
+// Drains the direct output buffer at bus speed: packs the pairs of the pages
+// the host keeps into one array, so that only the pairs cross the bus (a page
+// holds PAGE pairs, and a warp that finds one pair takes a whole page).
+// A page is kept where its step precedes its block's resume point (the block
+// finished, or stopped later); one warp copies one page, coalesced.
+// The pool's pairs are (i, j) words; one kernel serves every problem.
+extern "C" __global__ void twobs_dob_drain(const uint2* pool, const uint2* page_owner, const unsigned* page_fill,
+                                           const unsigned* next_page, unsigned num_pages, unsigned page_pairs,
+                                           const unsigned* resume, uint2* packed, unsigned* packed_count) {
+  constexpr unsigned DONE = 0xffffffffu;
+  const unsigned page = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  const unsigned lane = threadIdx.x & 31;
+  const unsigned used = min(*next_page, num_pages);
+  if (page >= used) return;  // the same in every lane of the warp
+  const uint2 owner = page_owner[page];  // (block, step)
+  const unsigned stop = resume[owner.x];
+  if (stop != DONE && owner.y >= stop) return;  // its step runs again on resume
+  const unsigned n = min(page_fill[page], page_pairs);
+  if (n == 0) return;
+  unsigned base = 0;
+  if (lane == 0) base = atomicAdd(packed_count, n);
+  base = __shfl_sync(0xffffffffu, base, 0);
+  const uint2* from = pool + static_cast<size_t>(page) * page_pairs;
+  for (unsigned e = lane; e < n; e += 32) packed[base + e] = from[e];
+}
