@@ -8,7 +8,13 @@ from the report) and compute time (input in host memory to result in host
 memory, compilation excluded), and checks that all binaries found the same
 result. Writes $OUT/bench-ab.md and $OUT/bench-ab.json.
 
-Usage: BINARIES=before=PATH,after=PATH scripts/bench-ab.py
+With TORCH=1, each case also runs a plain PyTorch version of the same work
+on the same GPU in the same call (chunked torch.cdist, or broadcasting for
+the periodic box and the band join; one warm-up and one timed run, CUDA
+events): the baseline a user could write without twobs. Its points are
+drawn by torch (uniform, same size), the band join's keys are the same file.
+
+Usage: BINARIES=before=PATH,after=PATH [TORCH=1] scripts/bench-ab.py
 """
 import hashlib
 import json
@@ -43,6 +49,8 @@ CASES = [
     ("RDF 1M x 1M, 500 shells, periodic box", "rdf", True, ["--param", "box=1", "--param", "r_max=0.5"]),
     ("2PCF, r = 0.1", "2pcf", False, ["--param", "r=0.1"]),
     ("band join 1M x 1M int32 keys over the whole range, d = 1073", "nlj", "band", ["--param", "d=1073"]),
+    ("KNN, K = 16", "knn", False, ["--param", "k=16"]),
+    ("epsilon self-join, eps = 0.01", "selfjoin", False, ["--param", "eps=0.01"]),
 ]
 ONLY = {int(x) for x in os.environ.get("BENCH_CASES", ",".join(str(i) for i in range(len(CASES)))).split(",") if x}
 
@@ -70,11 +78,64 @@ def run(binary, problem, two, args):
         pairs = np.load(result["file"])
         pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
         digest += hashlib.sha256(pairs.tobytes()).hexdigest()
+    elif result.get("file") and result.get("kind") == "knn":
+        # Neighbour lists: each query's, in order (ties go to the lower index).
+        digest += hashlib.sha256(open(result["file"], "rb").read()).hexdigest()
     return {"variant": variant, "kernel_s": t["gpu"]["kernel_s"], "compute_s": t["compute_s"], "compile_s": t["compile_s"],
             "pairs": int(r["pairs"]), "digest": digest}
 
 
 BAND = []
+
+
+def torch_baseline(problem, two, args):
+    """Seconds a plain PyTorch version of the case takes (CUDA events), chunked over rows of A."""
+    import numpy as np
+    import torch
+
+    dev = "cuda"
+    params = dict(x.split("=") for x in args[1::2])
+    g = torch.Generator(device=dev).manual_seed(7)
+    if two == "band":
+        a, b = (torch.from_numpy(np.load(p).astype(np.int64)).to(dev) for p in BAND)
+    else:
+        a = torch.rand(N, 3, device=dev, generator=g)
+        b = torch.rand(N, 3, device=dev, generator=g) if two else a
+    rows = max(1, (2 << 30) // (8 * b.shape[0]))  # about 2 GiB of intermediates a chunk
+
+    def chunk(s):
+        x = a[s : s + rows]
+        if problem == "nlj":
+            return ((x[:, None] - b[None, :]).abs() <= int(params["d"])).nonzero()
+        if problem == "rdf" and params.get("box") == "1":
+            d = x[:, None, :] - b[None, :, :]
+            d = (d - torch.round(d)).norm(dim=2)
+        else:
+            d = torch.cdist(x, b)
+        if problem == "sdh":
+            return torch.histc(d, bins=int(params["bins"]), min=0.0, max=3 ** 0.5)
+        if problem == "rdf":
+            return torch.histc(d, bins=500, min=0.0, max=float(params["r_max"]))
+        if problem == "2pcf":
+            return (d < float(params["r"])).sum()
+        if problem == "knn":
+            return d.topk(int(params["k"]) + 1, largest=False).indices  # the point itself comes first
+        if problem == "selfjoin":
+            found = (d < float(params["eps"])).nonzero()
+            return found[found[:, 0] + s < found[:, 1]]
+        raise ValueError(problem)
+
+    def body():
+        for s in range(0, a.shape[0], rows):
+            chunk(s)
+
+    body()  # warm up: kernels load, memory pools fill
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0.record()
+    body()
+    e1.record()
+    torch.cuda.synchronize()
+    return e0.elapsed_time(e1) / 1e3
 
 
 def main():
@@ -107,18 +168,24 @@ def main():
             }
         digests = {b["digest"] for b in row["binaries"].values() if "digest" in b}
         row["identical_across_binaries"] = len(digests) == 1
+        if os.environ.get("TORCH"):
+            try:
+                row["torch_s"] = torch_baseline(problem, two, args)
+            except Exception as e:  # the table says why there is no baseline
+                row["torch_error"] = str(e)[:200]
         rows.append(row)
         print(json.dumps({"case": label, **{n: {k: v for k, v in b.items() if k != "digest"} for n, b in row["binaries"].items()}}), flush=True)
         with open(os.path.join(OUT, "bench-ab.json"), "w") as f:
             json.dump(rows, f, indent=1)
-    table = ["| case | " + " | ".join(f"{n}: kernel (s) | {n}: compute (s)" for n, _ in BINARIES) + " | same result |",
-             "| --- |" + " ---: | ---: |" * len(BINARIES) + " --- |"]
+    table = ["| case | " + " | ".join(f"{n}: kernel (s) | {n}: compute (s)" for n, _ in BINARIES) + " | same result | PyTorch (s) |",
+             "| --- |" + " ---: | ---: |" * len(BINARIES) + " --- | ---: |"]
     for row in rows:
         cells = []
         for name, _ in BINARIES:
             b = row["binaries"].get(name, {"error": "not run"})
             cells += [b["error"], ""] if "error" in b else [f"{b['kernel_s']:.3f} ({b['variant']})", f"{b['compute_s']:.3f}"]
-        table.append(f"| {row['case']} | " + " | ".join(cells) + f" | {'yes' if row['identical_across_binaries'] else 'NO'} |")
+        torch_cell = f"{row['torch_s']:.3f}" if "torch_s" in row else row.get("torch_error", "")
+        table.append(f"| {row['case']} | " + " | ".join(cells) + f" | {'yes' if row['identical_across_binaries'] else 'NO'} | {torch_cell} |")
     text = "\n".join(table) + "\n"
     open(os.path.join(OUT, "bench-ab.md"), "w").write(text)
     print(text)
