@@ -248,20 +248,21 @@ struct Tiles {
 // ------------------------------------------------------------------ output stage: topk
 // Per-query top-K: each query thread keeps the K best (value, index) pairs of
 // each of its R own points in registers (K and R are compile-time constants,
-// so the arrays stay in registers while they fit). It starts from the lists
-// already in the output, so that launches over further blocks of points refine
-// them, and writes them back once.
+// so the arrays stay in registers while they fit). It starts from empty lists
+// on a query block's first launch (`fresh`), else from the lists already in
+// the output, so that launches over further blocks of points refine them, and
+// writes them back once.
 struct Output {
   Value* out_value;
   unsigned* out_index;
   unsigned other_offset;
   TopK top[R];
 
-  __device__ __forceinline__ Output(Value* values, unsigned* indices, const Here& here)
+  __device__ __forceinline__ Output(Value* values, unsigned* indices, unsigned fresh, const Here& here)
       : out_value(values), out_index(indices), other_offset(here.other_offset) {
 #pragma unroll
     for (unsigned r = 0; r < R; ++r) {
-      if (!here.valid(r)) continue;
+      if (fresh || !here.valid(r)) continue;  // TopK() starts empty
 #pragma unroll
       for (unsigned k = 0; k < K; ++k) {
         top[r].best[k] = out_value[static_cast<size_t>(here.own(r)) * K + k];
@@ -326,7 +327,8 @@ extern "C" __global__ void __launch_bounds__(B) twobs_knn(
     unsigned step_first,
     unsigned step_end,
     Value* values,
-    unsigned* indices) {
+    unsigned* indices,
+    unsigned fresh) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Set a = { a_x, a_y, a_z, n_a };
   [[maybe_unused]] const Set& other = a;
@@ -341,7 +343,7 @@ extern "C" __global__ void __launch_bounds__(B) twobs_knn(
   for (unsigned r = 0; r < R; ++r) own[r] = load_point(a, here.own(r));  // padding rows are loaded, never counted
   // Interior blocks own no padding: their full tiles skip every validity test.
   const bool all_own_valid = first + B * R <= a.n;
-  Output out(values, indices, here);
+  Output out(values, indices, fresh, here);
   Tiles tiles(smem);
   const Offer offer{out, here, own};
   [[maybe_unused]] const auto always = [](unsigned) { return true; };

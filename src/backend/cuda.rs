@@ -844,7 +844,7 @@ fn stream_worker(
         let Some(group) = job.queue.lock().expect("queue lock").pop_front() else { break };
         let (q_start, q_end) = job.a_blocks[group[0].unit.a_block];
         if let StreamOutput::TopK(lists, _) = &mut out {
-            lists.reset(&stream, q_end - q_start).doing("resetting the lists")?;
+            lists.begin_query_block();
         }
         for piece in &group {
             let began = job.start.elapsed().as_secs_f64();
@@ -931,6 +931,7 @@ fn stream_worker(
                     let output = DeviceOutput::TopK(lists);
                     let args = KernelArgs { a: a_dev, b: b_block, counts, offsets, steps, output };
                     launcher.launch(&stream, grid, &args)?;
+                    lists.launched();
                     timings.launches += 1;
                 }
             }

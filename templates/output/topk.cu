@@ -1,19 +1,20 @@
 // Per-query top-K: each query thread keeps the K best (value, index) pairs of
 // each of its R own points in registers (K and R are compile-time constants,
-// so the arrays stay in registers while they fit). It starts from the lists
-// already in the output, so that launches over further blocks of points refine
-// them, and writes them back once.
+// so the arrays stay in registers while they fit). It starts from empty lists
+// on a query block's first launch (`fresh`), else from the lists already in
+// the output, so that launches over further blocks of points refine them, and
+// writes them back once.
 struct Output {
   Value* out_value;
   unsigned* out_index;
   unsigned other_offset;
   TopK top[R];
 
-  __device__ __forceinline__ Output(Value* values, unsigned* indices, const Here& here)
+  __device__ __forceinline__ Output(Value* values, unsigned* indices, unsigned fresh, const Here& here)
       : out_value(values), out_index(indices), other_offset(here.other_offset) {
 #pragma unroll
     for (unsigned r = 0; r < R; ++r) {
-      if (!here.valid(r)) continue;
+      if (fresh || !here.valid(r)) continue;  // TopK() starts empty
 #pragma unroll
       for (unsigned k = 0; k < K; ++k) {
         top[r].best[k] = out_value[static_cast<size_t>(here.own(r)) * K + k];

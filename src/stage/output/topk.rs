@@ -1,9 +1,10 @@
 //! Per-query top-K: each query thread keeps its K best (value, index) pairs in
 //! registers, starting from the lists already in the output so that launches
 //! over further blocks of the other set refine them, and writes them back
-//! once. A query block's lists start empty (the value type's worst value, no
-//! index) and are downloaded when all its units have run; each query's list
-//! comes from the one stream that ran its block.
+//! once. A query block's first launch starts from empty lists (`fresh`: the
+//! value type's worst value, no index) instead of reading them, so lists are
+//! never reset from the host; they are downloaded when all its units have
+//! run, and each query's list comes from the one stream that ran its block.
 //!
 //! Fragment contract, beyond [`super`]'s: the contribution fragment defines
 //! `K` and `struct TopK` with `offer(value, index)`.
@@ -25,6 +26,8 @@ pub enum Arg {
     Values,
     /// K whole-input indices per query.
     Indices,
+    /// 1 where the launch is the query block's first: the lists start empty.
+    Fresh,
 }
 
 pub fn params() -> Vec<KernelParam> {
@@ -39,6 +42,11 @@ pub fn params() -> Vec<KernelParam> {
             ctype: "unsigned*".into(),
             source: Source::Output(super::Arg::TopK(Arg::Indices)),
         },
+        KernelParam {
+            name: "fresh".into(),
+            ctype: "unsigned".into(),
+            source: Source::Output(super::Arg::TopK(Arg::Fresh)),
+        },
     ]
 }
 
@@ -46,6 +54,8 @@ pub fn params() -> Vec<KernelParam> {
 pub struct DeviceTopK {
     values: CudaSlice<u8>,
     indices: CudaSlice<u32>,
+    /// 1 until the query block's first launch.
+    fresh: u32,
     k: usize,
     value: Scalar,
 }
@@ -57,6 +67,7 @@ impl DeviceTopK {
         Ok(DeviceTopK {
             values: stream.alloc_zeros::<u8>(n * value.bytes() as usize)?,
             indices: stream.alloc_zeros::<u32>(n)?,
+            fresh: 1,
             k: k as usize,
             value,
         })
@@ -66,17 +77,18 @@ impl DeviceTopK {
         match arg {
             Arg::Values => &self.values,
             Arg::Indices => &self.indices,
+            Arg::Fresh => &self.fresh,
         }
     }
 
-    /// Empties the lists of the first `queries` queries: every entry ranks after any real value.
-    pub fn reset(&mut self, stream: &Arc<CudaStream>, queries: usize) -> Result<(), DriverError> {
-        let n = queries * self.k;
-        let worst = worst_bytes(self.value);
-        let values: Vec<u8> = worst.iter().copied().cycle().take(worst.len() * n).collect();
-        stream.memcpy_htod(&values, &mut self.values.slice_mut(..values.len()))?;
-        stream.memcpy_htod(&vec![u32::MAX; n], &mut self.indices.slice_mut(..n))?;
-        Ok(())
+    /// The next launch begins a query block: its lists start empty.
+    pub fn begin_query_block(&mut self) {
+        self.fresh = 1;
+    }
+
+    /// A launch has run: the next refines its lists.
+    pub fn launched(&mut self) {
+        self.fresh = 0;
     }
 
     /// The lists of the first `queries` queries: (values as f64, indices).
@@ -88,16 +100,5 @@ impl DeviceTopK {
         stream.synchronize()?;
         let values = bytes.chunks_exact(w).map(|b| self.value.decode_f64(b)).collect();
         Ok((values, ids))
-    }
-}
-
-/// The value type's worst value, little-endian: +inf, or the largest integer.
-fn worst_bytes(value: Scalar) -> Vec<u8> {
-    match value {
-        Scalar::F32 => f32::INFINITY.to_le_bytes().to_vec(),
-        Scalar::F64 => f64::INFINITY.to_le_bytes().to_vec(),
-        Scalar::I32 => i32::MAX.to_le_bytes().to_vec(),
-        Scalar::I64 => i64::MAX.to_le_bytes().to_vec(),
-        Scalar::U32 => u32::MAX.to_le_bytes().to_vec(),
     }
 }
