@@ -16,7 +16,7 @@ use crate::stage::KernelParam;
 use crate::stage::contribution::{self, Test};
 use crate::stage::input::{self, InputCache};
 use crate::stage::output::totals::{CopyModel, Counter, Store};
-use crate::stage::output::{Collect, OutputChoice, OutputClass, OutputStage, dob};
+use crate::stage::output::{Collect, OutputChoice, OutputClass, OutputStage, Total, dob};
 use crate::stage::visit::{Diagonal, Visit};
 
 /// A choice the planner cannot honour or the device cannot run.
@@ -541,8 +541,11 @@ impl Plan {
                 registers_estimate: registers,
                 occupancy,
                 rounds,
+                // 32-bit shared copies, and 32-bit register tallies with their
+                // block sums, hold at most B x R own points' pairs of a launch.
                 partners_per_launch: match output {
-                    OutputStage::Totals { store: Store::Shared { counter: Counter::U32, .. }, .. } => counter.2,
+                    OutputStage::Totals { store: Store::Shared { counter: Counter::U32, .. }, .. }
+                    | OutputStage::Totals { store: Store::Registers, total: Total::Count, .. } => counter.2,
                     _ => None,
                 },
             },

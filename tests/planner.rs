@@ -123,6 +123,11 @@ fn shared_copies_count_in_32_bits_and_launches_cannot_overflow_them() {
         let bound = p.launch.partners_per_launch.expect("32-bit counters bound the launches");
         assert!(own * bound <= u64::from(u32::MAX) && own * (bound + 1) > u64::from(u32::MAX), "{points}: {bound}");
     }
+    // Register tallies are 32-bit too, and so are their block sums.
+    let p = plan("2pcf", "h200", 1_000_000, &["r=0.1"], Forced::default()).unwrap();
+    assert!(matches!(p.output, OutputStage::Totals { store: Store::Registers, .. }), "{:?}", p.output);
+    let own = u64::from(p.launch.block_size * p.launch.points_per_thread);
+    assert_eq!(p.launch.partners_per_launch, Some(u64::from(u32::MAX) / own));
     // Sums add in f64, unbounded.
     let p =
         plan("kde", "h100", 1_000_000, &[], Forced { output: Some(OutputChoice::Op), ..Default::default() }).unwrap();

@@ -444,8 +444,9 @@ pub fn run(
                     let context_s = start.elapsed().as_secs_f64();
                     let free = ctx.mem_get_info().doing("reading free GPU memory")?.0;
                     let made_at = wall.elapsed().as_secs_f64();
+                    // Where the upload fails (the GPU filled up meanwhile), the streams load blocks of their own.
                     let resident =
-                        if whole(block_points_for(free)) { Some(Resident::upload(&ctx, inputs)?) } else { None };
+                        if whole(block_points_for(free)) { Resident::upload(&ctx, inputs).ok() } else { None };
                     Ok(Made { ctx, context_s, free, resident, made_at, uploaded_at: wall.elapsed().as_secs_f64() })
                 })
             })
@@ -462,11 +463,14 @@ pub fn run(
     let mut residents = Vec::new();
     let mut context_s: f64 = 0.0;
     let mut free = usize::MAX;
-    // The part of an upload that ran after the compilation is compute time.
-    let mut upload_after_compile: f64 = 0.0;
+    // Uploads hide behind the compilation and the slowest context; what ran
+    // after both is compute time.
+    let mut ready_at = compiled_at;
+    let mut uploaded_at: f64 = 0.0;
     for m in made {
         let m = m?;
-        upload_after_compile = upload_after_compile.max(m.uploaded_at - m.made_at.max(compiled_at));
+        ready_at = ready_at.max(m.made_at);
+        uploaded_at = uploaded_at.max(m.uploaded_at);
         contexts.push(m.ctx);
         residents.push(m.resident);
         context_s = context_s.max(m.context_s);
@@ -479,6 +483,7 @@ pub fn run(
         compiled = compile(block_points)?;
         compile_s += start.elapsed().as_secs_f64();
     }
+    let upload_after_compile = (uploaded_at - ready_at).max(0.0);
     // Every GPU holds the inputs whole, or every stream streams its blocks.
     if !whole(block_points) || residents.iter().any(Option::is_none) {
         residents.iter_mut().for_each(|r| *r = None);
@@ -523,7 +528,7 @@ pub fn run(
         groups.into_iter().map(|g| g.into_iter().map(Piece::whole).collect()).collect()
     } else {
         let units: Vec<Unit> = groups.into_iter().flatten().collect();
-        let work = work(&launchers[0], &units, &a_blocks, &b_blocks);
+        let work = work(&launchers, &units, &a_blocks, &b_blocks);
         let min_pairs = opts.piece_pairs.map_or(pieces::MIN_PIECE_PAIRS, u128::from);
         pieces::cut(&work, workers, min_pairs).into_iter().map(|p| vec![p]).collect()
     };
@@ -594,11 +599,11 @@ pub fn run(
     Ok(GpuRun { outcome, devices, plans, timings, notes, block_points })
 }
 
-/// Every unit with the walk of its kernel on `launchers` (every GPU's
-/// kernels walk alike: their block size and points per thread are the first
-/// GPU's) and the bound of its counters.
+/// Every unit with the walk of its kernel (every GPU's kernels walk alike:
+/// their block size and points per thread are the first GPU's) and the
+/// tightest bound of any GPU's counters for it.
 fn work(
-    launchers: &KernelPair<Launcher>,
+    launchers: &[KernelPair<Launcher>],
     units: &[Unit],
     a_blocks: &[(usize, usize)],
     b_blocks: &[(usize, usize)],
@@ -607,11 +612,15 @@ fn work(
     units
         .iter()
         .map(|&unit| {
-            let launcher = match unit.kernel {
-                KernelKind::Own => launchers.0.as_ref(),
-                KernelKind::Between => launchers.1.as_ref(),
-            };
-            let plan = &launcher.expect("a kernel is compiled for every kind of unit").plan;
+            let plans = launchers.iter().map(|(own, between)| {
+                let launcher = match unit.kernel {
+                    KernelKind::Own => own.as_ref(),
+                    KernelKind::Between => between.as_ref(),
+                };
+                &launcher.expect("a kernel is compiled for every kind of unit").plan
+            });
+            let max_partners = plans.clone().filter_map(|p| p.launch.partners_per_launch).min();
+            let plan = plans.clone().next().expect("at least one GPU");
             let walk = Walk {
                 visit: plan.shape.visit,
                 n_a: len(a_blocks[unit.a_block]),
@@ -620,7 +629,7 @@ fn work(
                 block_size: plan.launch.block_size as u64,
                 points_per_thread: plan.launch.points_per_thread as u64,
             };
-            Work { unit, walk, max_partners: plan.launch.partners_per_launch }
+            Work { unit, walk, max_partners }
         })
         .collect()
 }

@@ -6,7 +6,8 @@
 // The pool's pairs are (i, j) words; one kernel serves every problem.
 extern "C" __global__ void twobs_dob_drain(const uint2* pool, const uint2* page_owner, const unsigned* page_fill,
                                            const unsigned* next_page, unsigned num_pages, unsigned page_pairs,
-                                           const unsigned* resume, uint2* packed, unsigned* packed_count) {
+                                           const unsigned* resume, uint2* packed,
+                                           unsigned long long* packed_count) {
   constexpr unsigned DONE = 0xffffffffu;
   const unsigned page = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
   const unsigned lane = threadIdx.x & 31;
@@ -17,8 +18,9 @@ extern "C" __global__ void twobs_dob_drain(const uint2* pool, const uint2* page_
   if (stop != DONE && owner.y >= stop) return;  // its step runs again on resume
   const unsigned n = min(page_fill[page], page_pairs);
   if (n == 0) return;
-  unsigned base = 0;
-  if (lane == 0) base = atomicAdd(packed_count, n);
+  // A pool may hold 2^32 pairs or more: count and place them in 64 bits.
+  unsigned long long base = 0;
+  if (lane == 0) base = atomicAdd(packed_count, static_cast<unsigned long long>(n));
   base = __shfl_sync(0xffffffffu, base, 0);
   const uint2* from = pool + static_cast<size_t>(page) * page_pairs;
   for (unsigned e = lane; e < n; e += 32) packed[base + e] = from[e];

@@ -77,7 +77,7 @@ pub struct DeviceDob {
     resume: CudaSlice<u32>,
     /// The kept pages' pairs, packed by the drain, and how many.
     packed: CudaSlice<u32>,
-    packed_count: CudaSlice<u32>,
+    packed_count: CudaSlice<u64>,
     pages: u32,
     page_pairs: u32,
 }
@@ -93,7 +93,7 @@ impl DeviceDob {
             overflow: stream.alloc_zeros::<u32>(1)?,
             resume: stream.alloc_zeros::<u32>(max_grid.max(1))?,
             packed: stream.alloc_zeros::<u32>(pages_n * page_pairs as usize * 2)?,
-            packed_count: stream.alloc_zeros::<u32>(1)?,
+            packed_count: stream.alloc_zeros::<u64>(1)?,
             pages,
             page_pairs,
         })
@@ -130,7 +130,7 @@ fn pack(stream: &Arc<CudaStream>, drain: &CudaFunction, d: &mut DeviceDob) -> Re
     b.arg(&mut d.packed).arg(&mut d.packed_count);
     // SAFETY: the drain's signature is (uint2* pool, uint2* owner, unsigned* fill,
     // unsigned* next_page, unsigned pages, unsigned page_pairs, unsigned* resume,
-    // uint2* packed, unsigned* packed_count), as pushed; packed holds the whole pool.
+    // uint2* packed, unsigned long long* packed_count), as pushed; packed holds the whole pool.
     unsafe { b.launch(cfg) }?;
     Ok(())
 }
