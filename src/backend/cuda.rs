@@ -1069,3 +1069,18 @@ fn sample_selectivity(
     )?;
     Ok(if pairs > 0.0 { found.len() as f64 / pairs } else { 0.0 })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::busy;
+
+    #[test]
+    fn busy_time_counts_overlapping_pieces_once() {
+        // Two streams: [0, 2) and [1, 3) overlap; [5, 6) stands alone; an empty interval adds nothing.
+        let t = busy(vec![(5.0, 6.0), (1.0, 3.0), (0.0, 2.0), (4.0, 4.0)]);
+        assert!((t - 4.0).abs() < 1e-12, "{t}");
+        // One interval inside another.
+        assert!((busy(vec![(0.0, 10.0), (2.0, 3.0)]) - 10.0).abs() < 1e-12);
+        assert_eq!(busy(vec![]), 0.0);
+    }
+}
