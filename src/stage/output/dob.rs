@@ -176,8 +176,16 @@ pub fn run<E: From<DriverError>>(
             let overflow = stream.clone_dtoh(&d.overflow)?[0];
             let kept = stream.clone_dtoh(&d.packed_count)?[0] as usize;
             if kept > 0 {
-                let packed = stream.clone_dtoh(&d.packed.slice(..kept * 2))?;
-                sink.extend(packed.chunks_exact(2).map(|p| [p[0], p[1]]));
+                // Straight into the sink's room: no staging copy, no regrowth.
+                sink.reserve(kept);
+                let start = sink.len();
+                // SAFETY: [u32; 2] is two u32s without padding, so the spare
+                // capacity holds 2 x kept u32s; the copy fills all of them and
+                // has finished (synchronize) before the length takes them in.
+                let room = unsafe { std::slice::from_raw_parts_mut(sink.as_mut_ptr().add(start).cast::<u32>(), kept * 2) };
+                stream.memcpy_dtoh(&d.packed.slice(..kept * 2), room)?;
+                stream.synchronize()?;
+                unsafe { sink.set_len(start + kept) };
             }
             stream.synchronize()?;
             run.drain_s += t.elapsed().as_secs_f64();

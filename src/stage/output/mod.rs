@@ -352,15 +352,25 @@ pub fn merge(collect: Collect, queries: usize, parts: Vec<Partial>) -> Outcome {
             }
             Outcome::Totals(sum)
         }
-        Collect::Pairs => Outcome::Pairs(
-            parts
+        Collect::Pairs => {
+            let mut lists: Vec<Vec<[u32; 2]>> = parts
                 .into_iter()
-                .flat_map(|p| match p {
+                .map(|p| match p {
                     Partial::Pairs(v) => v,
                     _ => unreachable!("partials of one collect"),
                 })
-                .collect(),
-        ),
+                .collect();
+            // The largest list takes the others in: one copy of the rest, no regrowth.
+            lists.sort_by_key(|v| std::cmp::Reverse(v.len()));
+            let total: usize = lists.iter().map(Vec::len).sum();
+            let mut lists = lists.into_iter();
+            let mut all = lists.next().unwrap_or_default();
+            all.reserve_exact(total - all.len());
+            for mut more in lists {
+                all.append(&mut more);
+            }
+            Outcome::Pairs(all)
+        }
         Collect::Knn { k } => {
             let k = k as usize;
             let mut values = vec![f64::INFINITY; queries * k];
