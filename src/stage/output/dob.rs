@@ -182,7 +182,8 @@ pub fn run<E: From<DriverError>>(
                 // SAFETY: [u32; 2] is two u32s without padding, so the spare
                 // capacity holds 2 x kept u32s; the copy fills all of them and
                 // has finished (synchronize) before the length takes them in.
-                let room = unsafe { std::slice::from_raw_parts_mut(sink.as_mut_ptr().add(start).cast::<u32>(), kept * 2) };
+                let room =
+                    unsafe { std::slice::from_raw_parts_mut(sink.as_mut_ptr().add(start).cast::<u32>(), kept * 2) };
                 stream.memcpy_dtoh(&d.packed.slice(..kept * 2), room)?;
                 stream.synchronize()?;
                 unsafe { sink.set_len(start + kept) };

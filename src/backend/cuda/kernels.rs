@@ -1,0 +1,106 @@
+//! The kernels a run launches: planned and compiled per GPU model, loaded once
+//! per GPU and process, and launched with their plan's parameter list.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, sys};
+
+use super::{Doing, GpuError};
+use crate::backend::nvrtc;
+use crate::cache::{Cache, Key, Memo};
+use crate::codegen;
+use crate::device::Device;
+use crate::plan::{Forced, Plan, Points};
+use crate::spec::{Params, Problem};
+use crate::stage::KernelArgs;
+
+/// A compiled kernel on one GPU, with its plan.
+pub(super) struct Launcher {
+    pub(super) func: CudaFunction,
+    pub(super) plan: Plan,
+}
+
+pub(super) static MODULES: Memo<CudaFunction> = Memo::new();
+
+/// A GPU's kernel on one block of a set, and its kernel between two blocks,
+/// each where a unit needs it.
+pub(super) type KernelPair<K> = (Option<K>, Option<K>);
+
+/// A kernel planned and compiled for a GPU's architecture, not yet loaded:
+/// made while the GPU's context is being created.
+#[derive(Clone)]
+pub(super) struct Compiled {
+    pub(super) plan: Plan,
+    pub(super) entry: String,
+    pub(super) cubin: Arc<Vec<u8>>,
+}
+
+impl Compiled {
+    /// Plans, renders and compiles (or finds) the kernel of `problem` for `dev`.
+    pub(super) fn new(
+        problem: &Problem,
+        params: &Params,
+        dev: &Device,
+        points: Points,
+        forced: Forced,
+        cache: &Cache,
+    ) -> Result<Compiled, GpuError> {
+        let plan = Plan::new(problem, params, dev, points, forced)?;
+        let kernel = codegen::render(problem, params, &plan, dev, "twobs run");
+        let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
+        Ok(Compiled { plan, entry: kernel.entry, cubin })
+    }
+
+    /// Loads the kernel into `ctx` (once per process and GPU).
+    pub(super) fn load(self, dev: &Device, ctx: &Arc<CudaContext>) -> Result<Launcher, GpuError> {
+        let Compiled { plan, entry, cubin } = self;
+        let key = Key::of(&[&cubin, &ctx.ordinal().to_le_bytes()]);
+        let func = MODULES.get_or_try(key, || -> Result<CudaFunction, GpuError> {
+            let module =
+                ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec())).doing("loading the kernel")?;
+            let func = module.load_function(&entry).doing("finding the kernel")?;
+            if plan.launch.shared_bytes + plan.launch.contribution_shared_bytes > dev.shared_per_block {
+                func.set_attribute(
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    plan.launch.shared_bytes as i32,
+                )
+                .doing("raising the dynamic shared memory limit")?;
+            }
+            Ok(func)
+        })?;
+        Ok(Launcher { func: (*func).clone(), plan })
+    }
+}
+
+impl Launcher {
+    /// Launches `grid` blocks with the arguments of the plan's parameter list.
+    pub(super) fn launch(&self, stream: &Arc<CudaStream>, grid: u32, args: &KernelArgs) -> Result<(), GpuError> {
+        let cfg = LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (self.plan.launch.block_size, 1, 1),
+            shared_mem_bytes: self.plan.launch.shared_bytes,
+        };
+        let mut builder = stream.launch_builder(&self.func);
+        for p in &self.plan.params {
+            args.resolve(p.source).push(&mut builder);
+        }
+        // SAFETY: the kernel's signature was rendered from plan.params, and each
+        // argument is resolved from the same entry to a buffer or count of its C type.
+        unsafe { builder.launch(cfg) }.doing("launching the kernel")?;
+        Ok(())
+    }
+}
+
+/// The drain kernel of the direct output buffer, compiled once per
+/// architecture and loaded once per GPU.
+pub(super) fn dob_drain(ctx: &Arc<CudaContext>, dev: &Device, cache: &Cache) -> Result<CudaFunction, GpuError> {
+    let kernel = codegen::render_dob_drain();
+    let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
+    let key = Key::of(&[&cubin, &ctx.ordinal().to_le_bytes()]);
+    let func = MODULES.get_or_try(key, || -> Result<CudaFunction, GpuError> {
+        let module =
+            ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec())).doing("loading the output drain")?;
+        module.load_function(&kernel.entry).doing("finding the output drain")
+    })?;
+    Ok((*func).clone())
+}

@@ -1,0 +1,406 @@
+//! The threads of a run: one per GPU, which runs one per stream; streams take
+//! pieces of work from the run's queue, and launch, time and collect them.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaStream, sys};
+use indicatif::ProgressBar;
+use rand::{RngExt, SeedableRng};
+
+use super::kernels::{KernelPair, Launcher};
+use super::{Doing, GpuError, GpuOptions, GpuTimings, Resident};
+use crate::backend::pieces::Piece;
+use crate::data::{Inputs, PointSet};
+use crate::spec::Scalar;
+use crate::stage::KernelArgs;
+use crate::stage::input::DeviceBlock;
+use crate::stage::output::dob::{self, DeviceDob};
+use crate::stage::output::topk::DeviceTopK;
+use crate::stage::output::totals::DeviceTotals;
+use crate::stage::output::{DeviceOutput, OutputStage, Partial};
+use crate::stage::visit::{KernelKind, Unit};
+
+/// What the whole run shares.
+pub(super) struct Job<'a> {
+    pub(super) inputs: &'a Inputs,
+    pub(super) a_blocks: Vec<(usize, usize)>,
+    pub(super) b_blocks: Vec<(usize, usize)>,
+    /// Groups of pieces: a group runs in order on one stream.
+    pub(super) queue: Mutex<VecDeque<Vec<Piece>>>,
+    /// When the compute began: streams time their pieces from it.
+    pub(super) start: Instant,
+    pub(super) opts: &'a GpuOptions,
+    pub(super) streams: usize,
+    pub(super) progress: &'a ProgressBar,
+    pub(super) block_points: usize,
+    /// The pair function's value type, which per-query lists hold.
+    pub(super) value: Scalar,
+}
+
+/// Seconds covered by at least one of `intervals` (start, end).
+pub(super) fn busy(mut intervals: Vec<(f64, f64)>) -> f64 {
+    intervals.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let mut total = 0.0;
+    let mut reach = f64::NEG_INFINITY;
+    for (start, end) in intervals {
+        let from = start.max(reach);
+        if end > from {
+            total += end - from;
+        }
+        reach = reach.max(end);
+    }
+    total
+}
+
+/// What one GPU returns: its partial results (totals merged on the GPU, so
+/// one; pairs and lists one per stream), each stream's timings, and when its
+/// streams were running pieces.
+pub(super) struct GpuResult {
+    pub(super) parts: Vec<Partial>,
+    pub(super) streams: Vec<GpuTimings>,
+    pub(super) intervals: Vec<(f64, f64)>,
+    /// When its kernels ran: seconds from an event recorded before the first.
+    pub(super) kernels: Vec<(f64, f64)>,
+    pub(super) pieces: u64,
+    pub(super) pairs: u128,
+}
+
+/// What a GPU's threads share: its context, kernels, resident inputs and the
+/// direct output buffer's drain.
+#[derive(Clone, Copy)]
+pub(super) struct Gpu<'a> {
+    pub(super) ctx: &'a Arc<CudaContext>,
+    pub(super) launchers: &'a KernelPair<Launcher>,
+    pub(super) resident: Option<&'a Resident>,
+    pub(super) drain: Option<&'a CudaFunction>,
+}
+
+/// Runs `streams` stream threads on one GPU. Totals live in one buffer that
+/// every stream's kernels add to, so they are merged on the GPU and
+/// downloaded once.
+pub(super) fn gpu_worker(job: &Job, gpu: Gpu, stage: OutputStage, streams: usize) -> Result<GpuResult, GpuError> {
+    let ctx = gpu.ctx;
+    ctx.bind_to_thread().doing("binding the context")?;
+    let alloc = "allocating GPU memory";
+    let home = ctx.new_stream().doing("creating a stream")?;
+    // Kernel times are placed on one clock per GPU: events after this one.
+    let origin = ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).doing("creating an event")?;
+    origin.record(&home).doing("recording an event")?;
+    home.synchronize().doing("recording an event")?;
+    let totals = match stage {
+        OutputStage::Totals { slots, total, .. } => {
+            let t = DeviceTotals::new(&home, slots, total).doing(alloc)?;
+            // Zeroed before any stream's kernel adds to it.
+            home.synchronize().doing(alloc)?;
+            Some(t)
+        }
+        _ => None,
+    };
+    let ran: Vec<Result<StreamResult, GpuError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..streams)
+            .map(|_| {
+                let (totals, origin) = (totals.as_ref(), &origin);
+                s.spawn(move || stream_worker(job, gpu, stage, totals, origin))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("GPU stream worker panicked")).collect()
+    });
+    let mut done = GpuResult {
+        parts: Vec::new(),
+        streams: Vec::new(),
+        intervals: Vec::new(),
+        kernels: Vec::new(),
+        pieces: 0,
+        pairs: 0,
+    };
+    for r in ran {
+        let r = r?;
+        done.parts.extend(r.part);
+        done.streams.push(r.timings);
+        done.pieces += r.intervals.len() as u64;
+        done.intervals.extend(r.intervals);
+        done.kernels.extend(r.kernels);
+        done.pairs += r.pairs;
+    }
+    if let Some(t) = totals {
+        let start = Instant::now();
+        done.parts.push(Partial::Totals(t.download(&home).doing("downloading the totals")?));
+        if let Some(first) = done.streams.first_mut() {
+            first.download_s += start.elapsed().as_secs_f64();
+        }
+    }
+    Ok(done)
+}
+
+/// The output buffers one stream keeps (totals are the GPU's, shared).
+#[allow(clippy::large_enum_variant, reason = "one per stream thread, on its stack")]
+pub(super) enum StreamOutput<'a> {
+    Totals(&'a DeviceTotals),
+    /// Allocated, and grown, by the first unit that needs it.
+    Dob(Option<DeviceDob>, Vec<[u32; 2]>),
+    TopK(DeviceTopK, Vec<(usize, Vec<f64>, Vec<u32>)>),
+}
+
+/// What one stream found and how it spent its time; `intervals` holds one
+/// (start, end) per piece, in seconds from the start of the compute.
+pub(super) struct StreamResult {
+    pub(super) part: Option<Partial>,
+    pub(super) timings: GpuTimings,
+    pub(super) intervals: Vec<(f64, f64)>,
+    /// One (start, end) per launch, from the GPU's origin event (direct
+    /// output buffer runs: per piece, from the start of the compute).
+    pub(super) kernels: Vec<(f64, f64)>,
+    pub(super) pairs: u128,
+}
+
+pub(super) fn stream_worker(
+    job: &Job,
+    gpu: Gpu,
+    stage: OutputStage,
+    totals: Option<&DeviceTotals>,
+    origin: &CudaEvent,
+) -> Result<StreamResult, GpuError> {
+    let Gpu { ctx, launchers, resident, drain } = gpu;
+    let setup = Instant::now();
+    ctx.bind_to_thread().doing("binding the context")?;
+    let stream = ctx.new_stream().doing("creating a stream")?;
+    let inputs = job.inputs;
+    let other = inputs.other();
+    let alloc = "allocating GPU memory";
+    // Blocks of its own where the GPU holds no resident copy: pinned staging
+    // only for buffers that take block after block; the other set's buffer
+    // only where a kernel between two blocks runs.
+    let mut own_blocks = match resident {
+        Some(_) => None,
+        None => {
+            let a_dev = DeviceBlock::new(ctx, &stream, &inputs.a, job.block_points, job.a_blocks.len() > 1);
+            let b_points = if launchers.1.is_some() { job.block_points } else { 1 };
+            let b_dev = DeviceBlock::new(ctx, &stream, other, b_points, job.b_blocks.len() > 1);
+            Some((a_dev.doing(alloc)?, b_dev.doing(alloc)?))
+        }
+    };
+    let mut out = match (stage, totals) {
+        (OutputStage::Totals { .. }, Some(t)) => StreamOutput::Totals(t),
+        (OutputStage::Totals { .. }, None) => unreachable!("the GPU worker makes the totals"),
+        (OutputStage::Dob { .. }, _) => StreamOutput::Dob(None, Vec::new()),
+        (OutputStage::TopK { k }, _) => {
+            StreamOutput::TopK(DeviceTopK::new(&stream, job.block_points, k, job.value).doing(alloc)?, Vec::new())
+        }
+    };
+    let mut timings = GpuTimings::default();
+    let mut intervals = Vec::new();
+    let mut kernels = Vec::new();
+    let mut pairs_done = 0u128;
+    let event = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).doing("creating an event");
+    let (e0, e1, e2) = (event()?, event()?, event()?);
+    // Pairs (8 B each) one stream's pool may take: a quarter of free memory shared by the streams.
+    let pool_cap = ctx.mem_get_info().map_or(1 << 26, |(free, _)| (free / 4 / 8 / job.streams) as u64);
+    let mut selectivity: Option<f64> = None;
+    timings.setup_s = setup.elapsed().as_secs_f64();
+
+    loop {
+        let Some(group) = job.queue.lock().expect("queue lock").pop_front() else { break };
+        let (q_start, q_end) = job.a_blocks[group[0].unit.a_block];
+        if let StreamOutput::TopK(lists, _) = &mut out {
+            lists.begin_query_block();
+        }
+        for piece in &group {
+            let began = job.start.elapsed().as_secs_f64();
+            let unit = &piece.unit;
+            let launcher = match unit.kernel {
+                KernelKind::Own => launchers.0.as_ref(),
+                KernelKind::Between => launchers.1.as_ref(),
+            }
+            .expect("a kernel is compiled for every kind of unit in the queue");
+            let between = unit.kernel == KernelKind::Between;
+            let (a0, a1) = job.a_blocks[unit.a_block];
+            let (b0, b1) = if between { job.b_blocks[unit.b_block] } else { (a0, a1) };
+            let upload = "uploading points";
+            e0.record(&stream).doing(upload)?;
+            let (a_dev, b_dev) = match (resident, &mut own_blocks) {
+                (Some(r), _) => (&r.a, r.b.as_ref().unwrap_or(&r.a)),
+                (None, Some((a_dev, b_dev))) => {
+                    a_dev.load(&stream, &inputs.a, (0, unit.a_block), (a0, a1)).doing(upload)?;
+                    if between {
+                        b_dev.load(&stream, other, (1, unit.b_block), (b0, b1)).doing(upload)?;
+                    }
+                    (&*a_dev, &*b_dev)
+                }
+                (None, None) => unreachable!("a stream has blocks of its own where none are resident"),
+            };
+            e1.record(&stream).doing(upload)?;
+            let grid = launcher.plan.launch.grid_for(a1 - a0);
+            let counts = [(a1 - a0) as u32, (b1 - b0) as u32];
+            let offsets = [a0 as u32, b0 as u32];
+            let steps = [piece.steps.0, piece.steps.1];
+            let b_block = between.then_some(b_dev);
+            match &mut out {
+                StreamOutput::Dob(dob, sink) => {
+                    let OutputStage::Dob { page_pairs } = launcher.plan.output else { unreachable!("a DOB plan") };
+                    let drain = drain.expect("a GPU running the direct output buffer has its drain");
+                    let wanted = match job.opts.pool_pairs {
+                        Some(p) => p,
+                        None => {
+                            let sel = match selectivity {
+                                Some(s) => s,
+                                None => {
+                                    let s = sample_selectivity(job, ctx, &stream, launcher, unit, drain)?;
+                                    selectivity = Some(s);
+                                    s
+                                }
+                            };
+                            dob::pool_for(sel, piece.pairs, grid, launcher.plan.launch.block_size, page_pairs, pool_cap)
+                        }
+                    };
+                    let run = dob::run(
+                        &stream,
+                        page_pairs,
+                        grid,
+                        wanted,
+                        dob,
+                        &mut |d: &DeviceDob| {
+                            let args = KernelArgs {
+                                a: a_dev,
+                                b: b_block,
+                                counts,
+                                offsets,
+                                steps,
+                                output: DeviceOutput::Dob(d),
+                            };
+                            launcher.launch(&stream, grid, &args)
+                        },
+                        drain,
+                        sink,
+                    )?;
+                    timings.launches += run.launches;
+                    timings.overflow_relaunches += run.launches - 1;
+                    timings.download_s += run.drain_s;
+                    // Launches and drains alternate on the host: its clock places them.
+                    let end = job.start.elapsed().as_secs_f64() - run.drain_s;
+                    kernels.push((end - run.kernel_s, end));
+                }
+                StreamOutput::Totals(t) => {
+                    let output = DeviceOutput::Totals(t);
+                    let args = KernelArgs { a: a_dev, b: b_block, counts, offsets, steps, output };
+                    launcher.launch(&stream, grid, &args)?;
+                    timings.launches += 1;
+                }
+                StreamOutput::TopK(lists, _) => {
+                    let output = DeviceOutput::TopK(lists);
+                    let args = KernelArgs { a: a_dev, b: b_block, counts, offsets, steps, output };
+                    launcher.launch(&stream, grid, &args)?;
+                    lists.launched();
+                    timings.launches += 1;
+                }
+            }
+            e2.record(&stream).doing("running the kernel")?;
+            stream.synchronize().doing("running the kernel")?;
+            timings.upload_s += e0.elapsed_ms(&e1).doing("timing")? as f64 / 1e3;
+            if !matches!(out, StreamOutput::Dob(..)) {
+                let at = |e: &CudaEvent| origin.elapsed_ms(e).map(|ms| ms as f64 / 1e3).doing("timing");
+                kernels.push((at(&e1)?, at(&e2)?));
+            }
+            intervals.push((began, job.start.elapsed().as_secs_f64()));
+            pairs_done += piece.pairs;
+            job.progress.inc(piece.pairs.min(u64::MAX as u128) as u64);
+        }
+        if let StreamOutput::TopK(lists, rows) = &mut out {
+            let t = Instant::now();
+            let (values, ids) = lists.download(&stream, q_end - q_start).doing("downloading the lists")?;
+            timings.download_s += t.elapsed().as_secs_f64();
+            rows.push((q_start, values, ids));
+        }
+    }
+    let part = match out {
+        StreamOutput::Totals(_) => None,
+        StreamOutput::Dob(_, pairs) => Some(Partial::Pairs(pairs)),
+        StreamOutput::TopK(_, rows) => Some(Partial::Knn(rows)),
+    };
+    let t = Instant::now();
+    drop((own_blocks, stream));
+    timings.teardown_s = t.elapsed().as_secs_f64();
+    Ok(StreamResult { part, timings, intervals, kernels, pairs: pairs_done })
+}
+
+/// Rows sampled from a block to estimate the selectivity of a pairs problem.
+pub(super) const SELECTIVITY_SAMPLE_ROWS: usize = 2048;
+
+/// The fraction of pairs that pass, measured on the kernel itself over up to
+/// SELECTIVITY_SAMPLE_ROWS rows of each side of `unit` (the self-join seed
+/// sizes its result buffer from such a sample).
+pub(super) fn sample_selectivity(
+    job: &Job,
+    ctx: &Arc<CudaContext>,
+    stream: &Arc<CudaStream>,
+    launcher: &Launcher,
+    unit: &Unit,
+    drain: &CudaFunction,
+) -> Result<f64, GpuError> {
+    let pick = |set: &PointSet, (lo, hi): (usize, usize), salt: u64| -> PointSet {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed ^ salt ^ lo as u64);
+        let mut rows: Vec<usize> = if hi - lo <= SELECTIVITY_SAMPLE_ROWS {
+            (lo..hi).collect()
+        } else {
+            (0..SELECTIVITY_SAMPLE_ROWS).map(|_| rng.random_range(lo..hi)).collect()
+        };
+        rows.sort_unstable();
+        rows.dedup();
+        set.subset(&rows, "sample".into())
+    };
+    let between = unit.kernel == KernelKind::Between;
+    let sa = pick(&job.inputs.a, job.a_blocks[unit.a_block], 1);
+    let sb = if between { pick(job.inputs.other(), job.b_blocks[unit.b_block], 2) } else { sa.clone() };
+    // Blocks of its own: the stream's may be the GPU's resident input.
+    let upload = "uploading a sample";
+    let block = |set: &PointSet| -> Result<DeviceBlock, GpuError> {
+        let mut dev = DeviceBlock::new(ctx, stream, set, set.len(), false).doing(upload)?;
+        dev.load(stream, set, (0, 0), (0, set.len())).doing(upload)?;
+        Ok(dev)
+    };
+    let (a_dev, b_dev) = (block(&sa)?, if between { Some(block(&sb)?) } else { None });
+    let pairs = launcher.plan.shape.visit.pairs(sa.len() as u64, sb.len() as u64) as f64;
+    let OutputStage::Dob { page_pairs } = launcher.plan.output else { unreachable!("a DOB plan") };
+    let grid = launcher.plan.launch.grid_for(sa.len());
+    let counts = [sa.len() as u32, sb.len() as u32];
+    let (a_dev, b_dev) = (&a_dev, b_dev.as_ref());
+    let mut found = Vec::new();
+    let mut scratch = None;
+    dob::run(
+        stream,
+        page_pairs,
+        grid,
+        (pairs as u64).clamp(1 << 16, 1 << 23),
+        &mut scratch,
+        &mut |d: &DeviceDob| {
+            let args = KernelArgs {
+                a: a_dev,
+                b: b_dev,
+                counts,
+                offsets: [0, 0],
+                steps: [0, u32::MAX],
+                output: DeviceOutput::Dob(d),
+            };
+            launcher.launch(stream, grid, &args)
+        },
+        drain,
+        &mut found,
+    )?;
+    Ok(if pairs > 0.0 { found.len() as f64 / pairs } else { 0.0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::busy;
+
+    #[test]
+    fn busy_time_counts_overlapping_pieces_once() {
+        // Two streams: [0, 2) and [1, 3) overlap; [5, 6) stands alone; an empty interval adds nothing.
+        let t = busy(vec![(5.0, 6.0), (1.0, 3.0), (0.0, 2.0), (4.0, 4.0)]);
+        assert!((t - 4.0).abs() < 1e-12, "{t}");
+        // One interval inside another.
+        assert!((busy(vec![(0.0, 10.0), (2.0, 3.0)]) - 10.0).abs() < 1e-12);
+        assert_eq!(busy(vec![]), 0.0);
+    }
+}
