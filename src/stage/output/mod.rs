@@ -386,3 +386,23 @@ pub fn merge(collect: Collect, queries: usize, parts: Vec<Partial>) -> Outcome {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pair_lists_merge_whole_whatever_their_sizes() {
+        let parts = vec![
+            Partial::Pairs(vec![[1, 2]]),
+            Partial::Pairs(vec![]),
+            Partial::Pairs(vec![[3, 4], [5, 6], [7, 8]]),
+            Partial::Pairs(vec![[9, 10], [11, 12]]),
+        ];
+        let Outcome::Pairs(mut all) = merge(Collect::Pairs, 0, parts) else { panic!("pairs merge into pairs") };
+        all.sort_unstable();
+        assert_eq!(all, vec![[1, 2], [3, 4], [5, 6], [7, 8], [9, 10], [11, 12]]);
+        let Outcome::Pairs(none) = merge(Collect::Pairs, 0, vec![]) else { panic!("pairs merge into pairs") };
+        assert!(none.is_empty());
+    }
+}
