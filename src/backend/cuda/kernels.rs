@@ -20,7 +20,7 @@ pub(super) struct Launcher {
     pub(super) plan: Plan,
 }
 
-pub(super) static MODULES: Memo<CudaFunction> = Memo::new();
+static MODULES: Memo<CudaFunction> = Memo::new();
 
 /// A GPU's kernel on one block of a set, and its kernel between two blocks,
 /// each where a unit needs it.
@@ -54,11 +54,7 @@ impl Compiled {
     /// Loads the kernel into `ctx` (once per process and GPU).
     pub(super) fn load(self, dev: &Device, ctx: &Arc<CudaContext>) -> Result<Launcher, GpuError> {
         let Compiled { plan, entry, cubin } = self;
-        let key = Key::of(&[&cubin, &ctx.ordinal().to_le_bytes()]);
-        let func = MODULES.get_or_try(key, || -> Result<CudaFunction, GpuError> {
-            let module =
-                ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec())).doing("loading the kernel")?;
-            let func = module.load_function(&entry).doing("finding the kernel")?;
+        let func = loaded(ctx, &cubin, &entry, "the kernel", |func| {
             if plan.launch.shared_bytes + plan.launch.contribution_shared_bytes > dev.shared_per_block {
                 func.set_attribute(
                     sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -66,10 +62,30 @@ impl Compiled {
                 )
                 .doing("raising the dynamic shared memory limit")?;
             }
-            Ok(func)
+            Ok(())
         })?;
-        Ok(Launcher { func: (*func).clone(), plan })
+        Ok(Launcher { func, plan })
     }
+}
+
+/// Function `entry` of `cubin` in `ctx`, loaded (and `prepare`d) once per
+/// process and GPU.
+fn loaded(
+    ctx: &Arc<CudaContext>,
+    cubin: &[u8],
+    entry: &str,
+    what: &str,
+    prepare: impl FnOnce(&CudaFunction) -> Result<(), GpuError>,
+) -> Result<CudaFunction, GpuError> {
+    let key = Key::of(&[cubin, &ctx.ordinal().to_le_bytes()]);
+    let func = MODULES.get_or_try(key, || -> Result<CudaFunction, GpuError> {
+        let module =
+            ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec())).doing(&format!("loading {what}"))?;
+        let func = module.load_function(entry).doing(&format!("finding {what}"))?;
+        prepare(&func)?;
+        Ok(func)
+    })?;
+    Ok((*func).clone())
 }
 
 impl Launcher {
@@ -96,11 +112,5 @@ impl Launcher {
 pub(super) fn dob_drain(ctx: &Arc<CudaContext>, dev: &Device, cache: &Cache) -> Result<CudaFunction, GpuError> {
     let kernel = codegen::render_dob_drain();
     let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
-    let key = Key::of(&[&cubin, &ctx.ordinal().to_le_bytes()]);
-    let func = MODULES.get_or_try(key, || -> Result<CudaFunction, GpuError> {
-        let module =
-            ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec())).doing("loading the output drain")?;
-        module.load_function(&kernel.entry).doing("finding the output drain")
-    })?;
-    Ok((*func).clone())
+    loaded(ctx, &cubin, &kernel.entry, "the output drain", |_| Ok(()))
 }

@@ -400,7 +400,7 @@ pub fn run(
     if opts.block_points.is_none() && block_points < n_a.max(n_b) {
         notes.push(format!("inputs do not fit the GPU at once: blocks of {block_points} points"));
     }
-    let (a_blocks, b_blocks, groups) = layout(block_points);
+    let (a_blocks, b_blocks, mut groups) = layout(block_points);
     let mut launchers: Vec<KernelPair<Launcher>> = Vec::new();
     for ((own, between), (ctx, dev)) in compiled.into_iter().zip(contexts.iter().zip(&devices)) {
         let own = own.map(|c| c.load(dev, ctx)).transpose()?;
@@ -428,7 +428,6 @@ pub fn run(
     let prepare_s = wall.elapsed().as_secs_f64() - upload_after_compile;
 
     // Units largest first, so that no stream is left with a big one at the end.
-    let mut groups = groups;
     groups.sort_by_key(|g| std::cmp::Reverse(g.iter().map(|u| u.pairs).sum::<u128>()));
     let workers = contexts.len() * streams;
     let queue: Vec<Vec<Piece>> = if stage.refines_per_query() {

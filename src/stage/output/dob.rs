@@ -188,7 +188,6 @@ pub fn run<E: From<DriverError>>(
                 stream.synchronize()?;
                 unsafe { sink.set_len(start + kept) };
             }
-            stream.synchronize()?;
             run.drain_s += t.elapsed().as_secs_f64();
             if overflow == 0 {
                 return Ok(());
