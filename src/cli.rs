@@ -13,6 +13,7 @@ use crate::codegen;
 use crate::data::write::{Destination, Format, Target as ResultTarget, WriteError};
 use crate::data::{self, InputOptions, Inputs, Outside, PointSet, read_frames, read_input};
 use crate::device::{Device, PROFILE_NAMES};
+use crate::index::IndexChoice;
 use crate::plan::{Forced, Plan, Points};
 use crate::plot;
 use crate::problems;
@@ -156,6 +157,7 @@ fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         quiet: args.quiet,
         gpu: GpuOptions { streams: 2, ..Default::default() },
         verify: false,
+        index: IndexChoice::Auto,
         cache: Cache::user(),
     };
     let (counts, runs) = xi::count(
@@ -275,6 +277,10 @@ struct RunArgs {
     /// Sort pairs by (i, j).
     #[arg(long)]
     sorted: bool,
+    /// auto (a grid of cells where the spec declares a cutoff and the grid
+    /// skips at least half of the pairs), grid, or none (every pair).
+    #[arg(long, value_enum, default_value = "auto")]
+    index: IndexChoice,
     /// CPU backend: compute in double precision.
     #[arg(long)]
     f64: bool,
@@ -507,6 +513,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         quiet: args.quiet,
         gpu,
         verify: args.verify,
+        index: args.index,
         cache: Cache::user(),
     };
     let out = result_target(&problem, &args)?;

@@ -12,9 +12,11 @@ use serde::Serialize;
 use serde_json::{Value as Json, json};
 
 use crate::device::Device;
+use crate::index::IndexKind;
 use crate::plan::{Forced, Plan, Shape};
 use crate::spec::{Element, Input, Output, Params, Problem, Spacing};
 use crate::stage::contribution::{self, Test};
+use crate::stage::visit::Visit;
 use crate::stage::{Source, Template};
 
 /// NVRTC options every kernel is compiled with. `--fmad=false` keeps a * b + c
@@ -392,14 +394,21 @@ pub fn render(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, reg
 /// Renders the CPU driver: the same types, parameters, snippet and pair
 /// arithmetic as the kernel, with a host loop over the pairs of `shape`.
 /// In `f64_mode` the problem must already be widened ([`Problem::in_f64`]).
-pub fn render_cpu(problem: &Problem, params: &Params, shape: &Shape, f64_mode: bool) -> Kernel {
+pub fn render_cpu(problem: &Problem, params: &Params, shape: &Shape, index: IndexKind, f64_mode: bool) -> Kernel {
     let mut cx = common(problem, params, 1);
     cx.insert("f64_mode".into(), f64_mode.into());
     // The oracle tests values, the definition.
     let (kind, kind_cx) = contribution::fragment(problem, params, Test::Values);
     let fragments = json!({
         "contribution": render_fragment(&cx, kind, kind_cx),
-        "visit": render_fragment(&cx, shape.visit.cpu_fragment(), json!({})),
+        "visit": match index {
+            IndexKind::None => render_fragment(&cx, shape.visit.cpu_fragment(), json!({})),
+            IndexKind::Grid => render_fragment(
+                &cx,
+                Template::CpuVisitGrid,
+                json!({ "diagonal": shape.visit == Visit::LowerTriangle, "skip_self": shape.visit == Visit::AllPairs }),
+            ),
+        },
         "output": render_fragment(&cx, shape.collect.cpu_fragment(), json!({})),
     });
     cx.insert("fragments".into(), fragments);

@@ -2,7 +2,8 @@
 //! pair function to a planned, generated and compiled kernel.
 //!
 //! Data flows one way, each stage in its own module:
-//! [`spec`] (XML -> Problem) -> [`plan`] (Problem + Device -> Plan, composed
+//! [`spec`] (XML -> Problem) -> [`index`] (a cut-off problem's grid over the
+//! data) -> [`plan`] (Problem + Device -> Plan, composed
 //! from the [`stage`] families with the [`model`]s) -> [`codegen`] (Plan ->
 //! CUDA source) -> [`backend`] (compiled module, run; [`cache`]) ->
 //! [`outcome`] -> [`report`]. [`run`] and [`verify`] drive a run; [`cli`] is
@@ -14,6 +15,7 @@ pub mod cli;
 pub mod codegen;
 pub mod data;
 pub mod device;
+pub mod index;
 pub mod model;
 pub mod outcome;
 pub mod plan;

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::data::Inputs;
 use crate::data::write::{self, Destination, Format, Target, WriteError};
+use crate::index::IndexKind;
 use crate::outcome::{Outcome, Totals};
 use crate::plot::{self, Figure, PlotError, Series};
 use crate::run::Execution;
@@ -317,10 +318,19 @@ pub fn present(
         "{} on {}: {} pairs in {:.3} s ({:.3e} pairs/s; compile {:.3} s)",
         exec.backend.name(),
         exec.device,
-        exec.shape.pairs,
+        exec.index.pairs,
         t.compute_s,
         t.pairs_per_s,
         t.compile_s
+    ));
+    say(format!(
+        "  index {}: {}{}",
+        match exec.index.index {
+            IndexKind::None => "none",
+            IndexKind::Grid => "grid",
+        },
+        exec.index.why,
+        t.index_s.map_or(String::new(), |s| format!(" (made in {s:.4} s)"))
     ));
     if let Some(g) = &t.gpu {
         say(format!(
@@ -375,6 +385,7 @@ pub fn present(
         "inputs": inputs_json,
         "pairs": u64::try_from(exec.shape.pairs).map_or_else(|_| json!(exec.shape.pairs.to_string()), |p| json!(p)),
         "conventions": conventions(problem, exec.shape.visit, opts.symmetric),
+        "index": exec.index,
         "result": result,
         "timings": t,
         "plans": exec.plans,

@@ -12,6 +12,7 @@ use crate::backend::nvrtc;
 use crate::cache::Cache;
 use crate::codegen;
 use crate::data::Inputs;
+use crate::index::{self, IndexChoice, IndexError, Summary};
 use crate::outcome::Outcome;
 use crate::plan::{Plan, Points, Shape};
 use crate::spec::{Params, Problem};
@@ -55,6 +56,12 @@ pub enum RunError {
     Cpu(#[from] CpuError),
     #[error(transparent)]
     Verify(#[from] VerifyError),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error(
+        "--index grid runs on the CPU backend so far; pass --backend cpu, or --index auto to visit every pair on the GPU"
+    )]
+    GridOnGpu,
 }
 
 #[derive(Debug, Clone)]
@@ -68,6 +75,8 @@ pub struct RunOptions {
     pub gpu: GpuOptions,
     /// Re-compute on the CPU backend and fail on any difference.
     pub verify: bool,
+    /// Whether a cut-off problem visits only the pairs of neighbouring grid cells.
+    pub index: IndexChoice,
     pub cache: Cache,
 }
 
@@ -76,8 +85,12 @@ pub struct RunOptions {
 pub struct Timings {
     /// Building (or finding in the cache) the driver or kernel.
     pub compile_s: f64,
-    /// Pair computation: the CPU loop, or the GPU's upload + kernel + download.
+    /// Pair computation: the CPU loop (with the grid's making), or the GPU's
+    /// upload + kernel + download.
     pub compute_s: f64,
+    /// Sorting the points into the grid's cells and listing the neighbours.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index_s: Option<f64>,
     pub total_s: f64,
     pub pairs_per_s: f64,
     /// GPU stages from CUDA events, summed over streams and GPUs.
@@ -105,6 +118,8 @@ pub struct Execution {
     pub notes: Vec<String>,
     /// Which pairs were visited and what they added up to.
     pub shape: Shape,
+    /// Whether a grid found the pairs, and why.
+    pub index: Summary,
     pub outcome: Outcome,
     pub timings: Timings,
     /// The GPU plans (diagonal kernel, kernel between blocks).
@@ -164,6 +179,8 @@ pub fn execute_frames(
         };
         sum.add(more);
         exec.shape.pairs += next.shape.pairs;
+        exec.index.pairs += next.index.pairs;
+        exec.index.all_pairs += next.index.all_pairs;
         let t = &mut exec.timings;
         t.compile_s += next.timings.compile_s;
         t.compute_s += next.timings.compute_s;
@@ -177,7 +194,7 @@ pub fn execute_frames(
             }
         }
     }
-    exec.timings.pairs_per_s = exec.shape.pairs as f64 / exec.timings.compute_s.max(1e-9);
+    exec.timings.pairs_per_s = exec.index.pairs as f64 / exec.timings.compute_s.max(1e-9);
     exec.timings.total_s = start.elapsed().as_secs_f64();
     Ok(exec)
 }
@@ -197,7 +214,18 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
         let why = notes.first().cloned().unwrap_or_else(|| "the CPU backend was chosen".into());
         return Err(RunError::VerifyNeedsGpu(why));
     }
-    let bar = progress_bar(shape.pairs, opts.quiet);
+    let index_start = Instant::now();
+    let choice = match (backend, opts.index) {
+        (Backend::Cuda, IndexChoice::Grid) => return Err(RunError::GridOnGpu),
+        (Backend::Cuda, _) => IndexChoice::None,
+        (Backend::Cpu, choice) => choice,
+    };
+    let (grid, mut index) = index::choose(problem, params, inputs, shape.visit, shape.pairs, choice, index::CPU_RUNS)?;
+    let index_s = grid.as_ref().map(|_| index_start.elapsed().as_secs_f64());
+    if backend == Backend::Cuda && opts.index == IndexChoice::Auto && problem.cutoff.is_some() {
+        index.why = "the grid runs on the CPU backend so far: the GPU visits every pair".into();
+    }
+    let bar = progress_bar(index.pairs, opts.quiet);
     let mut exec = match backend {
         Backend::Cuda => {
             let run = cuda::run(problem, params, inputs, &opts.gpu, &opts.cache, &bar)?;
@@ -224,10 +252,12 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
                 ),
                 notes,
                 shape,
+                index,
                 outcome: run.outcome,
                 timings: Timings {
                     compile_s: g.compile_s,
                     compute_s,
+                    index_s: None,
                     total_s: 0.0,
                     pairs_per_s: pair_rate,
                     gpu: Some(g.clone()),
@@ -242,11 +272,12 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
             }
         }
         Backend::Cpu => {
-            let driver = CpuDriver::compile(problem, params, &shape, opts.f64, &opts.cache)?;
+            let driver = CpuDriver::compile(problem, params, &shape, index.index, opts.f64, &opts.cache)?;
             let compute = Instant::now();
-            let outcome = driver.run(inputs, threads, &bar);
+            let outcome = driver.run(inputs, grid.as_ref(), threads, &bar);
             bar.finish_and_clear();
-            let compute_s = compute.elapsed().as_secs_f64();
+            let compute_s = compute.elapsed().as_secs_f64() + index_s.unwrap_or(0.0);
+            let pairs = index.pairs;
             Execution {
                 backend,
                 device: format!(
@@ -256,11 +287,13 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
                 ),
                 notes,
                 shape,
+                index,
                 outcome,
                 timings: Timings {
                     compile_s: driver.compile_seconds,
                     compute_s,
-                    pairs_per_s: shape.pairs as f64 / compute_s.max(1e-9),
+                    index_s,
+                    pairs_per_s: pairs as f64 / compute_s.max(1e-9),
                     ..Default::default()
                 },
                 plans: vec![],

@@ -8,6 +8,7 @@ use crate::backend::cpu::{CpuDriver, CpuError};
 use crate::backend::cuda::{self, GpuError, GpuOptions};
 use crate::cache::Cache;
 use crate::data::Inputs;
+use crate::index::IndexKind;
 use crate::outcome::Outcome;
 use crate::plan::{Points, Shape};
 use crate::spec::{Params, Problem};
@@ -43,7 +44,8 @@ pub fn verify(
 ) -> Result<String, VerifyError> {
     let hidden = ProgressBar::hidden();
     if shape.pairs <= FULL_VERIFY_PAIRS {
-        let cpu = CpuDriver::compile(problem, params, shape, false, cache)?.run(inputs, threads, &hidden);
+        let cpu = CpuDriver::compile(problem, params, shape, IndexKind::None, false, cache)?
+            .run(inputs, None, threads, &hidden);
         if let Some(difference) = gpu.difference(&cpu) {
             return Err(VerifyError::Mismatch { what: format!("all {} pairs", shape.pairs), difference });
         }
@@ -62,7 +64,8 @@ pub fn verify(
     let mut opts = gpu_opts.clone();
     opts.block_points = None;
     let g = cuda::run(&cross, params, &sub, &opts, cache, &hidden)?.outcome;
-    let c = CpuDriver::compile(&cross, params, &cross_shape, false, cache)?.run(&sub, threads, &hidden);
+    let c = CpuDriver::compile(&cross, params, &cross_shape, IndexKind::None, false, cache)?
+        .run(&sub, None, threads, &hidden);
     if let Some(difference) = g.difference(&c) {
         return Err(VerifyError::Mismatch { what: format!("sampled rows, seed {seed}"), difference });
     }

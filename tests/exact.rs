@@ -17,6 +17,7 @@ use rand::{RngExt, SeedableRng};
 use twobs::backend::cpu::CpuDriver;
 use twobs::cache::Cache;
 use twobs::data::{Column, Inputs, PointSet};
+use twobs::index::IndexKind;
 use twobs::outcome::{Outcome, Totals};
 use twobs::plan::{Points, Shape};
 use twobs::problems::built_in;
@@ -122,8 +123,8 @@ fn run_cpu(name: &str, params: &[String], inputs: &Inputs) -> Outcome {
     let p = built_in(name).unwrap().with_sets(1 + inputs.b.is_some() as usize).unwrap();
     let params = p.bind(params).unwrap();
     let shape = Shape::new(&p, &params, points(inputs));
-    let driver = CpuDriver::compile(&p, &params, &shape, false, &cache()).unwrap();
-    driver.run(inputs, 2, &indicatif::ProgressBar::hidden())
+    let driver = CpuDriver::compile(&p, &params, &shape, IndexKind::None, false, &cache()).unwrap();
+    driver.run(inputs, None, 2, &indicatif::ProgressBar::hidden())
 }
 
 /// Self-problem sizes: one point, two points, odd sizes.
@@ -279,8 +280,10 @@ fn f64_mode_agrees_with_the_reference_too() {
     let r = safe_threshold(0.2);
     let params = p.bind(&[format!("r={r}")]).unwrap();
     let inputs = Inputs { a: set(&pts), b: None };
-    let driver = CpuDriver::compile(&p, &params, &Shape::new(&p, &params, points(&inputs)), true, &cache()).unwrap();
-    let got = driver.run(&inputs, 2, &indicatif::ProgressBar::hidden());
+    let driver =
+        CpuDriver::compile(&p, &params, &Shape::new(&p, &params, points(&inputs)), IndexKind::None, true, &cache())
+            .unwrap();
+    let got = driver.run(&inputs, None, 2, &indicatif::ProgressBar::hidden());
     let r = r as f32 as f64; // the parameter keeps its f32 value in f64 mode
     let want =
         (0..300).flat_map(|i| ((i + 1)..300).map(move |j| (i, j))).filter(|&(i, j)| dist(&pts[i], &pts[j]) < r).count();
@@ -304,8 +307,9 @@ fn weighted_histogram_sums_are_exact() {
         let inputs = Inputs { a: set(&pts), b: None };
         let params = p.bind(&[format!("bins={bins}"), format!("r_max={r_max}")]).unwrap();
         let shape = Shape::new(&p, &params, points(&inputs));
-        let got = CpuDriver::compile(&p, &params, &shape, false, &cache()).unwrap().run(
+        let got = CpuDriver::compile(&p, &params, &shape, IndexKind::None, false, &cache()).unwrap().run(
             &inputs,
+            None,
             2,
             &indicatif::ProgressBar::hidden(),
         );
@@ -450,8 +454,8 @@ fn log_spaced_histograms_are_exact_against_their_edge_table() {
             let pts = grid_points(&mut rng, n, 3);
             let inputs = Inputs { a: set(&pts), b: None };
             let shape = Shape::new(&log, &params, points(&inputs));
-            let driver = CpuDriver::compile(&log, &params, &shape, false, &cache()).unwrap();
-            let got = driver.run(&inputs, 2, &indicatif::ProgressBar::hidden());
+            let driver = CpuDriver::compile(&log, &params, &shape, IndexKind::None, false, &cache()).unwrap();
+            let got = driver.run(&inputs, None, 2, &indicatif::ProgressBar::hidden());
             // Grid distances are correctly rounded f32s; a pair's bucket is the
             // number of edges at or below its f32 distance, less one.
             let mut want = vec![0u64; bins as usize];
@@ -472,7 +476,12 @@ fn run_cpu_in(name: &str, dims: u32, params: &[String], inputs: &Inputs) -> Outc
     let p = built_in(name).unwrap().with_dims(dims).unwrap();
     let params = p.bind(params).unwrap();
     let shape = Shape::new(&p, &params, points(inputs));
-    CpuDriver::compile(&p, &params, &shape, false, &cache()).unwrap().run(inputs, 2, &indicatif::ProgressBar::hidden())
+    CpuDriver::compile(&p, &params, &shape, IndexKind::None, false, &cache()).unwrap().run(
+        inputs,
+        None,
+        2,
+        &indicatif::ProgressBar::hidden(),
+    )
 }
 
 #[test]
@@ -542,9 +551,16 @@ fn weights_per_point_are_exact_in_histograms_and_agree_in_sums() {
         let (bins, r_max) = safe_bins(40, (1.05 * scale) as f32, &grid_distances(dims));
         let p = built_in("sdh").unwrap().with_dims(dims as u32).unwrap().with_point_weights().unwrap();
         let params = p.bind(&[format!("bins={bins}"), format!("r_max={r_max}")]).unwrap();
-        let driver =
-            CpuDriver::compile(&p, &params, &Shape::new(&p, &params, points(&inputs)), false, &cache()).unwrap();
-        let got = driver.run(&inputs, 2, &indicatif::ProgressBar::hidden());
+        let driver = CpuDriver::compile(
+            &p,
+            &params,
+            &Shape::new(&p, &params, points(&inputs)),
+            IndexKind::None,
+            false,
+            &cache(),
+        )
+        .unwrap();
+        let got = driver.run(&inputs, None, 2, &indicatif::ProgressBar::hidden());
         let mut want = vec![0f64; bins as usize];
         let w = r_max as f64 / bins as f64;
         for (i, j) in pairs() {
@@ -558,9 +574,16 @@ fn weights_per_point_are_exact_in_histograms_and_agree_in_sums() {
         let h = 0.25f32;
         let p = built_in("kde").unwrap().with_dims(dims as u32).unwrap().with_point_weights().unwrap();
         let params = p.bind(&[format!("h={h}")]).unwrap();
-        let driver =
-            CpuDriver::compile(&p, &params, &Shape::new(&p, &params, points(&inputs)), false, &cache()).unwrap();
-        let Outcome::Totals(Totals::Sums(got)) = driver.run(&inputs, 2, &indicatif::ProgressBar::hidden()) else {
+        let driver = CpuDriver::compile(
+            &p,
+            &params,
+            &Shape::new(&p, &params, points(&inputs)),
+            IndexKind::None,
+            false,
+            &cache(),
+        )
+        .unwrap();
+        let Outcome::Totals(Totals::Sums(got)) = driver.run(&inputs, None, 2, &indicatif::ProgressBar::hidden()) else {
             panic!()
         };
         let h = h as f64;

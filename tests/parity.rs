@@ -21,6 +21,7 @@ use twobs::backend::cuda::{self, GpuOptions};
 use twobs::backend::nvrtc;
 use twobs::cache::Cache;
 use twobs::data::{Generator, Inputs, synthesize};
+use twobs::index::IndexKind;
 use twobs::plan::{self, Forced, Shape};
 use twobs::problems::{BUILT_IN, built_in};
 use twobs::spec::{Disk, Problem, Sets};
@@ -152,8 +153,9 @@ fn case(
     let run = cuda::run(problem, &params, &inputs, &opts, &cache, &hidden).map_err(|e| format!("GPU: {e}"))?;
     let shape = Shape::new(problem, &params, plan::points_of(problem.input.sets, a, b));
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let cpu = CpuDriver::compile(problem, &params, &shape, false, &cache).map_err(|e| format!("CPU: {e}"))?;
-    let reference = cpu.run(&inputs, threads, &hidden);
+    let cpu = CpuDriver::compile(problem, &params, &shape, IndexKind::None, false, &cache)
+        .map_err(|e| format!("CPU: {e}"))?;
+    let reference = cpu.run(&inputs, None, threads, &hidden);
     match run.outcome.difference(&reference) {
         None => Ok(Completion::Completed),
         Some(d) => Err(format!("seed {seed}, plan {}: the GPU differs from the CPU: {d}", run.plans[0].variant).into()),

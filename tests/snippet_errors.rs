@@ -11,6 +11,7 @@ use twobs::backend::nvrtc;
 use twobs::cache::Cache;
 use twobs::codegen;
 use twobs::device::Device;
+use twobs::index::IndexKind;
 use twobs::plan::{Forced, Plan, Points, Shape};
 use twobs::spec::{Disk, Problem};
 
@@ -42,7 +43,7 @@ fn both_messages(problem: &Problem) -> [String; 2] {
     let params = problem.bind(&[]).unwrap();
     let points = Points { a: 1000, b: None };
     let shape = Shape::new(problem, &params, points);
-    let cpu = match CpuDriver::compile(problem, &params, &shape, false, &cache()) {
+    let cpu = match CpuDriver::compile(problem, &params, &shape, IndexKind::None, false, &cache()) {
         Ok(_) => panic!("the CPU driver compiled a broken snippet"),
         Err(e) => e.to_string(),
     };

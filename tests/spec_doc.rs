@@ -31,13 +31,14 @@ fn section<'a>(doc: &'a str, title: &str) -> &'a str {
 fn the_document_names_every_element_attribute_and_value() {
     let doc = doc();
     let mut missing = Vec::new();
-    let elements: [(&str, &[&str]); 7] = [
+    let elements: [(&str, &[&str]); 8] = [
         ("problem", v::PROBLEM),
         ("summary", v::SUMMARY),
         ("param", v::PARAM),
         ("input", v::INPUT),
         ("field", v::FIELD),
         ("function", v::FUNCTION),
+        ("cutoff", v::CUTOFF),
         ("output", &["kind"]),
     ];
     for (element, attributes) in elements {

@@ -72,7 +72,7 @@ fn unknown_element_is_a_typo_not_ignored() {
         &with(r#"<output kind"#, r#"<ouput kind"#),
         5,
         3,
-        &["unknown element <ouput>", "expected one of: summary, input, function, output, param"],
+        &["unknown element <ouput>", "expected one of: summary, input, function, output, cutoff, param"],
     );
 }
 
@@ -324,4 +324,43 @@ impl twobs::spec::Files for RelativeTo {
     fn read(&self, path: &Path) -> Option<String> {
         std::fs::read_to_string(Path::new(self.0).join(path)).ok()
     }
+}
+
+#[test]
+fn a_cutoff_is_checked_where_it_is_written() {
+    let cut = |line: &str| with("  <param name=\"bins\"", &format!("  {line}\n  <param name=\"bins\""));
+    let (p, _, _dir) = parse(&cut(r#"<cutoff value="r_max"/>"#));
+    assert!(p.unwrap().cutoff.is_some());
+    fails_at(&cut(r#"<cutoff value="radius"/>"#), 6, 11, &["`value` = `radius`", "declared: bins, r_max"]);
+    fails_at(&cut(r#"<cutoff/>"#), 6, 3, &["<cutoff> needs attribute `value`"]);
+    fails_at(&cut(r#"<cutoff value="1" over="x"/>"#), 6, 21, &["`over` names record fields"]);
+    fails_at(&cut(r#"<cutoff value="1" cut="x"/>"#), 6, 21, &["unknown attribute `cut` on <cutoff>"]);
+    fails_at(&cut("<cutoff value=\"1\"/>\n  <cutoff value=\"2\"/>"), 7, 3, &["<cutoff> appears twice"]);
+    let knn = with(r#"<output kind="histogram" bins="bins" min="0" max="r_max"/>"#, r#"<output kind="knn" k="bins"/>"#);
+    let knn = knn.replace("  <param name=\"bins\"", "  <cutoff value=\"1\"/>\n  <param name=\"bins\"");
+    fails_at(&knn, 6, 3, &["does not go with kind=\"knn\""]);
+}
+
+#[test]
+fn a_cutoff_on_records_names_its_fields() {
+    let table = |cutoff: &str| {
+        format!(
+            r#"<problem name="t">
+  <summary>test problem</summary>
+  <input sets="2"><field name="key" type="i32"/><field name="v" type="f32"/></input>
+  <function file="f.cu" name="distance" returns="i64"/>
+  <output kind="count" threshold="d" compare="le"/>
+  {cutoff}
+  <param name="d" type="i32" default="3"/>
+  <param name="w" type="f32" default="3"/>
+</problem>
+"#
+        )
+    };
+    let (p, _, _dir) = parse(&table(r#"<cutoff value="d" over="key"/>"#));
+    assert!(p.unwrap().cutoff.is_some());
+    fails_at(&table(r#"<cutoff value="d"/>"#), 6, 3, &["needs `over`"]);
+    fails_at(&table(r#"<cutoff value="d" over="key,k"/>"#), 6, 21, &["`over` names `k`", "fields: key, v"]);
+    fails_at(&table(r#"<cutoff value="d" over="key,key"/>"#), 6, 21, &["names `key` twice"]);
+    fails_at(&table(r#"<cutoff value="w" over="key"/>"#), 6, 11, &["needs a whole number", "`w` is f32"]);
 }

@@ -29,6 +29,7 @@ fn cpu() -> RunOptions {
         quiet: true,
         gpu: GpuOptions { streams: 1, ..Default::default() },
         verify: false,
+        index: twobs::index::IndexChoice::Auto,
         cache: Cache::at(concat!(env!("CARGO_TARGET_TMPDIR"), "/twobs-cache")),
     }
 }

@@ -16,6 +16,7 @@ use super::KeyCheck;
 use crate::cache::{Cache, CacheError, Key, Memo};
 use crate::codegen;
 use crate::data::{Column, Inputs, PointSet};
+use crate::index::{Grid, IndexKind};
 use crate::outcome::Outcome;
 use crate::plan::Shape;
 use crate::spec::{Params, Problem};
@@ -45,6 +46,7 @@ pub enum CpuError {
 pub struct CpuDriver {
     lib: Arc<libloading::Library>,
     visit: Visit,
+    index: IndexKind,
     collect: Collect,
     f64_mode: bool,
     /// Where the driver's source is kept, for reading and for compiler messages.
@@ -59,9 +61,18 @@ struct RawSet {
     n: u64,
 }
 
-type TotalsFn<T> = unsafe extern "C" fn(*const RawSet, *const RawSet, u64, u64, *mut T);
-type PairsFn = unsafe extern "C" fn(*const RawSet, *const RawSet, u64, u64, *mut u32, u64) -> u64;
-type KnnFn = unsafe extern "C" fn(*const RawSet, *const RawSet, u64, u64, *mut f64, *mut u32);
+/// The grid as the driver reads it (`cpu/visit/grid.cpp`).
+#[repr(C)]
+struct RawGrid {
+    units: *const [u32; 4],
+    ranges: *const [u32; 2],
+    perm_a: *const u32,
+    perm_b: *const u32,
+}
+
+type TotalsFn<T> = unsafe extern "C" fn(*const RawSet, *const RawSet, *const RawGrid, u64, u64, *mut T);
+type PairsFn = unsafe extern "C" fn(*const RawSet, *const RawSet, *const RawGrid, u64, u64, *mut u32, u64) -> u64;
+type KnnFn = unsafe extern "C" fn(*const RawSet, *const RawSet, *const RawGrid, u64, u64, *mut f64, *mut u32);
 
 /// The C++ compiler: $CXX, else c++, else g++, else clang++; with its version line.
 fn compiler() -> Result<(String, String), CpuError> {
@@ -162,16 +173,18 @@ impl CpuDriver {
         problem: &Problem,
         params: &Params,
         shape: &Shape,
+        index: IndexKind,
         f64_mode: bool,
         cache: &Cache,
     ) -> Result<CpuDriver, CpuError> {
         let (p, v) = if f64_mode { (problem.in_f64(), params.in_f64()) } else { (problem.clone(), params.clone()) };
-        let driver = codegen::render_cpu(&p, &v, shape, f64_mode);
+        let driver = codegen::render_cpu(&p, &v, shape, index, f64_mode);
         let start = Instant::now();
         let Library { lib, source_path, cached } = library(&driver, &problem.name, cache)?;
         Ok(CpuDriver {
             lib,
             visit: shape.visit,
+            index,
             collect: shape.collect,
             f64_mode,
             source_path,
@@ -180,13 +193,21 @@ impl CpuDriver {
         })
     }
 
-    /// Runs every pair of `inputs` on `threads` threads.
-    pub fn run(&self, inputs: &Inputs, threads: usize, progress: &ProgressBar) -> Outcome {
+    /// Runs every pair of `inputs` (those of `grid`'s units where the driver
+    /// walks a grid) on `threads` threads.
+    pub fn run(&self, inputs: &Inputs, grid: Option<&Grid>, threads: usize, progress: &ProgressBar) -> Outcome {
+        assert_eq!(grid.is_some(), self.index == IndexKind::Grid, "a grid driver runs on a grid, and only it");
         let widen = |s: &PointSet| -> Vec<Column> {
             if self.f64_mode { s.columns.iter().map(Column::widened).collect() } else { s.columns.clone() }
         };
-        let a_cols = widen(&inputs.a);
-        let b_cols = inputs.b.as_ref().map(widen);
+        // A grid's driver reads both sets in cell order, and names the points by
+        // their input indices itself.
+        let (set_a, set_b) = match grid {
+            Some(g) => (&g.a.set, g.b.as_ref().map(|b| &b.set)),
+            None => (&inputs.a, inputs.b.as_ref()),
+        };
+        let a_cols = widen(set_a);
+        let b_cols = set_b.map(widen);
         let ptrs = |cols: &[Column]| -> Vec<*const c_void> { cols.iter().map(Column::as_ptr).collect() };
         let a_ptrs = ptrs(&a_cols);
         let b_ptrs = b_cols.as_deref().map(ptrs).unwrap_or_else(|| a_ptrs.clone());
@@ -194,21 +215,35 @@ impl CpuDriver {
         let n_b = inputs.other().len();
         let a = RawSet { columns: a_ptrs.as_ptr(), n: n as u64 };
         let b = RawSet { columns: b_ptrs.as_ptr(), n: n_b as u64 };
-        let sets = Shared((&a as *const RawSet, &b as *const RawSet));
+        let units: Vec<[u32; 4]> = grid
+            .map(|g| g.units.iter().map(|u| [u.own[0], u.own[1], u.ranges[0], u.ranges[1]]).collect())
+            .unwrap_or_default();
+        let raw_grid = grid.map(|g| RawGrid {
+            units: units.as_ptr(),
+            ranges: g.ranges.as_ptr(),
+            perm_a: g.a.perm.as_ptr(),
+            perm_b: g.other().perm.as_ptr(),
+        });
+        let raw_grid_ptr = raw_grid.as_ref().map_or(std::ptr::null(), |g| g as *const RawGrid);
+        let sets = Shared((&a as *const RawSet, &b as *const RawSet, raw_grid_ptr));
 
+        // Work items: rows of A, or the grid's units (most pairs first).
+        let items = grid.map_or(n, |g| g.units.len());
         let threads = threads.max(1);
-        let chunk = (n / (threads * 64)).clamp(1, 4096);
-        let chunks = n.div_ceil(chunk);
+        let chunk = (items / (threads * 64)).clamp(1, 4096);
+        let chunks = items.div_ceil(chunk);
         let next = AtomicUsize::new(0);
-        let rows_pairs =
-            |lo: usize, hi: usize| self.visit.pairs_of_rows(lo as u64, hi as u64, n as u64, n_b as u64) as u64;
+        let items_pairs = |lo: usize, hi: usize| match grid {
+            Some(g) => g.units[lo..hi].iter().map(|u| u.pairs).sum(),
+            None => self.visit.pairs_of_rows(lo as u64, hi as u64, n as u64, n_b as u64) as u64,
+        };
         let lib = &*self.lib;
         let collect = self.collect;
 
-        // Workers take chunks of rows in turn; results are kept per chunk, so
-        // that their merge does not depend on which thread ran which.
+        // Workers take chunks of work items in turn; results are kept per
+        // chunk, so that their merge does not depend on which thread ran which.
         let work = || -> Vec<(usize, Partial)> {
-            let (a, b) = sets.get();
+            let (a, b, g) = sets.get();
             let mut out = Vec::new();
             let mut buffer: Vec<u32> = Vec::new();
             loop {
@@ -216,7 +251,7 @@ impl CpuDriver {
                 if c >= chunks {
                     break;
                 }
-                let (lo, hi) = (c * chunk, ((c + 1) * chunk).min(n));
+                let (lo, hi) = (c * chunk, ((c + 1) * chunk).min(items));
                 // SAFETY: twobs_rows has the signature the output's CPU fragment
                 // gives it for this collect; the sets outlive the call; each call
                 // writes only the buffers it is given, sized for its rows.
@@ -227,22 +262,22 @@ impl CpuDriver {
                         Collect::Totals { slots, total: Total::Count } => {
                             let f: TotalsFn<u64> = *lib.get(ROWS).expect(DEFINED);
                             let mut t = vec![0u64; slots as usize];
-                            f(a, b, lo as u64, hi as u64, t.as_mut_ptr());
+                            f(a, b, g, lo as u64, hi as u64, t.as_mut_ptr());
                             Partial::Totals(crate::outcome::Totals::Counts(t))
                         }
                         Collect::Totals { slots, total: Total::Sum } => {
                             let f: TotalsFn<f64> = *lib.get(ROWS).expect(DEFINED);
                             let mut t = vec![0f64; slots as usize];
-                            f(a, b, lo as u64, hi as u64, t.as_mut_ptr());
+                            f(a, b, g, lo as u64, hi as u64, t.as_mut_ptr());
                             Partial::Totals(crate::outcome::Totals::Sums(t))
                         }
                         Collect::Pairs => {
                             let f: PairsFn = *lib.get(ROWS).expect(DEFINED);
                             let capacity = buffer.len() / 2;
-                            let m = f(a, b, lo as u64, hi as u64, buffer.as_mut_ptr(), capacity as u64) as usize;
+                            let m = f(a, b, g, lo as u64, hi as u64, buffer.as_mut_ptr(), capacity as u64) as usize;
                             if m > capacity {
                                 buffer.resize(2 * m.next_power_of_two(), 0);
-                                f(a, b, lo as u64, hi as u64, buffer.as_mut_ptr(), m as u64);
+                                f(a, b, g, lo as u64, hi as u64, buffer.as_mut_ptr(), m as u64);
                             }
                             Partial::Pairs(buffer[..2 * m].chunks_exact(2).map(|p| [p[0], p[1]]).collect())
                         }
@@ -250,12 +285,12 @@ impl CpuDriver {
                             let f: KnnFn = *lib.get(ROWS).expect(DEFINED);
                             let len = (hi - lo) * k as usize;
                             let (mut values, mut ids) = (vec![0f64; len], vec![0u32; len]);
-                            f(a, b, lo as u64, hi as u64, values.as_mut_ptr(), ids.as_mut_ptr());
+                            f(a, b, g, lo as u64, hi as u64, values.as_mut_ptr(), ids.as_mut_ptr());
                             Partial::Knn(vec![(lo, values, ids)])
                         }
                     }
                 };
-                progress.inc(rows_pairs(lo, hi));
+                progress.inc(items_pairs(lo, hi));
                 out.push((c, part));
             }
             out

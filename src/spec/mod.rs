@@ -147,6 +147,26 @@ pub struct KeyMap {
     pub estimate_proven: bool,
 }
 
+/// The spec's promise that a pair whose components differ by more than
+/// `value` in any one of `over` (the coordinates, or the named fields of a
+/// record) contributes nothing: no count, bucket, pair or sum term. With a
+/// periodic box the difference is the minimum image's. A cut-off problem may
+/// then visit only the pairs of neighbouring grid cells.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cutoff {
+    pub value: Operand,
+    /// The components the promise is about: every coordinate of a point, or
+    /// the fields named by `over` on a record.
+    pub over: CutoffOver,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CutoffOver {
+    Coordinates,
+    Fields(Vec<String>),
+}
+
 /// How the pair value is compared with a threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -272,6 +292,8 @@ pub struct Problem {
     pub output: Output,
     /// Set by `normalize` on a histogram output.
     pub normalize: Option<Normalization>,
+    /// Declared by `<cutoff>`: far pairs contribute nothing.
+    pub cutoff: Option<Cutoff>,
     pub params: Vec<Param>,
 }
 
@@ -504,7 +526,7 @@ impl Params {
         }
     }
 
-    fn describe(&self, operand: &Operand) -> String {
+    pub fn describe(&self, operand: &Operand) -> String {
         match operand {
             Operand::Literal(v) => v.to_string(),
             Operand::Param(name) => format!("{name}={}", self.eval(operand)),
@@ -554,6 +576,11 @@ impl Params {
                 }
             }
             Output::Count { .. } | Output::Sum | Output::Pairs { .. } => {}
+        }
+        if let Some(cutoff) = &problem.cutoff
+            && self.eval(&cutoff.value).as_f64() < 0.0
+        {
+            return Err(param_error!("the cutoff ({}) must not be negative", self.describe(&cutoff.value)));
         }
         if let (Some(Normalization::Rdf), Output::Histogram { max, .. }, Some((name, b))) =
             (problem.normalize, &problem.output, problem.periodic_box(self))
@@ -728,7 +755,70 @@ impl Cx<'_> {
             }
             Some(a) => return Err(self.err(a.pos, format!("normalize must be rdf, found `{}`", a.value))),
         };
-        Ok(Problem { name, summary, origin: origin.display().to_string(), input, function, output, normalize, params })
+        let cutoff = match root.children.iter().filter(|c| c.name == "cutoff").collect::<Vec<_>>()[..] {
+            [] => None,
+            [node] => Some(self.cutoff(node, &input, &output, &params)?),
+            [_, second, ..] => return Err(self.err(second.pos, "<cutoff> appears twice; a problem has one")),
+        };
+        Ok(Problem {
+            name,
+            summary,
+            origin: origin.display().to_string(),
+            input,
+            function,
+            output,
+            normalize,
+            cutoff,
+            params,
+        })
+    }
+
+    fn cutoff(&self, node: &Node, input: &Input, output: &Output, params: &[Param]) -> Result<Cutoff, SpecError> {
+        self.only_attrs(node, vocabulary::CUTOFF)?;
+        self.no_children(node)?;
+        self.no_text(node)?;
+        if matches!(output, Output::Knn { .. }) {
+            return Err(self.err(
+                node.pos,
+                "a KNN query's K neighbours may lie at any distance, so <cutoff> does not go with kind=\"knn\"",
+            ));
+        }
+        let (over, scalar) = match (&input.element, self.attr(node, "over")) {
+            (Element::Vector { .. }, Some(a)) => {
+                return Err(self.err(a.pos, "`over` names record fields; a cutoff on points covers every coordinate"));
+            }
+            (Element::Vector { scalar, .. }, None) => (CutoffOver::Coordinates, *scalar),
+            (Element::Record { .. }, None) => {
+                return Err(self.err(node.pos, "<cutoff> on a record needs `over`: the fields it bounds, as a,b"));
+            }
+            (Element::Record { fields }, Some(a)) => {
+                let mut names: Vec<String> = Vec::new();
+                let mut scalars = Vec::new();
+                for name in a.value.split(',').map(str::trim) {
+                    let Some(field) = fields.iter().find(|f| f.name == name) else {
+                        let known: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+                        return Err(self.err(
+                            a.pos,
+                            format!("`over` names `{name}`, which is not a field (fields: {})", known.join(", ")),
+                        ));
+                    };
+                    if names.iter().any(|n| n == name) {
+                        return Err(self.err(a.pos, format!("`over` names `{name}` twice")));
+                    }
+                    names.push(name.to_owned());
+                    scalars.push(field.scalar);
+                }
+                // A literal or parameter in the fields' unit: whole numbers where any field is.
+                let scalar = scalars.iter().copied().find(|s| s.is_integer()).unwrap_or(scalars[0]);
+                (CutoffOver::Fields(names), scalar)
+            }
+        };
+        let value = self.operand(
+            self.required(node, "value", "the separation beyond which pairs add nothing")?,
+            params,
+            scalar,
+        )?;
+        Ok(Cutoff { value, over })
     }
 
     fn param(&self, node: &Node) -> Result<Param, SpecError> {

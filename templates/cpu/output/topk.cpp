@@ -1,6 +1,7 @@
 // Writes the K best of each row of [begin, end) to values and ids, row i at (i - begin) * K.
-extern "C" void twobs_rows(const TwobsSet* a, const TwobsSet* b, uint64_t begin, uint64_t end, double* values,
-                           uint32_t* ids) {
+// KNN has no cutoff, so no grid: rows of brute force only.
+extern "C" void twobs_rows(const TwobsSet* a, const TwobsSet* b, const TwobsGrid*, uint64_t begin, uint64_t end,
+                           double* values, uint32_t* ids) {
   twobs_prepare();
   for (uint64_t i = begin; i < end; ++i) {
     const Point own = load_point(a, i);

@@ -5,3 +5,4 @@ static inline void for_partners(const TwobsSet* a, const TwobsSet*, uint64_t i, 
     if (j != i) f(j, load_point(a, j));
   }
 }
+{% include "cpu/visit/rows.cpp" %}

@@ -4,3 +4,4 @@ static inline void for_partners(const TwobsSet*, const TwobsSet* b, uint64_t i, 
   (void)i;
   for (uint64_t j = 0; j < b->n; ++j) f(j, load_point(b, j));
 }
+{% include "cpu/visit/rows.cpp" %}

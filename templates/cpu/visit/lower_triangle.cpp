@@ -3,3 +3,4 @@ template <class F>
 static inline void for_partners(const TwobsSet* a, const TwobsSet*, uint64_t i, F&& f) {
   for (uint64_t j = i + 1; j < a->n; ++j) f(j, load_point(a, j));
 }
+{% include "cpu/visit/rows.cpp" %}

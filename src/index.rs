@@ -1,0 +1,478 @@
+//! The grid index of a cut-off problem: both sets sorted into cells no
+//! narrower than the spec's cutoff, and for each run of set A's points in one
+//! cell, the ranges of the other set's sorted points that can hold its
+//! partners. A backend then visits only those pairs. The index is chosen here
+//! from the data: brute force stays where the grid would not skip enough.
+
+use serde::Serialize;
+
+use crate::data::{Inputs, PointSet};
+use crate::spec::{CutoffOver, Element, Params, Problem};
+use crate::stage::visit::Visit;
+
+/// `--index`: how the pairs to visit are found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum IndexChoice {
+    /// A grid where the spec declares a cutoff and the grid skips at least
+    /// half of the pairs; every pair otherwise.
+    #[default]
+    Auto,
+    /// The grid (the spec must declare a cutoff), whatever it skips.
+    Grid,
+    /// Every pair.
+    None,
+}
+
+/// Which pairs a backend's code walks: every pair of the visit, or the grid's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IndexKind {
+    None,
+    Grid,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("--index grid needs a <cutoff> in the spec of `{0}`: without one every pair may contribute")]
+    NoCutoff(String),
+    #[error("--index grid: {0}")]
+    Unusable(String),
+}
+
+/// Most axes a grid indexes: a cell's neighbours then lie in 3^(k-1) runs.
+const MAX_AXES: usize = 3;
+/// An axis is indexed only if it gets this many cells: with three, a middle
+/// cell's neighbours are every cell.
+const MIN_CELLS: u64 = 4;
+/// The grid is chosen (`auto`) when it visits at most this share of the pairs.
+const MAX_SHARE: f64 = 0.5;
+
+/// One indexed component: cell c holds the values in [origin + c side,
+/// origin + (c + 1) side); on a periodic axis cell n - 1 neighbours cell 0.
+#[derive(Debug, Clone, Serialize)]
+pub struct Axis {
+    pub component: usize,
+    pub name: String,
+    pub origin: f64,
+    pub side: f64,
+    pub cells: u32,
+    pub periodic: bool,
+}
+
+impl Axis {
+    fn cell(&self, x: f64) -> u32 {
+        let q = if self.periodic {
+            let t = (x - self.origin) / (self.side * self.cells as f64);
+            (t - t.floor()) * self.cells as f64
+        } else {
+            (x - self.origin) / self.side
+        };
+        (q.floor().max(0.0) as u64).min(self.cells as u64 - 1) as u32
+    }
+}
+
+/// A set in cell order: `set` holds the points, `perm[k]` is the index in the
+/// input of sorted point k, and cell c's points are `cell_start[c]..cell_start[c + 1]`.
+#[derive(Debug, Clone)]
+pub struct Sorted {
+    pub set: PointSet,
+    pub perm: Vec<u32>,
+    pub cell_start: Vec<u32>,
+}
+
+/// Own points `own` of set A (sorted), to be paired with the other set's
+/// sorted points in `ranges[ranges.0..ranges.1]` of the grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Unit {
+    pub own: [u32; 2],
+    pub ranges: [u32; 2],
+    /// Pairs the unit visits.
+    pub pairs: u64,
+}
+
+/// The grid of one run.
+#[derive(Debug, Clone)]
+pub struct Grid {
+    pub axes: Vec<Axis>,
+    pub a: Sorted,
+    /// The other set, for two-set problems.
+    pub b: Option<Sorted>,
+    /// Units, most pairs first.
+    pub units: Vec<Unit>,
+    /// [lo, hi) runs of the other set's sorted points.
+    pub ranges: Vec<[u32; 2]>,
+    /// One set, each unordered pair once: a unit's first range is its own
+    /// cell's row, in which own point i meets only the points after it.
+    pub diagonal: bool,
+    /// Pairs the grid visits, all units together.
+    pub pairs: u128,
+}
+
+impl Grid {
+    pub fn other(&self) -> &Sorted {
+        self.b.as_ref().unwrap_or(&self.a)
+    }
+}
+
+/// What the runner decided, and why: shown in the report and the plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub index: IndexKind,
+    pub why: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cells: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub axes: Option<Vec<Axis>>,
+    /// Pairs visited, against `all_pairs` without the grid.
+    pub pairs: u128,
+    pub all_pairs: u128,
+}
+
+/// The grid for `problem` on `inputs`, or None with the reason.
+pub fn choose(
+    problem: &Problem,
+    params: &Params,
+    inputs: &Inputs,
+    visit: Visit,
+    all_pairs: u128,
+    choice: IndexChoice,
+    runs: Runs,
+) -> Result<(Option<Grid>, Summary), IndexError> {
+    let brute =
+        |why: String| Summary { index: IndexKind::None, why, cells: None, axes: None, pairs: all_pairs, all_pairs };
+    if choice == IndexChoice::None {
+        return Ok((None, brute("--index none: every pair".into())));
+    }
+    let Some(cutoff) = &problem.cutoff else {
+        if choice == IndexChoice::Grid {
+            return Err(IndexError::NoCutoff(problem.name.clone()));
+        }
+        return Ok((None, brute("the spec declares no cutoff: every pair may contribute".into())));
+    };
+    let value = params.eval(&cutoff.value).as_f64();
+    let components = problem.input.components();
+    let over: Vec<usize> = match &cutoff.over {
+        CutoffOver::Coordinates => match problem.input.element {
+            Element::Vector { dims, .. } => (0..dims as usize).collect(),
+            Element::Record { .. } => unreachable!("the spec reader asks records for `over`"),
+        },
+        CutoffOver::Fields(names) => names
+            .iter()
+            .map(|n| components.iter().position(|c| &c.name == n).expect("the spec reader checked the names"))
+            .collect(),
+    };
+    let periodic = problem.periodic_box(params);
+    if let Some((name, b)) = &periodic
+        && b.tilts.iter().any(|&t| t != 0.0)
+    {
+        let why = format!("the box {name}={b} is triclinic, and the grid's cells are orthorhombic");
+        return match choice {
+            IndexChoice::Grid => Err(IndexError::Unusable(why)),
+            _ => Ok((None, brute(why))),
+        };
+    }
+    let sets: Vec<&PointSet> = std::iter::once(&inputs.a).chain(inputs.b.as_ref()).collect();
+    let points: usize = sets.iter().map(|s| s.len()).sum();
+    let cap = (2 * points as u64).clamp(1 << 10, 1 << 24);
+
+    // Every axis the cutoff bounds, with as many cells as fit its extent.
+    let mut candidates: Vec<Axis> = Vec::new();
+    for &c in &over {
+        let integer = components[c].scalar.is_integer();
+        let (origin, extent, periodic_length) = match &periodic {
+            Some((_, b)) => (0.0, b.lengths[c], Some(b.lengths[c])),
+            None => {
+                let (lo, hi) = sets
+                    .iter()
+                    .map(|s| s.columns[c].min_max())
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), (a, b)| (l.min(a), h.max(b)));
+                (lo, hi - lo, None)
+            }
+        };
+        // Wider than the cutoff by more than rounding: whole numbers differ by
+        // at least 1 past it; floats by 2^-10 of it plus 2^-20 of the extent,
+        // far above what rounding a separation in f32 can move it.
+        let least = if integer { value + 0.5 } else { value * (1.0 + 1.0 / 1024.0) + extent / (1u64 << 20) as f64 };
+        if !least.is_finite() || least <= 0.0 || !extent.is_finite() {
+            continue;
+        }
+        let axis = match periodic_length {
+            Some(length) => {
+                let cells = (length / least).floor() as u64;
+                Axis {
+                    component: c,
+                    name: components[c].name.clone(),
+                    origin,
+                    side: length / cells.max(1) as f64,
+                    cells: cells.min(u32::MAX as u64) as u32,
+                    periodic: true,
+                }
+            }
+            None => {
+                let cells = (extent / least).floor() as u64 + 1;
+                Axis {
+                    component: c,
+                    name: components[c].name.clone(),
+                    origin,
+                    side: least,
+                    cells: cells.min(u32::MAX as u64) as u32,
+                    periodic: false,
+                }
+            }
+        };
+        if axis.cells as u64 >= MIN_CELLS {
+            candidates.push(axis);
+        }
+    }
+    // The axes with the most cells, while the cells stay within `cap`; the
+    // last one coarsened to fit.
+    candidates.sort_by(|x, y| y.cells.cmp(&x.cells).then(x.component.cmp(&y.component)));
+    let mut axes: Vec<Axis> = Vec::new();
+    let mut cells = 1u64;
+    for mut axis in candidates.into_iter().take(MAX_AXES) {
+        let room = cap / cells;
+        if room < MIN_CELLS {
+            break;
+        }
+        if axis.cells as u64 > room {
+            let n = room;
+            if axis.periodic {
+                axis.side = axis.side * axis.cells as f64 / n as f64;
+                axis.cells = n as u32;
+            } else {
+                // (cells - 1) sides cover the extent: keep that with n cells.
+                axis.side = axis.side * (axis.cells as f64 - 1.0).max(1.0) / (n as f64 - 1.0);
+                axis.cells = n as u32;
+            }
+        }
+        cells *= axis.cells as u64;
+        axes.push(axis);
+    }
+
+    let grid = build(axes, inputs, visit, runs);
+    let summary = Summary {
+        index: IndexKind::Grid,
+        why: String::new(),
+        cells: Some(cells),
+        axes: Some(grid.axes.clone()),
+        pairs: grid.pairs,
+        all_pairs,
+    };
+    let share = grid.pairs as f64 / (all_pairs.max(1)) as f64;
+    let described = format!(
+        "cutoff {} over {}: {} cells visit {} of {} pairs ({:.3}%)",
+        params.describe(&cutoff.value),
+        over.iter().map(|&c| components[c].name.as_str()).collect::<Vec<_>>().join(","),
+        cells,
+        grid.pairs,
+        all_pairs,
+        100.0 * share
+    );
+    match choice {
+        IndexChoice::Grid => Ok((Some(grid), Summary { why: format!("--index grid: {described}"), ..summary })),
+        _ if share <= MAX_SHARE => Ok((Some(grid), Summary { why: described, ..summary })),
+        _ => Ok((None, brute(format!("{described}; too many to be worth a grid, so every pair")))),
+    }
+}
+
+/// How a backend wants its units: at most `points` own points each, and
+/// whether a unit may run over several cells of a row (the GPU's blocks want
+/// many own points more than they mind the neighbours of the whole run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Runs {
+    pub points: u32,
+    pub whole_rows: bool,
+}
+
+/// The CPU's units: one cell's points, at most 256 of them, so that a dense
+/// cell cannot stall one worker.
+pub const CPU_RUNS: Runs = Runs { points: 256, whole_rows: false };
+
+/// A row of cells next to a run's row: its offset over axes 1..k, and whether
+/// it is the own row.
+struct RowOffset {
+    offset: [i64; MAX_AXES],
+    own: bool,
+}
+
+/// The rows a run meets: all 3^(k-1) of them, or with `diagonal` the own row
+/// and the rows after it in row order (the last axis most significant), so
+/// that each pair of neighbouring rows meets once. The own row comes first.
+fn row_offsets(k: usize, diagonal: bool) -> Vec<RowOffset> {
+    let rows = 3usize.pow(k.saturating_sub(1) as u32);
+    let mut out: Vec<RowOffset> = (0..rows)
+        .map(|mut r| {
+            let mut offset = [0i64; MAX_AXES];
+            for o in offset.iter_mut().take(k).skip(1) {
+                *o = (r % 3) as i64 - 1;
+                r /= 3;
+            }
+            RowOffset { own: offset.iter().all(|&o| o == 0), offset }
+        })
+        .filter(|row| {
+            let after = row.offset.iter().rev().find(|&&o| o != 0).is_some_and(|&o| o > 0);
+            !diagonal || row.own || after
+        })
+        .collect();
+    out.sort_by_key(|row| !row.own);
+    out
+}
+
+/// Sorts both sets into the cells of `axes` and lists each run's neighbours.
+fn build(axes: Vec<Axis>, inputs: &Inputs, visit: Visit, runs: Runs) -> Grid {
+    let cells: usize = axes.iter().map(|a| a.cells as usize).product();
+    let a = sort(&inputs.a, &axes, cells);
+    let b = inputs.b.as_ref().map(|b| sort(b, &axes, cells));
+    let diagonal = visit == Visit::LowerTriangle;
+    let skip_self = visit == Visit::AllPairs;
+    let other_start = &b.as_ref().unwrap_or(&a).cell_start;
+    let k = axes.len();
+    let n: Vec<i64> = axes.iter().map(|x| x.cells as i64).collect();
+    let row_len = n.first().copied().unwrap_or(1);
+    let rows = row_offsets(k, diagonal);
+
+    let mut units = Vec::new();
+    let mut ranges: Vec<[u32; 2]> = Vec::new();
+    let mut coords = [0i64; MAX_AXES];
+    // Row by row; within a row, runs of consecutive cells [x0, x1].
+    for row_start in (0..cells).step_by(row_len as usize) {
+        let mut x0 = 0i64;
+        while x0 < row_len {
+            let cell = row_start + x0 as usize;
+            let lo = a.cell_start[cell];
+            if lo == a.cell_start[cell + 1] {
+                x0 += 1;
+                continue;
+            }
+            let mut x1 = x0;
+            if runs.whole_rows {
+                while x1 + 1 < row_len && a.cell_start[row_start + x1 as usize + 2] - lo <= runs.points {
+                    x1 += 1;
+                }
+            }
+            let hi = a.cell_start[row_start + x1 as usize + 1];
+            let first = ranges.len() as u32;
+            for row in &rows {
+                push_row_runs(&coords, row, (x0, x1), &n, &axes, diagonal, other_start, &mut ranges);
+            }
+            let mine = &ranges[first as usize..];
+            let total: u64 = mine.iter().map(|r| (r[1] - r[0]) as u64).sum();
+            let mut own = lo;
+            while own < hi {
+                let end = (own + runs.points).min(hi);
+                let m = (end - own) as u64;
+                let mut pairs = m * total;
+                if diagonal {
+                    // Own point i meets its row's points after i, not those from the row's start.
+                    let row_lo = mine[0][0] as u64;
+                    pairs -= (own as u64..end as u64).map(|i| i + 1 - row_lo).sum::<u64>();
+                } else if skip_self {
+                    pairs -= m;
+                }
+                units.push(Unit { own: [own, end], ranges: [first, ranges.len() as u32], pairs });
+                own = end;
+            }
+            x0 = x1 + 1;
+        }
+        // The next row's coordinates over axes 1..k.
+        for (c, &len) in coords.iter_mut().zip(&n).skip(1) {
+            *c += 1;
+            if *c < len {
+                break;
+            }
+            *c = 0;
+        }
+    }
+    units.sort_by(|x, y| y.pairs.cmp(&x.pairs).then(x.own[0].cmp(&y.own[0])));
+    let pairs = units.iter().map(|u| u.pairs as u128).sum();
+    Grid { axes, a, b, units, ranges, diagonal, pairs }
+}
+
+/// Pushes the runs of sorted points of the other set in one row next to the
+/// run of cells [x0, x1] of the row at `coords`: cells x0 - 1 ..= x1 + 1 of
+/// that row (from x0 on in the own row with `diagonal`), one run, or two
+/// where a periodic row wraps. Nothing where the row is past an open edge.
+#[allow(clippy::too_many_arguments)]
+fn push_row_runs(
+    coords: &[i64; MAX_AXES],
+    row: &RowOffset,
+    (x0, x1): (i64, i64),
+    n: &[i64],
+    axes: &[Axis],
+    diagonal: bool,
+    start: &[u32],
+    out: &mut Vec<[u32; 2]>,
+) {
+    if axes.is_empty() {
+        out.push([0, start[1]]);
+        return;
+    }
+    let mut base = 0i64;
+    let mut stride = n[0];
+    for axis in 1..axes.len() {
+        let mut c = coords[axis] + row.offset[axis];
+        if axes[axis].periodic {
+            c = c.rem_euclid(n[axis]);
+        } else if !(0..n[axis]).contains(&c) {
+            return;
+        }
+        base += c * stride;
+        stride *= n[axis];
+    }
+    let at = |x: i64| start[(base + x) as usize];
+    let len = n[0];
+    if diagonal && row.own {
+        // The own row from the run on: a run meets the cell after it, never
+        // the one before (that cell's run meets it). Where the row wraps, the
+        // pair of its last and first cells is met from the first's run.
+        let hi = (x1 + 1).min(len - 1);
+        out.push([at(x0), at(hi + 1)]);
+        if axes[0].periodic && x0 == 0 && hi < len - 1 {
+            out.push([at(len - 1), at(len)]);
+        }
+        return;
+    }
+    let (lo, hi) = (x0 - 1, x1 + 1);
+    if !axes[0].periodic {
+        out.push([at(lo.max(0)), at(hi.min(len - 1) + 1)]);
+    } else if hi - lo + 1 >= len {
+        out.push([at(0), at(len)]);
+    } else if lo < 0 {
+        out.push([at(0), at(hi + 1)]);
+        out.push([at(lo + len), at(len)]);
+    } else if hi >= len {
+        out.push([at(lo), at(len)]);
+        out.push([at(0), at(hi - len + 1)]);
+    } else {
+        out.push([at(lo), at(hi + 1)]);
+    }
+}
+
+/// `set` in cell order, by a stable counting sort.
+fn sort(set: &PointSet, axes: &[Axis], cells: usize) -> Sorted {
+    let n = set.len();
+    let mut cell_of = vec![0u32; n];
+    let mut stride = 1u32;
+    for axis in axes {
+        let of_axis = set.columns[axis.component].map_f64(|x| axis.cell(x));
+        for (c, a) in cell_of.iter_mut().zip(of_axis) {
+            *c += a * stride;
+        }
+        stride *= axis.cells;
+    }
+    let mut cell_start = vec![0u32; cells + 1];
+    for &c in &cell_of {
+        cell_start[c as usize + 1] += 1;
+    }
+    for c in 0..cells {
+        cell_start[c + 1] += cell_start[c];
+    }
+    let mut next = cell_start.clone();
+    let mut perm = vec![0u32; n];
+    for (i, &c) in cell_of.iter().enumerate() {
+        perm[next[c as usize] as usize] = i as u32;
+        next[c as usize] += 1;
+    }
+    let rows: Vec<usize> = perm.iter().map(|&i| i as usize).collect();
+    Sorted { set: set.subset(&rows, format!("{} in cell order", set.origin)), perm, cell_start }
+}

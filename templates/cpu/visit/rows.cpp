@@ -1,0 +1,10 @@
+// Brute force: work item i is row i of set A, met with each of its partners.
+struct TwobsGrid;
+template <class F>
+static inline void for_pairs(const TwobsSet* a, const TwobsSet* b, const TwobsGrid*, uint64_t begin, uint64_t end,
+                             F&& f) {
+  for (uint64_t i = begin; i < end; ++i) {
+    const Point own = load_point(a, i);
+    for_partners(a, b, i, [&](uint64_t j, const Point& q) { f(i, own, j, q); });
+  }
+}

@@ -1,0 +1,257 @@
+//! The grid index gives what brute force gives: every built-in with a cutoff
+//! and user specs with one, on fresh random data (uniform, clustered,
+//! exponential with lambda = 40, and points on a lattice whose separations
+//! land exactly on the cutoff), 1-D to 6-D, one set and two, periodic and
+//! open, on the CPU backend. The seed is printed; TWOBS_TEST_SEED repeats a run.
+
+use indicatif::ProgressBar;
+use rand::{RngExt, SeedableRng};
+use twobs::backend::cpu::CpuDriver;
+use twobs::backend::cuda::GpuOptions;
+use twobs::cache::Cache;
+use twobs::data::{Column, Generator, Inputs, PointSet, synthesize};
+use twobs::index::{self, IndexChoice, IndexKind, Runs};
+use twobs::outcome::Outcome;
+use twobs::plan::{Points, Shape};
+use twobs::problems::built_in;
+use twobs::run::{self, BackendChoice, Execution, RunOptions};
+use twobs::spec::{Disk, Problem};
+
+fn seed() -> u64 {
+    let s = std::env::var("TWOBS_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+    });
+    println!("TWOBS_TEST_SEED={s}");
+    s
+}
+
+fn options(index: IndexChoice) -> RunOptions {
+    RunOptions {
+        backend: BackendChoice::Cpu,
+        threads: 2,
+        f64: false,
+        quiet: true,
+        gpu: GpuOptions::default(),
+        verify: false,
+        index,
+        cache: Cache::at(concat!(env!("CARGO_TARGET_TMPDIR"), "/twobs-cache")),
+    }
+}
+
+fn run(problem: &Problem, params: &[String], inputs: &Inputs, index: IndexChoice) -> Execution {
+    let params = problem.bind(params).unwrap();
+    run::execute(problem, &params, inputs, &options(index)).unwrap()
+}
+
+/// Runs brute force and the grid; they must agree exactly, and the grid must
+/// have been used and have skipped pairs when `skips` says it should.
+fn agree(what: &str, problem: &Problem, params: &[String], inputs: &Inputs, skips: bool) {
+    let brute = run(problem, params, inputs, IndexChoice::None);
+    let grid = run(problem, params, inputs, IndexChoice::Grid);
+    assert_eq!(brute.index.index, IndexKind::None);
+    assert_eq!(grid.index.index, IndexKind::Grid, "{what}: {}", grid.index.why);
+    if skips {
+        assert!(grid.index.pairs < brute.index.pairs / 2, "{what}: the grid skips too little: {}", grid.index.why);
+    }
+    if let Some(d) = grid.outcome.difference(&brute.outcome) {
+        panic!("{what}: the grid differs from brute force: {d} ({})", grid.index.why);
+    }
+    // A result that holds nothing would agree trivially.
+    let found = match &brute.outcome {
+        Outcome::Totals(t) => t.as_f64().iter().sum::<f64>(),
+        Outcome::Pairs(p) => p.len() as f64,
+        Outcome::Knn { .. } => unreachable!("KNN takes no cutoff"),
+    };
+    assert!(found > 0.0, "{what}: brute force found nothing, so the comparison proves nothing");
+    // Units over runs of cells, as the GPU's blocks take them: tiny runs,
+    // runs of a block's size, and runs of whole rows.
+    let params = problem.bind(params).unwrap();
+    let shape =
+        Shape::new(problem, &params, Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) });
+    let driver =
+        CpuDriver::compile(problem, &params, &shape, IndexKind::Grid, false, &options(IndexChoice::Grid).cache)
+            .unwrap();
+    for points in [7, 256, 100_000] {
+        let runs = Runs { points, whole_rows: true };
+        let (grid, summary) =
+            index::choose(problem, &params, inputs, shape.visit, shape.pairs, IndexChoice::Grid, runs).unwrap();
+        let got = driver.run(inputs, grid.as_ref(), 2, &ProgressBar::hidden());
+        if let Some(d) = got.difference(&brute.outcome) {
+            panic!("{what}: the grid in runs of up to {points} points differs from brute force: {d} ({})", summary.why);
+        }
+    }
+}
+
+fn synthetic(problem: &Problem, generator: Generator, n: u64, seed: u64) -> PointSet {
+    synthesize(generator, n, &problem.input.components(), seed).unwrap()
+}
+
+/// `n` points whose coordinates are multiples of 1/16 in [0, 1): many pairs
+/// lie exactly one cutoff of 1/8 apart, on cell edges or across them.
+fn lattice(rng: &mut rand::rngs::StdRng, n: usize, d: usize) -> PointSet {
+    PointSet {
+        columns: (0..d)
+            .map(|_| Column::F32((0..n).map(|_| rng.random_range(0..16u32) as f32 / 16.0).collect()))
+            .collect(),
+        origin: "lattice".into(),
+        rows: None,
+    }
+}
+
+const GENERATORS: [Generator; 3] = [Generator::Uniform, Generator::Clustered, Generator::Exponential];
+
+#[test]
+fn selfjoin_and_2pcf_from_one_to_six_dimensions() {
+    let seed = seed();
+    for (name, param) in [("selfjoin", "eps"), ("2pcf", "r")] {
+        for dims in 1..=6u32 {
+            let p = built_in(name).unwrap().with_dims(dims).unwrap();
+            for (g, generator) in GENERATORS.into_iter().enumerate() {
+                let cutoff = [0.02, 0.05, 0.08, 0.15, 0.2, 0.25][dims as usize - 1];
+                let inputs = Inputs { a: synthetic(&p, generator, 3000, seed + g as u64), b: None };
+                let what = format!("{name} {dims}-D {} {param}={cutoff}", generator.name());
+                agree(&what, &p, &[format!("{param}={cutoff}")], &inputs, generator == Generator::Uniform && dims <= 3);
+            }
+        }
+    }
+}
+
+#[test]
+fn separations_exactly_at_the_cutoff() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    for dims in 1..=4 {
+        for (name, param) in [("selfjoin", "eps"), ("2pcf", "r")] {
+            let p = built_in(name).unwrap().with_dims(dims).unwrap();
+            let inputs = Inputs { a: lattice(&mut rng, 1500, dims as usize), b: None };
+            agree(&format!("{name} {dims}-D lattice"), &p, &[format!("{param}=0.125")], &inputs, false);
+        }
+    }
+}
+
+#[test]
+fn histograms_of_sdh_and_rdf_open_and_periodic_one_set_and_two() {
+    let seed = seed();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let sdh = built_in("sdh").unwrap();
+    for generator in GENERATORS {
+        let inputs = Inputs { a: synthetic(&sdh, generator, 3000, seed), b: None };
+        let what = format!("sdh {}", generator.name());
+        agree(&what, &sdh, &["r_max=0.15".into(), "bins=37".into()], &inputs, generator == Generator::Uniform);
+    }
+    for sets in [1, 2] {
+        let rdf = built_in("rdf").unwrap().with_sets(sets).unwrap();
+        for boxed in ["0", "1", "1,1.25,0.8125"] {
+            let params = ["r_max=0.125".to_owned(), "bins=50".into(), format!("box={boxed}")];
+            let lattice_inputs =
+                Inputs { a: lattice(&mut rng, 2000, 3), b: (sets == 2).then(|| lattice(&mut rng, 1500, 3)) };
+            // Lattice points fill the unit cube; a larger box leaves room to wrap.
+            agree(&format!("rdf {sets} set(s) box={boxed} lattice"), &rdf, &params, &lattice_inputs, false);
+            for generator in GENERATORS {
+                let inputs = Inputs {
+                    a: synthetic(&rdf, generator, 2500, seed + 1),
+                    b: (sets == 2).then(|| synthetic(&rdf, generator, 2000, seed + 2)),
+                };
+                let what = format!("rdf {sets} set(s) box={boxed} {}", generator.name());
+                agree(&what, &rdf, &params, &inputs, generator == Generator::Uniform);
+            }
+        }
+    }
+}
+
+#[test]
+fn band_join_on_whole_number_keys() {
+    let seed = seed();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let nlj = built_in("nlj").unwrap();
+    let keys = |rng: &mut rand::rngs::StdRng, n: usize, lo: i32, hi: i32| PointSet {
+        columns: vec![Column::I32((0..n).map(|_| rng.random_range(lo..=hi)).collect())],
+        origin: "keys".into(),
+        rows: None,
+    };
+    for d in [0, 1, 7, 1073] {
+        // Keys spread over all of i32, and keys crowded into a few hundred values.
+        for (lo, hi) in [(i32::MIN, i32::MAX), (-300, 300), (0, 20000)] {
+            let inputs = Inputs { a: keys(&mut rng, 3000, lo, hi), b: Some(keys(&mut rng, 2500, lo, hi)) };
+            let what = format!("nlj d={d} keys in [{lo}, {hi}]");
+            let brute = run(&nlj, &[format!("d={d}")], &inputs, IndexChoice::None);
+            let Outcome::Pairs(found) = &brute.outcome else { panic!("pairs") };
+            if found.is_empty() {
+                // Sparse keys with a narrow band: still the grid must find nothing too.
+                let grid = run(&nlj, &[format!("d={d}")], &inputs, IndexChoice::Grid);
+                assert_eq!(grid.outcome, brute.outcome, "{what}");
+                continue;
+            }
+            agree(&what, &nlj, &[format!("d={d}")], &inputs, false);
+        }
+    }
+}
+
+/// A user's problem: a non-symmetric function on one set (every ordered pair
+/// is visited), with its own cutoff, in a histogram.
+const SHIFT: &str = r#"<problem name="shift">
+  <summary>signed x separation of pairs within r of each other in every coordinate</summary>
+  <input sets="1" type="f32" dims="3"/>
+  <function file="shift.cu" name="shift"/>
+  <output kind="histogram" bins="bins" min="lo" max="r"/>
+  <cutoff value="r"/>
+  <param name="bins" type="u32" default="40"/>
+  <param name="lo" type="f32" default="-0.1"/>
+  <param name="r" type="f32" default="0.1"/>
+</problem>
+"#;
+const SHIFT_CU: &str = "__device__ float shift(float3 a, float3 b) {
+  const float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
+  // Past r in any coordinate the pair falls outside the histogram: the cutoff's promise.
+  return fmaxf(fabsf(dx), fmaxf(fabsf(dy), fabsf(dz))) <= params::r ? dx + 0.25f * dy : 1e30f;
+}
+";
+
+#[test]
+fn a_user_spec_with_a_cutoff_and_every_ordered_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("shift.cu"), SHIFT_CU).unwrap();
+    let path = dir.path().join("shift.xml");
+    std::fs::write(&path, SHIFT).unwrap();
+    let p = Problem::parse(SHIFT, &path, &Disk).unwrap();
+    let seed = seed();
+    for generator in GENERATORS {
+        let inputs = Inputs { a: synthetic(&p, generator, 3000, seed), b: None };
+        agree(&format!("shift {}", generator.name()), &p, &[], &inputs, generator == Generator::Uniform);
+    }
+}
+
+#[test]
+fn auto_keeps_brute_force_where_the_grid_skips_too_little_and_says_why() {
+    let p = built_in("2pcf").unwrap();
+    let inputs = Inputs { a: synthetic(&p, Generator::Uniform, 2000, seed()), b: None };
+    let far = run(&p, &["r=0.6".into()], &inputs, IndexChoice::Auto);
+    assert_eq!(far.index.index, IndexKind::None);
+    assert!(far.index.why.contains("too many to be worth a grid"), "{}", far.index.why);
+    let near = run(&p, &["r=0.05".into()], &inputs, IndexChoice::Auto);
+    assert_eq!(near.index.index, IndexKind::Grid, "{}", near.index.why);
+    assert!(near.index.pairs < far.index.pairs / 20, "{}", near.index.why);
+    // A grid forced where no axis gets cells still visits every pair, once.
+    let one_cell = run(&p, &["r=0.6".into()], &inputs, IndexChoice::Grid);
+    assert_eq!(one_cell.index.index, IndexKind::Grid);
+    assert_eq!(one_cell.index.pairs, one_cell.index.all_pairs);
+    assert_eq!(one_cell.outcome, far.outcome);
+    // No cutoff, no grid: forced, that is an error naming the problem.
+    let kde = built_in("kde").unwrap();
+    let params = kde.bind(&[]).unwrap();
+    let err = run::execute(&kde, &params, &inputs, &options(IndexChoice::Grid)).unwrap_err().to_string();
+    assert!(err.contains("needs a <cutoff>") && err.contains("`kde`"), "{err}");
+    let negative = p.bind(&["r=-1".into()]).unwrap_err().to_string();
+    assert!(negative.contains("must not be negative"), "{negative}");
+}
+
+#[test]
+fn the_f64_mode_walks_the_grid_too() {
+    let p = built_in("selfjoin").unwrap().with_dims(3).unwrap();
+    let inputs = Inputs { a: synthetic(&p, Generator::Clustered, 3000, seed()), b: None };
+    let params = p.bind(&["eps=0.03".into()]).unwrap();
+    let f64_run =
+        |index| run::execute(&p, &params, &inputs, &RunOptions { f64: true, ..options(index) }).unwrap().outcome;
+    let (brute, grid) = (f64_run(IndexChoice::None), f64_run(IndexChoice::Grid));
+    assert!(matches!(&brute, Outcome::Pairs(v) if !v.is_empty()));
+    assert_eq!(grid.difference(&brute), None);
+}
