@@ -413,6 +413,7 @@ pub fn render_cpu(problem: &Problem, params: &Params, shape: &Shape, index: Inde
     });
     cx.insert("fragments".into(), fragments);
     cx.insert("names".into(), json!({ "visit": shape.visit.name(), "kind": problem.output.kind() }));
+    cx.insert("unordered".into(), shape.visit.unordered().into());
     finish(problem, render_template(Template::CpuDriver, cx), "twobs_rows".into(), format!("{}.cpp", problem.name))
 }
 

@@ -33,6 +33,7 @@ static inline Point load_point(const TwobsSet* s, uint64_t i) {
   return p;
 }
 
+[[maybe_unused]] constexpr bool TWOBS_UNORDERED = {{ unordered }};  // a pair is (min, max), not (own, other)
 // ------------------------------------------------------------------ the pairs: {{ names.visit }}
 {{ fragments.visit }}
 // ------------------------------------------------------------------ the output

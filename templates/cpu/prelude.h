@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmath>
+#include <utility>
 
 #define __device__
 #define __host__

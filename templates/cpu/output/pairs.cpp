@@ -7,8 +7,11 @@ extern "C" uint64_t twobs_rows(const TwobsSet* a, const TwobsSet* b, const Twobs
   for_pairs(a, b, grid, begin, end, [&](uint64_t i, const Point& own, uint64_t j, const Point& q) {
     if (passes(own, q)) {
       if (m < capacity) {
-        out[2 * m] = static_cast<uint32_t>(i);
-        out[2 * m + 1] = static_cast<uint32_t>(j);
+        uint64_t first = input_index_a(grid, i), second = input_index_b(grid, j);
+        // One set, each pair once, as (min, max).
+        if (TWOBS_UNORDERED && first > second) std::swap(first, second);
+        out[2 * m] = static_cast<uint32_t>(first);
+        out[2 * m + 1] = static_cast<uint32_t>(second);
       }
       ++m;
     }

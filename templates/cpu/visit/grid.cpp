@@ -1,6 +1,6 @@
 // The grid: work item u is unit u, a run of set A's points in cell order, met
 // with the other set's points (in cell order too) in the unit's ranges, the
-// runs of the cells next to its own. The indices passed on are the inputs'.
+// runs of the cells next to its own.
 struct TwobsGrid {
   const uint32_t* units;   // 4 per unit: own points [lo, hi), its ranges [first, end)
   const uint32_t* ranges;  // 2 per range: sorted points [lo, hi)
@@ -13,6 +13,12 @@ constexpr bool TWOBS_DIAGONAL = {{ stage.diagonal }};
 // One set, every ordered pair: a point is not its own partner.
 constexpr bool TWOBS_SKIP_SELF = {{ stage.skip_self }};
 
+// The input index of sorted point i of set A, and of sorted point j of the other set.
+static inline uint64_t input_index_a(const TwobsGrid* g, uint64_t i) { return g->perm_a[i]; }
+static inline uint64_t input_index_b(const TwobsGrid* g, uint64_t j) { return g->perm_b[j]; }
+
+// Calls f(i, own, j, q) for the pairs of work items [begin, end), i and j
+// the points' places in cell order (input_index_* names them).
 template <class F>
 static inline void for_pairs(const TwobsSet* a, const TwobsSet* b, const TwobsGrid* g, uint64_t begin, uint64_t end,
                              F&& f) {
@@ -20,20 +26,12 @@ static inline void for_pairs(const TwobsSet* a, const TwobsSet* b, const TwobsGr
     const uint32_t* unit = g->units + 4 * u;
     for (uint64_t i = unit[0]; i < unit[1]; ++i) {
       const Point own = load_point(a, i);
-      const uint64_t id = g->perm_a[i];
       for (uint32_t r = unit[2]; r < unit[3]; ++r) {
         const uint64_t lo = TWOBS_DIAGONAL && r == unit[2] ? i + 1 : g->ranges[2 * r];
         const uint64_t hi = g->ranges[2 * r + 1];
         for (uint64_t j = lo; j < hi; ++j) {
           if (TWOBS_SKIP_SELF && j == i) continue;
-          const uint64_t jd = g->perm_b[j];
-          const Point q = load_point(b, j);
-          // As brute force meets an unordered pair: the lower index is the own point.
-          if (TWOBS_DIAGONAL && jd < id) {
-            f(jd, q, id, own);
-          } else {
-            f(id, own, jd, q);
-          }
+          f(i, own, j, load_point(b, j));
         }
       }
     }

@@ -1,5 +1,7 @@
 // Brute force: work item i is row i of set A, met with each of its partners.
 struct TwobsGrid;
+static inline uint64_t input_index_a(const TwobsGrid*, uint64_t i) { return i; }
+static inline uint64_t input_index_b(const TwobsGrid*, uint64_t j) { return j; }
 template <class F>
 static inline void for_pairs(const TwobsSet* a, const TwobsSet* b, const TwobsGrid*, uint64_t begin, uint64_t end,
                              F&& f) {
