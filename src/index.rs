@@ -331,11 +331,16 @@ fn build(axes: Vec<Axis>, inputs: &Inputs, visit: Visit, runs: Runs) -> Grid {
     let row_len = n.first().copied().unwrap_or(1);
     let rows = row_offsets(k, diagonal);
 
-    let mut units = Vec::new();
-    let mut ranges: Vec<[u32; 2]> = Vec::new();
-    let mut coords = [0i64; MAX_AXES];
-    // Row by row; within a row, runs of consecutive cells [x0, x1].
-    for row_start in (0..cells).step_by(row_len as usize) {
+    // The runs of one row of cells, [x0, x1] at a time, with their ranges
+    // (numbered from 0 in `ranges`).
+    let row_units = |row: usize, units: &mut Vec<Unit>, ranges: &mut Vec<[u32; 2]>| {
+        let mut coords = [0i64; MAX_AXES];
+        let mut rest = row as i64;
+        for (c, &len) in coords.iter_mut().zip(&n).skip(1) {
+            *c = rest % len;
+            rest /= len;
+        }
+        let row_start = row * row_len as usize;
         let mut x0 = 0i64;
         while x0 < row_len {
             let cell = row_start + x0 as usize;
@@ -353,7 +358,7 @@ fn build(axes: Vec<Axis>, inputs: &Inputs, visit: Visit, runs: Runs) -> Grid {
             let hi = a.cell_start[row_start + x1 as usize + 1];
             let first = ranges.len() as u32;
             for row in &rows {
-                push_row_runs(&coords, row, (x0, x1), &n, &axes, diagonal, other_start, &mut ranges);
+                push_row_runs(&coords, row, (x0, x1), &n, &axes, diagonal, other_start, ranges);
             }
             let mine = &ranges[first as usize..];
             let total: u64 = mine.iter().map(|r| (r[1] - r[0]) as u64).sum();
@@ -374,16 +379,36 @@ fn build(axes: Vec<Axis>, inputs: &Inputs, visit: Visit, runs: Runs) -> Grid {
             }
             x0 = x1 + 1;
         }
-        // The next row's coordinates over axes 1..k.
-        for (c, &len) in coords.iter_mut().zip(&n).skip(1) {
-            *c += 1;
-            if *c < len {
-                break;
-            }
-            *c = 0;
-        }
+    };
+    // Rows in parallel, each thread a band of them; the bands then join in order.
+    let n_rows = cells / row_len as usize;
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    let band = n_rows.div_ceil(threads).max(256);
+    let bands: Vec<(Vec<Unit>, Vec<[u32; 2]>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n_rows)
+            .step_by(band)
+            .map(|first| {
+                let row_units = &row_units;
+                s.spawn(move || {
+                    let (mut units, mut ranges) = (Vec::new(), Vec::new());
+                    for row in first..(first + band).min(n_rows) {
+                        row_units(row, &mut units, &mut ranges);
+                    }
+                    (units, ranges)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("a grid band panicked")).collect()
+    });
+    let mut units = Vec::with_capacity(bands.iter().map(|b| b.0.len()).sum());
+    let mut ranges = Vec::with_capacity(bands.iter().map(|b| b.1.len()).sum());
+    for (band_units, band_ranges) in bands {
+        let offset = ranges.len() as u32;
+        units
+            .extend(band_units.into_iter().map(|u| Unit { ranges: [u.ranges[0] + offset, u.ranges[1] + offset], ..u }));
+        ranges.extend(band_ranges);
     }
-    units.sort_by(|x, y| y.pairs.cmp(&x.pairs).then(x.own[0].cmp(&y.own[0])));
+    units.sort_unstable_by_key(|u| (std::cmp::Reverse(u.pairs), u.own[0]));
     let pairs = units.iter().map(|u| u.pairs as u128).sum();
     Grid { axes, a, b, units, ranges, diagonal, pairs }
 }
@@ -448,18 +473,28 @@ fn push_row_runs(
     }
 }
 
-/// `set` in cell order, by a stable counting sort.
+/// `set` in cell order, by a stable counting sort. The cells of the points
+/// and the sorted columns are made on every core; the counting sort itself
+/// is one pass.
 fn sort(set: &PointSet, axes: &[Axis], cells: usize) -> Sorted {
     let n = set.len();
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    let chunk = n.div_ceil(threads).max(1 << 16);
     let mut cell_of = vec![0u32; n];
-    let mut stride = 1u32;
-    for axis in axes {
-        let of_axis = set.columns[axis.component].map_f64(|x| axis.cell(x));
-        for (c, a) in cell_of.iter_mut().zip(of_axis) {
-            *c += a * stride;
+    std::thread::scope(|s| {
+        for (k, part) in cell_of.chunks_mut(chunk).enumerate() {
+            s.spawn(move || {
+                let mut stride = 1u32;
+                for axis in axes {
+                    let col = &set.columns[axis.component];
+                    for (i, c) in part.iter_mut().enumerate() {
+                        *c += axis.cell(col.get_f64(k * chunk + i)) * stride;
+                    }
+                    stride *= axis.cells;
+                }
+            });
         }
-        stride *= axis.cells;
-    }
+    });
     let mut cell_start = vec![0u32; cells + 1];
     for &c in &cell_of {
         cell_start[c as usize + 1] += 1;
@@ -473,6 +508,6 @@ fn sort(set: &PointSet, axes: &[Axis], cells: usize) -> Sorted {
         perm[next[c as usize] as usize] = i as u32;
         next[c as usize] += 1;
     }
-    let rows: Vec<usize> = perm.iter().map(|&i| i as usize).collect();
-    Sorted { set: set.subset(&rows, format!("{} in cell order", set.origin)), perm, cell_start }
+    let columns = set.columns.iter().map(|c| c.gather(&perm, threads)).collect();
+    Sorted { set: PointSet { columns, origin: format!("{} in cell order", set.origin), rows: None }, perm, cell_start }
 }

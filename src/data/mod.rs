@@ -163,6 +163,28 @@ impl Column {
         }
     }
 
+    /// The values at `idx`, in order, gathered on up to `threads` threads.
+    pub fn gather(&self, idx: &[u32], threads: usize) -> Column {
+        fn gather<T: Copy + Send + Sync>(v: &[T], idx: &[u32], threads: usize) -> Vec<T> {
+            let Some(&fill) = v.first() else { return Vec::new() };
+            let mut out = vec![fill; idx.len()];
+            let chunk = idx.len().div_ceil(threads.max(1)).max(1 << 16);
+            std::thread::scope(|s| {
+                for (dst, src) in out.chunks_mut(chunk).zip(idx.chunks(chunk)) {
+                    s.spawn(move || dst.iter_mut().zip(src).for_each(|(d, &i)| *d = v[i as usize]));
+                }
+            });
+            out
+        }
+        match self {
+            Column::F32(v) => Column::F32(gather(v, idx, threads)),
+            Column::F64(v) => Column::F64(gather(v, idx, threads)),
+            Column::I32(v) => Column::I32(gather(v, idx, threads)),
+            Column::I64(v) => Column::I64(gather(v, idx, threads)),
+            Column::U32(v) => Column::U32(gather(v, idx, threads)),
+        }
+    }
+
     /// The column in f64 (for the CPU backend's f64 mode): floats widen, integers stay.
     pub fn widened(&self) -> Column {
         match self {
