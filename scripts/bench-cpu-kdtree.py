@@ -3,7 +3,8 @@
 
 Self-joins (every pair within eps) on the issue's datasets, generated here
 with numpy default_rng(12345): 200k 3-D points in [0, 1)^3 with eps = 0.01,
-and the 2M 2-D points in [0, 100)^2 with eps = 0.2257. twobs runs with
+the 2M 2-D points in [0, 100)^2 with eps = 0.2257, and the next 1M 3-D points
+in [0, 100)^3 with eps = 1.9695. twobs runs with
 --backend cpu on every core; its time is the report's compute_s (grid made
 and pairs found, input and result in host memory). cKDTree's time is the
 tree's build plus query_pairs (output_type="ndarray"), on every core where
@@ -23,9 +24,11 @@ out = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("OUT", "/tmp")
 twobs = os.environ.get("TWOBS", "target/release/twobs")
 rng = np.random.default_rng(12345)
 two_d = rng.random((2_000_000, 2), dtype=np.float32) * 100
+three_d = rng.random((1_000_000, 3), dtype=np.float32) * 100
 cases = [
     ("selfjoin 200k 3-D eps 0.01", np.random.default_rng(12345).random((200_000, 3), dtype=np.float32), 0.01),
     ("selfjoin 2M 2-D eps 0.2257", two_d, 0.2257),
+    ("selfjoin 1M 3-D eps 1.9695", three_d, 1.9695),
 ]
 try:
     from scipy.spatial import cKDTree
