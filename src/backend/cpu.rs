@@ -245,7 +245,8 @@ impl CpuDriver {
         let work = || -> Vec<(usize, Partial)> {
             let (a, b, g) = sets.get();
             let mut out = Vec::new();
-            let mut buffer: Vec<u32> = Vec::new();
+            // Room for 64k pairs to start with, so that a chunk is seldom walked twice.
+            let mut buffer: Vec<u32> = if collect == Collect::Pairs { vec![0; 2 << 16] } else { Vec::new() };
             loop {
                 let c = next.fetch_add(1, Ordering::Relaxed);
                 if c >= chunks {
