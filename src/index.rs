@@ -101,9 +101,6 @@ pub struct Grid {
     pub units: Vec<Unit>,
     /// [lo, hi) runs of the other set's sorted points.
     pub ranges: Vec<[u32; 2]>,
-    /// One set, each unordered pair once: a unit's first range is its own
-    /// cell's row, in which own point i meets only the points after it.
-    pub diagonal: bool,
     /// Pairs the grid visits, all units together.
     pub pairs: u128,
 }
@@ -196,29 +193,22 @@ pub fn choose(
         if !least.is_finite() || least <= 0.0 || !extent.is_finite() {
             continue;
         }
-        let axis = match periodic_length {
+        // A periodic axis splits its length evenly; an open one starts at the
+        // smallest value, with cells of the least width.
+        let (side, cells) = match periodic_length {
             Some(length) => {
                 let cells = (length / least).floor() as u64;
-                Axis {
-                    component: c,
-                    name: components[c].name.clone(),
-                    origin,
-                    side: length / cells.max(1) as f64,
-                    cells: cells.min(u32::MAX as u64) as u32,
-                    periodic: true,
-                }
+                (length / cells.max(1) as f64, cells)
             }
-            None => {
-                let cells = (extent / least).floor() as u64 + 1;
-                Axis {
-                    component: c,
-                    name: components[c].name.clone(),
-                    origin,
-                    side: least,
-                    cells: cells.min(u32::MAX as u64) as u32,
-                    periodic: false,
-                }
-            }
+            None => (least, (extent / least).floor() as u64 + 1),
+        };
+        let axis = Axis {
+            component: c,
+            name: components[c].name.clone(),
+            origin,
+            side,
+            cells: cells.min(u32::MAX as u64) as u32,
+            periodic: periodic_length.is_some(),
         };
         if axis.cells as u64 >= MIN_CELLS {
             candidates.push(axis);
@@ -410,7 +400,7 @@ fn build(axes: Vec<Axis>, inputs: &Inputs, visit: Visit, runs: Runs) -> Grid {
     }
     units.sort_unstable_by_key(|u| (std::cmp::Reverse(u.pairs), u.own[0]));
     let pairs = units.iter().map(|u| u.pairs as u128).sum();
-    Grid { axes, a, b, units, ranges, diagonal, pairs }
+    Grid { axes, a, b, units, ranges, pairs }
 }
 
 /// Pushes the runs of sorted points of the other set in one row next to the

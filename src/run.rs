@@ -221,7 +221,9 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
         (Backend::Cpu, choice) => choice,
     };
     let (grid, mut index) = index::choose(problem, params, inputs, shape.visit, shape.pairs, choice, index::CPU_RUNS)?;
-    let index_s = grid.as_ref().map(|_| index_start.elapsed().as_secs_f64());
+    // A grid made and then found not worth it cost its time too.
+    let built = problem.cutoff.is_some() && choice != IndexChoice::None;
+    let index_s = built.then(|| index_start.elapsed().as_secs_f64());
     if backend == Backend::Cuda && opts.index == IndexChoice::Auto && problem.cutoff.is_some() {
         index.why = "the grid runs on the CPU backend so far: the GPU visits every pair".into();
     }

@@ -86,30 +86,17 @@ impl Column {
         }
     }
 
-    /// `f` of every value, as f64.
-    pub fn map_f64<T>(&self, f: impl Fn(f64) -> T) -> Vec<T> {
-        match self {
-            Column::F32(v) => v.iter().map(|&x| f(x as f64)).collect(),
-            Column::F64(v) => v.iter().map(|&x| f(x)).collect(),
-            Column::I32(v) => v.iter().map(|&x| f(x as f64)).collect(),
-            Column::I64(v) => v.iter().map(|&x| f(x as f64)).collect(),
-            Column::U32(v) => v.iter().map(|&x| f(x as f64)).collect(),
-        }
-    }
-
     /// The smallest and largest value, as f64.
     pub fn min_max(&self) -> (f64, f64) {
-        fn fold<T: Copy + Into<f64>>(v: &[T]) -> (f64, f64) {
-            v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x.into()), hi.max(x.into())))
+        fn fold<T: Copy>(v: &[T], f64_of: impl Fn(T) -> f64) -> (f64, f64) {
+            v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(f64_of(x)), hi.max(f64_of(x))))
         }
         match self {
-            Column::F32(v) => fold(v),
-            Column::F64(v) => fold(v),
-            Column::I32(v) => fold(v),
-            Column::I64(v) => {
-                v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x as f64), hi.max(x as f64)))
-            }
-            Column::U32(v) => fold(v),
+            Column::F32(v) => fold(v, f64::from),
+            Column::F64(v) => fold(v, |x| x),
+            Column::I32(v) => fold(v, f64::from),
+            Column::I64(v) => fold(v, |x| x as f64),
+            Column::U32(v) => fold(v, f64::from),
         }
     }
 
