@@ -127,13 +127,13 @@ __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
 // is A's point i0 + r * B (so that the block's loads of them coalesce).
 struct Here {
   unsigned i0;               // the thread's first own point in set A's block
-  unsigned n_a;              // points in A's block: own points at or past it are padding
+  unsigned own_end;          // the end of the block's own points: those at or past it are padding
   unsigned a_offset;         // whole-input index of A's first point
   unsigned other_offset;     // likewise for the other set
   unsigned char* output_smem;  // the output's shared memory, after the input tile
 
   __device__ __forceinline__ unsigned own(unsigned r) const { return i0 + r * B; }
-  __device__ __forceinline__ bool valid(unsigned r) const { return own(r) < n_a; }
+  __device__ __forceinline__ bool valid(unsigned r) const { return own(r) < own_end; }
 };
 
 // ------------------------------------------------------------------ what a pair contributes: knn
@@ -185,6 +185,8 @@ __device__ __forceinline__ void prepare_contribution() {}
 // component, and every thread reads it back (broadcast, no bank conflicts),
 // RUN points of each array in one load.
 constexpr unsigned RUN = 4;
+// Tiles start where every array's 16-byte loads are aligned.
+[[maybe_unused]] constexpr unsigned TILE_ALIGN = 4;
 template <class T>
 struct alignas(RUN * sizeof(T)) Run {
   T v[RUN];
@@ -335,14 +337,16 @@ extern "C" __global__ void __launch_bounds__(B) twobs_knn(
   const unsigned t = threadIdx.x;
   const unsigned block = blockIdx.x;
   const unsigned first = block * B * R;  // the block's first own point
-  const Here here = {first + t, a.n, a_offset, other_offset, smem + TILE_BYTES};
+  const unsigned own_end = a.n;          // own points at or past it are padding
+
+  const Here here = {first + t, own_end, a_offset, other_offset, smem + TILE_BYTES};
   prepare_contribution();
   __syncthreads();
   Point own[R];
 #pragma unroll
   for (unsigned r = 0; r < R; ++r) own[r] = load_point(a, here.own(r));  // padding rows are loaded, never counted
   // Interior blocks own no padding: their full tiles skip every validity test.
-  const bool all_own_valid = first + B * R <= a.n;
+  const bool all_own_valid = first + B * R <= own_end;
   Output out(values, indices, fresh, here);
   Tiles tiles(smem);
   const Offer offer{out, here, own};

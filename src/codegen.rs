@@ -352,11 +352,27 @@ pub fn render(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, reg
     let (kind, kind_cx) = contribution::fragment(problem, params, plan.test);
     let (output, output_cx) = plan.output.fragment();
     let diagonal = plan.diagonal.map(|d| render_fragment(&cx, d.fragment(), json!({}))).unwrap_or_default();
+    let visit = plan.shape.visit;
+    let (own, walk) = match plan.index {
+        IndexKind::None => (
+            render_fragment(&cx, Template::OwnBlock, json!({})),
+            render_fragment(&cx, visit.fragment(), json!({ "diagonal": diagonal })),
+        ),
+        IndexKind::Grid => (
+            render_fragment(&cx, Template::OwnUnit, json!({})),
+            render_fragment(
+                &cx,
+                Template::VisitGrid,
+                json!({ "diagonal": visit == Visit::LowerTriangle, "skip_self": visit == Visit::AllPairs }),
+            ),
+        ),
+    };
     let fragments = json!({
         "contribution": render_fragment(&cx, kind, kind_cx),
         "input": render_fragment(&cx, plan.input_cache.fragment(), plan.input_cache.fragment_context(&problem.input)),
         "output": render_fragment(&cx, output, output_cx),
-        "visit": render_fragment(&cx, plan.shape.visit.fragment(), json!({ "diagonal": diagonal })),
+        "own": own,
+        "visit": walk,
     });
     cx.insert("fragments".into(), fragments);
     cx.insert("header".into(), header(problem, params, plan, dev, regenerate).into());
@@ -365,14 +381,19 @@ pub fn render(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, reg
         json!({
             "input": plan.input_cache.name(),
             "output": plan.output.label(),
-            "visit": plan.shape.visit.name(),
+            "visit": match plan.index {
+                IndexKind::None => plan.shape.visit.name().to_owned(),
+                IndexKind::Grid => format!("{} over the grid's units", plan.shape.visit.name()),
+            },
             "kind": problem.output.kind(),
         }),
     );
     cx.insert("block_size".into(), block_size.into());
     cx.insert("points_per_thread".into(), plan.launch.points_per_thread.into());
     cx.insert("tile_bytes".into(), plan.launch.tile_bytes.into());
-    cx.insert("unordered".into(), plan.shape.visit.unordered().into());
+    // A grid's kernel names points in cell order; the drain maps them back
+    // to the input's and orders one set's pairs.
+    cx.insert("unordered".into(), (plan.shape.visit.unordered() && plan.index == IndexKind::None).into());
     cx.insert("two_sets".into(), (problem.input.sets == crate::spec::Sets::Two).into());
     cx.insert(
         "kernel_params".into(),

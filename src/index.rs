@@ -31,6 +31,12 @@ pub enum IndexKind {
     Grid,
 }
 
+impl IndexKind {
+    pub fn is_none(&self) -> bool {
+        *self == IndexKind::None
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
     #[error("--index grid needs a <cutoff> in the spec of `{0}`: without one every pair may contribute")]
@@ -109,6 +115,12 @@ impl Grid {
     pub fn other(&self) -> &Sorted {
         self.b.as_ref().unwrap_or(&self.a)
     }
+
+    /// The other set's points unit `u` meets (before its own row's order or
+    /// the self pair take any away).
+    pub fn partners(&self, u: &Unit) -> u64 {
+        self.ranges[u.ranges[0] as usize..u.ranges[1] as usize].iter().map(|r| (r[1] - r[0]) as u64).sum()
+    }
 }
 
 /// What the runner decided, and why: shown in the report and the plan.
@@ -125,6 +137,13 @@ pub struct Summary {
     pub all_pairs: u128,
 }
 
+impl Summary {
+    /// Every pair visited, for `why`.
+    pub fn brute(why: String, all_pairs: u128) -> Summary {
+        Summary { index: IndexKind::None, why, cells: None, axes: None, pairs: all_pairs, all_pairs }
+    }
+}
+
 /// The grid for `problem` on `inputs`, or None with the reason.
 pub fn choose(
     problem: &Problem,
@@ -135,8 +154,7 @@ pub fn choose(
     choice: IndexChoice,
     runs: Runs,
 ) -> Result<(Option<Grid>, Summary), IndexError> {
-    let brute =
-        |why: String| Summary { index: IndexKind::None, why, cells: None, axes: None, pairs: all_pairs, all_pairs };
+    let brute = |why: String| Summary::brute(why, all_pairs);
     if choice == IndexChoice::None {
         return Ok((None, brute("--index none: every pair".into())));
     }

@@ -10,6 +10,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::device::Device;
+use crate::index::IndexKind;
 use crate::model::{self, BlockNeeds, Occupancy};
 use crate::spec::{Params, Problem, Sets};
 use crate::stage::KernelParam;
@@ -110,6 +111,7 @@ pub enum Choice {
     Copies,
     Counter,
     Diagonal,
+    Index,
 }
 
 impl Choice {
@@ -125,6 +127,7 @@ impl Choice {
             Choice::Copies => "copies",
             Choice::Counter => "counter",
             Choice::Diagonal => "diagonal",
+            Choice::Index => "index",
         }
     }
 }
@@ -175,6 +178,9 @@ pub struct Plan {
     pub output: OutputStage,
     /// The diagonal tile's pattern of a lower-triangle visit.
     pub diagonal: Option<Diagonal>,
+    /// Whether blocks take the grid's units (`Plan::on_grid`) or spans of the input.
+    #[serde(skip_serializing_if = "IndexKind::is_none")]
+    pub index: IndexKind,
     pub launch: Launch,
     /// The kernel's parameters, in order: its signature and its launch arguments.
     pub params: Vec<KernelParam>,
@@ -530,6 +536,7 @@ impl Plan {
             test,
             output,
             diagonal,
+            index: IndexKind::None,
             launch: Launch {
                 block_size,
                 points_per_thread,
@@ -606,6 +613,20 @@ impl Plan {
                 model.best,
             ));
         }
+    }
+
+    /// This plan with its blocks on a grid's units: each block takes one
+    /// unit's own points (at most B x R of one row of cells) and walks the
+    /// tiles of its ranges, so the diagonal tile's pattern gives way to the
+    /// grid's own-row order. `why` is the index's reason.
+    pub fn on_grid(mut self, why: &str) -> Plan {
+        self.index = IndexKind::Grid;
+        self.diagonal = None;
+        self.decisions.retain(|d| d.what != Choice::Diagonal);
+        self.decisions.push(Decision { what: Choice::Index, choice: "grid".into(), why: why.into() });
+        self.params.extend(crate::stage::visit::grid_params());
+        self.variant.push_str("-grid");
+        self
     }
 
     pub fn why(&self, what: Choice) -> &str {

@@ -58,10 +58,6 @@ pub enum RunError {
     Verify(#[from] VerifyError),
     #[error(transparent)]
     Index(#[from] IndexError),
-    #[error(
-        "--index grid runs on the CPU backend so far; pass --backend cpu, or --index auto to visit every pair on the GPU"
-    )]
-    GridOnGpu,
 }
 
 #[derive(Debug, Clone)]
@@ -214,28 +210,18 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
         let why = notes.first().cloned().unwrap_or_else(|| "the CPU backend was chosen".into());
         return Err(RunError::VerifyNeedsGpu(why));
     }
-    let index_start = Instant::now();
-    let choice = match (backend, opts.index) {
-        (Backend::Cuda, IndexChoice::Grid) => return Err(RunError::GridOnGpu),
-        (Backend::Cuda, _) => IndexChoice::None,
-        (Backend::Cpu, choice) => choice,
-    };
-    let (grid, mut index) = index::choose(problem, params, inputs, shape.visit, shape.pairs, choice, index::CPU_RUNS)?;
     // A grid made and then found not worth it cost its time too.
-    let built = problem.cutoff.is_some() && choice != IndexChoice::None;
-    let index_s = built.then(|| index_start.elapsed().as_secs_f64());
-    if backend == Backend::Cuda && opts.index == IndexChoice::Auto && problem.cutoff.is_some() {
-        index.why = "the grid runs on the CPU backend so far: the GPU visits every pair".into();
-    }
-    let bar = progress_bar(index.pairs, opts.quiet);
+    let grid_tried = problem.cutoff.is_some() && opts.index != IndexChoice::None;
     let mut exec = match backend {
         Backend::Cuda => {
-            let run = cuda::run(problem, params, inputs, &opts.gpu, &opts.cache, &bar)?;
+            // The GPU backend makes its grid itself: its units follow the plan's blocks.
+            let bar = progress_bar(shape.pairs, opts.quiet);
+            let run = cuda::run(problem, params, inputs, opts.index, &opts.gpu, &opts.cache, &bar)?;
             bar.finish_and_clear();
             notes.extend(run.notes.iter().cloned());
             let g = &run.timings;
             let compute_s = g.wall_s - g.prepare_s;
-            let pair_rate = shape.pairs as f64 / compute_s.max(1e-9);
+            let pair_rate = run.index.pairs as f64 / compute_s.max(1e-9);
             let issue_rate: f64 = run.devices.iter().map(|d| d.fp32_issue_rate()).sum();
             let fp = nvrtc::fp_instructions(
                 &codegen::render_probe(problem, params, run.plans[0].test),
@@ -254,12 +240,12 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
                 ),
                 notes,
                 shape,
-                index,
+                index: run.index,
                 outcome: run.outcome,
                 timings: Timings {
                     compile_s: g.compile_s,
                     compute_s,
-                    index_s: None,
+                    index_s: grid_tried.then_some(g.index_s),
                     total_s: 0.0,
                     pairs_per_s: pair_rate,
                     gpu: Some(g.clone()),
@@ -274,6 +260,11 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
             }
         }
         Backend::Cpu => {
+            let index_start = Instant::now();
+            let (grid, index) =
+                index::choose(problem, params, inputs, shape.visit, shape.pairs, opts.index, index::CPU_RUNS)?;
+            let index_s = grid_tried.then(|| index_start.elapsed().as_secs_f64());
+            let bar = progress_bar(index.pairs, opts.quiet);
             let driver = CpuDriver::compile(problem, params, &shape, index.index, opts.f64, &opts.cache)?;
             let compute = Instant::now();
             let outcome = driver.run(inputs, grid.as_ref(), threads, &bar);
@@ -305,8 +296,17 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
     };
     if opts.verify {
         let t = Instant::now();
-        exec.verified =
-            Some(verify::verify(problem, params, &shape, inputs, &exec.outcome, &opts.gpu, &opts.cache, threads)?);
+        exec.verified = Some(verify::verify(
+            problem,
+            params,
+            &shape,
+            inputs,
+            &exec.outcome,
+            &opts.gpu,
+            opts.index,
+            &opts.cache,
+            threads,
+        )?);
         exec.timings.verify_s = Some(t.elapsed().as_secs_f64());
     }
     exec.timings.total_s = start.elapsed().as_secs_f64();

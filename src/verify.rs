@@ -8,7 +8,7 @@ use crate::backend::cpu::{CpuDriver, CpuError};
 use crate::backend::cuda::{self, GpuError, GpuOptions};
 use crate::cache::Cache;
 use crate::data::Inputs;
-use crate::index::IndexKind;
+use crate::index::{IndexChoice, IndexKind};
 use crate::outcome::Outcome;
 use crate::plan::{Points, Shape};
 use crate::spec::{Params, Problem};
@@ -39,6 +39,7 @@ pub fn verify(
     inputs: &Inputs,
     gpu: &Outcome,
     gpu_opts: &GpuOptions,
+    index: IndexChoice,
     cache: &Cache,
     threads: usize,
 ) -> Result<String, VerifyError> {
@@ -63,7 +64,8 @@ pub fn verify(
     let cross_shape = Shape::new(&cross, params, Points { a: rows.len() as u64, b: Some(inputs.other().len() as u64) });
     let mut opts = gpu_opts.clone();
     opts.block_points = None;
-    let g = cuda::run(&cross, params, &sub, &opts, cache, &hidden)?.outcome;
+    // The GPU walks the sample as the run did: on a grid where the run could.
+    let g = cuda::run(&cross, params, &sub, index, &opts, cache, &hidden)?.outcome;
     let c = CpuDriver::compile(&cross, params, &cross_shape, IndexKind::None, false, cache)?
         .run(&sub, None, threads, &hidden);
     if let Some(difference) = g.difference(&c) {

@@ -36,13 +36,13 @@ __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
 // is A's point i0 + r * B (so that the block's loads of them coalesce).
 struct Here {
   unsigned i0;               // the thread's first own point in set A's block
-  unsigned n_a;              // points in A's block: own points at or past it are padding
+  unsigned own_end;          // the end of the block's own points: those at or past it are padding
   unsigned a_offset;         // whole-input index of A's first point
   unsigned other_offset;     // likewise for the other set
   unsigned char* output_smem;  // the output's shared memory, after the input tile
 
   __device__ __forceinline__ unsigned own(unsigned r) const { return i0 + r * B; }
-  __device__ __forceinline__ bool valid(unsigned r) const { return own(r) < n_a; }
+  __device__ __forceinline__ bool valid(unsigned r) const { return own(r) < own_end; }
 };
 
 // ------------------------------------------------------------------ what a pair contributes: {{ names.kind }}
@@ -79,15 +79,15 @@ extern "C" __global__ void __launch_bounds__(B) {{ kernel_name }}(
 {%- endif %}
   const unsigned t = threadIdx.x;
   const unsigned block = blockIdx.x;
-  const unsigned first = block * B * R;  // the block's first own point
-  const Here here = {first + t, a.n, a_offset, other_offset, smem + TILE_BYTES};
+{{ fragments.own }}
+  const Here here = {first + t, own_end, a_offset, other_offset, smem + TILE_BYTES};
   prepare_contribution();
   __syncthreads();
   Point own[R];
 #pragma unroll
   for (unsigned r = 0; r < R; ++r) own[r] = load_point(a, here.own(r));  // padding rows are loaded, never counted
   // Interior blocks own no padding: their full tiles skip every validity test.
-  const bool all_own_valid = first + B * R <= a.n;
+  const bool all_own_valid = first + B * R <= own_end;
   Output out({% for name in output_args %}{{ name }}, {% endfor %}here);
   Tiles tiles(smem);
   const Offer offer{out, here, own};

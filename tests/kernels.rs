@@ -70,11 +70,20 @@ fn cases() -> Vec<Case> {
         let points = plan::points_of(problem.input.sets, 1_000_000, 1_000_000);
         let mut forced = vec![Forced::default()];
         forced.extend(plan::variants(&problem, &params, points));
+        // Where the spec declares a cutoff, every variant walks a grid too
+        // (a triclinic box is refused one).
+        let grid = problem.cutoff.is_some() && name != "rdf-triclinic";
         for f in forced {
             let plan = Plan::new(&problem, &params, &dev, points, f).unwrap();
             let cmd = codegen::regenerate_command(&problem, &dev, None, &overrides, f);
-            let kernel = codegen::render(&problem, &params, &plan, &dev, &cmd);
             let label = if f.any() { plan.variant.clone() } else { "planned".to_owned() };
+            if grid {
+                let plan = plan.clone().on_grid("a cutoff");
+                let kernel = codegen::render(&problem, &params, &plan, &dev, &cmd);
+                let label = if f.any() { plan.variant.clone() } else { "planned-grid".to_owned() };
+                out.push(Case { problem: name.clone(), label, plan, kernel });
+            }
+            let kernel = codegen::render(&problem, &params, &plan, &dev, &cmd);
             out.push(Case { problem: name.clone(), label, plan, kernel });
         }
     }
@@ -86,6 +95,9 @@ fn the_planners_kernel_of_each_problem_matches_its_snapshot() {
     insta::with_settings!({ snapshot_path => "snapshots/kernels", prepend_module_to_snapshot => false, omit_expression => true }, {
         for case in cases().iter().filter(|c| c.label == "planned") {
             insta::assert_snapshot!(case.problem.as_str(), case.kernel.source.as_str());
+        }
+        for case in cases().iter().filter(|c| c.label == "planned-grid") {
+            insta::assert_snapshot!(format!("{}-grid", case.problem), case.kernel.source.as_str());
         }
     });
 }

@@ -21,7 +21,7 @@ use twobs::backend::cuda::{self, GpuOptions};
 use twobs::backend::nvrtc;
 use twobs::cache::Cache;
 use twobs::data::{Generator, Inputs, synthesize};
-use twobs::index::IndexKind;
+use twobs::index::{IndexChoice, IndexKind};
 use twobs::plan::{self, Forced, Shape};
 use twobs::problems::{BUILT_IN, built_in};
 use twobs::spec::{Disk, Problem, Sets};
@@ -133,10 +133,12 @@ fn inputs(problem: &Problem, a: u64, b: u64, seed: u64) -> Inputs {
     }
 }
 
-/// One case: the GPU with `opts` against the CPU, on inputs of `a` (and `b`) points.
+/// One case: the GPU with `opts` against the CPU's brute force, on inputs of
+/// `a` (and `b`) points; with `IndexChoice::Grid` the GPU must walk a grid.
 fn case(
     subject: &Subject,
     opts: GpuOptions,
+    index: IndexChoice,
     a: u64,
     b: u64,
     seed: u64,
@@ -150,7 +152,10 @@ fn case(
     let inputs = inputs(problem, a, b, seed);
     let cache = cache();
     let hidden = ProgressBar::hidden();
-    let run = cuda::run(problem, &params, &inputs, &opts, &cache, &hidden).map_err(|e| format!("GPU: {e}"))?;
+    let run = cuda::run(problem, &params, &inputs, index, &opts, &cache, &hidden).map_err(|e| format!("GPU: {e}"))?;
+    if index == IndexChoice::Grid && run.index.index != IndexKind::Grid {
+        return Err(format!("the GPU did not walk a grid: {}", run.index.why).into());
+    }
     let shape = Shape::new(problem, &params, plan::points_of(problem.input.sets, a, b));
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let cpu = CpuDriver::compile(problem, &params, &shape, IndexKind::None, false, &cache)
@@ -159,6 +164,21 @@ fn case(
     match run.outcome.difference(&reference) {
         None => Ok(Completion::Completed),
         Some(d) => Err(format!("seed {seed}, plan {}: the GPU differs from the CPU: {d}", run.plans[0].variant).into()),
+    }
+}
+
+/// A variant's name: its forced choices, "planned" for the rest.
+fn label(f: &Forced) -> String {
+    match (f.input_cache, f.output, f.copies, f.points_per_thread, f.test) {
+        (None, None, None, None, None) => "planned".to_owned(),
+        (i, o, c, r, t) => format!(
+            "{}-{}{}{}{}",
+            i.map_or("planned".into(), |i| i.to_string()),
+            o.map_or("planned".into(), |o| o.to_string()),
+            c.map_or(String::new(), |c| c.to_string()),
+            r.map_or(String::new(), |r| format!("-r{r}")),
+            t.map_or(String::new(), |t| format!("-{t}"))
+        ),
     }
 }
 
@@ -179,12 +199,17 @@ fn main() {
     });
     let subjects: Vec<Arc<Subject>> = subjects().into_iter().map(Arc::new).collect();
     let mut trials = Vec::new();
-    let mut add =
-        |name: String, subject: &Arc<Subject>, opts: GpuOptions, a: u64, b: u64, gpus: &Arc<Result<(), String>>| {
-            let (subject, gpus) = (subject.clone(), gpus.clone());
-            let case_seed = seed ^ (trials.len() as u64).wrapping_mul(0x9e3779b97f4a7c15);
-            trials.push(Trial::ignorable_test(name, move || case(&subject, opts, a, b, case_seed, &gpus)));
-        };
+    let mut add = |index: IndexChoice,
+                   name: String,
+                   subject: &Arc<Subject>,
+                   opts: GpuOptions,
+                   a: u64,
+                   b: u64,
+                   gpus: &Arc<Result<(), String>>| {
+        let (subject, gpus) = (subject.clone(), gpus.clone());
+        let case_seed = seed ^ (trials.len() as u64).wrapping_mul(0x9e3779b97f4a7c15);
+        trials.push(Trial::ignorable_test(name, move || case(&subject, opts, index, a, b, case_seed, &gpus)));
+    };
     let base = GpuOptions { streams: 2, ..Default::default() };
     for s in &subjects {
         let params = s.problem.bind(&s.params).unwrap();
@@ -192,66 +217,102 @@ fn main() {
         let (a, b) = if s.problem.input.sets == Sets::Two { (NA, NB) } else { (N, N) };
         let mut forced = vec![Forced::default()];
         forced.extend(plan::variants(&s.problem, &params, points));
-        for f in forced {
-            let label = match (f.input_cache, f.output, f.copies, f.points_per_thread, f.test) {
-                (None, None, None, None, None) => "planned".to_owned(),
-                (i, o, c, r, t) => format!(
-                    "{}-{}{}{}{}",
-                    i.map_or("planned".into(), |i| i.to_string()),
-                    o.map_or("planned".into(), |o| o.to_string()),
-                    c.map_or(String::new(), |c| c.to_string()),
-                    r.map_or(String::new(), |r| format!("-r{r}")),
-                    t.map_or(String::new(), |t| format!("-{t}"))
-                ),
-            };
-            add(format!("{}/{label}", s.name), s, GpuOptions { forced: f, ..base.clone() }, a, b, &gpu);
+        for &f in &forced {
+            let opts = GpuOptions { forced: f, ..base.clone() };
+            add(IndexChoice::None, format!("{}/{}", s.name, label(&f)), s, opts, a, b, &gpu);
+        }
+        // The grid, where the spec declares a cutoff (a triclinic box refuses it).
+        if s.problem.cutoff.is_some() && s.name != "rdf-triclinic" {
+            for &f in &forced {
+                let opts = GpuOptions { forced: f, ..base.clone() };
+                add(IndexChoice::Grid, format!("{}/grid-{}", s.name, label(&f)), s, opts, a, b, &gpu);
+            }
+            for (block, r) in [(32, 8), (1024, 2)] {
+                let f = Forced { block_size: Some(block), points_per_thread: Some(r), ..Default::default() };
+                let opts = GpuOptions { forced: f, ..base.clone() };
+                add(IndexChoice::Grid, format!("{}/grid-block-{block}-r{r}", s.name), s, opts, a, b, &gpu);
+            }
+            for n in [1, 2] {
+                add(IndexChoice::Grid, format!("{}/grid-{n}-points", s.name), s, base.clone(), n, n, &gpu);
+            }
+            // Enough points that tiles fill and units come in many sizes.
+            let (big_a, big_b) = (60_000, 40_000);
+            add(IndexChoice::Grid, format!("{}/grid-{big_a}-points", s.name), s, base.clone(), big_a, big_b, &gpu);
+            let small = Forced { block_size: Some(32), points_per_thread: Some(8), ..Default::default() };
+            let opts = GpuOptions { forced: small, streams: 3, piece_pairs: Some(5000), ..base.clone() };
+            add(IndexChoice::Grid, format!("{}/grid-pieces-block-32-r8", s.name), s, opts, a, b, &gpu);
+            let opts = GpuOptions { streams: 4, piece_pairs: Some(20000), ..base.clone() };
+            add(IndexChoice::Grid, format!("{}/grid-four-streams", s.name), s, opts, big_a, big_b, &gpu);
+            let opts = GpuOptions { gpus: Some(vec![0, 1]), piece_pairs: Some(20000), ..base.clone() };
+            add(IndexChoice::Grid, format!("{}/grid-two-gpus", s.name), s, opts, big_a, big_b, &two_gpus);
         }
         for (block, rs) in [(32, [1, 8]), (1024, [1, 2])] {
             for r in rs {
                 let f = Forced { block_size: Some(block), points_per_thread: Some(r), ..Default::default() };
-                add(format!("{}/block-{block}-r{r}", s.name), s, GpuOptions { forced: f, ..base.clone() }, a, b, &gpu);
+                add(
+                    IndexChoice::None,
+                    format!("{}/block-{block}-r{r}", s.name),
+                    s,
+                    GpuOptions { forced: f, ..base.clone() },
+                    a,
+                    b,
+                    &gpu,
+                );
             }
         }
         for n in [1, 2] {
-            add(format!("{}/{n}-points", s.name), s, base.clone(), n, n, &gpu);
+            add(IndexChoice::None, format!("{}/{n}-points", s.name), s, base.clone(), n, n, &gpu);
         }
         let r4 = Forced { points_per_thread: Some(4), ..Default::default() };
         for n in [1, 2] {
-            add(format!("{}/{n}-points-r4", s.name), s, GpuOptions { forced: r4, ..base.clone() }, n, n, &gpu);
+            add(
+                IndexChoice::None,
+                format!("{}/{n}-points-r4", s.name),
+                s,
+                GpuOptions { forced: r4, ..base.clone() },
+                n,
+                n,
+                &gpu,
+            );
         }
         let streamed = GpuOptions { block_points: Some(700), ..base.clone() };
-        add(format!("{}/streamed-blocks-of-700", s.name), s, streamed, a, b, &gpu);
+        add(IndexChoice::None, format!("{}/streamed-blocks-of-700", s.name), s, streamed, a, b, &gpu);
         let one = GpuOptions { block_points: Some(1000), streams: 1, ..base.clone() };
-        add(format!("{}/streamed-one-stream", s.name), s, one, a, b, &gpu);
+        add(IndexChoice::None, format!("{}/streamed-one-stream", s.name), s, one, a, b, &gpu);
         let four = GpuOptions { block_points: Some(512), streams: 4, forced: r4, ..base.clone() };
-        add(format!("{}/streamed-four-streams", s.name), s, four, a, b, &gpu);
+        add(IndexChoice::None, format!("{}/streamed-four-streams", s.name), s, four, a, b, &gpu);
         let two = GpuOptions { gpus: Some(vec![0, 1]), block_points: Some(800), ..base.clone() };
-        add(format!("{}/two-gpus", s.name), s, two, a, b, &two_gpus);
+        add(IndexChoice::None, format!("{}/two-gpus", s.name), s, two, a, b, &two_gpus);
         // Units cut into pieces of a few steps that streams and GPUs share.
         let pieces = GpuOptions { piece_pairs: Some(5000), ..base.clone() };
-        add(format!("{}/pieces-of-5000-pairs", s.name), s, pieces.clone(), a, b, &gpu);
+        add(IndexChoice::None, format!("{}/pieces-of-5000-pairs", s.name), s, pieces.clone(), a, b, &gpu);
         let small = Forced { block_size: Some(32), points_per_thread: Some(8), ..Default::default() };
         let opts = GpuOptions { forced: small, streams: 3, ..pieces.clone() };
-        add(format!("{}/pieces-block-32-r8", s.name), s, opts, a, b, &gpu);
+        add(IndexChoice::None, format!("{}/pieces-block-32-r8", s.name), s, opts, a, b, &gpu);
         let opts = GpuOptions { block_points: Some(700), ..pieces.clone() };
-        add(format!("{}/pieces-streamed", s.name), s, opts, a, b, &gpu);
+        add(IndexChoice::None, format!("{}/pieces-streamed", s.name), s, opts, a, b, &gpu);
         let opts = GpuOptions { gpus: Some(vec![0, 1]), ..pieces.clone() };
-        add(format!("{}/two-gpus-pieces", s.name), s, opts, a, b, &two_gpus);
+        add(IndexChoice::None, format!("{}/two-gpus-pieces", s.name), s, opts, a, b, &two_gpus);
     }
     // The direct output buffer overflows: resume points, relaunches, pool growth.
     for s in subjects.iter().filter(|s| matches!(s.name.as_str(), "selfjoin" | "nlj")) {
         let (a, b) = if s.problem.input.sets == Sets::Two { (NA, NB) } else { (N, N) };
         for pool in [1024, 4096, 20000] {
             let opts = GpuOptions { pool_pairs: Some(pool), ..base.clone() };
-            add(format!("{}/pool-of-{pool}-pairs", s.name), s, opts, a, b, &gpu);
+            add(IndexChoice::None, format!("{}/pool-of-{pool}-pairs", s.name), s, opts, a, b, &gpu);
         }
         let opts = GpuOptions { pool_pairs: Some(20000), block_points: Some(1000), ..base.clone() };
-        add(format!("{}/pool-of-20000-streamed", s.name), s, opts, a, b, &gpu);
+        add(IndexChoice::None, format!("{}/pool-of-20000-streamed", s.name), s, opts, a, b, &gpu);
         let r8 = Forced { points_per_thread: Some(8), ..Default::default() };
         let opts = GpuOptions { pool_pairs: Some(4096), forced: r8, ..base.clone() };
-        add(format!("{}/pool-of-4096-r8", s.name), s, opts, a, b, &gpu);
+        add(IndexChoice::None, format!("{}/pool-of-4096-r8", s.name), s, opts, a, b, &gpu);
         let opts = GpuOptions { pool_pairs: Some(1024), piece_pairs: Some(20000), ..base.clone() };
-        add(format!("{}/pool-of-1024-pieces", s.name), s, opts, a, b, &gpu);
+        add(IndexChoice::None, format!("{}/pool-of-1024-pieces", s.name), s, opts.clone(), a, b, &gpu);
+        add(IndexChoice::Grid, format!("{}/grid-pool-of-1024-pieces", s.name), s, opts, a, b, &gpu);
+        for pool in [1024, 4096] {
+            let opts = GpuOptions { pool_pairs: Some(pool), ..base.clone() };
+            add(IndexChoice::Grid, format!("{}/grid-pool-of-{pool}-pairs", s.name), s, opts, a, b, &gpu);
+        }
     }
     // Key edges against values for every one of the 2^32 float keys, on the GPU.
     let key_cases: [(&str, &[&str]); 11] = [

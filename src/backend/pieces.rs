@@ -11,19 +11,73 @@
 
 use crate::stage::visit::{Unit, Walk};
 
-/// One launch's worth of work: steps [first, end) of every block of `unit`.
+/// One launch's worth of work: steps [first, end) of every block of `unit`,
+/// or of the grid's units `grid_units` (one block each) where the run walks a grid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Piece {
     pub unit: Unit,
     pub steps: (u32, u32),
     pub pairs: u128,
+    pub grid_units: Option<[u32; 2]>,
 }
 
 impl Piece {
     /// The whole of `unit`.
     pub fn whole(unit: Unit) -> Piece {
-        Piece { unit, steps: (0, u32::MAX), pairs: unit.pairs }
+        Piece { unit, steps: (0, u32::MAX), pairs: unit.pairs, grid_units: None }
     }
+
+    /// Blocks of the launch: one per grid unit, or the kernel's own grid for `points` own points.
+    pub fn blocks(&self, grid_for: impl FnOnce() -> u32) -> u32 {
+        self.grid_units.map_or_else(grid_for, |[first, end]| end - first)
+    }
+}
+
+/// A grid unit to cut: the pairs it visits and the most steps (tiles) it takes.
+#[derive(Debug, Clone, Copy)]
+pub struct GridWork {
+    pub pairs: u64,
+    pub steps: u64,
+}
+
+/// Cuts a grid's units (one block each, in the grid's order: most pairs
+/// first) into pieces of consecutive units, by the same guided
+/// self-scheduling as [`cut`]. Where a unit could meet more partners per own
+/// point than `max_partners` (tiles of `tile` points), each piece runs its
+/// units' steps a window at a time; its pairs are then shared evenly among
+/// the windows (a window's exact share would need each unit's ranges).
+pub fn cut_grid(
+    unit: Unit,
+    work: &[GridWork],
+    tile: u64,
+    max_partners: Option<u64>,
+    workers: usize,
+    min_pairs: u128,
+) -> Vec<Piece> {
+    let mut uncut: u128 = work.iter().map(|w| w.pairs as u128).sum();
+    let share = 2 * workers.max(1) as u128;
+    let window = max_partners.map_or(u64::MAX, |p| (p / tile.max(1)).max(1));
+    let mut pieces = Vec::new();
+    let mut first = 0usize;
+    while first < work.len() {
+        let want = (uncut / share).max(min_pairs.max(1));
+        let (mut end, mut pairs, mut steps) = (first, 0u128, 0u64);
+        while end < work.len() && (end == first || pairs < want) {
+            pairs += work[end].pairs as u128;
+            steps = steps.max(work[end].steps);
+            end += 1;
+        }
+        uncut -= pairs;
+        let windows = steps.div_ceil(window).max(1);
+        for w in 0..windows {
+            let from = (w * window) as u32;
+            let to = if w + 1 == windows { u32::MAX } else { ((w + 1) * window) as u32 };
+            let mine = pairs / windows as u128 + if w + 1 == windows { pairs % windows as u128 } else { 0 };
+            pieces.push(Piece { unit, steps: (from, to), pairs: mine, grid_units: Some([first as u32, end as u32]) });
+        }
+        first = end;
+    }
+    pieces
 }
 
 /// A unit to cut, with the walk of its kernel and the most partners an own
@@ -58,12 +112,12 @@ pub fn cut(work: &[Work], workers: usize, min_pairs: u128) -> Vec<Piece> {
             let end = first + (want.div_ceil(per_step).min(u64::MAX as u128) as u64).min(max_steps);
             if end >= steps {
                 let pairs = walk.pairs(first, u64::MAX);
-                pieces.push(Piece { unit, steps: (first as u32, u32::MAX), pairs });
+                pieces.push(Piece { unit, steps: (first as u32, u32::MAX), pairs, grid_units: None });
                 uncut -= pairs;
                 break;
             }
             let pairs = walk.pairs(first, end);
-            pieces.push(Piece { unit, steps: (first as u32, end as u32), pairs });
+            pieces.push(Piece { unit, steps: (first as u32, end as u32), pairs, grid_units: None });
             uncut -= pairs;
             first = end;
         }
@@ -106,6 +160,37 @@ mod tests {
             let step = walk.pairs(1, 2);
             assert!(pieces[..pieces.len() - 1].iter().all(|p| p.pairs + step >= floor));
         }
+    }
+
+    #[test]
+    fn grid_pieces_take_every_unit_once_in_order() {
+        // Units most pairs first, as the grid lists them.
+        let work: Vec<GridWork> = (0..1000u64).rev().map(|k| GridWork { pairs: 100 * k + 7, steps: k % 9 + 1 }).collect();
+        let total: u128 = work.iter().map(|w| w.pairs as u128).sum();
+        for (workers, floor) in [(1, 1), (4, 1), (4, 50_000), (16, 1 << 40)] {
+            let pieces = cut_grid(unit(total), &work, 64, None, workers, floor);
+            assert_eq!(pieces.iter().map(|p| p.pairs).sum::<u128>(), total, "{workers} workers, floor {floor}");
+            assert_eq!(pieces[0].grid_units.unwrap()[0], 0);
+            assert_eq!(pieces.last().unwrap().grid_units.unwrap()[1], work.len() as u32);
+            for w in pieces.windows(2) {
+                assert_eq!(w[0].grid_units.unwrap()[1], w[1].grid_units.unwrap()[0], "consecutive units");
+            }
+            assert!(pieces.iter().all(|p| p.steps == (0, u32::MAX)), "no windows without a bound");
+            if workers > 1 && floor == 1 {
+                assert!(pieces.len() >= 2 * workers, "{workers} workers share {} pieces", pieces.len());
+            }
+        }
+    }
+
+    #[test]
+    fn grid_pieces_run_in_windows_where_counters_could_overflow() {
+        // 64-point tiles, at most 640 partners a launch: windows of 10 steps.
+        let work = [GridWork { pairs: 5000, steps: 25 }, GridWork { pairs: 30, steps: 3 }];
+        let pieces = cut_grid(unit(5030), &work, 64, Some(640), 1, 1 << 40);
+        let windows: Vec<(u32, u32)> = pieces.iter().map(|p| p.steps).collect();
+        assert_eq!(windows, vec![(0, 10), (10, 20), (20, u32::MAX)]);
+        assert!(pieces.iter().all(|p| p.grid_units == Some([0, 2])));
+        assert_eq!(pieces.iter().map(|p| p.pairs).sum::<u128>(), 5030);
     }
 
     #[test]

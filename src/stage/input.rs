@@ -2,7 +2,8 @@
 //! block works on them, the kernel parameters that bring the points in, and
 //! the device buffers that hold one block of a set.
 //!
-//! Fragment contract (`templates/input/*.cu`): defines `struct Tiles` with
+//! Fragment contract (`templates/input/*.cu`): defines `TILE_ALIGN`, the
+//! multiple of points a tile may start at, and `struct Tiles` with
 //! - `explicit Tiles(unsigned char* smem)`: its tile starts at `smem` (byte 0);
 //! - `void load(const Set& s, unsigned start)`: every thread of the block calls
 //!   it; afterwards points `start .. start + B` of `s` are available (rows past
@@ -108,10 +109,12 @@ impl InputCache {
     }
 
     /// What the fragment renders with: shared tiles are read RUN points of
-    /// each component array per 16-byte load (fewer for 8-byte components).
+    /// each component array per 16-byte load (fewer for 8-byte components),
+    /// and start where every array's 16-byte loads are aligned.
     pub fn fragment_context(self, input: &Input) -> serde_json::Value {
-        let widest = input.components().iter().map(|c| c.scalar.bytes()).max().unwrap_or(4);
-        serde_json::json!({ "run": 16 / widest })
+        let bytes: Vec<u32> = input.components().iter().map(|c| c.scalar.bytes()).collect();
+        let (widest, narrowest) = (bytes.iter().max().copied().unwrap_or(4), bytes.iter().min().copied().unwrap_or(4));
+        serde_json::json!({ "run": 16 / widest, "align": 16 / narrowest })
     }
 
     pub fn fragment(self) -> Template {

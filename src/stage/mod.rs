@@ -62,6 +62,12 @@ pub enum Source {
     StepFirst,
     /// The step at which every block of the launch stops.
     StepEnd,
+    /// The grid's units (`const uint4*`: own points [x, y), ranges [z, w)).
+    GridUnits,
+    /// The grid's ranges of the other set's points (`const uint2*`: [x, y)).
+    GridRanges,
+    /// The unit the launch's first block takes.
+    UnitFirst,
     /// A buffer or count of the output stage.
     Output(output::Arg),
 }
@@ -95,9 +101,23 @@ pub struct KernelArgs<'a> {
     /// The steps of every block that the launch runs: [first, end).
     pub steps: [u32; 2],
     pub output: output::DeviceOutput<'a>,
+    /// The grid's units and ranges, for a kernel that walks a grid.
+    pub grid: Option<GridArgs<'a>>,
+}
+
+/// A grid on the device, and the unit a launch starts at.
+#[derive(Clone, Copy)]
+pub struct GridArgs<'a> {
+    pub units: &'a CudaSlice<u32>,
+    pub ranges: &'a CudaSlice<u32>,
+    pub first: u32,
 }
 
 impl KernelArgs<'_> {
+    fn grid(&self) -> &GridArgs<'_> {
+        self.grid.as_ref().expect("a kernel that walks a grid is launched with one")
+    }
+
     /// The argument for `source`. Every source of a plan's list resolves: the
     /// plan lists B's columns only for a kernel between two sets, and the
     /// output's arguments only for its own stage.
@@ -113,6 +133,9 @@ impl KernelArgs<'_> {
             Source::Offset(s) => &self.offsets[side(s)],
             Source::StepFirst => &self.steps[0],
             Source::StepEnd => &self.steps[1],
+            Source::GridUnits => self.grid().units,
+            Source::GridRanges => self.grid().ranges,
+            Source::UnitFirst => &self.grid().first,
             Source::Output(arg) => self.output.arg(arg),
         }
     }
@@ -180,6 +203,9 @@ pub enum Template {
     VisitLowerTriangle,
     VisitAllPairs,
     VisitCross,
+    VisitGrid,
+    OwnBlock,
+    OwnUnit,
     DiagonalBalanced,
     DiagonalFiltered,
     CpuDriver,
@@ -252,6 +278,9 @@ templates! {
     VisitLowerTriangle => "visit/lower_triangle.cu",
     VisitAllPairs => "visit/all_pairs.cu",
     VisitCross => "visit/cross.cu",
+    VisitGrid => "visit/grid.cu",
+    OwnBlock => "visit/own_block.cu",
+    OwnUnit => "visit/own_unit.cu",
     DiagonalBalanced => "visit/diagonal_balanced.cu",
     DiagonalFiltered => "visit/diagonal_filtered.cu",
     CpuDriver => "cpu/driver.cpp",

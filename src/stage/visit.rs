@@ -1,9 +1,15 @@
 //! The visit family: which (i, j) pairs a problem visits, and how blocks of
 //! the input meet each other's tiles.
 //!
+//! Which points a block owns is the visit's too: `visit/own_block.cu` gives
+//! block b the span of B x R points from b·B·R; `visit/own_unit.cu` gives it
+//! a grid unit (`unit`: own points [x, y), ranges [z, w)). Either defines
+//! `first` and `own_end`, the block's own points [first, own_end) (at most
+//! B x R of them).
+//!
 //! Fragment contract (`templates/visit/*.cu`): included in the kernel body
-//! after `a`, `other`, `t`, `block`, `first` (the block's first own point; it
-//! owns B x R), `here`, `own[R]`, `all_own_valid`, `out` (an `Output`),
+//! after `a`, `other`, `t`, `block`, `first`, `own_end`, `here`, `own[R]`,
+//! `all_own_valid`, `out` (an `Output`),
 //! `tiles` (a `Tiles`), `offer(j, q, valid)` (offers tile point j to every own
 //! point r for which `valid(r)`), `always` and `own_valid` are defined. It
 //! runs the block's steps from `out.first_step(step_first)` up to
@@ -185,6 +191,18 @@ impl Diagonal {
 pub fn params() -> Vec<KernelParam> {
     let bound = |name: &str, source| KernelParam { name: name.into(), ctype: "unsigned".into(), source };
     vec![bound("step_first", Source::StepFirst), bound("step_end", Source::StepEnd)]
+}
+
+/// The kernel parameters of a visit over a grid (`templates/visit/grid.cu`):
+/// block b takes unit `unit_first + b` of `grid_units`, whose ranges index
+/// `grid_ranges`.
+pub fn grid_params() -> Vec<KernelParam> {
+    let param = |name: &str, ctype: &str, source| KernelParam { name: name.into(), ctype: ctype.into(), source };
+    vec![
+        param("grid_units", "const uint4*", Source::GridUnits),
+        param("grid_ranges", "const uint2*", Source::GridRanges),
+        param("unit_first", "unsigned", Source::UnitFirst),
+    ]
 }
 
 /// How a kernel's blocks walk the pairs of one unit, step by step, as the

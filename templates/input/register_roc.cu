@@ -1,6 +1,8 @@
 // Register-RoC: each thread keeps its own point in registers and reads the
 // other tile through the read-only data cache (__ldg), two points per load
 // where the component is 4 or 8 bytes wide. Shared memory stays free for output.
+// Tiles start on even points: the paired loads are aligned.
+[[maybe_unused]] constexpr unsigned TILE_ALIGN = 2;
 struct Tiles {
   Set s;
   unsigned start;

@@ -3,6 +3,8 @@
 // component, and every thread reads it back (broadcast, no bank conflicts),
 // RUN points of each array in one load.
 constexpr unsigned RUN = {{ stage.run }};
+// Tiles start where every array's 16-byte loads are aligned.
+[[maybe_unused]] constexpr unsigned TILE_ALIGN = {{ stage.align }};
 template <class T>
 struct alignas(RUN * sizeof(T)) Run {
   T v[RUN];

@@ -1,6 +1,7 @@
 // Shuffle tiling (section 3.4.2): each lane loads one point of the tile into a
 // register and the warp broadcasts them in turn with __shfl_sync. No shared
 // memory and no read-only cache; only a few more registers.
+[[maybe_unused]] constexpr unsigned TILE_ALIGN = 1;  // tiles may start anywhere
 struct Tiles {
   Set s;
   unsigned start;

@@ -36,16 +36,22 @@ pub(super) struct Compiled {
 }
 
 impl Compiled {
-    /// Plans, renders and compiles (or finds) the kernel of `problem` for `dev`.
+    /// Plans, renders and compiles (or finds) the kernel of `problem` for
+    /// `dev`; with `grid` (the index's reason) its blocks take a grid's units.
     pub(super) fn new(
         problem: &Problem,
         params: &Params,
         dev: &Device,
         points: Points,
         forced: Forced,
+        grid: Option<&str>,
         cache: &Cache,
     ) -> Result<Compiled, GpuError> {
         let plan = Plan::new(problem, params, dev, points, forced)?;
+        let plan = match grid {
+            Some(why) => plan.on_grid(why),
+            None => plan,
+        };
         let kernel = codegen::render(problem, params, &plan, dev, "twobs run");
         let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
         Ok(Compiled { plan, entry: kernel.entry, cubin })

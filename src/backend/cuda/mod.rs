@@ -15,19 +15,20 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use cudarc::driver::{CudaContext, CudaFunction, DriverError, LaunchConfig, PushKernelArg, sys};
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, DriverError, LaunchConfig, PushKernelArg, sys};
 use indicatif::ProgressBar;
 use serde::Serialize;
 
 use super::KeyCheck;
 use super::nvrtc::{self, NvrtcError};
-use super::pieces::{self, Piece, Work};
+use super::pieces::{self, GridWork, Piece, Work};
 use crate::cache::Cache;
 use crate::codegen;
 use crate::data::{Inputs, PointSet};
 use crate::device::Device;
+use crate::index::{self, Grid, IndexChoice, IndexError, Runs, Summary};
 use crate::outcome::Outcome;
-use crate::plan::{Forced, Plan, PlanError, Points};
+use crate::plan::{Forced, Plan, PlanError, Points, Shape};
 use crate::spec::{Params, Problem, Sets};
 use crate::stage::input::{DeviceBlock, PAD_POINTS};
 use crate::stage::output::{self, OutputStage};
@@ -55,6 +56,12 @@ pub enum GpuError {
     Plan(#[from] PlanError),
     #[error(transparent)]
     Nvrtc(#[from] NvrtcError),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error(
+        "the grid needs both sets whole on GPU {ordinal}, and its free memory holds blocks of {fits} points of the {points} (pass --index none to stream blocks)"
+    )]
+    GridDoesNotFit { ordinal: usize, fits: usize, points: usize },
 }
 
 /// Names what a driver call was doing when it failed.
@@ -173,6 +180,9 @@ pub struct GpuTimings {
     /// process, like compilation, so apart from the compute time.
     pub context_s: f64,
     pub compile_s: f64,
+    /// Sorting the points into the grid's cells and listing each unit's
+    /// ranges, on the host (part of the compute time).
+    pub index_s: f64,
     /// From the start to the kernels loaded: the driver, contexts and
     /// compilation, overlapped, and the upload of inputs that fit the GPUs
     /// whole where it ran while NVRTC compiled; compute time is the rest of
@@ -237,6 +247,8 @@ pub struct GpuRun {
     pub timings: GpuTimings,
     pub notes: Vec<String>,
     pub block_points: usize,
+    /// Whether the blocks took a grid's units, and why.
+    pub index: Summary,
 }
 
 /// Block boundaries of a set.
@@ -244,10 +256,13 @@ fn blocks(n: usize, per: usize) -> Vec<(usize, usize)> {
     (0..n.div_ceil(per)).map(|k| (k * per, ((k + 1) * per).min(n))).collect()
 }
 
+/// Runs `problem` on `inputs` on the GPUs of `opts`; `index` says whether a
+/// cut-off problem's blocks may take the units of a grid.
 pub fn run(
     problem: &Problem,
     params: &Params,
     inputs: &Inputs,
+    index: IndexChoice,
     opts: &GpuOptions,
     cache: &Cache,
     progress: &ProgressBar,
@@ -285,15 +300,30 @@ pub fn run(
         // SAFETY: a device the driver just returned.
         total = total.min(unsafe { cudarc::driver::result::device::total_mem(cu) }.doing("reading GPU memory")?);
     }
+    let whole = |points: usize| points >= n_a.max(n_b);
+
+    // The grid, where the spec's cutoff and the data make it worth it. It is
+    // made for these inputs, so it counts as compute, not preparation.
+    let index_start = Instant::now();
+    let (grid, index) = choose_index(problem, params, inputs, index, opts, &devices[0], block_points_for(total))?;
+    let index_s = index_start.elapsed().as_secs_f64();
+    let grid_why = grid.as_ref().map(|_| index.why.clone());
+    if grid.is_some() && !progress.is_hidden() {
+        progress.set_length(index.pairs.min(u64::MAX as u128) as u64);
+    }
 
     // Plans and kernels, per GPU (GPUs may differ): the problem's own kernel on
     // one block, and the two-set kernel between blocks, where units need them.
     let between_problem = problem.as_cross();
-    // Each set's blocks, and the units of work over them.
+    // Each set's blocks, and the units of work over them. With a grid, each
+    // set is one block, and the problem's own kernel walks the grid's units.
     let layout = |block_points: usize| {
         let a_blocks = blocks(n_a, block_points);
         let b_blocks = if inputs.b.is_some() { blocks(n_b, block_points) } else { a_blocks.clone() };
-        let groups = crate::stage::visit::Visit::of(problem).units(&a_blocks, &b_blocks);
+        let groups = match &grid {
+            Some(g) => vec![vec![Unit { kernel: KernelKind::Own, a_block: 0, b_block: 0, pairs: g.pairs }]],
+            None => crate::stage::visit::Visit::of(problem).units(&a_blocks, &b_blocks),
+        };
         (a_blocks, b_blocks, groups)
     };
     let compile = |block_points: usize| -> Result<Vec<KernelPair<Compiled>>, GpuError> {
@@ -325,7 +355,8 @@ pub fn run(
             let (own_first, between_first) =
                 kernels.first().map_or((None, None), |(own, between)| (own.as_ref(), between.as_ref()));
             let (own_forced, between_forced) = (walk_as(own_first), walk_as(between_first));
-            let make = |p: &Problem, points, forced| Compiled::new(p, params, dev, points, forced, cache);
+            let make =
+                |p: &Problem, points, forced| Compiled::new(p, params, dev, points, forced, grid_why.as_deref(), cache);
             let own = if needs(KernelKind::Own) { Some(make(problem, own_points, own_forced)?) } else { None };
             let between = if needs(KernelKind::Between) {
                 Some(make(&between_problem, between_points, between_forced)?)
@@ -338,23 +369,30 @@ pub fn run(
     };
     // The contexts are made on their own threads while NVRTC compiles here;
     // where the inputs fit a GPU whole, its thread uploads them meanwhile.
-    let mut block_points = block_points_for(total);
-    let whole = |points: usize| points >= n_a.max(n_b);
+    let mut block_points = if grid.is_some() { n_a.max(n_b).max(1) } else { block_points_for(total) };
     let mut compiled_at = 0.0;
     let (made, compiled, mut compile_s) = std::thread::scope(|s| {
         let making: Vec<_> = ordinals
             .iter()
             .map(|&g| {
-                let block_points_for = &block_points_for;
+                let (block_points_for, grid) = (&block_points_for, grid.as_ref());
                 s.spawn(move || -> Result<Made, GpuError> {
                     let start = Instant::now();
                     let ctx = context(g)?;
                     let context_s = start.elapsed().as_secs_f64();
                     let free = ctx.mem_get_info().doing("reading free GPU memory")?.0;
                     let made_at = wall.elapsed().as_secs_f64();
-                    // Where the upload fails (the GPU filled up meanwhile), the streams load blocks of their own.
-                    let resident =
-                        if whole(block_points_for(free)) { Resident::upload(&ctx, inputs).ok() } else { None };
+                    let fits = block_points_for(free);
+                    let resident = match grid {
+                        // The grid's kernel reads both sets whole, in cell order.
+                        Some(_) if !whole(fits) => {
+                            return Err(GpuError::GridDoesNotFit { ordinal: g, fits, points: n_a.max(n_b) });
+                        }
+                        Some(grid) => Some(Resident::upload_grid(&ctx, grid)?),
+                        // Where the upload fails (the GPU filled up meanwhile), the streams load blocks of their own.
+                        None if whole(fits) => Resident::upload(&ctx, inputs).ok(),
+                        None => None,
+                    };
                     Ok(Made { ctx, context_s, free, resident, made_at, uploaded_at: wall.elapsed().as_secs_f64() })
                 })
             })
@@ -385,7 +423,7 @@ pub fn run(
         free = free.min(m.free);
     }
     let mut compiled = compiled?;
-    if block_points_for(free) < block_points {
+    if grid.is_none() && block_points_for(free) < block_points {
         block_points = block_points_for(free);
         let start = Instant::now();
         compiled = compile(block_points)?;
@@ -425,12 +463,29 @@ pub fn run(
     };
     // Everything before the first upload that a second run in this process
     // would not repeat, and the part of the resident upload it hid.
-    let prepare_s = wall.elapsed().as_secs_f64() - upload_after_compile;
+    let prepare_s = wall.elapsed().as_secs_f64() - upload_after_compile - index_s;
 
     // Units largest first, so that no stream is left with a big one at the end.
     groups.sort_by_key(|g| std::cmp::Reverse(g.iter().map(|u| u.pairs).sum::<u128>()));
     let workers = contexts.len() * streams;
-    let queue: Vec<Vec<Piece>> = if stage.refines_per_query() {
+    let queue: Vec<Vec<Piece>> = if let Some(g) = &grid {
+        // Consecutive units of the grid (most pairs first) per piece; a unit
+        // takes at most a tile per range more than its partners fill.
+        let plan = &launchers[0].0.as_ref().expect("the grid's kernel").plan;
+        let tile = plan.launch.block_size as u64;
+        let work: Vec<GridWork> = g
+            .units
+            .iter()
+            .map(|u| GridWork {
+                pairs: u.pairs,
+                steps: g.partners(u).div_ceil(tile) + (u.ranges[1] - u.ranges[0]) as u64,
+            })
+            .collect();
+        let max_partners = launchers.iter().filter_map(|(own, _)| own.as_ref()?.plan.launch.partners_per_launch).min();
+        let unit = groups.into_iter().flatten().next().expect("the grid's unit");
+        let min_pairs = opts.piece_pairs.map_or(pieces::MIN_PIECE_PAIRS, u128::from);
+        pieces::cut_grid(unit, &work, tile, max_partners, workers, min_pairs).into_iter().map(|p| vec![p]).collect()
+    } else if stage.refines_per_query() {
         // Per-query lists are refined unit after unit of a query block, on one stream.
         groups.into_iter().map(|g| g.into_iter().map(Piece::whole).collect()).collect()
     } else {
@@ -471,8 +526,14 @@ pub fn run(
         handles.into_iter().map(|h| h.join().expect("GPU worker panicked")).collect()
     });
     let compute_end = job.start.elapsed().as_secs_f64();
-    let mut timings =
-        GpuTimings { context_s: driver_s + context_s, compile_s, prepare_s, pieces: piece_count, ..Default::default() };
+    let mut timings = GpuTimings {
+        context_s: driver_s + context_s,
+        compile_s,
+        index_s,
+        prepare_s,
+        pieces: piece_count,
+        ..Default::default()
+    };
     // The resident inputs' upload, overlapped with the compilation.
     timings.upload_s += residents.iter().flatten().map(|r| r.upload_s).sum::<f64>();
     let mut parts = Vec::new();
@@ -503,7 +564,40 @@ pub fn run(
     let outcome = output::merge(stage.collect(), n_a, parts);
     timings.combine_s += combine.elapsed().as_secs_f64();
     timings.wall_s = wall.elapsed().as_secs_f64();
-    Ok(GpuRun { outcome, devices, plans, timings, notes, block_points })
+    Ok(GpuRun { outcome, devices, plans, timings, notes, block_points, index })
+}
+
+/// The grid for a run, or why every pair is visited. A unit is at most one
+/// block's own points (B x R of the plan on `dev`) over a row of cells; the
+/// grid's kernel reads both sets whole, so blocks of `fits` points must hold them.
+fn choose_index(
+    problem: &Problem,
+    params: &Params,
+    inputs: &Inputs,
+    choice: IndexChoice,
+    opts: &GpuOptions,
+    dev: &Device,
+    fits: usize,
+) -> Result<(Option<Grid>, Summary), GpuError> {
+    let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
+    let shape = Shape::new(problem, params, points);
+    if problem.cutoff.is_none() || choice == IndexChoice::None {
+        // index::choose says why (or that --index grid needs a cutoff).
+        return Ok(index::choose(problem, params, inputs, shape.visit, shape.pairs, choice, index::CPU_RUNS)?);
+    }
+    let most = inputs.a.len().max(inputs.other().len());
+    if fits < most {
+        let why = format!(
+            "the grid needs both sets whole on each GPU, and blocks of {fits} of the {most} points were asked for or fit"
+        );
+        return match choice {
+            IndexChoice::Grid => Err(IndexError::Unusable(why).into()),
+            _ => Ok((None, Summary::brute(why, shape.pairs))),
+        };
+    }
+    let plan = Plan::new(problem, params, dev, points, opts.forced)?;
+    let runs = Runs { points: plan.launch.block_size * plan.launch.points_per_thread, whole_rows: true };
+    Ok(index::choose(problem, params, inputs, shape.visit, shape.pairs, choice, runs)?)
 }
 
 /// Every unit with the walk of its kernel (every GPU's kernels walk alike:
@@ -560,7 +654,30 @@ struct Resident {
     /// The second set, for two.
     b: Option<DeviceBlock>,
     upload_s: f64,
+    /// The grid, where the blocks walk one (`a` and `b` are then in cell order).
+    grid: Option<DeviceGrid>,
 }
+
+/// A grid on one GPU: its units and ranges (`index::Unit`, as u32 words), the
+/// permutations that name sorted points by their input index, and a sample
+/// of units that sizes the direct output buffer.
+struct DeviceGrid {
+    /// Own points [lo, hi) and ranges [first, end), 4 words per unit.
+    units: CudaSlice<u32>,
+    /// Sorted points [lo, hi) of the other set, 2 words per range.
+    ranges: CudaSlice<u32>,
+    perm_a: CudaSlice<u32>,
+    /// The other set's, for two sets.
+    perm_b: Option<CudaSlice<u32>>,
+    /// Units spread over the grid's order (most pairs first), 4 words each.
+    sample: CudaSlice<u32>,
+    /// The sample's units and the pairs they visit.
+    sample_units: u32,
+    sample_pairs: u64,
+}
+
+/// Units of the grid whose pairs sample the selectivity of a pairs problem.
+const SAMPLE_UNITS: usize = 256;
 
 impl Resident {
     fn upload(ctx: &Arc<CudaContext>, inputs: &Inputs) -> Result<Resident, GpuError> {
@@ -577,7 +694,41 @@ impl Resident {
         let a = block(&inputs.a, (0, 0))?;
         let b = inputs.b.as_ref().map(|set| block(set, (1, 0))).transpose()?;
         stream.synchronize().doing(upload)?;
-        Ok(Resident { a, b, upload_s: start.elapsed().as_secs_f64() })
+        Ok(Resident { a, b, upload_s: start.elapsed().as_secs_f64(), grid: None })
+    }
+
+    /// Uploads both sets in `grid`'s cell order, padded by a tile past the
+    /// end (a unit's tiles start anywhere), with the grid itself.
+    fn upload_grid(ctx: &Arc<CudaContext>, grid: &Grid) -> Result<Resident, GpuError> {
+        let start = Instant::now();
+        let upload = "uploading the grid";
+        ctx.bind_to_thread().doing("binding the context")?;
+        let stream = ctx.new_stream().doing("creating a stream")?;
+        let block = |set: &PointSet, tag| -> Result<DeviceBlock, GpuError> {
+            let mut dev = DeviceBlock::new(ctx, &stream, set, set.len() + PAD_POINTS, false).doing(upload)?;
+            dev.load(&stream, set, tag, (0, set.len())).doing(upload)?;
+            Ok(dev)
+        };
+        let a = block(&grid.a.set, (0, 0))?;
+        let b = grid.b.as_ref().map(|s| block(&s.set, (1, 0))).transpose()?;
+        let words = |units: &mut dyn Iterator<Item = &index::Unit>| -> Vec<u32> {
+            units.flat_map(|u| [u.own[0], u.own[1], u.ranges[0], u.ranges[1]]).collect()
+        };
+        let stride = grid.units.len().div_ceil(SAMPLE_UNITS).max(1);
+        let sampled: Vec<&index::Unit> = grid.units.iter().step_by(stride).collect();
+        // An empty buffer cannot be allocated: pad with a word.
+        let to_device = |words: Vec<u32>| stream.clone_htod(if words.is_empty() { &[0u32][..] } else { &words[..] });
+        let dev_grid = DeviceGrid {
+            units: to_device(words(&mut grid.units.iter())).doing(upload)?,
+            ranges: to_device(grid.ranges.iter().flatten().copied().collect()).doing(upload)?,
+            perm_a: to_device(grid.a.perm.clone()).doing(upload)?,
+            perm_b: grid.b.as_ref().map(|s| to_device(s.perm.clone())).transpose().doing(upload)?,
+            sample: to_device(words(&mut sampled.iter().copied())).doing(upload)?,
+            sample_units: sampled.len() as u32,
+            sample_pairs: sampled.iter().map(|u| u.pairs).sum(),
+        };
+        stream.synchronize().doing(upload)?;
+        Ok(Resident { a, b, upload_s: start.elapsed().as_secs_f64(), grid: Some(dev_grid) })
     }
 }
 

@@ -10,17 +10,17 @@ use indicatif::ProgressBar;
 use rand::{RngExt, SeedableRng};
 
 use super::kernels::{KernelPair, Launcher};
-use super::{Doing, GpuError, GpuOptions, GpuTimings, Resident};
+use super::{DeviceGrid, Doing, GpuError, GpuOptions, GpuTimings, Resident};
 use crate::backend::pieces::Piece;
 use crate::data::{Inputs, PointSet};
 use crate::spec::Scalar;
-use crate::stage::KernelArgs;
 use crate::stage::input::DeviceBlock;
-use crate::stage::output::dob::{self, DeviceDob};
+use crate::stage::output::dob::{self, DeviceDob, PairNames};
 use crate::stage::output::topk::DeviceTopK;
 use crate::stage::output::totals::DeviceTotals;
 use crate::stage::output::{DeviceOutput, OutputStage, Partial};
 use crate::stage::visit::{KernelKind, Unit};
+use crate::stage::{GridArgs, KernelArgs};
 
 /// What the whole run shares.
 pub(super) struct Job<'a> {
@@ -231,11 +231,17 @@ pub(super) fn stream_worker(
                 (None, None) => unreachable!("a stream has blocks of its own where none are resident"),
             };
             e1.record(&stream).doing(upload)?;
-            let grid = launcher.plan.launch.grid_for(a1 - a0);
+            let grid = piece.blocks(|| launcher.plan.launch.grid_for(a1 - a0));
             let counts = [(a1 - a0) as u32, (b1 - b0) as u32];
             let offsets = [a0 as u32, b0 as u32];
             let steps = [piece.steps.0, piece.steps.1];
-            let b_block = between.then_some(b_dev);
+            // The kernel reads B's columns where it pairs two sets.
+            let b_block = launcher.plan.shape.points.b.is_some().then_some(b_dev);
+            let device_grid = resident.and_then(|r| r.grid.as_ref());
+            let cells = piece.grid_units.map(|[first, _]| {
+                let g = device_grid.expect("a run on a grid holds it on every GPU");
+                GridArgs { units: &g.units, ranges: &g.ranges, first }
+            });
             match &mut out {
                 StreamOutput::Dob(dob, sink) => {
                     let OutputStage::Dob { page_pairs } = launcher.plan.output else { unreachable!("a DOB plan") };
@@ -246,7 +252,17 @@ pub(super) fn stream_worker(
                             let sel = match selectivity {
                                 Some(s) => s,
                                 None => {
-                                    let s = sample_selectivity(job, ctx, &stream, launcher, unit, drain)?;
+                                    let s = match device_grid {
+                                        Some(g) => sample_grid_selectivity(
+                                            &stream,
+                                            launcher,
+                                            (a_dev, b_block),
+                                            counts,
+                                            g,
+                                            drain,
+                                        )?,
+                                        None => sample_selectivity(job, ctx, &stream, launcher, unit, drain)?,
+                                    };
                                     selectivity = Some(s);
                                     s
                                 }
@@ -268,10 +284,12 @@ pub(super) fn stream_worker(
                                 offsets,
                                 steps,
                                 output: DeviceOutput::Dob(d),
+                                grid: cells,
                             };
                             launcher.launch(&stream, grid, &args)
                         },
                         drain,
+                        pair_names(device_grid, launcher),
                         sink,
                     )?;
                     timings.launches += run.launches;
@@ -283,13 +301,13 @@ pub(super) fn stream_worker(
                 }
                 StreamOutput::Totals(t) => {
                     let output = DeviceOutput::Totals(t);
-                    let args = KernelArgs { a: a_dev, b: b_block, counts, offsets, steps, output };
+                    let args = KernelArgs { a: a_dev, b: b_block, counts, offsets, steps, output, grid: cells };
                     launcher.launch(&stream, grid, &args)?;
                     timings.launches += 1;
                 }
                 StreamOutput::TopK(lists, _) => {
                     let output = DeviceOutput::TopK(lists);
-                    let args = KernelArgs { a: a_dev, b: b_block, counts, offsets, steps, output };
+                    let args = KernelArgs { a: a_dev, b: b_block, counts, offsets, steps, output, grid: cells };
                     launcher.launch(&stream, grid, &args)?;
                     lists.launched();
                     timings.launches += 1;
@@ -381,13 +399,67 @@ pub(super) fn sample_selectivity(
                 offsets: [0, 0],
                 steps: [0, u32::MAX],
                 output: DeviceOutput::Dob(d),
+                grid: None,
             };
             launcher.launch(stream, grid, &args)
         },
         drain,
+        PairNames::AsWritten,
         &mut found,
     )?;
     Ok(if pairs > 0.0 { found.len() as f64 / pairs } else { 0.0 })
+}
+
+/// How the drain names the pairs of `launcher`'s kernel: through the grid's
+/// permutations where it walks one.
+fn pair_names<'a>(grid: Option<&'a DeviceGrid>, launcher: &Launcher) -> PairNames<'a> {
+    match grid {
+        Some(g) => PairNames::Sorted {
+            perm_a: &g.perm_a,
+            perm_b: g.perm_b.as_ref().unwrap_or(&g.perm_a),
+            unordered: launcher.plan.shape.visit.unordered(),
+        },
+        None => PairNames::AsWritten,
+    }
+}
+
+/// The fraction of a grid's visited pairs that pass, measured on the
+/// kernel itself over the grid's sample of units.
+fn sample_grid_selectivity(
+    stream: &Arc<CudaStream>,
+    launcher: &Launcher,
+    (a, b): (&DeviceBlock, Option<&DeviceBlock>),
+    counts: [u32; 2],
+    grid: &DeviceGrid,
+    drain: &CudaFunction,
+) -> Result<f64, GpuError> {
+    let OutputStage::Dob { page_pairs } = launcher.plan.output else { unreachable!("a DOB plan") };
+    let blocks = grid.sample_units;
+    let mut found = Vec::new();
+    let mut scratch = None;
+    dob::run(
+        stream,
+        page_pairs,
+        blocks,
+        grid.sample_pairs.clamp(1 << 16, 1 << 23),
+        &mut scratch,
+        &mut |d: &DeviceDob| {
+            let args = KernelArgs {
+                a,
+                b,
+                counts,
+                offsets: [0, 0],
+                steps: [0, u32::MAX],
+                output: DeviceOutput::Dob(d),
+                grid: Some(GridArgs { units: &grid.sample, ranges: &grid.ranges, first: 0 }),
+            };
+            launcher.launch(stream, blocks, &args)
+        },
+        drain,
+        PairNames::AsWritten,
+        &mut found,
+    )?;
+    Ok(if grid.sample_pairs > 0 { found.len() as f64 / grid.sample_pairs as f64 } else { 0.0 })
 }
 
 #[cfg(test)]

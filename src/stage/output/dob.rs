@@ -120,17 +120,45 @@ pub struct DobRun {
     pub drain_s: f64,
 }
 
+/// How the drain names a kernel's pairs: as the kernel wrote them, or (a
+/// grid's kernel, which sees both sets in cell order) mapped back to input
+/// indices through each set's permutation, one set's pairs as (min, max).
+#[derive(Clone, Copy)]
+pub enum PairNames<'a> {
+    AsWritten,
+    Sorted { perm_a: &'a CudaSlice<u32>, perm_b: &'a CudaSlice<u32>, unordered: bool },
+}
+
 /// Packs the pairs of the pages the host keeps into `packed` (the drain kernel, `drain`).
-fn pack(stream: &Arc<CudaStream>, drain: &CudaFunction, d: &mut DeviceDob) -> Result<(), DriverError> {
+fn pack(
+    stream: &Arc<CudaStream>,
+    drain: &CudaFunction,
+    d: &mut DeviceDob,
+    names: PairNames,
+) -> Result<(), DriverError> {
     stream.memset_zeros(&mut d.packed_count)?;
     // One warp per page.
     let cfg = LaunchConfig { grid_dim: (d.pages.div_ceil(8), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
     let mut b = stream.launch_builder(drain);
     b.arg(&d.pool).arg(&d.owner).arg(&d.fill).arg(&d.next_page).arg(&d.pages).arg(&d.page_pairs).arg(&d.resume);
+    let null = 0u64;
+    let unordered: u32;
+    match names {
+        PairNames::AsWritten => {
+            unordered = 0;
+            b.arg(&null).arg(&null).arg(&unordered);
+        }
+        PairNames::Sorted { perm_a, perm_b, unordered: u } => {
+            unordered = u32::from(u);
+            b.arg(perm_a).arg(perm_b).arg(&unordered);
+        }
+    }
     b.arg(&mut d.packed).arg(&mut d.packed_count);
     // SAFETY: the drain's signature is (uint2* pool, uint2* owner, unsigned* fill,
     // unsigned* next_page, unsigned pages, unsigned page_pairs, unsigned* resume,
-    // uint2* packed, unsigned long long* packed_count), as pushed; packed holds the whole pool.
+    // unsigned* perm_a, unsigned* perm_b, unsigned unordered, uint2* packed,
+    // unsigned long long* packed_count), as pushed (a null pointer as a 64-bit
+    // zero); packed holds the whole pool, the perms every sorted point.
     unsafe { b.launch(cfg) }?;
     Ok(())
 }
@@ -149,6 +177,7 @@ pub fn run<E: From<DriverError>>(
     dob: &mut Option<DeviceDob>,
     launch: &mut dyn FnMut(&DeviceDob) -> Result<(), E>,
     drain: &CudaFunction,
+    names: PairNames,
     sink: &mut Vec<[u32; 2]>,
 ) -> Result<DobRun, E> {
     let pages = pool_pairs.div_ceil(page_pairs as u64).clamp(1, u32::MAX as u64 / 2) as u32;
@@ -172,7 +201,7 @@ pub fn run<E: From<DriverError>>(
             run.launches += 1;
 
             let t = Instant::now();
-            pack(stream, drain, &mut d)?;
+            pack(stream, drain, &mut d, names)?;
             let overflow = stream.clone_dtoh(&d.overflow)?[0];
             let kept = stream.clone_dtoh(&d.packed_count)?[0] as usize;
             if kept > 0 {
