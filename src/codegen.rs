@@ -479,6 +479,17 @@ pub fn render_dob_drain() -> Kernel {
     }
 }
 
+/// The grid builder (`templates/index/grid.cu`): one module of kernels for
+/// every problem, which sort a set into cells and list the units on the GPU.
+pub fn render_grid_builder() -> Kernel {
+    Kernel {
+        entry: "twobs_grid_units".into(),
+        file_name: "grid.cu".into(),
+        source: Template::IndexGrid.text().to_owned(),
+        snippet_calls: String::new(),
+    }
+}
+
 /// The comment block every kernel starts with: what it computes, the plan and how it was derived.
 fn header(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, regenerate: &str) -> String {
     let mut lines = vec![

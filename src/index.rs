@@ -144,25 +144,35 @@ impl Summary {
     }
 }
 
-/// The grid for `problem` on `inputs`, or None with the reason.
-pub fn choose(
+/// The cells a grid would have: the axes, and how the cutoff reads in the
+/// report. Made from the data's extent alone; a backend then sorts the
+/// points into them ([`build`] on the host).
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub axes: Vec<Axis>,
+    pub cells: u64,
+    /// `cutoff eps=0.01 over x,y`.
+    pub cutoff: String,
+}
+
+/// The layout of `problem`'s grid on `inputs`, or the summary of a run that
+/// visits every pair, with the reason (an error where `--index grid` cannot be honoured).
+pub fn layout(
     problem: &Problem,
     params: &Params,
     inputs: &Inputs,
-    visit: Visit,
     all_pairs: u128,
     choice: IndexChoice,
-    runs: Runs,
-) -> Result<(Option<Grid>, Summary), IndexError> {
+) -> Result<Result<Layout, Summary>, IndexError> {
     let brute = |why: String| Summary::brute(why, all_pairs);
     if choice == IndexChoice::None {
-        return Ok((None, brute("--index none: every pair".into())));
+        return Ok(Err(brute("--index none: every pair".into())));
     }
     let Some(cutoff) = &problem.cutoff else {
         if choice == IndexChoice::Grid {
             return Err(IndexError::NoCutoff(problem.name.clone()));
         }
-        return Ok((None, brute("the spec declares no cutoff: every pair may contribute".into())));
+        return Ok(Err(brute("the spec declares no cutoff: every pair may contribute".into())));
     };
     let value = params.eval(&cutoff.value).as_f64();
     let components = problem.input.components();
@@ -183,7 +193,7 @@ pub fn choose(
         let why = format!("the box {name}={b} is triclinic, and the grid's cells are orthorhombic");
         return match choice {
             IndexChoice::Grid => Err(IndexError::Unusable(why)),
-            _ => Ok((None, brute(why))),
+            _ => Ok(Err(brute(why))),
         };
     }
     let sets: Vec<&PointSet> = std::iter::once(&inputs.a).chain(inputs.b.as_ref()).collect();
@@ -257,30 +267,64 @@ pub fn choose(
         axes.push(axis);
     }
 
-    let grid = build(axes, inputs, visit, runs);
-    let summary = Summary {
-        index: IndexKind::Grid,
-        why: String::new(),
-        cells: Some(cells),
-        axes: Some(grid.axes.clone()),
-        pairs: grid.pairs,
-        all_pairs,
-    };
-    let share = grid.pairs as f64 / (all_pairs.max(1)) as f64;
-    let described = format!(
-        "cutoff {} over {}: {} cells visit {} of {} pairs ({:.3}%)",
-        params.describe(&cutoff.value),
-        over.iter().map(|&c| components[c].name.as_str()).collect::<Vec<_>>().join(","),
+    Ok(Ok(Layout {
+        axes,
         cells,
-        grid.pairs,
+        cutoff: format!(
+            "cutoff {} over {}",
+            params.describe(&cutoff.value),
+            over.iter().map(|&c| components[c].name.as_str()).collect::<Vec<_>>().join(",")
+        ),
+    }))
+}
+
+/// Whether a grid that visits `pairs` of `all_pairs` is taken: always with
+/// `--index grid`, else where it skips at least half of them.
+pub fn decide(layout: &Layout, pairs: u128, all_pairs: u128, choice: IndexChoice) -> Summary {
+    let share = pairs as f64 / (all_pairs.max(1)) as f64;
+    let described = format!(
+        "{}: {} cells visit {} of {} pairs ({:.3}%)",
+        layout.cutoff,
+        layout.cells,
+        pairs,
         all_pairs,
         100.0 * share
     );
+    let grid = |why: String| Summary {
+        index: IndexKind::Grid,
+        why,
+        cells: Some(layout.cells),
+        axes: Some(layout.axes.clone()),
+        pairs,
+        all_pairs,
+    };
     match choice {
-        IndexChoice::Grid => Ok((Some(grid), Summary { why: format!("--index grid: {described}"), ..summary })),
-        _ if share <= MAX_SHARE => Ok((Some(grid), Summary { why: described, ..summary })),
-        _ => Ok((None, brute(format!("{described}; too many to be worth a grid, so every pair")))),
+        IndexChoice::Grid => grid(format!("--index grid: {described}")),
+        _ if share <= MAX_SHARE => grid(described),
+        _ => Summary::brute(format!("{described}; too many to be worth a grid, so every pair"), all_pairs),
     }
+}
+
+/// The grid for `problem` on `inputs`, sorted on the host, or None with the reason.
+pub fn choose(
+    problem: &Problem,
+    params: &Params,
+    inputs: &Inputs,
+    visit: Visit,
+    all_pairs: u128,
+    choice: IndexChoice,
+    runs: Runs,
+) -> Result<(Option<Grid>, Summary), IndexError> {
+    let layout = match layout(problem, params, inputs, all_pairs, choice)? {
+        Ok(layout) => layout,
+        Err(brute) => return Ok((None, brute)),
+    };
+    let grid = build(layout.axes.clone(), inputs, visit, runs);
+    let summary = decide(&layout, grid.pairs, all_pairs, choice);
+    Ok(match summary.index {
+        IndexKind::Grid => (Some(grid), summary),
+        IndexKind::None => (None, summary),
+    })
 }
 
 /// How a backend wants its units: at most `points` own points each, and
@@ -301,6 +345,12 @@ pub const CPU_RUNS: Runs = Runs { points: 256, whole_rows: false };
 struct RowOffset {
     offset: [i64; MAX_AXES],
     own: bool,
+}
+
+/// The rows a run meets (as [`row_offsets`] lists them, the own row first),
+/// by their offsets over axes 1 and 2: the GPU's grid builder takes them.
+pub fn stencil_rows(k: usize, diagonal: bool) -> Vec<[i64; 2]> {
+    row_offsets(k, diagonal).iter().map(|r| [r.offset[1], r.offset[2]]).collect()
 }
 
 /// The rows a run meets: all 3^(k-1) of them, or with `diagonal` the own row

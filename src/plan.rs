@@ -618,12 +618,17 @@ impl Plan {
     /// This plan with its blocks on a grid's units: each block takes one
     /// unit's own points (at most B x R of one row of cells) and walks the
     /// tiles of its ranges, so the diagonal tile's pattern gives way to the
-    /// grid's own-row order. `why` is the index's reason.
-    pub fn on_grid(mut self, why: &str) -> Plan {
+    /// grid's own-row order. (The data decide whether a run takes it: the
+    /// report's index line says what the grid skipped.)
+    pub fn on_grid(mut self) -> Plan {
         self.index = IndexKind::Grid;
         self.diagonal = None;
         self.decisions.retain(|d| d.what != Choice::Diagonal);
-        self.decisions.push(Decision { what: Choice::Index, choice: "grid".into(), why: why.into() });
+        self.decisions.push(Decision {
+            what: Choice::Index,
+            choice: "grid".into(),
+            why: "the spec's cutoff: a block takes a run of at most B x R own points along a row of cells, and meets the other set's points of the neighbouring cells".into(),
+        });
         self.params.extend(crate::stage::visit::grid_params());
         self.variant.push_str("-grid");
         self

@@ -78,7 +78,7 @@ fn cases() -> Vec<Case> {
             let cmd = codegen::regenerate_command(&problem, &dev, None, &overrides, f);
             let label = if f.any() { plan.variant.clone() } else { "planned".to_owned() };
             if grid {
-                let plan = plan.clone().on_grid("a cutoff");
+                let plan = plan.clone().on_grid();
                 let kernel = codegen::render(&problem, &params, &plan, &dev, &cmd);
                 let label = if f.any() { plan.variant.clone() } else { "planned-grid".to_owned() };
                 out.push(Case { problem: name.clone(), label, plan, kernel });
@@ -160,6 +160,9 @@ fn nvrtc_compiles_every_kernel() {
         // The direct output buffer's drain, one kernel for every problem.
         let drain = twobs::codegen::render_dob_drain();
         results.push(("dob-drain".into(), twobs::backend::nvrtc::compile(&drain, arch)));
+        // The grid builder, likewise.
+        let builder = twobs::codegen::render_grid_builder();
+        results.push(("grid-builder".into(), twobs::backend::nvrtc::compile(&builder, arch)));
         results
     });
     println!("NVRTC {}.{} for {arch}:", version.0, version.1);

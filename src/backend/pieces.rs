@@ -165,7 +165,8 @@ mod tests {
     #[test]
     fn grid_pieces_take_every_unit_once_in_order() {
         // Units most pairs first, as the grid lists them.
-        let work: Vec<GridWork> = (0..1000u64).rev().map(|k| GridWork { pairs: 100 * k + 7, steps: k % 9 + 1 }).collect();
+        let work: Vec<GridWork> =
+            (0..1000u64).rev().map(|k| GridWork { pairs: 100 * k + 7, steps: k % 9 + 1 }).collect();
         let total: u128 = work.iter().map(|w| w.pairs as u128).sum();
         for (workers, floor) in [(1, 1), (4, 1), (4, 50_000), (16, 1 << 40)] {
             let pieces = cut_grid(unit(total), &work, 64, None, workers, floor);

@@ -202,6 +202,12 @@ impl DeviceBlock {
         Ok(DeviceBlock { columns, staging, holds: None })
     }
 
+    /// A block whose columns were made on the device (a grid's sorted sets):
+    /// nothing is ever uploaded through it.
+    pub fn from_columns(columns: Vec<CudaSlice<u8>>) -> Self {
+        DeviceBlock { columns, staging: Staging::Pageable(Vec::new()), holds: Some((u32::MAX, usize::MAX)) }
+    }
+
     /// Uploads rows [start, end) of `set` (zeros after them up to the padding),
     /// unless `(tag, block)` is what the buffers already hold.
     pub fn load(

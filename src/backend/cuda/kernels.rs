@@ -37,21 +37,18 @@ pub(super) struct Compiled {
 
 impl Compiled {
     /// Plans, renders and compiles (or finds) the kernel of `problem` for
-    /// `dev`; with `grid` (the index's reason) its blocks take a grid's units.
+    /// `dev`; with `grid` its blocks take a grid's units.
     pub(super) fn new(
         problem: &Problem,
         params: &Params,
         dev: &Device,
         points: Points,
         forced: Forced,
-        grid: Option<&str>,
+        grid: bool,
         cache: &Cache,
     ) -> Result<Compiled, GpuError> {
         let plan = Plan::new(problem, params, dev, points, forced)?;
-        let plan = match grid {
-            Some(why) => plan.on_grid(why),
-            None => plan,
-        };
+        let plan = if grid { plan.on_grid() } else { plan };
         let kernel = codegen::render(problem, params, &plan, dev, "twobs run");
         let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
         Ok(Compiled { plan, entry: kernel.entry, cubin })
@@ -76,14 +73,14 @@ impl Compiled {
 
 /// Function `entry` of `cubin` in `ctx`, loaded (and `prepare`d) once per
 /// process and GPU.
-fn loaded(
+pub(super) fn loaded(
     ctx: &Arc<CudaContext>,
     cubin: &[u8],
     entry: &str,
     what: &str,
     prepare: impl FnOnce(&CudaFunction) -> Result<(), GpuError>,
 ) -> Result<CudaFunction, GpuError> {
-    let key = Key::of(&[cubin, &ctx.ordinal().to_le_bytes()]);
+    let key = Key::of(&[cubin, &ctx.ordinal().to_le_bytes(), entry.as_bytes()]);
     let func = MODULES.get_or_try(key, || -> Result<CudaFunction, GpuError> {
         let module =
             ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec())).doing(&format!("loading {what}"))?;

@@ -26,7 +26,7 @@ use crate::cache::Cache;
 use crate::codegen;
 use crate::data::{Inputs, PointSet};
 use crate::device::Device;
-use crate::index::{self, Grid, IndexChoice, IndexError, Runs, Summary};
+use crate::index::{self, Grid, IndexChoice, IndexError, IndexKind, Layout, Runs, Summary};
 use crate::outcome::Outcome;
 use crate::plan::{Forced, Plan, PlanError, Points, Shape};
 use crate::spec::{Params, Problem, Sets};
@@ -36,6 +36,7 @@ use crate::stage::visit::{KernelKind, Unit, Walk};
 use kernels::{Compiled, KernelPair, Launcher, dob_drain};
 use workers::{Gpu, GpuResult, Job, busy, gpu_worker};
 
+mod grid;
 mod kernels;
 mod workers;
 
@@ -304,30 +305,36 @@ pub fn run(
 
     // The grid, where the spec's cutoff and the data make it worth it. It is
     // made for these inputs, so it counts as compute, not preparation.
+    let choice = index;
     let index_start = Instant::now();
-    let (grid, index) = choose_index(problem, params, inputs, index, opts, &devices[0], block_points_for(total))?;
-    let index_s = index_start.elapsed().as_secs_f64();
-    let grid_why = grid.as_ref().map(|_| index.why.clone());
-    if grid.is_some() && !progress.is_hidden() {
-        progress.set_length(index.pairs.min(u64::MAX as u128) as u64);
-    }
+    let indexing = choose_index(problem, params, inputs, choice, opts, &devices, block_points_for(total))?;
+    let mut index_s = index_start.elapsed().as_secs_f64();
+    // The grid kernel where a grid may be walked, and brute force's where every
+    // pair may be (auto decides after the GPU's grid is made).
+    let grid_kernel = !matches!(indexing, Indexing::Brute(_));
+    let brute_kernels = match &indexing {
+        Indexing::Brute(_) => true,
+        Indexing::Host(..) => false,
+        Indexing::Device(..) => choice != IndexChoice::Grid,
+    };
 
     // Plans and kernels, per GPU (GPUs may differ): the problem's own kernel on
     // one block, and the two-set kernel between blocks, where units need them.
     let between_problem = problem.as_cross();
-    // Each set's blocks, and the units of work over them. With a grid, each
-    // set is one block, and the problem's own kernel walks the grid's units.
-    let layout = |block_points: usize| {
+    // Each set's blocks, and the units of work over them. With a grid
+    // (`grid_pairs`), each set is one block, and the problem's own kernel
+    // walks the grid's units.
+    let layout = |block_points: usize, grid_pairs: Option<u128>| {
         let a_blocks = blocks(n_a, block_points);
         let b_blocks = if inputs.b.is_some() { blocks(n_b, block_points) } else { a_blocks.clone() };
-        let groups = match &grid {
-            Some(g) => vec![vec![Unit { kernel: KernelKind::Own, a_block: 0, b_block: 0, pairs: g.pairs }]],
+        let groups = match grid_pairs {
+            Some(pairs) => vec![vec![Unit { kernel: KernelKind::Own, a_block: 0, b_block: 0, pairs }]],
             None => crate::stage::visit::Visit::of(problem).units(&a_blocks, &b_blocks),
         };
         (a_blocks, b_blocks, groups)
     };
-    let compile = |block_points: usize| -> Result<Vec<KernelPair<Compiled>>, GpuError> {
-        let (_, _, groups) = layout(block_points);
+    let compile = |block_points: usize, on_grid: bool| -> Result<Vec<KernelPair<Compiled>>, GpuError> {
+        let (_, _, groups) = layout(block_points, on_grid.then_some(0));
         let needs = |kind| groups.iter().flatten().any(|u| u.kernel == kind);
         let own_points = Points {
             a: block_points.min(n_a) as u64,
@@ -355,8 +362,7 @@ pub fn run(
             let (own_first, between_first) =
                 kernels.first().map_or((None, None), |(own, between)| (own.as_ref(), between.as_ref()));
             let (own_forced, between_forced) = (walk_as(own_first), walk_as(between_first));
-            let make =
-                |p: &Problem, points, forced| Compiled::new(p, params, dev, points, forced, grid_why.as_deref(), cache);
+            let make = |p: &Problem, points, forced| Compiled::new(p, params, dev, points, forced, on_grid, cache);
             let own = if needs(KernelKind::Own) { Some(make(problem, own_points, own_forced)?) } else { None };
             let between = if needs(KernelKind::Between) {
                 Some(make(&between_problem, between_points, between_forced)?)
@@ -369,13 +375,13 @@ pub fn run(
     };
     // The contexts are made on their own threads while NVRTC compiles here;
     // where the inputs fit a GPU whole, its thread uploads them meanwhile.
-    let mut block_points = if grid.is_some() { n_a.max(n_b).max(1) } else { block_points_for(total) };
+    let mut block_points = if grid_kernel { n_a.max(n_b).max(1) } else { block_points_for(total) };
     let mut compiled_at = 0.0;
-    let (made, compiled, mut compile_s) = std::thread::scope(|s| {
+    let (made, compiled, compiled_brute, mut compile_s) = std::thread::scope(|s| {
         let making: Vec<_> = ordinals
             .iter()
             .map(|&g| {
-                let (block_points_for, grid) = (&block_points_for, grid.as_ref());
+                let (block_points_for, indexing) = (&block_points_for, &indexing);
                 s.spawn(move || -> Result<Made, GpuError> {
                     let start = Instant::now();
                     let ctx = context(g)?;
@@ -383,27 +389,30 @@ pub fn run(
                     let free = ctx.mem_get_info().doing("reading free GPU memory")?.0;
                     let made_at = wall.elapsed().as_secs_f64();
                     let fits = block_points_for(free);
-                    let resident = match grid {
+                    let resident = match indexing {
                         // The grid's kernel reads both sets whole, in cell order.
-                        Some(_) if !whole(fits) => {
+                        Indexing::Host(..) | Indexing::Device(..) if !whole(fits) => {
                             return Err(GpuError::GridDoesNotFit { ordinal: g, fits, points: n_a.max(n_b) });
                         }
-                        Some(grid) => Some(Resident::upload_grid(&ctx, grid)?),
+                        Indexing::Host(grid, _) => Some(Resident::upload_grid(&ctx, grid)?),
+                        // The GPU sorts the inputs it holds.
+                        Indexing::Device(..) => Some(Resident::upload(&ctx, inputs)?),
                         // Where the upload fails (the GPU filled up meanwhile), the streams load blocks of their own.
-                        None if whole(fits) => Resident::upload(&ctx, inputs).ok(),
-                        None => None,
+                        Indexing::Brute(_) if whole(fits) => Resident::upload(&ctx, inputs).ok(),
+                        Indexing::Brute(_) => None,
                     };
                     Ok(Made { ctx, context_s, free, resident, made_at, uploaded_at: wall.elapsed().as_secs_f64() })
                 })
             })
             .collect();
         let start = Instant::now();
-        let compiled = compile(block_points);
+        let compiled = compile(block_points, grid_kernel);
+        let compiled_brute = (grid_kernel && brute_kernels).then(|| compile(block_points, false));
         let compile_s = start.elapsed().as_secs_f64();
         compiled_at = wall.elapsed().as_secs_f64();
         let made: Vec<Result<Made, GpuError>> =
             making.into_iter().map(|h| h.join().expect("context thread panicked")).collect();
-        (made, compiled, compile_s)
+        (made, compiled, compiled_brute, compile_s)
     });
     let mut contexts = Vec::new();
     let mut residents = Vec::new();
@@ -423,11 +432,61 @@ pub fn run(
         free = free.min(m.free);
     }
     let mut compiled = compiled?;
-    if grid.is_none() && block_points_for(free) < block_points {
+    if !grid_kernel && block_points_for(free) < block_points {
         block_points = block_points_for(free);
         let start = Instant::now();
-        compiled = compile(block_points)?;
+        compiled = compile(block_points, false)?;
         compile_s += start.elapsed().as_secs_f64();
+    }
+    // The GPU's own grid: sorted where the inputs lie (one GPU), then taken
+    // where it skips enough, else every pair with brute force's kernels.
+    let (grid_work, index) = match indexing {
+        Indexing::Brute(summary) => (None, summary),
+        Indexing::Host(grid, summary) => {
+            let tile = compiled[0].0.as_ref().expect("the grid's kernel").plan.launch.block_size as u64;
+            let work = grid
+                .units
+                .iter()
+                .map(|u| GridWork {
+                    pairs: u.pairs,
+                    steps: grid.partners(u).div_ceil(tile) + (u.ranges[1] - u.ranges[0]) as u64,
+                })
+                .collect();
+            (Some((work, grid.pairs)), summary)
+        }
+        Indexing::Device(layout, runs) => {
+            let start = Instant::now();
+            let builder = grid::Builder::new(&contexts[0], &devices[0], cache)?;
+            compile_s += start.elapsed().as_secs_f64();
+            let start = Instant::now();
+            let plan = &compiled[0].0.as_ref().expect("the grid's kernel").plan;
+            let raw = residents[0].take().expect("the GPU holds the inputs it sorts");
+            let stream = contexts[0].new_stream().doing("creating a stream")?;
+            let built = grid::build(
+                &builder,
+                &stream,
+                &layout,
+                (&inputs.a, &raw.a),
+                inputs.b.as_ref().map(|b| (b, raw.b.as_ref().expect("the other set, uploaded"))),
+                plan.shape.visit,
+                (runs.points, plan.launch.block_size),
+            )?;
+            let all_pairs = Shape::new(problem, params, plan.shape.points).pairs;
+            let summary = index::decide(&layout, built.pairs, all_pairs, choice);
+            index_s += start.elapsed().as_secs_f64();
+            if summary.index == IndexKind::Grid {
+                residents[0] =
+                    Some(Resident { a: built.a, b: built.b, upload_s: raw.upload_s, grid: Some(built.grid) });
+                (Some((built.work, built.pairs)), summary)
+            } else {
+                residents[0] = Some(raw);
+                compiled = compiled_brute.expect("brute force's kernels, where auto may fall back")?;
+                (None, summary)
+            }
+        }
+    };
+    if grid_work.is_some() && !progress.is_hidden() {
+        progress.set_length(index.pairs.min(u64::MAX as u128) as u64);
     }
     let upload_after_compile = (uploaded_at - ready_at).max(0.0);
     // Every GPU holds the inputs whole, or every stream streams its blocks.
@@ -438,7 +497,7 @@ pub fn run(
     if opts.block_points.is_none() && block_points < n_a.max(n_b) {
         notes.push(format!("inputs do not fit the GPU at once: blocks of {block_points} points"));
     }
-    let (a_blocks, b_blocks, mut groups) = layout(block_points);
+    let (a_blocks, b_blocks, mut groups) = layout(block_points, grid_work.as_ref().map(|(_, pairs)| *pairs));
     let mut launchers: Vec<KernelPair<Launcher>> = Vec::new();
     for ((own, between), (ctx, dev)) in compiled.into_iter().zip(contexts.iter().zip(&devices)) {
         let own = own.map(|c| c.load(dev, ctx)).transpose()?;
@@ -468,23 +527,14 @@ pub fn run(
     // Units largest first, so that no stream is left with a big one at the end.
     groups.sort_by_key(|g| std::cmp::Reverse(g.iter().map(|u| u.pairs).sum::<u128>()));
     let workers = contexts.len() * streams;
-    let queue: Vec<Vec<Piece>> = if let Some(g) = &grid {
-        // Consecutive units of the grid (most pairs first) per piece; a unit
-        // takes at most a tile per range more than its partners fill.
+    let queue: Vec<Vec<Piece>> = if let Some((work, _)) = &grid_work {
+        // Consecutive units of the grid (most pairs first) per piece.
         let plan = &launchers[0].0.as_ref().expect("the grid's kernel").plan;
         let tile = plan.launch.block_size as u64;
-        let work: Vec<GridWork> = g
-            .units
-            .iter()
-            .map(|u| GridWork {
-                pairs: u.pairs,
-                steps: g.partners(u).div_ceil(tile) + (u.ranges[1] - u.ranges[0]) as u64,
-            })
-            .collect();
         let max_partners = launchers.iter().filter_map(|(own, _)| own.as_ref()?.plan.launch.partners_per_launch).min();
         let unit = groups.into_iter().flatten().next().expect("the grid's unit");
         let min_pairs = opts.piece_pairs.map_or(pieces::MIN_PIECE_PAIRS, u128::from);
-        pieces::cut_grid(unit, &work, tile, max_partners, workers, min_pairs).into_iter().map(|p| vec![p]).collect()
+        pieces::cut_grid(unit, work, tile, max_partners, workers, min_pairs).into_iter().map(|p| vec![p]).collect()
     } else if stage.refines_per_query() {
         // Per-query lists are refined unit after unit of a query block, on one stream.
         groups.into_iter().map(|g| g.into_iter().map(Piece::whole).collect()).collect()
@@ -567,24 +617,34 @@ pub fn run(
     Ok(GpuRun { outcome, devices, plans, timings, notes, block_points, index })
 }
 
-/// The grid for a run, or why every pair is visited. A unit is at most one
-/// block's own points (B x R of the plan on `dev`) over a row of cells; the
-/// grid's kernel reads both sets whole, so blocks of `fits` points must hold them.
+/// How a run finds its pairs: every pair, a grid sorted on the host (which
+/// several GPUs must share: the GPU's sort orders a cell's points as its
+/// atomics fall), or a grid the one GPU sorts itself from the layout.
+#[allow(clippy::large_enum_variant, reason = "one per run")]
+enum Indexing {
+    Brute(Summary),
+    Host(Grid, Summary),
+    Device(Layout, Runs),
+}
+
+/// How the run finds its pairs. A unit is at most one block's own points
+/// (B x R of the plan on the first GPU) over a row of cells; the grid's
+/// kernel reads both sets whole, so blocks of `fits` points must hold them.
 fn choose_index(
     problem: &Problem,
     params: &Params,
     inputs: &Inputs,
     choice: IndexChoice,
     opts: &GpuOptions,
-    dev: &Device,
+    devices: &[Device],
     fits: usize,
-) -> Result<(Option<Grid>, Summary), GpuError> {
+) -> Result<Indexing, GpuError> {
     let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
     let shape = Shape::new(problem, params, points);
-    if problem.cutoff.is_none() || choice == IndexChoice::None {
-        // index::choose says why (or that --index grid needs a cutoff).
-        return Ok(index::choose(problem, params, inputs, shape.visit, shape.pairs, choice, index::CPU_RUNS)?);
-    }
+    let layout = match index::layout(problem, params, inputs, shape.pairs, choice)? {
+        Ok(layout) => layout,
+        Err(brute) => return Ok(Indexing::Brute(brute)),
+    };
     let most = inputs.a.len().max(inputs.other().len());
     if fits < most {
         let why = format!(
@@ -592,12 +652,19 @@ fn choose_index(
         );
         return match choice {
             IndexChoice::Grid => Err(IndexError::Unusable(why).into()),
-            _ => Ok((None, Summary::brute(why, shape.pairs))),
+            _ => Ok(Indexing::Brute(Summary::brute(why, shape.pairs))),
         };
     }
-    let plan = Plan::new(problem, params, dev, points, opts.forced)?;
+    let plan = Plan::new(problem, params, &devices[0], points, opts.forced)?;
     let runs = Runs { points: plan.launch.block_size * plan.launch.points_per_thread, whole_rows: true };
-    Ok(index::choose(problem, params, inputs, shape.visit, shape.pairs, choice, runs)?)
+    if devices.len() == 1 {
+        return Ok(Indexing::Device(layout, runs));
+    }
+    let (grid, summary) = index::choose(problem, params, inputs, shape.visit, shape.pairs, choice, runs)?;
+    Ok(match grid {
+        Some(grid) => Indexing::Host(grid, summary),
+        None => Indexing::Brute(summary),
+    })
 }
 
 /// Every unit with the walk of its kernel (every GPU's kernels walk alike:

@@ -1,0 +1,312 @@
+//! A cut-off problem's grid, made on the GPU from the inputs it already
+//! holds (`templates/index/grid.cu`): the same cells as the host's
+//! (`index::Layout`), a counting sort of each set by cell, and the units:
+//! runs of at most B x R own points along a row of cells, with the ranges of
+//! the other set's points in the neighbouring cells. Only the units' pairs
+//! come back to the host, which orders the units (most pairs first) and
+//! cuts them into pieces.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
+
+use super::kernels::loaded;
+use super::{DeviceGrid, Doing, GpuError, SAMPLE_UNITS};
+use crate::backend::nvrtc;
+use crate::backend::pieces::GridWork;
+use crate::cache::Cache;
+use crate::codegen;
+use crate::data::PointSet;
+use crate::device::Device;
+use crate::index::{self, Layout};
+use crate::spec::Scalar;
+use crate::stage::input::{DeviceBlock, PAD_POINTS};
+use crate::stage::visit::Visit;
+
+/// Values one block of the scan takes (`SCAN_THREADS` x `SCAN_PER_THREAD`).
+const SCAN_BLOCK: u32 = 2048;
+
+/// The builder's kernels on one GPU.
+pub(super) struct Builder {
+    cells: CudaFunction,
+    scan_blocks: CudaFunction,
+    scan_add: CudaFunction,
+    scatter: CudaFunction,
+    gather4: CudaFunction,
+    gather8: CudaFunction,
+    row_units: CudaFunction,
+    units: CudaFunction,
+}
+
+impl Builder {
+    /// Compiles (once per architecture) and loads (once per GPU) the builder.
+    pub(super) fn new(ctx: &Arc<CudaContext>, dev: &Device, cache: &Cache) -> Result<Builder, GpuError> {
+        let kernel = codegen::render_grid_builder();
+        let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
+        let f = |entry: &str| loaded(ctx, &cubin, entry, "the grid builder", |_| Ok(()));
+        Ok(Builder {
+            cells: f("twobs_grid_cells")?,
+            scan_blocks: f("twobs_grid_scan_blocks")?,
+            scan_add: f("twobs_grid_scan_add")?,
+            scatter: f("twobs_grid_scatter")?,
+            gather4: f("twobs_grid_gather4")?,
+            gather8: f("twobs_grid_gather8")?,
+            row_units: f("twobs_grid_row_units")?,
+            units: f("twobs_grid_units")?,
+        })
+    }
+}
+
+/// `struct Axes` of the builder, field for field.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct AxesArg {
+    column: [u64; 3],
+    kind: [u32; 3],
+    origin: [f64; 3],
+    side: [f64; 3],
+    cells: [u32; 3],
+    periodic: [u32; 3],
+    count: u32,
+}
+
+// SAFETY: plain old data laid out as the CUDA struct (repr(C), same order and types).
+unsafe impl cudarc::driver::DeviceRepr for AxesArg {}
+
+/// `struct Stencil` of the builder, field for field.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct StencilArg {
+    axes: u32,
+    cells: [i32; 3],
+    periodic: [u32; 3],
+    rows: u32,
+    offset: [[i32; 2]; 9],
+    diagonal: u32,
+    skip_self: u32,
+    run: u32,
+    stride: u32,
+}
+
+// SAFETY: as for AxesArg.
+unsafe impl cudarc::driver::DeviceRepr for StencilArg {}
+
+/// One set sorted into the cells on the device.
+struct SortedSet {
+    block: DeviceBlock,
+    perm: CudaSlice<u32>,
+    /// Cell c's points are [start[c], start[c + 1]).
+    start: CudaSlice<u32>,
+    /// The cell of each sorted point.
+    cell: CudaSlice<u32>,
+}
+
+/// What the build leaves on the GPU, and what the host needs of it.
+pub(super) struct Built {
+    pub(super) a: DeviceBlock,
+    pub(super) b: Option<DeviceBlock>,
+    pub(super) grid: DeviceGrid,
+    /// Each unit's pairs and steps, in the grid's order (most pairs first).
+    pub(super) work: Vec<GridWork>,
+    pub(super) pairs: u128,
+}
+
+fn launch_cfg(threads: u32, blocks: u32) -> LaunchConfig {
+    LaunchConfig { grid_dim: (blocks.max(1), 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 }
+}
+
+/// Enough blocks of 256 threads to stride over n items.
+fn stride_cfg(n: usize) -> LaunchConfig {
+    launch_cfg(256, (n.div_ceil(256) as u32).clamp(1, 65536))
+}
+
+impl Builder {
+    /// Exclusive scan of `n` values of `input` into `out`.
+    fn scan(
+        &self,
+        stream: &Arc<CudaStream>,
+        input: &CudaSlice<u32>,
+        out: &mut CudaSlice<u32>,
+        n: u32,
+    ) -> Result<(), GpuError> {
+        let blocks = n.div_ceil(SCAN_BLOCK).max(1);
+        let mut sums = stream.alloc_zeros::<u32>(blocks as usize).doing("scanning")?;
+        let mut b = stream.launch_builder(&self.scan_blocks);
+        b.arg(input).arg(&mut *out).arg(&n).arg(&mut sums);
+        // SAFETY: (const unsigned* in, unsigned* out, unsigned n, unsigned* sums): n values each, a sum per block.
+        unsafe { b.launch(launch_cfg(1024, blocks)) }.doing("scanning")?;
+        if blocks > 1 {
+            let mut scanned = stream.alloc_zeros::<u32>(blocks as usize).doing("scanning")?;
+            self.scan(stream, &sums, &mut scanned, blocks)?;
+            let mut b = stream.launch_builder(&self.scan_add);
+            b.arg(&mut *out).arg(&n).arg(&scanned);
+            // SAFETY: (unsigned* out, unsigned n, const unsigned* scanned_sums): a sum per block of out.
+            unsafe { b.launch(launch_cfg(256, n.div_ceil(256))) }.doing("scanning")?;
+        }
+        Ok(())
+    }
+
+    /// Sorts `set` (on the device as `raw`) into the cells of `axes`.
+    fn sort(
+        &self,
+        stream: &Arc<CudaStream>,
+        set: &PointSet,
+        raw: &DeviceBlock,
+        axes: &[index::Axis],
+        cells: u32,
+    ) -> Result<SortedSet, GpuError> {
+        let doing = "sorting points into cells";
+        let n = set.len() as u32;
+        let mut arg = AxesArg { count: axes.len() as u32, ..Default::default() };
+        let mut ptrs = Vec::new();
+        for (d, axis) in axes.iter().enumerate() {
+            let (ptr, record) = raw.columns[axis.component].device_ptr(stream);
+            ptrs.push(record);
+            arg.column[d] = ptr;
+            arg.kind[d] = match set.columns[axis.component].scalar() {
+                Scalar::F32 => 0,
+                Scalar::F64 => 1,
+                Scalar::I32 => 2,
+                Scalar::I64 => 3,
+                Scalar::U32 => 4,
+            };
+            arg.origin[d] = axis.origin;
+            arg.side[d] = axis.side;
+            arg.cells[d] = axis.cells;
+            arg.periodic[d] = u32::from(axis.periodic);
+        }
+        // One more count than cells: the scan's last value is then the total.
+        let count = stream.alloc_zeros::<u32>(cells as usize + 1).doing(doing)?;
+        let mut cell_of = stream.alloc_zeros::<u32>(set.len().max(1)).doing(doing)?;
+        let mut count = count;
+        let mut b = stream.launch_builder(&self.cells);
+        b.arg(&arg).arg(&n).arg(&mut cell_of).arg(&mut count);
+        // SAFETY: (Axes, unsigned n, unsigned* cell_of, unsigned* count): n cells, cells + 1 counts;
+        // the axes' columns hold n values of their kinds.
+        unsafe { b.launch(stride_cfg(set.len())) }.doing(doing)?;
+        drop(ptrs);
+        let mut start = stream.alloc_zeros::<u32>(cells as usize + 1).doing(doing)?;
+        self.scan(stream, &count, &mut start, cells + 1)?;
+        let mut next = stream.clone_dtod(&start).doing(doing)?;
+        let mut perm = stream.alloc_zeros::<u32>(set.len().max(1)).doing(doing)?;
+        let mut cell = stream.alloc_zeros::<u32>(set.len().max(1)).doing(doing)?;
+        let mut b = stream.launch_builder(&self.scatter);
+        b.arg(&cell_of).arg(&n).arg(&mut next).arg(&mut perm).arg(&mut cell);
+        // SAFETY: (const unsigned* cell_of, unsigned n, unsigned* next, unsigned* perm, unsigned* sorted_cell).
+        unsafe { b.launch(stride_cfg(set.len())) }.doing(doing)?;
+        // The sorted columns, padded by a tile past the end (zeros), as a resident block.
+        let padded = (set.len() + PAD_POINTS).next_multiple_of(PAD_POINTS);
+        let mut columns = Vec::new();
+        for (c, column) in set.columns.iter().enumerate() {
+            let width = column.scalar().bytes() as usize;
+            let mut to = stream.alloc_zeros::<u8>(padded * width).doing(doing)?;
+            let gather = if width == 8 { &self.gather8 } else { &self.gather4 };
+            let mut b = stream.launch_builder(gather);
+            b.arg(&raw.columns[c]).arg(&mut to).arg(&perm).arg(&n);
+            // SAFETY: (const T* from, T* to, const unsigned* perm, unsigned n), T of `width` bytes: both hold n.
+            unsafe { b.launch(stride_cfg(set.len())) }.doing(doing)?;
+            columns.push(to);
+        }
+        Ok(SortedSet { block: DeviceBlock::from_columns(columns), perm, start, cell })
+    }
+}
+
+/// Builds the grid of `layout` on the GPU, from the sets it holds (`raw_a`,
+/// `raw_b`), with units of at most `run` own points.
+#[allow(clippy::too_many_arguments, reason = "the grid's inputs, each once")]
+pub(super) fn build(
+    builder: &Builder,
+    stream: &Arc<CudaStream>,
+    layout: &Layout,
+    (set_a, raw_a): (&PointSet, &DeviceBlock),
+    b: Option<(&PointSet, &DeviceBlock)>,
+    visit: Visit,
+    (run, tile): (u32, u32),
+) -> Result<Built, GpuError> {
+    let doing = "making the grid's units";
+    let cells = layout.cells as u32;
+    let a = builder.sort(stream, set_a, raw_a, &layout.axes, cells)?;
+    let b = b.map(|(set, raw)| builder.sort(stream, set, raw, &layout.axes, cells)).transpose()?;
+    let other = b.as_ref().unwrap_or(&a);
+
+    let k = layout.axes.len();
+    let row_len = layout.axes.first().map_or(1, |x| x.cells);
+    let rows = cells / row_len;
+    let diagonal = visit == Visit::LowerTriangle;
+    let offsets = index::stencil_rows(k, diagonal);
+    let mut st = StencilArg {
+        axes: k as u32,
+        rows: offsets.len() as u32,
+        diagonal: u32::from(diagonal),
+        skip_self: u32::from(visit == Visit::AllPairs),
+        run,
+        // Two ranges a row where it wraps, and the own row's wrap.
+        stride: 2 * offsets.len() as u32 + 1,
+        ..Default::default()
+    };
+    for (d, axis) in layout.axes.iter().enumerate() {
+        st.cells[d] = axis.cells as i32;
+        st.periodic[d] = u32::from(axis.periodic);
+    }
+    for (o, off) in offsets.iter().enumerate() {
+        st.offset[o] = [off[0] as i32, off[1] as i32];
+    }
+    // Units per row, scanned into each row's first unit.
+    let mut per_row = stream.alloc_zeros::<u32>(rows as usize + 1).doing(doing)?;
+    let mut bld = stream.launch_builder(&builder.row_units);
+    bld.arg(&a.start).arg(&rows).arg(&row_len).arg(&run).arg(&mut per_row);
+    // SAFETY: (const unsigned* cell_start, unsigned rows, unsigned row_len, unsigned run, unsigned* units).
+    unsafe { bld.launch(launch_cfg(256, rows.div_ceil(256))) }.doing(doing)?;
+    let mut unit_start = stream.alloc_zeros::<u32>(rows as usize + 1).doing(doing)?;
+    builder.scan(stream, &per_row, &mut unit_start, rows + 1)?;
+    let total = stream.clone_dtoh(&unit_start.slice(rows as usize..)).doing(doing)?[0];
+    let n_units = total.max(1) as usize;
+    let mut units = stream.alloc_zeros::<u32>(4 * n_units).doing(doing)?;
+    let mut ranges = stream.alloc_zeros::<u32>(2 * n_units * st.stride as usize).doing(doing)?;
+    let mut pairs = stream.alloc_zeros::<u64>(n_units).doing(doing)?;
+    let mut partners = stream.alloc_zeros::<u64>(n_units).doing(doing)?;
+    let mut bld = stream.launch_builder(&builder.units);
+    bld.arg(&st).arg(&unit_start).arg(&rows).arg(&a.start).arg(&a.cell).arg(&other.start).arg(&total);
+    bld.arg(&mut units).arg(&mut ranges).arg(&mut pairs).arg(&mut partners);
+    // SAFETY: (Stencil, const unsigned* unit_start, unsigned rows, const unsigned* start_a,
+    // const unsigned* sorted_cell_a, const unsigned* start_b, unsigned total_units, uint4* units,
+    // uint2* ranges, u64* pairs, u64* partners): total units, `stride` ranges each.
+    unsafe { bld.launch(launch_cfg(256, total.div_ceil(256))) }.doing(doing)?;
+
+    // The units most pairs first (then by their own points, so the order is
+    // one for one grid), as the host's grid lists them.
+    let words = stream.clone_dtoh(&units).doing(doing)?;
+    let pairs = stream.clone_dtoh(&pairs).doing(doing)?;
+    let partners = stream.clone_dtoh(&partners).doing(doing)?;
+    let total = total as usize;
+    let mut order: Vec<usize> = (0..total).collect();
+    order.sort_unstable_by_key(|&u| (std::cmp::Reverse(pairs[u]), words[4 * u]));
+    let sorted: Vec<u32> = order.iter().flat_map(|&u| words[4 * u..4 * u + 4].iter().copied()).collect();
+    let tile = u64::from(tile);
+    let work: Vec<GridWork> = order
+        .iter()
+        .map(|&u| GridWork {
+            pairs: pairs[u],
+            steps: partners[u].div_ceil(tile) + u64::from(words[4 * u + 3] - words[4 * u + 2]),
+        })
+        .collect();
+    let stride = total.div_ceil(SAMPLE_UNITS).max(1);
+    let sampled: Vec<usize> = (0..total).step_by(stride).collect();
+    let sample: Vec<u32> = sampled.iter().flat_map(|&k| sorted[4 * k..4 * k + 4].iter().copied()).collect();
+    let upload = |w: &[u32]| stream.clone_htod(if w.is_empty() { &[0u32][..] } else { w }).doing(doing);
+    let (b_block, perm_b) = match b {
+        Some(s) => (Some(s.block), Some(s.perm)),
+        None => (None, None),
+    };
+    let grid = DeviceGrid {
+        units: upload(&sorted)?,
+        ranges,
+        perm_a: a.perm,
+        perm_b,
+        sample: upload(&sample)?,
+        sample_units: sampled.len() as u32,
+        sample_pairs: sampled.iter().map(|&k| pairs[order[k]]).sum(),
+    };
+    stream.synchronize().doing(doing)?;
+    Ok(Built { a: a.block, b: b_block, grid, pairs: pairs.iter().map(|&p| p as u128).sum(), work })
+}
