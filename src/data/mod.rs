@@ -110,6 +110,23 @@ impl Column {
         }
     }
 
+    /// Rows [start, start + len) as the bytes in memory: little-endian, as
+    /// the GPU reads them (twobs runs on little-endian hosts only).
+    pub fn bytes(&self, start: usize, len: usize) -> &[u8] {
+        const { assert!(cfg!(target_endian = "little"), "the GPU reads the host's bytes as little-endian") };
+        fn raw<T>(v: &[T]) -> &[u8] {
+            // SAFETY: plain numbers without padding; u8 has no alignment to keep.
+            unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+        }
+        match self {
+            Column::F32(v) => raw(&v[start..start + len]),
+            Column::F64(v) => raw(&v[start..start + len]),
+            Column::I32(v) => raw(&v[start..start + len]),
+            Column::I64(v) => raw(&v[start..start + len]),
+            Column::U32(v) => raw(&v[start..start + len]),
+        }
+    }
+
     /// Little-endian bytes of rows [start, start + len) into `dst`, zeros after them.
     pub fn write_bytes(&self, start: usize, len: usize, dst: &mut [u8]) {
         let w = self.scalar().bytes() as usize;

@@ -167,12 +167,12 @@ pub struct DeviceBlock {
 }
 
 /// Host memory the uploads go through: pinned where a buffer is loaded again
-/// and again (streamed blocks), so that copies run at bus speed; ordinary
-/// memory for a set loaded once, where pinning (about a millisecond per MB on
-/// the H200) would cost more than it saves.
+/// and again (streamed blocks), so that copies run at bus speed; none for a
+/// set loaded once, which is copied from the columns themselves, where
+/// pinning (about a millisecond per MB on the H200) would cost more than it saves.
 enum Staging {
     Pinned(Vec<PinnedHostSlice<u8>>),
-    Pageable(Vec<Vec<u8>>),
+    Direct,
 }
 
 impl DeviceBlock {
@@ -197,7 +197,7 @@ impl DeviceBlock {
                 sizes.iter().map(|&bytes| unsafe { ctx.alloc_pinned::<u8>(bytes) }).collect::<Result<_, _>>()?,
             )
         } else {
-            Staging::Pageable(sizes.iter().map(|&bytes| vec![0u8; bytes]).collect())
+            Staging::Direct
         };
         Ok(DeviceBlock { columns, staging, holds: None })
     }
@@ -205,7 +205,7 @@ impl DeviceBlock {
     /// A block whose columns were made on the device (a grid's sorted sets):
     /// nothing is ever uploaded through it.
     pub fn from_columns(columns: Vec<CudaSlice<u8>>) -> Self {
-        DeviceBlock { columns, staging: Staging::Pageable(Vec::new()), holds: Some((u32::MAX, usize::MAX)) }
+        DeviceBlock { columns, staging: Staging::Direct, holds: Some((u32::MAX, usize::MAX)) }
     }
 
     /// Uploads rows [start, end) of `set` (zeros after them up to the padding),
@@ -223,13 +223,22 @@ impl DeviceBlock {
         let padded = (end - start).max(1).next_multiple_of(PAD_POINTS);
         for (k, (col, dev)) in set.columns.iter().zip(&mut self.columns).enumerate() {
             let bytes = padded * col.scalar().bytes() as usize;
-            // The previous upload from this buffer has finished: every unit ends with a synchronize.
-            let host: &mut [u8] = match &mut self.staging {
-                Staging::Pinned(pinned) => pinned[k].as_mut_slice()?,
-                Staging::Pageable(buffers) => &mut buffers[k],
-            };
-            col.write_bytes(start, end - start, &mut host[..bytes]);
-            stream.memcpy_htod(&host[..bytes], &mut dev.slice_mut(..bytes))?;
+            match &mut self.staging {
+                // The previous upload from this buffer has finished: every unit ends with a synchronize.
+                Staging::Pinned(pinned) => {
+                    let host = &mut pinned[k].as_mut_slice()?[..bytes];
+                    col.write_bytes(start, end - start, host);
+                    stream.memcpy_htod(&*host, &mut dev.slice_mut(..bytes))?;
+                }
+                // Rows past the end keep the zeros the buffer was made with (a
+                // block loaded once), or an earlier block's rows: padding either way.
+                Staging::Direct => {
+                    let rows = col.bytes(start, end - start);
+                    if !rows.is_empty() {
+                        stream.memcpy_htod(rows, &mut dev.slice_mut(..rows.len()))?;
+                    }
+                }
+            }
         }
         self.holds = Some(tag);
         Ok(())

@@ -208,6 +208,7 @@ pub fn run<E: From<DriverError>>(
                 // Straight into the sink's room: no staging copy, no regrowth.
                 sink.reserve(kept);
                 let start = sink.len();
+                prefault(&mut sink.spare_capacity_mut()[..kept]);
                 // SAFETY: [u32; 2] is two u32s without padding, so the spare
                 // capacity holds 2 x kept u32s; the copy fills all of them and
                 // has finished (synchronize) before the length takes them in.
@@ -234,6 +235,20 @@ pub fn run<E: From<DriverError>>(
     })();
     *dob = Some(d);
     result.map(|()| run)
+}
+
+/// Maps every page of `room` on every core before the copy into it: fresh
+/// memory faults page by page on first touch, and one thread taking those
+/// faults, inside the copy, ran at under 2 GB/s on the H200 host.
+fn prefault(room: &mut [std::mem::MaybeUninit<[u32; 2]>]) {
+    const PAGE: usize = 4096 / std::mem::size_of::<[u32; 2]>();
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    let chunk = room.len().div_ceil(threads).max(1 << 18);
+    std::thread::scope(|s| {
+        for part in room.chunks_mut(chunk) {
+            s.spawn(move || part.iter_mut().step_by(PAGE).for_each(|p| *p = std::mem::MaybeUninit::new([0, 0])));
+        }
+    });
 }
 
 /// The pool for `pairs` pairs at the sampled `selectivity`: the estimate with
