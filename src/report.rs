@@ -267,6 +267,24 @@ pub fn present(
                 Totals::Sums(s) => result.insert("sums".into(), json!(s)),
             };
         }
+        (Outcome::Pairs(pairs), _)
+            if !opts.symmetric && !opts.sorted && inputs.a.rows.is_none() && inputs.other().rows.is_none() =>
+        {
+            // Points are their input rows: the pairs go out as they are.
+            let target = opts.out.as_ref().expect("pairs always have a target");
+            let written = match write::pairs_as_found(target, pairs) {
+                Some(done) => done,
+                None => {
+                    let rows: Vec<[u64; 2]> = pairs.iter().map(|&[i, j]| [i as u64, j as u64]).collect();
+                    write::pairs(target, &rows)
+                }
+            };
+            written?;
+            say(format!("{} pairs -> {}", pairs.len(), target.shown()));
+            result.insert("pairs".into(), json!(pairs.len()));
+            result.insert("sorted".into(), json!(false));
+            wrote(target, &mut result);
+        }
         (Outcome::Pairs(pairs), _) => {
             let one_set = problem.input.sets == Sets::One;
             let other = inputs.other();

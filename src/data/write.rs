@@ -308,6 +308,30 @@ pub fn scalar(target: &Target, name: &str, total: &Totals) -> Result<(), WriteEr
     })
 }
 
+/// Index pairs named as the run names them (input rows, nothing dropped), as
+/// an N x 2 npy of u32 written from memory as it lies: the header, then the
+/// pairs' bytes. No copy is made of a result that may fill most of the
+/// host's memory. None where the target is not npy.
+pub fn pairs_as_found(target: &Target, pairs: &[[u32; 2]]) -> Option<Result<(), WriteError>> {
+    if target.format != Format::Npy {
+        return None;
+    }
+    const { assert!(cfg!(target_endian = "little"), "npy's <u4 is the host's u32") };
+    // The header dict, padded with spaces to end, after its newline, on a 64-byte boundary.
+    let mut dict = format!("{{'descr': '<u4', 'fortran_order': False, 'shape': ({}, 2), }}", pairs.len());
+    let unpadded = 10 + dict.len() + 1;
+    dict.push_str(&" ".repeat(unpadded.next_multiple_of(64) - unpadded));
+    dict.push('\n');
+    // SAFETY: [u32; 2] is eight bytes without padding.
+    let bytes = unsafe { std::slice::from_raw_parts(pairs.as_ptr().cast::<u8>(), std::mem::size_of_val(pairs)) };
+    Some(target.write(|w| {
+        w.write_all(b"\x93NUMPY\x01\x00")?;
+        w.write_all(&(dict.len() as u16).to_le_bytes())?;
+        w.write_all(dict.as_bytes())?;
+        w.write_all(bytes)
+    }))
+}
+
 /// Index pairs: `i,j` rows; an N x 2 npy of u32 (u64 where an index needs it); or JSON [[i, j], ...].
 pub fn pairs(target: &Target, pairs: &[[u64; 2]]) -> Result<(), WriteError> {
     target.write(|w| match target.format {
