@@ -13,7 +13,7 @@ use crate::codegen;
 use crate::data::write::{Destination, Format, Target as ResultTarget, WriteError};
 use crate::data::{self, InputOptions, Inputs, Outside, PointSet, read_frames, read_input};
 use crate::device::{Device, PROFILE_NAMES};
-use crate::index::IndexChoice;
+use crate::index::{IndexChoice, IndexKind};
 use crate::plan::{Forced, Plan, Points};
 use crate::plot;
 use crate::problems;
@@ -638,6 +638,10 @@ struct Target {
     /// Values per point, for a problem that takes its dimension from the input.
     #[arg(long)]
     dims: Option<u32>,
+    /// The kernel whose blocks walk a grid's units (a spec with a <cutoff>;
+    /// a run takes it where its data make the grid skip half the pairs).
+    #[arg(long)]
+    grid: bool,
     #[command(flatten)]
     forced: ForcedArgs,
 }
@@ -683,13 +687,21 @@ impl Target {
             None => problem,
         };
         let plan = Plan::new(&problem, &params, &device, points, self.forced.forced())?;
+        let plan = match (self.grid, &problem.cutoff) {
+            (false, _) => plan,
+            (true, Some(_)) => plan.on_grid(),
+            (true, None) => {
+                anyhow::bail!("--grid: `{}` declares no <cutoff>, so its pairs are never found on a grid", problem.name)
+            }
+        };
         Ok(Planned { problem, params, device, plan })
     }
 
     /// The command that regenerates this kernel, for its header.
     fn command_line(&self, problem: &Problem, device: &Device) -> String {
         let points = (self.points != DEFAULT_POINTS).then_some(self.points.as_str());
-        codegen::regenerate_command(problem, device, points, &self.params, self.forced.forced())
+        let command = codegen::regenerate_command(problem, device, points, &self.params, self.forced.forced());
+        if self.grid { command + " --grid" } else { command }
     }
 }
 
@@ -739,6 +751,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     p.device.shared_per_block_optin / 1024
                 );
                 print!("{}", p.plan);
+                if let (Some(cutoff), IndexKind::None) = (&p.problem.cutoff, p.plan.index) {
+                    println!(
+                        "  {:<13} {:<15} the spec's cutoff {}: a run sorts the points into cells and walks only neighbouring cells where that skips at least half the pairs (the report says what it chose); `--grid` shows that kernel",
+                        "index",
+                        "from the data",
+                        p.params.describe(&cutoff.value)
+                    );
+                }
             }
         }
         Command::Gen { target, out_dir, check, cubin } => {

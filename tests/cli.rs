@@ -62,6 +62,24 @@ fn gen_prints_the_kernel_with_its_plan_in_the_header() {
 }
 
 #[test]
+fn plan_and_gen_show_the_grid_of_a_cut_off_problem() {
+    // Without --grid the plan says that the data decide, and names the cutoff.
+    let text = stdout(&twobs(&["plan", "selfjoin", "--param", "eps=0.25"]));
+    assert!(text.contains("cutoff eps=0.25") && text.contains("`--grid` shows that kernel"), "{text}");
+    let o = twobs(&["plan", "selfjoin", "--grid"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).lines().any(|l| l.trim_start().starts_with("index") && l.contains("grid")), "{}", stdout(&o));
+    let o = twobs(&["gen", "selfjoin", "--grid"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let kernel = stdout(&o);
+    assert!(kernel.contains("grid_units[unit_first + block]") && kernel.contains("--grid"), "{kernel}");
+    // A spec without a cutoff has no grid.
+    let o = twobs(&["plan", "knn", "--grid"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("`knn` declares no <cutoff>"), "{}", stderr(&o));
+}
+
+#[test]
 fn plan_explains_each_decision() {
     let o = twobs(&["plan", "problems/rdf.xml"]);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -454,7 +454,7 @@ pub fn run(
                 .collect();
             (Some((work, grid.pairs)), summary)
         }
-        Indexing::Device(layout, runs) => {
+        Indexing::Device(layout) => {
             let start = Instant::now();
             let builder = grid::Builder::new(&contexts[0], &devices[0], cache)?;
             compile_s += start.elapsed().as_secs_f64();
@@ -469,7 +469,7 @@ pub fn run(
                 (&inputs.a, &raw.a),
                 inputs.b.as_ref().map(|b| (b, raw.b.as_ref().expect("the other set, uploaded"))),
                 plan.shape.visit,
-                (runs.points, plan.launch.block_size),
+                (plan.launch.block_size * plan.launch.points_per_thread, plan.launch.block_size),
             )?;
             let all_pairs = Shape::new(problem, params, plan.shape.points).pairs;
             let summary = index::decide(&layout, built.pairs, all_pairs, choice);
@@ -624,11 +624,11 @@ pub fn run(
 enum Indexing {
     Brute(Summary),
     Host(Grid, Summary),
-    Device(Layout, Runs),
+    Device(Layout),
 }
 
 /// How the run finds its pairs. A unit is at most one block's own points
-/// (B x R of the plan on the first GPU) over a row of cells; the grid's
+/// (B x R of the kernel's plan) over a row of cells; the grid's
 /// kernel reads both sets whole, so blocks of `fits` points must hold them.
 fn choose_index(
     problem: &Problem,
@@ -655,11 +655,12 @@ fn choose_index(
             _ => Ok(Indexing::Brute(Summary::brute(why, shape.pairs))),
         };
     }
+    if devices.len() == 1 {
+        // Its units follow the compiled kernel's blocks.
+        return Ok(Indexing::Device(layout));
+    }
     let plan = Plan::new(problem, params, &devices[0], points, opts.forced)?;
     let runs = Runs { points: plan.launch.block_size * plan.launch.points_per_thread, whole_rows: true };
-    if devices.len() == 1 {
-        return Ok(Indexing::Device(layout, runs));
-    }
     let (grid, summary) = index::choose(problem, params, inputs, shape.visit, shape.pairs, choice, runs)?;
     Ok(match grid {
         Some(grid) => Indexing::Host(grid, summary),
