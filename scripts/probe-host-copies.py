@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""What moving data between host and GPU costs on this machine (CuPy), to
+size the upload and download paths (issue 11, item 7): copies from and to
+pageable memory (fresh, and already mapped), pinned allocation and
+registration per MB, and copies through pinned memory. Prints one JSON line
+per measurement, and writes them to OUT/host-copies.json.
+
+Usage: scripts/probe-host-copies.py [OUT_DIR]
+"""
+import json
+import os
+import sys
+import time
+
+import cupy as cp
+import numpy as np
+
+out = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("OUT", "/tmp")
+rt = cp.cuda.runtime
+stream = cp.cuda.Stream(non_blocking=True)
+rows = []
+
+
+def timed(f, repeat=3):
+    best = None
+    for _ in range(repeat):
+        cp.cuda.Device().synchronize()
+        t = time.perf_counter()
+        f()
+        cp.cuda.Device().synchronize()
+        best = min(best or 1e9, time.perf_counter() - t)
+    return best
+
+
+def note(what, mb, seconds):
+    row = {"what": what, "MB": mb, "s": round(seconds, 6), "GB/s": round(mb / 1e3 / seconds, 2) if seconds else None}
+    rows.append(row)
+    print(json.dumps(row), flush=True)
+
+
+cp.zeros(1)  # the context
+for mb in (12, 128, 1024):
+    n = mb * (1 << 20) // 4
+    host = np.random.default_rng(1).random(n, dtype=np.float32)
+    dev = cp.empty(n, dtype=cp.float32)
+    note("H2D pageable (mapped)", mb, timed(lambda: dev.set(host)))
+    note("D2H pageable into mapped memory", mb, timed(lambda: dev.get(out=host)))
+
+    def fresh_get():
+        dst = np.empty(n, dtype=np.float32)  # fresh pages: faulted by the copy
+        dev.get(out=dst)
+
+    note("D2H pageable into fresh memory", mb, timed(fresh_get, repeat=2))
+
+    def fresh_faulted():
+        dst = np.empty(n, dtype=np.float32)
+        dst[:: 1024] = 0  # one touch per 4 KB page
+    note("fault fresh memory (one thread)", mb, timed(fresh_faulted, repeat=2))
+
+    t = time.perf_counter()
+    pinned = cp.cuda.alloc_pinned_memory(n * 4)
+    note("pinned alloc", mb, time.perf_counter() - t)
+    pin = np.frombuffer(pinned, dtype=np.float32, count=n)
+    note("H2D pinned", mb, timed(lambda: dev.set(pin)))
+    note("D2H pinned", mb, timed(lambda: dev.get(out=pin)))
+    del pin, pinned
+
+    reg = np.empty(n, dtype=np.float32)
+    reg[:: 1024] = 0
+    ptr = reg.ctypes.data
+    t = time.perf_counter()
+    rt.hostRegister(ptr, n * 4, 0)
+    note("hostRegister of mapped memory", mb, time.perf_counter() - t)
+    note("D2H into registered memory", mb, timed(lambda: dev.get(out=reg)))
+    t = time.perf_counter()
+    rt.hostUnregister(ptr)
+    note("hostUnregister", mb, time.perf_counter() - t)
+    del dev, host, reg
+    cp.get_default_memory_pool().free_all_blocks()
+json.dump(rows, open(os.path.join(out, "host-copies.json"), "w"), indent=1)
