@@ -21,7 +21,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PinnedHostSlice, PushKernelArg};
 use serde::Serialize;
 
 use super::PushArg;
@@ -80,6 +80,8 @@ pub struct DeviceDob {
     packed_count: CudaSlice<u64>,
     pages: u32,
     page_pairs: u32,
+    /// Two pinned buffers of STAGE_PAIRS pairs, made by the first large download.
+    stage: Option<[PinnedHostSlice<u32>; 2]>,
 }
 
 impl DeviceDob {
@@ -96,6 +98,7 @@ impl DeviceDob {
             packed_count: stream.alloc_zeros::<u64>(1)?,
             pages,
             page_pairs,
+            stage: None,
         })
     }
 
@@ -205,17 +208,11 @@ pub fn run<E: From<DriverError>>(
             let overflow = stream.clone_dtoh(&d.overflow)?[0];
             let kept = stream.clone_dtoh(&d.packed_count)?[0] as usize;
             if kept > 0 {
-                // Straight into the sink's room: no staging copy, no regrowth.
+                // Straight into the sink's room: no regrowth.
                 sink.reserve(kept);
                 let start = sink.len();
-                prefault(&mut sink.spare_capacity_mut()[..kept]);
-                // SAFETY: [u32; 2] is two u32s without padding, so the spare
-                // capacity holds 2 x kept u32s; the copy fills all of them and
-                // has finished (synchronize) before the length takes them in.
-                let room =
-                    unsafe { std::slice::from_raw_parts_mut(sink.as_mut_ptr().add(start).cast::<u32>(), kept * 2) };
-                stream.memcpy_dtoh(&d.packed.slice(..kept * 2), room)?;
-                stream.synchronize()?;
+                download(stream, &mut d, &mut sink.spare_capacity_mut()[..kept])?;
+                // SAFETY: the download wrote all `kept` pairs and has finished.
                 unsafe { sink.set_len(start + kept) };
             }
             run.drain_s += t.elapsed().as_secs_f64();
@@ -226,7 +223,8 @@ pub fn run<E: From<DriverError>>(
             if kept == 0 && resume == last_resume {
                 // Not one block finished a step: the pool is too small for any; grow it.
                 let pages = d.pages.saturating_mul(4).min(u32::MAX / 2);
-                let grown = DeviceDob::new(stream, pages, page_pairs, grid_n)?;
+                let mut grown = DeviceDob::new(stream, pages, page_pairs, grid_n)?;
+                grown.stage = d.stage.take();
                 d = grown;
                 stream.memcpy_htod(&resume, &mut d.resume.slice_mut(..grid_n))?;
             }
@@ -235,6 +233,78 @@ pub fn run<E: From<DriverError>>(
     })();
     *dob = Some(d);
     result.map(|()| run)
+}
+
+/// Pairs a large download moves through each pinned buffer at a time.
+const STAGE_PAIRS: usize = 1 << 23;
+/// Downloads of at least this many pairs go through pinned memory. On the
+/// H200 host (`docs/bench/h200-host-copies.json`) the bus moves 52 GB/s into
+/// pinned memory against 6-13 GB/s into pageable memory, and pinning the two
+/// 64 MB buffers costs about 55 ms: worth it from a few gigabytes.
+const STAGED_FROM: usize = 1 << 28;
+
+/// Copies the `room.len()` packed pairs of `d` into `room`: straight into
+/// pageable memory mapped beforehand on every core, or for large downloads
+/// a chunk at a time through two pinned buffers, every core copying one into
+/// `room` while the bus fills the other.
+fn download(
+    stream: &Arc<CudaStream>,
+    d: &mut DeviceDob,
+    room: &mut [std::mem::MaybeUninit<[u32; 2]>],
+) -> Result<(), DriverError> {
+    let kept = room.len();
+    if kept < STAGED_FROM {
+        prefault(room);
+        // SAFETY: [u32; 2] is two u32s without padding, so `room` holds 2 x kept
+        // u32s; the copy writes all of them and finishes (synchronize) before
+        // the caller takes them in.
+        let dst = unsafe { std::slice::from_raw_parts_mut(room.as_mut_ptr().cast::<u32>(), kept * 2) };
+        stream.memcpy_dtoh(&d.packed.slice(..kept * 2), dst)?;
+        return stream.synchronize();
+    }
+    let ctx = stream.context();
+    if d.stage.is_none() {
+        // SAFETY: the buffers are written by the copies before they are read.
+        d.stage =
+            Some(unsafe { [ctx.alloc_pinned::<u32>(2 * STAGE_PAIRS)?, ctx.alloc_pinned::<u32>(2 * STAGE_PAIRS)?] });
+    }
+    // The context tracks no events (each stream thread synchronizes its own
+    // work), so each buffer's copy is waited for by an event of ours.
+    let done = [ctx.new_event(None)?, ctx.new_event(None)?];
+    let [even, odd] = d.stage.as_mut().expect("made above");
+    let span = |c: usize| (c * STAGE_PAIRS, ((c + 1) * STAGE_PAIRS).min(kept));
+    let chunks = kept.div_ceil(STAGE_PAIRS);
+    stream.memcpy_dtoh(&d.packed.slice(..2 * span(0).1), even)?;
+    done[0].record(stream)?;
+    for c in 0..chunks {
+        let (now, next) = if c % 2 == 0 { (&*even, &mut *odd) } else { (&*odd, &mut *even) };
+        if c + 1 < chunks {
+            // The next chunk's buffer was emptied into `room` in the last round.
+            let (lo, hi) = span(c + 1);
+            stream.memcpy_dtoh(&d.packed.slice(2 * lo..2 * hi), next)?;
+            done[(c + 1) % 2].record(stream)?;
+        }
+        let (lo, hi) = span(c);
+        done[c % 2].synchronize()?;
+        let host = now.as_slice()?;
+        spread_copy(&host[..2 * (hi - lo)], &mut room[lo..hi]);
+    }
+    stream.synchronize()
+}
+
+/// `dst` = `src` (pairs as u32 words), on every core.
+fn spread_copy(src: &[u32], dst: &mut [std::mem::MaybeUninit<[u32; 2]>]) {
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    let per = dst.len().div_ceil(threads).max(1 << 16);
+    std::thread::scope(|s| {
+        for (k, part) in dst.chunks_mut(per).enumerate() {
+            let from = &src[2 * k * per..2 * (k * per + part.len())];
+            // SAFETY: `part` holds from.len() u32s ([u32; 2] has no padding), and the two do not overlap.
+            s.spawn(move || unsafe {
+                std::ptr::copy_nonoverlapping(from.as_ptr(), part.as_mut_ptr().cast::<u32>(), from.len())
+            });
+        }
+    });
 }
 
 /// Maps every page of `room` on every core before the copy into it: fresh
