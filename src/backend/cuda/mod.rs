@@ -31,7 +31,8 @@ use crate::outcome::Outcome;
 use crate::plan::{Forced, Plan, PlanError, Points, Shape};
 use crate::spec::{Params, Problem, Sets};
 use crate::stage::input::{DeviceBlock, PAD_POINTS};
-use crate::stage::output::{self, OutputStage};
+use crate::stage::output::dob::Staging;
+use crate::stage::output::{self, Collect, OutputStage};
 use crate::stage::visit::{KernelKind, Unit, Walk};
 use kernels::{Compiled, KernelPair, Launcher, dob_drain};
 use workers::{Gpu, GpuResult, Job, busy, gpu_worker};
@@ -110,6 +111,20 @@ fn context(ordinal: usize) -> Result<Arc<CudaContext>, GpuError> {
     unsafe { ctx.disable_event_tracking() };
     map.insert(ordinal, ctx.clone());
     Ok(ctx)
+}
+
+/// GPU `ordinal`'s pinned buffers for downloads of pairs, made once per
+/// process like its context (and timed with it).
+fn staging(ctx: &Arc<CudaContext>) -> Result<Arc<Mutex<Staging>>, GpuError> {
+    static STAGING: Mutex<Option<HashMap<usize, Arc<Mutex<Staging>>>>> = Mutex::new(None);
+    let mut all = STAGING.lock().expect("staging lock");
+    let map = all.get_or_insert_with(HashMap::new);
+    if let Some(s) = map.get(&ctx.ordinal()) {
+        return Ok(s.clone());
+    }
+    let s = Arc::new(Mutex::new(Staging::new(ctx).doing("pinning host memory for downloads")?));
+    map.insert(ctx.ordinal(), s.clone());
+    Ok(s)
 }
 
 /// Reads the limits of GPU `ordinal`; model constants come from the closest profile.
@@ -302,6 +317,7 @@ pub fn run(
         total = total.min(unsafe { cudarc::driver::result::device::total_mem(cu) }.doing("reading GPU memory")?);
     }
     let whole = |points: usize| points >= n_a.max(n_b);
+    let collects_pairs = matches!(crate::stage::contribution::collect(problem, params), Collect::Pairs);
 
     // The grid, where the spec's cutoff and the data make it worth it. It is
     // made for these inputs, so it counts as compute, not preparation.
@@ -385,6 +401,7 @@ pub fn run(
                 s.spawn(move || -> Result<Made, GpuError> {
                     let start = Instant::now();
                     let ctx = context(g)?;
+                    let staging = if collects_pairs { Some(staging(&ctx)?) } else { None };
                     let context_s = start.elapsed().as_secs_f64();
                     let free = ctx.mem_get_info().doing("reading free GPU memory")?.0;
                     let made_at = wall.elapsed().as_secs_f64();
@@ -401,7 +418,15 @@ pub fn run(
                         Indexing::Brute(_) if whole(fits) => Resident::upload(&ctx, inputs).ok(),
                         Indexing::Brute(_) => None,
                     };
-                    Ok(Made { ctx, context_s, free, resident, made_at, uploaded_at: wall.elapsed().as_secs_f64() })
+                    Ok(Made {
+                        ctx,
+                        staging,
+                        context_s,
+                        free,
+                        resident,
+                        made_at,
+                        uploaded_at: wall.elapsed().as_secs_f64(),
+                    })
                 })
             })
             .collect();
@@ -415,6 +440,7 @@ pub fn run(
         (made, compiled, compiled_brute, compile_s)
     });
     let mut contexts = Vec::new();
+    let mut stagings = Vec::new();
     let mut residents = Vec::new();
     let mut context_s: f64 = 0.0;
     let mut free = usize::MAX;
@@ -427,6 +453,7 @@ pub fn run(
         ready_at = ready_at.max(m.made_at);
         uploaded_at = uploaded_at.max(m.uploaded_at);
         contexts.push(m.ctx);
+        stagings.push(m.staging);
         residents.push(m.resident);
         context_s = context_s.max(m.context_s);
         free = free.min(m.free);
@@ -567,9 +594,16 @@ pub fn run(
             .zip(&launchers)
             .zip(&residents)
             .zip(&drains)
-            .map(|(((ctx, launch), resident), drain)| {
+            .zip(&stagings)
+            .map(|((((ctx, launch), resident), drain), staging)| {
                 let job = &job;
-                let gpu = Gpu { ctx, launchers: launch, resident: resident.as_ref(), drain: drain.as_ref() };
+                let gpu = Gpu {
+                    ctx,
+                    launchers: launch,
+                    resident: resident.as_ref(),
+                    drain: drain.as_ref(),
+                    staging: staging.as_deref(),
+                };
                 s.spawn(move || gpu_worker(job, gpu, stage, streams_used))
             })
             .collect();
@@ -706,6 +740,8 @@ fn work(
 /// A GPU's context, made on its own thread, and what that thread found and uploaded.
 struct Made {
     ctx: Arc<CudaContext>,
+    /// Its pinned buffers for downloads, where the problem collects pairs.
+    staging: Option<Arc<Mutex<Staging>>>,
     context_s: f64,
     /// Free memory before any upload.
     free: usize,

@@ -15,7 +15,7 @@ use crate::backend::pieces::Piece;
 use crate::data::{Inputs, PointSet};
 use crate::spec::Scalar;
 use crate::stage::input::DeviceBlock;
-use crate::stage::output::dob::{self, DeviceDob, PairNames};
+use crate::stage::output::dob::{self, DeviceDob, PairNames, Staging};
 use crate::stage::output::topk::DeviceTopK;
 use crate::stage::output::totals::DeviceTotals;
 use crate::stage::output::{DeviceOutput, OutputStage, Partial};
@@ -75,6 +75,8 @@ pub(super) struct Gpu<'a> {
     pub(super) launchers: &'a KernelPair<Launcher>,
     pub(super) resident: Option<&'a Resident>,
     pub(super) drain: Option<&'a CudaFunction>,
+    /// Its pinned buffers for downloads of pairs.
+    pub(super) staging: Option<&'a Mutex<Staging>>,
 }
 
 /// Runs `streams` stream threads on one GPU. Totals live in one buffer that
@@ -162,7 +164,7 @@ pub(super) fn stream_worker(
     totals: Option<&DeviceTotals>,
     origin: &CudaEvent,
 ) -> Result<StreamResult, GpuError> {
-    let Gpu { ctx, launchers, resident, drain } = gpu;
+    let Gpu { ctx, launchers, resident, drain, staging } = gpu;
     let setup = Instant::now();
     ctx.bind_to_thread().doing("binding the context")?;
     let stream = ctx.new_stream().doing("creating a stream")?;
@@ -290,6 +292,7 @@ pub(super) fn stream_worker(
                         },
                         drain,
                         pair_names(device_grid, launcher),
+                        staging,
                         sink,
                     )?;
                     timings.launches += run.launches;
@@ -405,6 +408,7 @@ pub(super) fn sample_selectivity(
         },
         drain,
         PairNames::AsWritten,
+        None,
         &mut found,
     )?;
     Ok(if pairs > 0.0 { found.len() as f64 / pairs } else { 0.0 })
@@ -457,6 +461,7 @@ fn sample_grid_selectivity(
         },
         drain,
         PairNames::AsWritten,
+        None,
         &mut found,
     )?;
     Ok(if grid.sample_pairs > 0 { found.len() as f64 / grid.sample_pairs as f64 } else { 0.0 })

@@ -18,7 +18,7 @@
 //! Fragment contract, beyond [`super`]'s: the contribution fragment defines
 //! `bool passes(a, b)`; the visit defines `UNORDERED_PAIRS`.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PinnedHostSlice, PushKernelArg};
@@ -80,8 +80,19 @@ pub struct DeviceDob {
     packed_count: CudaSlice<u64>,
     pages: u32,
     page_pairs: u32,
-    /// Two pinned buffers of STAGE_PAIRS pairs, made by the first large download.
-    stage: Option<[PinnedHostSlice<u32>; 2]>,
+}
+
+/// Pinned memory that downloads of pairs go through: two buffers of
+/// STAGE_PAIRS pairs, made once per GPU and process (with its context), and
+/// taken by one stream's download at a time.
+pub struct Staging([PinnedHostSlice<u32>; 2]);
+
+impl Staging {
+    /// Pins the buffers: 128 MB, about 55 ms on the H200 host.
+    pub fn new(ctx: &Arc<cudarc::driver::CudaContext>) -> Result<Staging, DriverError> {
+        // SAFETY: the buffers are written by the copies before they are read.
+        Ok(Staging(unsafe { [ctx.alloc_pinned::<u32>(2 * STAGE_PAIRS)?, ctx.alloc_pinned::<u32>(2 * STAGE_PAIRS)?] }))
+    }
 }
 
 impl DeviceDob {
@@ -98,7 +109,6 @@ impl DeviceDob {
             packed_count: stream.alloc_zeros::<u64>(1)?,
             pages,
             page_pairs,
-            stage: None,
         })
     }
 
@@ -181,6 +191,7 @@ pub fn run<E: From<DriverError>>(
     launch: &mut dyn FnMut(&DeviceDob) -> Result<(), E>,
     drain: &CudaFunction,
     names: PairNames,
+    staging: Option<&Mutex<Staging>>,
     sink: &mut Vec<[u32; 2]>,
 ) -> Result<DobRun, E> {
     let pages = pool_pairs.div_ceil(page_pairs as u64).clamp(1, u32::MAX as u64 / 2) as u32;
@@ -211,7 +222,7 @@ pub fn run<E: From<DriverError>>(
                 // Straight into the sink's room: no regrowth.
                 sink.reserve(kept);
                 let start = sink.len();
-                download(stream, &mut d, &mut sink.spare_capacity_mut()[..kept])?;
+                download(stream, &d, staging, &mut sink.spare_capacity_mut()[..kept])?;
                 // SAFETY: the download wrote all `kept` pairs and has finished.
                 unsafe { sink.set_len(start + kept) };
             }
@@ -223,8 +234,7 @@ pub fn run<E: From<DriverError>>(
             if kept == 0 && resume == last_resume {
                 // Not one block finished a step: the pool is too small for any; grow it.
                 let pages = d.pages.saturating_mul(4).min(u32::MAX / 2);
-                let mut grown = DeviceDob::new(stream, pages, page_pairs, grid_n)?;
-                grown.stage = d.stage.take();
+                let grown = DeviceDob::new(stream, pages, page_pairs, grid_n)?;
                 d = grown;
                 stream.memcpy_htod(&resume, &mut d.resume.slice_mut(..grid_n))?;
             }
@@ -235,25 +245,28 @@ pub fn run<E: From<DriverError>>(
     result.map(|()| run)
 }
 
-/// Pairs a large download moves through each pinned buffer at a time.
+/// Pairs a download moves through each pinned buffer at a time.
 const STAGE_PAIRS: usize = 1 << 23;
-/// Downloads of at least this many pairs go through pinned memory. On the
-/// H200 host (`docs/bench/h200-host-copies.json`) the bus moves 52 GB/s into
-/// pinned memory against 6-13 GB/s into pageable memory, and pinning the two
-/// 64 MB buffers costs about 55 ms: worth it from a few gigabytes.
-const STAGED_FROM: usize = 1 << 28;
+/// Downloads of at least this many pairs go through the GPU's pinned
+/// buffers where no other stream holds them. On the H200 host
+/// (`docs/bench/h200-host-copies.json`) the bus moves 52 GB/s into pinned
+/// memory against 6-13 GB/s into pageable memory.
+const STAGED_FROM: usize = 1 << 19;
 
-/// Copies the `room.len()` packed pairs of `d` into `room`: straight into
-/// pageable memory mapped beforehand on every core, or for large downloads
-/// a chunk at a time through two pinned buffers, every core copying one into
-/// `room` while the bus fills the other.
+/// Copies the `room.len()` packed pairs of `d` into `room`: a chunk at a
+/// time through the GPU's pinned buffers, every core copying one into `room`
+/// while the bus fills the other; or, for small downloads and while another
+/// stream holds the buffers, straight into pageable memory mapped beforehand
+/// on every core.
 fn download(
     stream: &Arc<CudaStream>,
-    d: &mut DeviceDob,
+    d: &DeviceDob,
+    staging: Option<&Mutex<Staging>>,
     room: &mut [std::mem::MaybeUninit<[u32; 2]>],
 ) -> Result<(), DriverError> {
     let kept = room.len();
-    if kept < STAGED_FROM {
+    let mut held = if kept >= STAGED_FROM { staging.and_then(|s| s.try_lock().ok()) } else { None };
+    let Some(Staging([even, odd])) = held.as_deref_mut() else {
         prefault(room);
         // SAFETY: [u32; 2] is two u32s without padding, so `room` holds 2 x kept
         // u32s; the copy writes all of them and finishes (synchronize) before
@@ -261,17 +274,11 @@ fn download(
         let dst = unsafe { std::slice::from_raw_parts_mut(room.as_mut_ptr().cast::<u32>(), kept * 2) };
         stream.memcpy_dtoh(&d.packed.slice(..kept * 2), dst)?;
         return stream.synchronize();
-    }
-    let ctx = stream.context();
-    if d.stage.is_none() {
-        // SAFETY: the buffers are written by the copies before they are read.
-        d.stage =
-            Some(unsafe { [ctx.alloc_pinned::<u32>(2 * STAGE_PAIRS)?, ctx.alloc_pinned::<u32>(2 * STAGE_PAIRS)?] });
-    }
+    };
     // The context tracks no events (each stream thread synchronizes its own
     // work), so each buffer's copy is waited for by an event of ours.
+    let ctx = stream.context();
     let done = [ctx.new_event(None)?, ctx.new_event(None)?];
-    let [even, odd] = d.stage.as_mut().expect("made above");
     let span = |c: usize| (c * STAGE_PAIRS, ((c + 1) * STAGE_PAIRS).min(kept));
     let chunks = kept.div_ceil(STAGE_PAIRS);
     stream.memcpy_dtoh(&d.packed.slice(..2 * span(0).1), even)?;
