@@ -391,7 +391,7 @@ fn build(axes: Vec<Axis>, inputs: &Inputs, visit: Visit, runs: Runs) -> Grid {
 
     // The runs of one row of cells, [x0, x1] at a time, with their ranges
     // (numbered from 0 in `ranges`).
-    let row_units = |row: usize, units: &mut Vec<Unit>, ranges: &mut Vec<[u32; 2]>| {
+    let row_units = |row: usize, (x_from, x_to): (i64, i64), units: &mut Vec<Unit>, ranges: &mut Vec<[u32; 2]>| {
         let mut coords = [0i64; MAX_AXES];
         let mut rest = row as i64;
         for (c, &len) in coords.iter_mut().zip(&n).skip(1) {
@@ -399,8 +399,8 @@ fn build(axes: Vec<Axis>, inputs: &Inputs, visit: Visit, runs: Runs) -> Grid {
             rest /= len;
         }
         let row_start = row * row_len as usize;
-        let mut x0 = 0i64;
-        while x0 < row_len {
+        let mut x0 = x_from;
+        while x0 < x_to {
             let cell = row_start + x0 as usize;
             let lo = a.cell_start[cell];
             if lo == a.cell_start[cell + 1] {
@@ -438,19 +438,25 @@ fn build(axes: Vec<Axis>, inputs: &Inputs, visit: Visit, runs: Runs) -> Grid {
             x0 = x1 + 1;
         }
     };
-    // Rows in parallel, each thread a band of them; the bands then join in order.
+    // Segments of rows in parallel, each thread a band of them; the bands then
+    // join in order. Runs over whole rows need a row to themselves; runs of
+    // one cell let a long row (a 1-D grid is one row) split anywhere.
     let n_rows = cells / row_len as usize;
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
-    let band = n_rows.div_ceil(threads).max(256);
+    let piece = if runs.whole_rows { row_len } else { (cells.div_ceil(4 * threads) as i64).max(4096).min(row_len) };
+    let segments: Vec<(usize, (i64, i64))> = (0..n_rows)
+        .flat_map(|row| (0..row_len).step_by(piece as usize).map(move |x| (row, (x, (x + piece).min(row_len)))))
+        .collect();
+    let band = segments.len().div_ceil(threads).max(1);
     let bands: Vec<(Vec<Unit>, Vec<[u32; 2]>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..n_rows)
-            .step_by(band)
-            .map(|first| {
+        let handles: Vec<_> = segments
+            .chunks(band)
+            .map(|chunk| {
                 let row_units = &row_units;
                 s.spawn(move || {
                     let (mut units, mut ranges) = (Vec::new(), Vec::new());
-                    for row in first..(first + band).min(n_rows) {
-                        row_units(row, &mut units, &mut ranges);
+                    for &(row, xs) in chunk {
+                        row_units(row, xs, &mut units, &mut ranges);
                     }
                     (units, ranges)
                 })
