@@ -267,47 +267,42 @@ pub fn present(
                 Totals::Sums(s) => result.insert("sums".into(), json!(s)),
             };
         }
-        (Outcome::Pairs(pairs), _)
-            if !opts.symmetric && !opts.sorted && inputs.a.rows.is_none() && inputs.other().rows.is_none() =>
-        {
-            // Points are their input rows: the pairs go out as they are.
+        (Outcome::Pairs(pairs), _) => {
             let target = opts.out.as_ref().expect("pairs always have a target");
-            let written = match write::pairs_as_found(target, pairs) {
-                Some(done) => done,
+            // Points that are their input rows, neither mirrored nor sorted, go out as they lie.
+            let as_found = !opts.symmetric && !opts.sorted && inputs.a.rows.is_none() && inputs.other().rows.is_none();
+            let count = match as_found.then(|| write::pairs_as_found(target, pairs)).flatten() {
+                Some(written) => {
+                    written?;
+                    pairs.len()
+                }
                 None => {
-                    let rows: Vec<[u64; 2]> = pairs.iter().map(|&[i, j]| [i as u64, j as u64]).collect();
-                    write::pairs(target, &rows)
+                    let one_set = problem.input.sets == Sets::One;
+                    let other = inputs.other();
+                    let mut rows: Vec<[u64; 2]> = pairs
+                        .iter()
+                        .map(|&[i, j]| [inputs.a.original_row(i as u64), other.original_row(j as u64)])
+                        .collect();
+                    if opts.symmetric {
+                        if !(one_set && exec.shape.visit == Visit::LowerTriangle) {
+                            return Err(ReportError::NotSymmetric);
+                        }
+                        let n = rows.len();
+                        rows.reserve(n + inputs.a.len());
+                        for k in 0..n {
+                            rows.push([rows[k][1], rows[k][0]]);
+                        }
+                        rows.extend((0..inputs.a.len() as u64).map(|i| [inputs.a.original_row(i); 2]));
+                    }
+                    if opts.sorted {
+                        rows.sort_unstable();
+                    }
+                    write::pairs(target, &rows)?;
+                    rows.len()
                 }
             };
-            written?;
-            say(format!("{} pairs -> {}", pairs.len(), target.shown()));
-            result.insert("pairs".into(), json!(pairs.len()));
-            result.insert("sorted".into(), json!(false));
-            wrote(target, &mut result);
-        }
-        (Outcome::Pairs(pairs), _) => {
-            let one_set = problem.input.sets == Sets::One;
-            let other = inputs.other();
-            let mut rows: Vec<[u64; 2]> =
-                pairs.iter().map(|&[i, j]| [inputs.a.original_row(i as u64), other.original_row(j as u64)]).collect();
-            if opts.symmetric {
-                if !(one_set && exec.shape.visit == Visit::LowerTriangle) {
-                    return Err(ReportError::NotSymmetric);
-                }
-                let n = rows.len();
-                rows.reserve(n + inputs.a.len());
-                for k in 0..n {
-                    rows.push([rows[k][1], rows[k][0]]);
-                }
-                rows.extend((0..inputs.a.len() as u64).map(|i| [inputs.a.original_row(i); 2]));
-            }
-            if opts.sorted {
-                rows.sort_unstable();
-            }
-            let target = opts.out.as_ref().expect("pairs always have a target");
-            write::pairs(target, &rows)?;
-            say(format!("{} pairs -> {}", rows.len(), target.shown()));
-            result.insert("pairs".into(), json!(rows.len()));
+            say(format!("{count} pairs -> {}", target.shown()));
+            result.insert("pairs".into(), json!(count));
             result.insert("sorted".into(), json!(opts.sorted));
             wrote(target, &mut result);
         }

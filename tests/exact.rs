@@ -21,6 +21,7 @@ use twobs::index::IndexKind;
 use twobs::outcome::{Outcome, Totals};
 use twobs::plan::{Points, Shape};
 use twobs::problems::built_in;
+use twobs::spec::{Params, Problem};
 
 /// The tests' own cache, never the user's.
 fn cache() -> Cache {
@@ -122,8 +123,13 @@ fn reference_histogram(values: impl Iterator<Item = f64>, bins: u32, lo: f64, hi
 fn run_cpu(name: &str, params: &[String], inputs: &Inputs) -> Outcome {
     let p = built_in(name).unwrap().with_sets(1 + inputs.b.is_some() as usize).unwrap();
     let params = p.bind(params).unwrap();
-    let shape = Shape::new(&p, &params, points(inputs));
-    let driver = CpuDriver::compile(&p, &params, &shape, IndexKind::None, false, &cache()).unwrap();
+    run_problem(&p, &params, inputs)
+}
+
+/// `p` on the CPU backend, every pair visited, in the spec's arithmetic.
+fn run_problem(p: &Problem, params: &Params, inputs: &Inputs) -> Outcome {
+    let shape = Shape::new(p, params, points(inputs));
+    let driver = CpuDriver::compile(p, params, &shape, IndexKind::None, false, &cache()).unwrap();
     driver.run(inputs, None, 2, &indicatif::ProgressBar::hidden())
 }
 
@@ -551,16 +557,7 @@ fn weights_per_point_are_exact_in_histograms_and_agree_in_sums() {
         let (bins, r_max) = safe_bins(40, (1.05 * scale) as f32, &grid_distances(dims));
         let p = built_in("sdh").unwrap().with_dims(dims as u32).unwrap().with_point_weights().unwrap();
         let params = p.bind(&[format!("bins={bins}"), format!("r_max={r_max}")]).unwrap();
-        let driver = CpuDriver::compile(
-            &p,
-            &params,
-            &Shape::new(&p, &params, points(&inputs)),
-            IndexKind::None,
-            false,
-            &cache(),
-        )
-        .unwrap();
-        let got = driver.run(&inputs, None, 2, &indicatif::ProgressBar::hidden());
+        let got = run_problem(&p, &params, &inputs);
         let mut want = vec![0f64; bins as usize];
         let w = r_max as f64 / bins as f64;
         for (i, j) in pairs() {
@@ -574,18 +571,7 @@ fn weights_per_point_are_exact_in_histograms_and_agree_in_sums() {
         let h = 0.25f32;
         let p = built_in("kde").unwrap().with_dims(dims as u32).unwrap().with_point_weights().unwrap();
         let params = p.bind(&[format!("h={h}")]).unwrap();
-        let driver = CpuDriver::compile(
-            &p,
-            &params,
-            &Shape::new(&p, &params, points(&inputs)),
-            IndexKind::None,
-            false,
-            &cache(),
-        )
-        .unwrap();
-        let Outcome::Totals(Totals::Sums(got)) = driver.run(&inputs, None, 2, &indicatif::ProgressBar::hidden()) else {
-            panic!()
-        };
+        let Outcome::Totals(Totals::Sums(got)) = run_problem(&p, &params, &inputs) else { panic!() };
         let h = h as f64;
         let want: f64 = pairs()
             .map(|(i, j)| weights[i] * weights[j] * (-dist(&pts[i], &pts[j]).powi(2) / (2.0 * h * h)).exp())

@@ -10,11 +10,10 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 
-use super::kernels::loaded;
 use super::{DeviceGrid, Doing, GpuError, SAMPLE_UNITS};
 use crate::backend::nvrtc;
 use crate::backend::pieces::GridWork;
-use crate::cache::Cache;
+use crate::cache::{Cache, Key, Memo};
 use crate::codegen;
 use crate::data::PointSet;
 use crate::device::Device;
@@ -39,20 +38,26 @@ pub(super) struct Builder {
 }
 
 impl Builder {
-    /// Compiles (once per architecture) and loads (once per GPU) the builder.
-    pub(super) fn new(ctx: &Arc<CudaContext>, dev: &Device, cache: &Cache) -> Result<Builder, GpuError> {
+    /// Compiles (once per architecture) and loads (once per GPU and process,
+    /// one module for all its kernels) the builder.
+    pub(super) fn new(ctx: &Arc<CudaContext>, dev: &Device, cache: &Cache) -> Result<Arc<Builder>, GpuError> {
+        static BUILDERS: Memo<Builder> = Memo::new();
         let kernel = codegen::render_grid_builder();
         let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
-        let f = |entry: &str| loaded(ctx, &cubin, entry, "the grid builder", |_| Ok(()));
-        Ok(Builder {
-            cells: f("twobs_grid_cells")?,
-            scan_blocks: f("twobs_grid_scan_blocks")?,
-            scan_add: f("twobs_grid_scan_add")?,
-            scatter: f("twobs_grid_scatter")?,
-            gather4: f("twobs_grid_gather4")?,
-            gather8: f("twobs_grid_gather8")?,
-            row_units: f("twobs_grid_row_units")?,
-            units: f("twobs_grid_units")?,
+        BUILDERS.get_or_try(Key::of(&[&cubin, &ctx.ordinal().to_le_bytes()]), || {
+            let module =
+                ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec())).doing("loading the grid builder")?;
+            let f = |entry: &str| module.load_function(entry).doing("finding the grid builder's kernels");
+            Ok(Builder {
+                cells: f("twobs_grid_cells")?,
+                scan_blocks: f("twobs_grid_scan_blocks")?,
+                scan_add: f("twobs_grid_scan_add")?,
+                scatter: f("twobs_grid_scatter")?,
+                gather4: f("twobs_grid_gather4")?,
+                gather8: f("twobs_grid_gather8")?,
+                row_units: f("twobs_grid_row_units")?,
+                units: f("twobs_grid_units")?,
+            })
         })
     }
 }

@@ -73,14 +73,14 @@ impl Compiled {
 
 /// Function `entry` of `cubin` in `ctx`, loaded (and `prepare`d) once per
 /// process and GPU.
-pub(super) fn loaded(
+fn loaded(
     ctx: &Arc<CudaContext>,
     cubin: &[u8],
     entry: &str,
     what: &str,
     prepare: impl FnOnce(&CudaFunction) -> Result<(), GpuError>,
 ) -> Result<CudaFunction, GpuError> {
-    let key = Key::of(&[cubin, &ctx.ordinal().to_le_bytes(), entry.as_bytes()]);
+    let key = Key::of(&[cubin, &ctx.ordinal().to_le_bytes()]);
     let func = MODULES.get_or_try(key, || -> Result<CudaFunction, GpuError> {
         let module =
             ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec())).doing(&format!("loading {what}"))?;

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, DriverError, LaunchConfig, PushKernelArg, sys};
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg, sys};
 use indicatif::ProgressBar;
 use serde::Serialize;
 
@@ -783,20 +783,32 @@ struct DeviceGrid {
 /// Units of the grid whose pairs sample the selectivity of a pairs problem.
 const SAMPLE_UNITS: usize = 256;
 
+/// Set A and the other set, if any, each loaded once into blocks with room
+/// for `pad` points past its end, on a new stream of `ctx` (returned, still
+/// copying). A set loaded once is copied from its columns, not pinned.
+fn upload_sets(
+    ctx: &Arc<CudaContext>,
+    (a, b): (&PointSet, Option<&PointSet>),
+    pad: usize,
+    upload: &str,
+) -> Result<(DeviceBlock, Option<DeviceBlock>, Arc<CudaStream>), GpuError> {
+    ctx.bind_to_thread().doing("binding the context")?;
+    let stream = ctx.new_stream().doing("creating a stream")?;
+    let block = |set: &PointSet, tag| -> Result<DeviceBlock, GpuError> {
+        let mut dev = DeviceBlock::new(ctx, &stream, set, set.len() + pad, false).doing(upload)?;
+        dev.load(&stream, set, tag, (0, set.len())).doing(upload)?;
+        Ok(dev)
+    };
+    let a = block(a, (0, 0))?;
+    let b = b.map(|set| block(set, (1, 0))).transpose()?;
+    Ok((a, b, stream))
+}
+
 impl Resident {
     fn upload(ctx: &Arc<CudaContext>, inputs: &Inputs) -> Result<Resident, GpuError> {
         let start = Instant::now();
         let upload = "uploading points";
-        ctx.bind_to_thread().doing("binding the context")?;
-        let stream = ctx.new_stream().doing("creating a stream")?;
-        let block = |set: &PointSet, tag| -> Result<DeviceBlock, GpuError> {
-            // Pageable staging: a set loaded once is not worth pinning.
-            let mut dev = DeviceBlock::new(ctx, &stream, set, set.len(), false).doing(upload)?;
-            dev.load(&stream, set, tag, (0, set.len())).doing(upload)?;
-            Ok(dev)
-        };
-        let a = block(&inputs.a, (0, 0))?;
-        let b = inputs.b.as_ref().map(|set| block(set, (1, 0))).transpose()?;
+        let (a, b, stream) = upload_sets(ctx, (&inputs.a, inputs.b.as_ref()), 0, upload)?;
         stream.synchronize().doing(upload)?;
         Ok(Resident { a, b, upload_s: start.elapsed().as_secs_f64(), grid: None })
     }
@@ -806,15 +818,7 @@ impl Resident {
     fn upload_grid(ctx: &Arc<CudaContext>, grid: &Grid) -> Result<Resident, GpuError> {
         let start = Instant::now();
         let upload = "uploading the grid";
-        ctx.bind_to_thread().doing("binding the context")?;
-        let stream = ctx.new_stream().doing("creating a stream")?;
-        let block = |set: &PointSet, tag| -> Result<DeviceBlock, GpuError> {
-            let mut dev = DeviceBlock::new(ctx, &stream, set, set.len() + PAD_POINTS, false).doing(upload)?;
-            dev.load(&stream, set, tag, (0, set.len())).doing(upload)?;
-            Ok(dev)
-        };
-        let a = block(&grid.a.set, (0, 0))?;
-        let b = grid.b.as_ref().map(|s| block(&s.set, (1, 0))).transpose()?;
+        let (a, b, stream) = upload_sets(ctx, (&grid.a.set, grid.b.as_ref().map(|s| &s.set)), PAD_POINTS, upload)?;
         let words = |units: &mut dyn Iterator<Item = &index::Unit>| -> Vec<u32> {
             units.flat_map(|u| [u.own[0], u.own[1], u.ranges[0], u.ranges[1]]).collect()
         };

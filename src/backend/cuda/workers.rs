@@ -381,37 +381,45 @@ pub(super) fn sample_selectivity(
         Ok(dev)
     };
     let (a_dev, b_dev) = (block(&sa)?, if between { Some(block(&sb)?) } else { None });
-    let pairs = launcher.plan.shape.visit.pairs(sa.len() as u64, sb.len() as u64) as f64;
-    let OutputStage::Dob { page_pairs } = launcher.plan.output else { unreachable!("a DOB plan") };
-    let grid = launcher.plan.launch.grid_for(sa.len());
+    let pairs = launcher.plan.shape.visit.pairs(sa.len() as u64, sb.len() as u64) as u64;
+    let blocks = launcher.plan.launch.grid_for(sa.len());
     let counts = [sa.len() as u32, sb.len() as u32];
-    let (a_dev, b_dev) = (&a_dev, b_dev.as_ref());
+    passing_share(stream, launcher, drain, (blocks, pairs), (&a_dev, b_dev.as_ref()), counts, None)
+}
+
+/// The share of `pairs` visited pairs that pass in one run of `blocks`
+/// blocks of `launcher`'s kernel on the sets `a`, `b` (with `counts` points)
+/// and, for a grid's kernel, its units `grid`: the pairs are found with a
+/// pool of their number (within 2^16 and 2^23).
+fn passing_share(
+    stream: &Arc<CudaStream>,
+    launcher: &Launcher,
+    drain: &CudaFunction,
+    (blocks, pairs): (u32, u64),
+    (a, b): (&DeviceBlock, Option<&DeviceBlock>),
+    counts: [u32; 2],
+    grid: Option<GridArgs>,
+) -> Result<f64, GpuError> {
+    let OutputStage::Dob { page_pairs } = launcher.plan.output else { unreachable!("a DOB plan") };
     let mut found = Vec::new();
     let mut scratch = None;
     dob::run(
         stream,
         page_pairs,
-        grid,
-        (pairs as u64).clamp(1 << 16, 1 << 23),
+        blocks,
+        pairs.clamp(1 << 16, 1 << 23),
         &mut scratch,
         &mut |d: &DeviceDob| {
-            let args = KernelArgs {
-                a: a_dev,
-                b: b_dev,
-                counts,
-                offsets: [0, 0],
-                steps: [0, u32::MAX],
-                output: DeviceOutput::Dob(d),
-                grid: None,
-            };
-            launcher.launch(stream, grid, &args)
+            let output = DeviceOutput::Dob(d);
+            let args = KernelArgs { a, b, counts, offsets: [0, 0], steps: [0, u32::MAX], output, grid };
+            launcher.launch(stream, blocks, &args)
         },
         drain,
         PairNames::AsWritten,
         None,
         &mut found,
     )?;
-    Ok(if pairs > 0.0 { found.len() as f64 / pairs } else { 0.0 })
+    Ok(if pairs > 0 { found.len() as f64 / pairs as f64 } else { 0.0 })
 }
 
 /// How the drain names the pairs of `launcher`'s kernel: through the grid's
@@ -437,34 +445,8 @@ fn sample_grid_selectivity(
     grid: &DeviceGrid,
     drain: &CudaFunction,
 ) -> Result<f64, GpuError> {
-    let OutputStage::Dob { page_pairs } = launcher.plan.output else { unreachable!("a DOB plan") };
-    let blocks = grid.sample_units;
-    let mut found = Vec::new();
-    let mut scratch = None;
-    dob::run(
-        stream,
-        page_pairs,
-        blocks,
-        grid.sample_pairs.clamp(1 << 16, 1 << 23),
-        &mut scratch,
-        &mut |d: &DeviceDob| {
-            let args = KernelArgs {
-                a,
-                b,
-                counts,
-                offsets: [0, 0],
-                steps: [0, u32::MAX],
-                output: DeviceOutput::Dob(d),
-                grid: Some(GridArgs { units: &grid.sample, ranges: &grid.ranges, first: 0 }),
-            };
-            launcher.launch(stream, blocks, &args)
-        },
-        drain,
-        PairNames::AsWritten,
-        None,
-        &mut found,
-    )?;
-    Ok(if grid.sample_pairs > 0 { found.len() as f64 / grid.sample_pairs as f64 } else { 0.0 })
+    let sample = GridArgs { units: &grid.sample, ranges: &grid.ranges, first: 0 };
+    passing_share(stream, launcher, drain, (grid.sample_units, grid.sample_pairs), (a, b), counts, Some(sample))
 }
 
 #[cfg(test)]
