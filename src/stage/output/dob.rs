@@ -90,8 +90,11 @@ pub struct Staging([PinnedHostSlice<u32>; 2]);
 impl Staging {
     /// Pins the buffers: 128 MB, about 55 ms on the H200 host.
     pub fn new(ctx: &Arc<cudarc::driver::CudaContext>) -> Result<Staging, DriverError> {
+        // Cached, not write-combined (cudarc's default): the host reads these,
+        // and reads of write-combined memory bypass the cache.
         // SAFETY: the buffers are written by the copies before they are read.
-        Ok(Staging(unsafe { [ctx.alloc_pinned::<u32>(2 * STAGE_PAIRS)?, ctx.alloc_pinned::<u32>(2 * STAGE_PAIRS)?] }))
+        let pin = || unsafe { ctx.alloc_pinned_with_flags::<u32>(2 * STAGE_PAIRS, 0) };
+        Ok(Staging([pin()?, pin()?]))
     }
 }
 
@@ -279,22 +282,26 @@ fn download(
     // work), so each buffer's copy is waited for by an event of ours.
     let ctx = stream.context();
     let done = [ctx.new_event(None)?, ctx.new_event(None)?];
+    let buffers = [even.as_mut_slice()?, odd.as_mut_slice()?];
     let span = |c: usize| (c * STAGE_PAIRS, ((c + 1) * STAGE_PAIRS).min(kept));
+    // cudarc copies as many bytes as the destination holds, so each copy
+    // lands in a slice of the buffer exactly as long as its chunk: the whole
+    // buffer would read past the chunk (past the pool, at its end).
+    let fetch = |c: usize, buffer: &mut [u32]| -> Result<(), DriverError> {
+        let (lo, hi) = span(c);
+        stream.memcpy_dtoh(&d.packed.slice(2 * lo..2 * hi), &mut buffer[..2 * (hi - lo)])?;
+        done[c % 2].record(stream)
+    };
     let chunks = kept.div_ceil(STAGE_PAIRS);
-    stream.memcpy_dtoh(&d.packed.slice(..2 * span(0).1), even)?;
-    done[0].record(stream)?;
+    fetch(0, buffers[0])?;
     for c in 0..chunks {
-        let (now, next) = if c % 2 == 0 { (&*even, &mut *odd) } else { (&*odd, &mut *even) };
         if c + 1 < chunks {
             // The next chunk's buffer was emptied into `room` in the last round.
-            let (lo, hi) = span(c + 1);
-            stream.memcpy_dtoh(&d.packed.slice(2 * lo..2 * hi), next)?;
-            done[(c + 1) % 2].record(stream)?;
+            fetch(c + 1, buffers[(c + 1) % 2])?;
         }
         let (lo, hi) = span(c);
         done[c % 2].synchronize()?;
-        let host = now.as_slice()?;
-        spread_copy(&host[..2 * (hi - lo)], &mut room[lo..hi]);
+        spread_copy(&buffers[c % 2][..2 * (hi - lo)], &mut room[lo..hi]);
     }
     stream.synchronize()
 }
