@@ -155,6 +155,28 @@ pub struct Layout {
     pub cutoff: String,
 }
 
+/// Points of each set that [`Layout::estimated_pairs`] sorts.
+const ESTIMATE_SAMPLE: usize = 1 << 16;
+
+impl Layout {
+    /// The pairs a grid of one cell per unit would visit on `inputs`,
+    /// estimated from the grid of an evenly strided sample of each set
+    /// (exact for sets no larger than the sample).
+    pub fn estimated_pairs(&self, inputs: &Inputs, visit: Visit) -> u128 {
+        let sample = |set: &PointSet| {
+            let rows: Vec<usize> = (0..set.len()).step_by(set.len().div_ceil(ESTIMATE_SAMPLE).max(1)).collect();
+            let scale = set.len() as f64 / rows.len().max(1) as f64;
+            (set.subset(&rows, "sample".into()), scale)
+        };
+        let (a, scale_a) = sample(&inputs.a);
+        let b = inputs.b.as_ref().map(sample);
+        let scale_b = b.as_ref().map_or(scale_a, |(_, s)| *s);
+        let sampled = Inputs { a, b: b.map(|(set, _)| set) };
+        let grid = build(self.axes.clone(), &sampled, visit, CPU_RUNS);
+        (grid.pairs as f64 * scale_a * scale_b).round() as u128
+    }
+}
+
 /// The layout of `problem`'s grid on `inputs`, or the summary of a run that
 /// visits every pair, with the reason (an error where `--index grid` cannot be honoured).
 pub fn layout(

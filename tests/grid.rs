@@ -255,3 +255,36 @@ fn the_f64_mode_walks_the_grid_too() {
     assert!(matches!(&brute, Outcome::Pairs(v) if !v.is_empty()));
     assert_eq!(grid.difference(&brute), None);
 }
+
+/// The sample estimate of a grid's pairs (which keeps small cut-off jobs on
+/// one of several GPUs) is exact for a set no larger than its sample, and
+/// near the grid's count on larger ones, uniform and clustered, one set and two.
+#[test]
+fn the_sample_estimate_of_a_grids_pairs() {
+    let cases: [(&str, &[&str], Generator, u64); 4] = [
+        ("selfjoin", &["eps=0.02"], Generator::Uniform, 20_000),
+        ("selfjoin", &["eps=0.002"], Generator::Uniform, 400_000),
+        ("2pcf", &["r=0.01"], Generator::Clustered, 400_000),
+        ("rdf", &["r_max=0.02", "box=0"], Generator::Exponential, 300_000),
+    ];
+    for (name, params, generator, n) in cases {
+        let p = built_in(name).unwrap();
+        let b = (p.input.sets == twobs::spec::Sets::Two).then(|| synthetic(&p, generator, n / 2, seed() + 1));
+        let inputs = Inputs { a: synthetic(&p, generator, n, seed()), b };
+        let given = params.join(" ");
+        let params = p.bind(&params.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+        let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
+        let shape = Shape::new(&p, &params, points);
+        let layout = index::layout(&p, &params, &inputs, shape.pairs, IndexChoice::Grid).unwrap().unwrap();
+        let (grid, _) =
+            index::choose(&p, &params, &inputs, shape.visit, shape.pairs, IndexChoice::Grid, index::CPU_RUNS).unwrap();
+        let exact = grid.unwrap().pairs as f64;
+        let estimate = layout.estimated_pairs(&inputs, shape.visit) as f64;
+        let what = format!("{name} {given} on {n} {generator:?} points: estimate {estimate}, grid {exact}");
+        if n <= 1 << 16 {
+            assert_eq!(estimate, exact, "{what}");
+        } else {
+            assert!((estimate / exact - 1.0).abs() < 0.05, "{what}");
+        }
+    }
+}

@@ -156,6 +156,14 @@ fn case(
     if index == IndexChoice::Grid && run.index.index != IndexKind::Grid {
         return Err(format!("the GPU did not walk a grid: {}", run.index.why).into());
     }
+    // Of several GPUs, a grid too small to share (no forced pieces here) runs on the first alone.
+    let asked = opts.gpus.as_ref().map_or(1, Vec::len);
+    if index == IndexChoice::Grid && asked > 1 {
+        let expected = if opts.piece_pairs.is_some() { asked } else { 1 };
+        if run.devices.len() != expected {
+            return Err(format!("{} of {asked} GPUs ran, not {expected}: {:?}", run.devices.len(), run.notes).into());
+        }
+    }
     let shape = Shape::new(problem, &params, plan::points_of(problem.input.sets, a, b));
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let cpu = CpuDriver::compile(problem, &params, &shape, IndexKind::None, false, &cache)
@@ -248,6 +256,8 @@ fn main() {
             add(IndexChoice::Grid, format!("{}/grid-four-streams", s.name), s, opts, big_a, big_b, &gpu);
             let opts = GpuOptions { gpus: Some(vec![0, 1]), piece_pairs: Some(20000), ..base.clone() };
             add(IndexChoice::Grid, format!("{}/grid-two-gpus", s.name), s, opts, big_a, big_b, &two_gpus);
+            let opts = GpuOptions { gpus: Some(vec![0, 1]), ..base.clone() };
+            add(IndexChoice::Grid, format!("{}/grid-two-gpus-one-runs", s.name), s, opts, big_a, big_b, &two_gpus);
         }
         for (block, rs) in [(32, [1, 8]), (1024, [1, 2])] {
             for r in rs {

@@ -323,7 +323,11 @@ pub fn run(
     // made for these inputs, so it counts as compute, not preparation.
     let choice = index;
     let index_start = Instant::now();
-    let indexing = choose_index(problem, params, inputs, choice, opts, &devices, block_points_for(total))?;
+    let (indexing, one_gpu) = choose_index(problem, params, inputs, choice, opts, &devices, block_points_for(total))?;
+    let (ordinals, devices) = match one_gpu {
+        Some(_) => (ordinals[..1].to_vec(), devices[..1].to_vec()),
+        None => (ordinals, devices),
+    };
     let mut index_s = index_start.elapsed().as_secs_f64();
     // The grid kernel where a grid may be walked, and brute force's where every
     // pair may be (auto decides after the GPU's grid is made).
@@ -520,7 +524,7 @@ pub fn run(
     if !whole(block_points) || residents.iter().any(Option::is_none) {
         residents.iter_mut().for_each(|r| *r = None);
     }
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = one_gpu.into_iter().collect();
     if opts.block_points.is_none() && block_points < n_a.max(n_b) {
         notes.push(format!("inputs do not fit the GPU at once: blocks of {block_points} points"));
     }
@@ -661,7 +665,14 @@ enum Indexing {
     Device(Layout),
 }
 
-/// How the run finds its pairs. A unit is at most one block's own points
+/// Fewest pairs (estimated) a grid shared by several GPUs must visit. The
+/// host sorts 10M points in about 0.25 s (the H200 host), the time one
+/// H200's grid kernel takes for about 5e10 pairs, while one GPU sorts its
+/// own grid in milliseconds.
+const SEVERAL_GPUS_GRID_PAIRS: u128 = 1 << 36;
+
+/// How the run finds its pairs, and why only the first of several GPUs runs
+/// (where it does). A unit is at most one block's own points
 /// (B x R of the kernel's plan) over a row of cells; the grid's
 /// kernel reads both sets whole, so blocks of `fits` points must hold them.
 fn choose_index(
@@ -672,12 +683,12 @@ fn choose_index(
     opts: &GpuOptions,
     devices: &[Device],
     fits: usize,
-) -> Result<Indexing, GpuError> {
+) -> Result<(Indexing, Option<String>), GpuError> {
     let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
     let shape = Shape::new(problem, params, points);
     let layout = match index::layout(problem, params, inputs, shape.pairs, choice)? {
         Ok(layout) => layout,
-        Err(brute) => return Ok(Indexing::Brute(brute)),
+        Err(brute) => return Ok((Indexing::Brute(brute), None)),
     };
     let most = inputs.a.len().max(inputs.other().len());
     if fits < most {
@@ -686,20 +697,36 @@ fn choose_index(
         );
         return match choice {
             IndexChoice::Grid => Err(IndexError::Unusable(why).into()),
-            _ => Ok(Indexing::Brute(Summary::brute(why, shape.pairs))),
+            _ => Ok((Indexing::Brute(Summary::brute(why, shape.pairs)), None)),
         };
     }
     if devices.len() == 1 {
         // Its units follow the compiled kernel's blocks.
-        return Ok(Indexing::Device(layout));
+        return Ok((Indexing::Device(layout), None));
+    }
+    // Several GPUs need one grid, sorted on the host: worth it only where the
+    // pairs keep them busy for longer than that sort takes.
+    // Forced pieces (--piece-pairs) are shared from two of them.
+    let least = opts.piece_pairs.map_or(SEVERAL_GPUS_GRID_PAIRS, |p| 2 * u128::from(p));
+    let estimate = layout.estimated_pairs(inputs, shape.visit);
+    if estimate < least {
+        let why = format!(
+            "the first GPU alone: the grid's ~{estimate} pairs (estimated from a sample) are fewer than \
+             {least}, too few to be worth sorting on the host for {} GPUs",
+            devices.len()
+        );
+        return Ok((Indexing::Device(layout), Some(why)));
     }
     let plan = Plan::new(problem, params, &devices[0], points, opts.forced)?;
     let runs = Runs { points: plan.launch.block_size * plan.launch.points_per_thread, whole_rows: true };
     let (grid, summary) = index::choose(problem, params, inputs, shape.visit, shape.pairs, choice, runs)?;
-    Ok(match grid {
-        Some(grid) => Indexing::Host(grid, summary),
-        None => Indexing::Brute(summary),
-    })
+    Ok((
+        match grid {
+            Some(grid) => Indexing::Host(grid, summary),
+            None => Indexing::Brute(summary),
+        },
+        None,
+    ))
 }
 
 /// Every unit with the walk of its kernel (every GPU's kernels walk alike:
