@@ -26,6 +26,7 @@ import sys
 import numpy as np
 
 out = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("OUT", "/tmp")
+os.makedirs(out, exist_ok=True)
 twobs = os.environ.get("TWOBS", "target/release/twobs")
 os.environ.setdefault("TWOBS_CACHE", "/tmp/twobs-cache")
 
