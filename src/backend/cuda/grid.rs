@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 
-use super::{DeviceGrid, Doing, GpuError, SAMPLE_UNITS};
+use super::{DeviceGrid, Doing, GpuError, sample_units};
 use crate::backend::nvrtc;
 use crate::backend::pieces::GridWork;
 use crate::cache::{Cache, Key, Memo};
@@ -295,8 +295,7 @@ pub(super) fn build(
             steps: partners[u].div_ceil(tile) + u64::from(words[4 * u + 3] - words[4 * u + 2]),
         })
         .collect();
-    let stride = total.div_ceil(SAMPLE_UNITS).max(1);
-    let sampled: Vec<usize> = (0..total).step_by(stride).collect();
+    let sampled = sample_units(total, |k| pairs[order[k]]);
     let sample: Vec<u32> = sampled.iter().flat_map(|&k| sorted[4 * k..4 * k + 4].iter().copied()).collect();
     let upload = |w: &[u32]| stream.clone_htod(if w.is_empty() { &[0u32][..] } else { w }).doing(doing);
     let (b_block, perm_b) = match b {
