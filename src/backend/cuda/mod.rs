@@ -809,28 +809,24 @@ struct DeviceGrid {
 
 /// Most units of the grid whose pairs sample the selectivity of a pairs problem.
 const SAMPLE_UNITS: usize = 256;
-/// Pairs the sample visits, at least one unit's: its pool (at most 2^23
-/// pairs) then takes what passes in one launch even where every pair does.
-/// Dense units visit millions of pairs each: 256 of them once found 5.6e8
-/// pairs in 20 launches, 0.8 s of a 2 s run.
-const SAMPLE_PAIRS: u64 = 1 << 23;
+/// Pairs the sample visits, about: dense units visit millions of pairs
+/// each, and 256 of them once found 5.6e8 pairs in 20 launches, 0.8 s of
+/// a 2 s run.
+const SAMPLE_PAIRS: u64 = 1 << 26;
 
 /// The units (numbered in the grid's order, most pairs first) that sample
-/// its selectivity: every k-th one, until [`SAMPLE_UNITS`] of them or
-/// [`SAMPLE_PAIRS`] visited pairs. Stopping early keeps the denser units,
-/// which overrate the share that passes: the pool comes out too large
-/// rather than too small.
+/// its selectivity: evenly spread over all of them (the middle of each of
+/// m equal runs), as many as visit about [`SAMPLE_PAIRS`] pairs on average,
+/// from 1 to [`SAMPLE_UNITS`]. The densest units are no sample: their wide
+/// neighbourhoods pass the smallest share (once the pool came out too small).
 fn sample_units(total: usize, pairs: impl Fn(usize) -> u64) -> Vec<usize> {
-    let mut visited = 0;
-    let mut sample = Vec::new();
-    for k in (0..total).step_by(total.div_ceil(SAMPLE_UNITS).max(1)) {
-        if visited >= SAMPLE_PAIRS {
-            break;
-        }
-        visited += pairs(k);
-        sample.push(k);
+    if total == 0 {
+        return Vec::new();
     }
-    sample
+    let all: u128 = (0..total).map(|k| u128::from(pairs(k))).sum();
+    let mean = (all / total as u128).max(1);
+    let m = ((u128::from(SAMPLE_PAIRS) / mean) as usize).clamp(1, SAMPLE_UNITS.min(total));
+    (0..m).map(|i| (2 * i + 1) * total / (2 * m)).collect()
 }
 
 /// Set A and the other set, if any, each loaded once into blocks with room
@@ -926,14 +922,15 @@ mod tests {
     use super::{SAMPLE_PAIRS, SAMPLE_UNITS, sample_units};
 
     #[test]
-    fn the_selectivity_sample_is_strided_and_bounded_in_pairs() {
-        // Light units: every fourth of 1000, as many as SAMPLE_UNITS allows.
+    fn the_selectivity_sample_is_spread_and_bounded_in_pairs() {
+        // Light units: SAMPLE_UNITS of them, the middle of each run of 1000 / 256.
         let light = sample_units(1000, |_| 1000);
-        assert_eq!(light, (0..1000).step_by(4).collect::<Vec<_>>());
-        assert!(light.len() <= SAMPLE_UNITS);
-        // Heavy units: stop once SAMPLE_PAIRS are visited.
-        assert_eq!(sample_units(1000, |_| SAMPLE_PAIRS / 2), vec![0, 4]);
-        assert_eq!(sample_units(1000, |k| if k == 0 { 1 << 30 } else { 1 }), vec![0]);
+        assert_eq!(light.len(), SAMPLE_UNITS);
+        assert_eq!((light[0], light[1], light[255]), (1, 5, 998));
+        // Heavy units: as many as visit SAMPLE_PAIRS, spread over all of them.
+        assert_eq!(sample_units(1000, |_| SAMPLE_PAIRS / 2), vec![250, 750]);
+        assert_eq!(sample_units(1000, |_| SAMPLE_PAIRS * 8), vec![500]);
+        assert_eq!(sample_units(3, |_| 1), vec![0, 1, 2]);
         assert!(sample_units(0, |_| 1).is_empty());
     }
 }

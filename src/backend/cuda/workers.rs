@@ -390,7 +390,7 @@ pub(super) fn sample_selectivity(
 /// The share of `pairs` visited pairs that pass in one run of `blocks`
 /// blocks of `launcher`'s kernel on the sets `a`, `b` (with `counts` points)
 /// and, for a grid's kernel, its units `grid`: the pairs are found with a
-/// pool of their number (within 2^16 and 2^23).
+/// pool of their number (within 2^16 and 2^25, 256 MB).
 fn passing_share(
     stream: &Arc<CudaStream>,
     launcher: &Launcher,
@@ -407,7 +407,7 @@ fn passing_share(
         stream,
         page_pairs,
         blocks,
-        pairs.clamp(1 << 16, 1 << 23),
+        pairs.clamp(1 << 16, 1 << 25),
         &mut scratch,
         &mut |d: &DeviceDob| {
             let output = DeviceOutput::Dob(d);
