@@ -14,12 +14,17 @@ Usage: BINARIES=after=PATH BASELINE=before=PATH GPUS=2 scripts/bench-gpus.py
        BENCH_SCALE=0.1 shrinks them for a trial)
 """
 import hashlib
+import importlib.util
 import json
 import numpy as np
 import os
 import subprocess
 import sys
 import time
+
+_spec = importlib.util.spec_from_file_location("check_big_pairs", os.path.join(os.path.dirname(__file__), "check-big-pairs.py"))
+check_big_pairs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(check_big_pairs)
 
 OUT = os.environ.get("OUT", "/tmp")
 GPUS = int(os.environ.get("GPUS", "2"))
@@ -38,21 +43,13 @@ CASES = [
 ONLY = {int(x) for x in os.environ.get("BENCH_CASES", ",".join(str(i) for i in range(len(CASES)))).split(",") if x}
 
 
-def pair_digest(path, chunk=1 << 26):
-    """Order-free digest of an N x 2 pair file (as scripts/check-big-pairs.py)."""
+def pair_digest(path):
+    """Order-free digest of an N x 2 pair file (scripts/check-big-pairs.py's), None for other results."""
     pairs = np.load(path, mmap_mode="r")
     if pairs.ndim != 2 or pairs.shape[1] != 2:
         return None  # a histogram or a count: the report's numbers say it all
-    total, folded = np.uint64(0), np.uint64(0)
-    with np.errstate(over="ignore"):
-        for lo in range(0, len(pairs), chunk):
-            part = np.asarray(pairs[lo : lo + chunk], dtype=np.uint64)
-            h = (part[:, 0] * np.uint64(0x9E3779B97F4A7C15)) ^ (part[:, 1] * np.uint64(0xC2B2AE3D27D4EB4F))
-            h ^= h >> np.uint64(29)
-            h *= np.uint64(0xBF58476D1CE4E5B9)
-            total += h.sum(dtype=np.uint64)
-            folded ^= np.bitwise_xor.reduce(h)
-    return [int(len(pairs)), int(total), int(folded)]
+    d = check_big_pairs.digest(path)
+    return [d["pairs"], d["sum"], d["xor"]]
 
 
 def run(binary, problem, n, sets, args, gpus):

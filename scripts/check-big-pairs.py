@@ -29,9 +29,14 @@ def digest(path):
     return {"file": path, "pairs": int(len(pairs)), "sum": int(total), "xor": int(folded)}
 
 
-a, b = (digest(p) for p in sys.argv[1:3])
-print(json.dumps(a))
-print(json.dumps(b))
-same = (a["pairs"], a["sum"], a["xor"]) == (b["pairs"], b["sum"], b["xor"])
-print("same pairs" if same else "DIFFERENT")
-sys.exit(0 if same else 1)
+def main():
+    a, b = (digest(p) for p in sys.argv[1:3])
+    print(json.dumps(a))
+    print(json.dumps(b))
+    same = (a["pairs"], a["sum"], a["xor"]) == (b["pairs"], b["sum"], b["xor"])
+    print("same pairs" if same else "DIFFERENT")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -40,6 +40,15 @@ pub struct GridWork {
     pub steps: u64,
 }
 
+impl GridWork {
+    /// A unit that visits `pairs` pairs and meets `partners` points of the
+    /// other set over `ranges` ranges, in tiles of `tile` points: each range
+    /// may take one tile more than its points fill (it starts mid-tile).
+    pub fn new(pairs: u64, partners: u64, ranges: u32, tile: u64) -> GridWork {
+        GridWork { pairs, steps: partners.div_ceil(tile) + u64::from(ranges) }
+    }
+}
+
 /// Cuts a grid's units (one block each, in the grid's order: most pairs
 /// first) into pieces of consecutive units, by the same guided
 /// self-scheduling as [`cut`]. Where a unit could meet more partners per own

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 
-use super::{DeviceGrid, Doing, GpuError, sample_units};
+use super::{DeviceGrid, Doing, GpuError};
 use crate::backend::nvrtc;
 use crate::backend::pieces::GridWork;
 use crate::cache::{Cache, Key, Memo};
@@ -181,9 +181,8 @@ impl Builder {
             arg.periodic[d] = u32::from(axis.periodic);
         }
         // One more count than cells: the scan's last value is then the total.
-        let count = stream.alloc_zeros::<u32>(cells as usize + 1).doing(doing)?;
+        let mut count = stream.alloc_zeros::<u32>(cells as usize + 1).doing(doing)?;
         let mut cell_of = stream.alloc_zeros::<u32>(set.len().max(1)).doing(doing)?;
-        let mut count = count;
         let mut b = stream.launch_builder(&self.cells);
         b.arg(&arg).arg(&n).arg(&mut cell_of).arg(&mut count);
         // SAFETY: (Axes, unsigned n, unsigned* cell_of, unsigned* count): n cells, cells + 1 counts;
@@ -290,27 +289,13 @@ pub(super) fn build(
     let tile = u64::from(tile);
     let work: Vec<GridWork> = order
         .iter()
-        .map(|&u| GridWork {
-            pairs: pairs[u],
-            steps: partners[u].div_ceil(tile) + u64::from(words[4 * u + 3] - words[4 * u + 2]),
-        })
+        .map(|&u| GridWork::new(pairs[u], partners[u], words[4 * u + 3] - words[4 * u + 2], tile))
         .collect();
-    let sampled = sample_units(total, |k| pairs[order[k]]);
-    let sample: Vec<u32> = sampled.iter().flat_map(|&k| sorted[4 * k..4 * k + 4].iter().copied()).collect();
-    let upload = |w: &[u32]| stream.clone_htod(if w.is_empty() { &[0u32][..] } else { w }).doing(doing);
     let (b_block, perm_b) = match b {
         Some(s) => (Some(s.block), Some(s.perm)),
         None => (None, None),
     };
-    let grid = DeviceGrid {
-        units: upload(&sorted)?,
-        ranges,
-        perm_a: a.perm,
-        perm_b,
-        sample: upload(&sample)?,
-        sample_units: sampled.len() as u32,
-        sample_pairs: sampled.iter().map(|&k| pairs[order[k]]).sum(),
-    };
+    let grid = DeviceGrid::upload(stream, &sorted, |k| pairs[order[k]], ranges, (a.perm, perm_b)).doing(doing)?;
     stream.synchronize().doing(doing)?;
     Ok(Built { a: a.block, b: b_block, grid, pairs: pairs.iter().map(|&p| p as u128).sum(), work })
 }

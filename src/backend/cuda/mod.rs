@@ -478,10 +478,7 @@ pub fn run(
             let work = grid
                 .units
                 .iter()
-                .map(|u| GridWork {
-                    pairs: u.pairs,
-                    steps: grid.partners(u).div_ceil(tile) + (u.ranges[1] - u.ranges[0]) as u64,
-                })
+                .map(|u| GridWork::new(u.pairs, grid.partners(u), u.ranges[1] - u.ranges[0], tile))
                 .collect();
             (Some((work, grid.pairs)), summary)
         }
@@ -808,6 +805,36 @@ struct DeviceGrid {
     sample_pairs: u64,
 }
 
+impl DeviceGrid {
+    /// The grid of `units` (4 words each, in the grid's order, most pairs
+    /// first; unit k visits `pairs(k)` pairs) on `stream`, with its sample.
+    fn upload(
+        stream: &Arc<CudaStream>,
+        units: &[u32],
+        pairs: impl Fn(usize) -> u64,
+        ranges: CudaSlice<u32>,
+        (perm_a, perm_b): (CudaSlice<u32>, Option<CudaSlice<u32>>),
+    ) -> Result<DeviceGrid, DriverError> {
+        let sampled = sample_units(units.len() / 4, &pairs);
+        let sample: Vec<u32> = sampled.iter().flat_map(|&k| units[4 * k..4 * k + 4].iter().copied()).collect();
+        Ok(DeviceGrid {
+            units: upload_words(stream, units)?,
+            ranges,
+            perm_a,
+            perm_b,
+            sample: upload_words(stream, &sample)?,
+            sample_units: sampled.len() as u32,
+            sample_pairs: sampled.iter().map(|&k| pairs(k)).sum(),
+        })
+    }
+}
+
+/// `words` on the device; an empty buffer cannot be allocated, so none
+/// becomes one word.
+fn upload_words(stream: &Arc<CudaStream>, words: &[u32]) -> Result<CudaSlice<u32>, DriverError> {
+    stream.clone_htod(if words.is_empty() { &[0u32][..] } else { words })
+}
+
 /// Most units of the grid whose pairs sample the selectivity of a pairs problem.
 const SAMPLE_UNITS: usize = 256;
 /// Pairs the sample visits, about: dense units visit millions of pairs
@@ -866,22 +893,13 @@ impl Resident {
         let start = Instant::now();
         let upload = "uploading the grid";
         let (a, b, stream) = upload_sets(ctx, (&grid.a.set, grid.b.as_ref().map(|s| &s.set)), PAD_POINTS, upload)?;
-        let words = |units: &mut dyn Iterator<Item = &index::Unit>| -> Vec<u32> {
-            units.flat_map(|u| [u.own[0], u.own[1], u.ranges[0], u.ranges[1]]).collect()
-        };
-        let sampled: Vec<&index::Unit> =
-            sample_units(grid.units.len(), |k| grid.units[k].pairs).into_iter().map(|k| &grid.units[k]).collect();
-        // An empty buffer cannot be allocated: pad with a word.
-        let to_device = |words: Vec<u32>| stream.clone_htod(if words.is_empty() { &[0u32][..] } else { &words[..] });
-        let dev_grid = DeviceGrid {
-            units: to_device(words(&mut grid.units.iter())).doing(upload)?,
-            ranges: to_device(grid.ranges.iter().flatten().copied().collect()).doing(upload)?,
-            perm_a: to_device(grid.a.perm.clone()).doing(upload)?,
-            perm_b: grid.b.as_ref().map(|s| to_device(s.perm.clone())).transpose().doing(upload)?,
-            sample: to_device(words(&mut sampled.iter().copied())).doing(upload)?,
-            sample_units: sampled.len() as u32,
-            sample_pairs: sampled.iter().map(|u| u.pairs).sum(),
-        };
+        let units: Vec<u32> = grid.units.iter().flat_map(|u| [u.own[0], u.own[1], u.ranges[0], u.ranges[1]]).collect();
+        let ranges = upload_words(&stream, grid.ranges.as_flattened()).doing(upload)?;
+        let perms = (
+            upload_words(&stream, &grid.a.perm).doing(upload)?,
+            grid.b.as_ref().map(|s| upload_words(&stream, &s.perm)).transpose().doing(upload)?,
+        );
+        let dev_grid = DeviceGrid::upload(&stream, &units, |k| grid.units[k].pairs, ranges, perms).doing(upload)?;
         stream.synchronize().doing(upload)?;
         Ok(Resident { a, b, upload_s: start.elapsed().as_secs_f64(), grid: Some(dev_grid) })
     }
