@@ -1,5 +1,5 @@
 // twobs kernel: knn (problems/knn.xml)
-// KNN self-join: the K nearest other points of every point (3-D, or as many coordinates as the input has), by Euclidean distance
+// KNN self-join: the K nearest other points of every point (3-D, or as many coordinates as the input has), by Euclidean distance; with two inputs, the K nearest points of B to each point of A
 //
 // Input: one set (self), element f32 x 3; pair function `distance` from problems/distance.cu (symmetric)
 // Output: k = 8 nearest per query (smallest values, ties to the smaller index)
@@ -113,6 +113,14 @@ struct Set {
   const float* y;
   const float* z;
   unsigned n;
+};
+
+// A grid's shape for a search of rings (src/stage/mod.rs RingShape): cells
+// per axis (axis 0 varies fastest), a bit per wrapping axis, a ring's reach.
+struct RingShape {
+  unsigned cells[3];
+  unsigned periodic;
+  double reach;
 };
 
 __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
@@ -291,6 +299,9 @@ struct Output {
 
   __device__ __forceinline__ bool end_step(unsigned) { return false; }
 
+  // Own point r's K-th value so far (a search of rings stops on it).
+  __device__ __forceinline__ Value kth(unsigned r) const { return top[r].best[K - 1]; }
+
   __device__ __forceinline__ void finish(const Here& here) {
 #pragma unroll
     for (unsigned r = 0; r < R; ++r) {
@@ -346,10 +357,10 @@ extern "C" __global__ void __launch_bounds__(B) twobs_knn(
 #pragma unroll
   for (unsigned r = 0; r < R; ++r) own[r] = load_point(a, here.own(r));  // padding rows are loaded, never counted
   // Interior blocks own no padding: their full tiles skip every validity test.
-  const bool all_own_valid = first + B * R <= own_end;
+  [[maybe_unused]] const bool all_own_valid = first + B * R <= own_end;
   Output out(values, indices, fresh, here);
   Tiles tiles(smem);
-  const Offer offer{out, here, own};
+  [[maybe_unused]] const Offer offer{out, here, own};
   [[maybe_unused]] const auto always = [](unsigned) { return true; };
   [[maybe_unused]] const auto own_valid = [&](unsigned r) { return here.valid(r); };
   // Every block walks all tiles, starting at its own so that blocks spread

@@ -74,6 +74,14 @@ struct Set {
   unsigned n;
 };
 
+// A grid's shape for a search of rings (src/stage/mod.rs RingShape): cells
+// per axis (axis 0 varies fastest), a bit per wrapping axis, a ring's reach.
+struct RingShape {
+  unsigned cells[3];
+  unsigned periodic;
+  double reach;
+};
+
 __device__ __forceinline__ Point load_point(const Set& s, unsigned i) {
   Point p;
   p.key = s.key[i];
@@ -320,10 +328,10 @@ extern "C" __global__ void __launch_bounds__(B) twobs_nlj(
 #pragma unroll
   for (unsigned r = 0; r < R; ++r) own[r] = load_point(a, here.own(r));  // padding rows are loaded, never counted
   // Interior blocks own no padding: their full tiles skip every validity test.
-  const bool all_own_valid = first + B * R <= own_end;
+  [[maybe_unused]] const bool all_own_valid = first + B * R <= own_end;
   Output out(pool, page_owner, page_fill, next_page, num_pages, resume, overflow, here);
   Tiles tiles(smem);
-  const Offer offer{out, here, own};
+  [[maybe_unused]] const Offer offer{out, here, own};
   [[maybe_unused]] const auto always = [](unsigned) { return true; };
   [[maybe_unused]] const auto own_valid = [&](unsigned r) { return here.valid(r); };
   // Every block walks all tiles of the other set, starting at its own so that

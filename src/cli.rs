@@ -751,12 +751,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     p.device.shared_per_block_optin / 1024
                 );
                 print!("{}", p.plan);
-                if let (Some(cutoff), IndexKind::None) = (&p.problem.cutoff, p.plan.index) {
+                if let (Some(value), IndexKind::None) =
+                    (p.problem.cutoff.as_ref().and_then(|c| c.value.as_ref()), p.plan.index)
+                {
                     println!(
                         "  {:<13} {:<15} the spec's cutoff {}: a run sorts the points into cells and walks only neighbouring cells where that skips at least half the pairs (the report says what it chose); `--grid` shows that kernel",
                         "index",
                         "from the data",
-                        p.params.describe(&cutoff.value)
+                        p.params.describe(value)
                     );
                 }
             }

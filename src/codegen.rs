@@ -366,6 +366,10 @@ pub fn render(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, reg
                 json!({ "diagonal": visit == Visit::LowerTriangle, "skip_self": visit == Visit::AllPairs }),
             ),
         ),
+        IndexKind::Rings => (
+            render_fragment(&cx, Template::OwnUnit, json!({})),
+            render_fragment(&cx, Template::VisitRings, json!({ "skip_self": visit == Visit::AllPairs })),
+        ),
     };
     let fragments = json!({
         "contribution": render_fragment(&cx, kind, kind_cx),
@@ -384,6 +388,7 @@ pub fn render(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, reg
             "visit": match plan.index {
                 IndexKind::None => plan.shape.visit.name().to_owned(),
                 IndexKind::Grid => format!("{} over the grid's units", plan.shape.visit.name()),
+                IndexKind::Rings => format!("{} over rings of the grid's cells", plan.shape.visit.name()),
             },
             "kind": problem.output.kind(),
         }),
@@ -429,8 +434,11 @@ pub fn render_cpu(problem: &Problem, params: &Params, shape: &Shape, index: Inde
                 Template::CpuVisitGrid,
                 json!({ "diagonal": shape.visit == Visit::LowerTriangle, "skip_self": shape.visit == Visit::AllPairs }),
             ),
+            IndexKind::Rings => {
+                render_fragment(&cx, Template::CpuVisitRings, json!({ "skip_self": shape.visit == Visit::AllPairs }))
+            }
         },
-        "output": render_fragment(&cx, shape.collect.cpu_fragment(), json!({})),
+        "output": render_fragment(&cx, shape.collect.cpu_fragment(), json!({ "rings": index == IndexKind::Rings })),
     });
     cx.insert("fragments".into(), fragments);
     cx.insert("names".into(), json!({ "visit": shape.visit.name(), "kind": problem.output.kind() }));

@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use crate::data::{Inputs, PointSet};
-use crate::spec::{CutoffOver, Element, Params, Problem};
+use crate::spec::{CutoffOver, Element, Output, Params, Problem};
 use crate::stage::visit::Visit;
 
 /// `--index`: how the pairs to visit are found.
@@ -28,12 +28,24 @@ pub enum IndexChoice {
 #[serde(rename_all = "lowercase")]
 pub enum IndexKind {
     None,
+    /// The pairs of neighbouring cells: a cutoff's grid.
     Grid,
+    /// KNN on a grid: each query searches rings of cells around its own,
+    /// nearest first, until its K-th value lies within the ring's reach.
+    Rings,
 }
 
 impl IndexKind {
     pub fn is_none(&self) -> bool {
         *self == IndexKind::None
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexKind::None => "none",
+            IndexKind::Grid => "grid",
+            IndexKind::Rings => "rings",
+        }
     }
 }
 
@@ -78,11 +90,13 @@ impl Axis {
 }
 
 /// A set in cell order: `set` holds the points, `perm[k]` is the index in the
-/// input of sorted point k, and cell c's points are `cell_start[c]..cell_start[c + 1]`.
+/// input of sorted point k, `cell[k]` its cell, and cell c's points are
+/// `cell_start[c]..cell_start[c + 1]`.
 #[derive(Debug, Clone)]
 pub struct Sorted {
     pub set: PointSet,
     pub perm: Vec<u32>,
+    pub cell: Vec<u32>,
     pub cell_start: Vec<u32>,
 }
 
@@ -99,6 +113,9 @@ pub struct Unit {
 /// The grid of one run.
 #[derive(Debug, Clone)]
 pub struct Grid {
+    /// Grid: units meet their ranges; Rings: each query searches its rings
+    /// (the units and ranges then hold the first ring, for the pairs' count).
+    pub kind: IndexKind,
     pub axes: Vec<Axis>,
     pub a: Sorted,
     /// The other set, for two-set problems.
@@ -109,6 +126,20 @@ pub struct Grid {
     pub ranges: Vec<[u32; 2]>,
     /// Pairs the grid visits, all units together.
     pub pairs: u128,
+}
+
+/// Below this share of a ring's width, a point outside ring r of cells lies
+/// farther than r ring widths in a component, whatever rounding did: the
+/// cells are placed in f64 (error 2^-52 of the extent, far below 2^-16 of
+/// a cell at most 2^24 cells wide), and a pair's f32 value is at least its
+/// separation less a few units in the last place (2^-24 each).
+const REACH_MARGIN: f64 = 1.0 - 1.0 / 65536.0;
+
+/// How far ring r of `axes`' cells reaches around a query, over r: a point
+/// outside the ring lies more than r times this from the query in some
+/// component, so a K-th value below it is final.
+pub fn ring_reach(axes: &[Axis]) -> f64 {
+    axes.iter().map(|a| a.side).fold(f64::INFINITY, f64::min) * REACH_MARGIN
 }
 
 impl Grid {
@@ -149,6 +180,8 @@ impl Summary {
 /// points into them ([`build`] on the host).
 #[derive(Debug, Clone)]
 pub struct Layout {
+    /// Grid for a cutoff's value, Rings for KNN.
+    pub kind: IndexKind,
     pub axes: Vec<Axis>,
     pub cells: u64,
     /// `cutoff eps=0.01 over x,y`.
@@ -165,6 +198,34 @@ impl Layout {
     /// point's 3^k neighbour cells among the other sample's sorted cells, so
     /// it costs milliseconds however many cells the grid has.
     pub fn estimated_pairs(&self, inputs: &Inputs, visit: Visit) -> u128 {
+        let (met, scales) = self.sampled_neighbours(inputs);
+        let sampled = met.len() as u64;
+        let met: u64 = met.iter().sum();
+        // One set: each sampled point met itself, and a lower triangle each pair twice.
+        let met = match visit {
+            Visit::Cross => met,
+            Visit::AllPairs => met - sampled,
+            Visit::LowerTriangle => (met - sampled) / 2,
+        };
+        (met as f64 * scales[0] * scales[1]).round() as u128
+    }
+
+    /// The other set's points in the 3^k cells around the median query,
+    /// estimated from the samples.
+    fn median_neighbours(&self, inputs: &Inputs) -> f64 {
+        let (mut met, scales) = self.sampled_neighbours(inputs);
+        if met.is_empty() {
+            return 0.0;
+        }
+        let middle = met.len() / 2;
+        let (_, &mut median, _) = met.select_nth_unstable(middle);
+        median as f64 * scales[1]
+    }
+
+    /// For each sampled point of set A, the sampled points of the other set
+    /// (itself included, for one set) in the 3^k cells around its own; and
+    /// each sample's factor to its whole set.
+    fn sampled_neighbours(&self, inputs: &Inputs) -> (Vec<u64>, [f64; 2]) {
         let rows = |set: &PointSet| (0..set.len()).step_by(set.len().div_ceil(ESTIMATE_SAMPLE).max(1));
         let cell = |set: &PointSet, i: usize| -> [i64; MAX_AXES] {
             let mut c = [0; MAX_AXES];
@@ -179,35 +240,31 @@ impl Layout {
         let mut keys: Vec<u64> = rows(other).map(|i| key(&cell(other, i))).collect();
         keys.sort_unstable();
         let k = self.axes.len();
-        let (mut sampled, mut met) = (0u64, 0u64);
-        for i in rows(&inputs.a) {
-            sampled += 1;
-            let c = cell(&inputs.a, i);
-            'neighbour: for offsets in 0..3u32.pow(k as u32) {
-                let mut n = c;
-                let mut rest = offsets;
-                for (x, axis) in n.iter_mut().zip(&self.axes) {
-                    let cells = axis.cells as i64;
-                    *x += (rest % 3) as i64 - 1;
-                    rest /= 3;
-                    if axis.periodic {
-                        *x = x.rem_euclid(cells);
-                    } else if !(0..cells).contains(x) {
-                        continue 'neighbour;
+        let met: Vec<u64> = rows(&inputs.a)
+            .map(|i| {
+                let c = cell(&inputs.a, i);
+                let mut met = 0u64;
+                'neighbour: for offsets in 0..3u32.pow(k as u32) {
+                    let mut n = c;
+                    let mut rest = offsets;
+                    for (x, axis) in n.iter_mut().zip(&self.axes) {
+                        let cells = axis.cells as i64;
+                        *x += (rest % 3) as i64 - 1;
+                        rest /= 3;
+                        if axis.periodic {
+                            *x = x.rem_euclid(cells);
+                        } else if !(0..cells).contains(x) {
+                            continue 'neighbour;
+                        }
                     }
+                    let key = key(&n);
+                    met += (keys.partition_point(|&x| x <= key) - keys.partition_point(|&x| x < key)) as u64;
                 }
-                let key = key(&n);
-                met += (keys.partition_point(|&x| x <= key) - keys.partition_point(|&x| x < key)) as u64;
-            }
-        }
-        // One set: each sampled point met itself, and a lower triangle each pair twice.
-        let met = match visit {
-            Visit::Cross => met,
-            Visit::AllPairs => met - sampled,
-            Visit::LowerTriangle => (met - sampled) / 2,
-        };
+                met
+            })
+            .collect();
         let scale = |set: &PointSet| set.len() as f64 / rows(set).count().max(1) as f64;
-        (met as f64 * scale(&inputs.a) * scale(other)).round() as u128
+        (met, [scale(&inputs.a), scale(other)])
     }
 }
 
@@ -230,7 +287,6 @@ pub fn layout(
         }
         return Ok(Err(brute("the spec declares no cutoff: every pair may contribute".into())));
     };
-    let value = params.eval(&cutoff.value).as_f64();
     let components = problem.input.components();
     let over: Vec<usize> = match &cutoff.over {
         CutoffOver::Coordinates => match problem.input.element {
@@ -254,32 +310,88 @@ pub fn layout(
     }
     let sets: Vec<&PointSet> = std::iter::once(&inputs.a).chain(inputs.b.as_ref()).collect();
     let points: usize = sets.iter().map(|s| s.len()).sum();
-    let cap = (2 * points as u64).clamp(1 << 10, 1 << 24);
-
-    // Every axis the cutoff bounds, with as many cells as fit its extent.
-    let mut candidates: Vec<Axis> = Vec::new();
-    for &c in &over {
-        let integer = components[c].scalar.is_integer();
-        let (origin, extent, periodic_length) = match &periodic {
-            Some((_, b)) => (0.0, b.lengths[c], Some(b.lengths[c])),
-            None => {
-                let (lo, hi) = sets
-                    .iter()
-                    .map(|s| s.columns[c].min_max())
-                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), (a, b)| (l.min(a), h.max(b)));
-                (lo, hi - lo, None)
+    // Each covered component's origin, extent and, in a periodic box, length.
+    let spans: Vec<Span> = over
+        .iter()
+        .map(|&c| {
+            let (origin, extent, length) = match &periodic {
+                Some((_, b)) => (0.0, b.lengths[c], Some(b.lengths[c])),
+                None => {
+                    let (lo, hi) = sets
+                        .iter()
+                        .map(|s| s.columns[c].min_max())
+                        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), (a, b)| (l.min(a), h.max(b)));
+                    (lo, hi - lo, None)
+                }
+            };
+            Span {
+                component: c,
+                name: components[c].name.clone(),
+                integer: components[c].scalar.is_integer(),
+                origin,
+                extent,
+                length,
             }
-        };
+        })
+        .collect();
+    let cap = (2 * points as u64).clamp(1 << 10, 1 << 24);
+    let over_names = over.iter().map(|&c| components[c].name.as_str()).collect::<Vec<_>>().join(",");
+    Ok(Ok(match (&cutoff.value, &problem.output) {
+        (Some(value), _) => {
+            let (axes, cells) = fit_axes(params.eval(value).as_f64(), &spans, cap);
+            Layout {
+                kind: IndexKind::Grid,
+                axes,
+                cells,
+                cutoff: format!("cutoff {} over {over_names}", params.describe(value)),
+            }
+        }
+        (None, Output::Knn { k }) => {
+            let k = params.eval(k).as_f64() as u32;
+            let (side, axes, cells) = knn_side(k, &spans, cap, inputs);
+            let target = ring_target(k, axes.len()).round();
+            Layout {
+                kind: IndexKind::Rings,
+                axes,
+                cells,
+                cutoff: format!(
+                    "K = {k}: rings of cells {side:.6e} wide over {over_names}, sized from a sample for ~{target} candidates a query"
+                ),
+            }
+        }
+        (None, _) => unreachable!("the spec reader gives a cutoff without a value only to KNN"),
+    }))
+}
+
+/// A component a cutoff covers, over both sets.
+struct Span {
+    component: usize,
+    name: String,
+    integer: bool,
+    origin: f64,
+    extent: f64,
+    /// The box's length, on a periodic axis.
+    length: Option<f64>,
+}
+
+/// The axes of cells no narrower than `value`: the covered components with
+/// the most cells (as many as fit their extents), at most `MAX_AXES`, while
+/// the cells stay within `cap`; the last one coarsened to fit.
+fn fit_axes(value: f64, spans: &[Span], cap: u64) -> (Vec<Axis>, u64) {
+    let mut candidates: Vec<Axis> = Vec::new();
+    for span in spans {
+        let extent = span.extent;
         // Wider than the cutoff by more than rounding: whole numbers differ by
         // at least 1 past it; floats by 2^-10 of it plus 2^-20 of the extent,
         // far above what rounding a separation in f32 can move it.
-        let least = if integer { value + 0.5 } else { value * (1.0 + 1.0 / 1024.0) + extent / (1u64 << 20) as f64 };
+        let least =
+            if span.integer { value + 0.5 } else { value * (1.0 + 1.0 / 1024.0) + extent / (1u64 << 20) as f64 };
         if !least.is_finite() || least <= 0.0 || !extent.is_finite() {
             continue;
         }
         // A periodic axis splits its length evenly; an open one starts at the
         // smallest value, with cells of the least width.
-        let (side, cells) = match periodic_length {
+        let (side, cells) = match span.length {
             Some(length) => {
                 let cells = (length / least).floor() as u64;
                 (length / cells.max(1) as f64, cells)
@@ -287,19 +399,17 @@ pub fn layout(
             None => (least, (extent / least).floor() as u64 + 1),
         };
         let axis = Axis {
-            component: c,
-            name: components[c].name.clone(),
-            origin,
+            component: span.component,
+            name: span.name.clone(),
+            origin: span.origin,
             side,
             cells: cells.min(u32::MAX as u64) as u32,
-            periodic: periodic_length.is_some(),
+            periodic: span.length.is_some(),
         };
         if axis.cells as u64 >= MIN_CELLS {
             candidates.push(axis);
         }
     }
-    // The axes with the most cells, while the cells stay within `cap`; the
-    // last one coarsened to fit.
     candidates.sort_by(|x, y| y.cells.cmp(&x.cells).then(x.component.cmp(&y.component)));
     let mut axes: Vec<Axis> = Vec::new();
     let mut cells = 1u64;
@@ -322,16 +432,46 @@ pub fn layout(
         cells *= axis.cells as u64;
         axes.push(axis);
     }
+    (axes, cells)
+}
 
-    Ok(Ok(Layout {
-        axes,
-        cells,
-        cutoff: format!(
-            "cutoff {} over {}",
-            params.describe(&cutoff.value),
-            over.iter().map(|&c| components[c].name.as_str()).collect::<Vec<_>>().join(",")
-        ),
-    }))
+/// Candidates a KNN query should meet in its first ring (the 3^k cells
+/// around its own, k axes) for its K-th value to fall within the ring's
+/// reach: the ball of one cell's width holds V_k / 3^k of that cube (the
+/// unit ball's volume V_k: 2, pi, 4 pi / 3), and K + 2 sqrt K + 2 points in
+/// the ball make K for all but about 2% of queries of evenly spread points.
+fn ring_target(k: u32, axes: usize) -> f64 {
+    let ball = [1.0, 2.0, std::f64::consts::PI, 4.0 / 3.0 * std::f64::consts::PI][axes.min(3)];
+    let k = k as f64;
+    (k + 2.0 * k.sqrt() + 2.0) * 3f64.powi(axes as i32) / ball
+}
+
+/// The cell width of a KNN grid, with its axes: such that the median sampled
+/// query meets about [`ring_target`] points in its first ring. It starts
+/// from the data's mean density and rescales by the sample's counts (the
+/// count grows as the width to the power of the axes); clustered data then
+/// gets the width of its typical query, not of its box.
+fn knn_side(k: u32, spans: &[Span], cap: u64, inputs: &Inputs) -> (f64, Vec<Axis>, u64) {
+    let others = inputs.other().len().max(1) as f64;
+    let usable: Vec<&Span> = spans.iter().filter(|s| s.extent.is_finite() && s.extent > 0.0).collect();
+    let dims = usable.len().clamp(1, MAX_AXES);
+    let volume: f64 = usable.iter().map(|s| s.extent).product::<f64>().max(f64::MIN_POSITIVE);
+    let mut side = (volume * ring_target(k, dims) / 3f64.powi(dims as i32) / others).powf(1.0 / dims as f64);
+    let mut fitted = fit_axes(side, spans, cap);
+    for _ in 0..3 {
+        let layout = Layout { kind: IndexKind::Rings, axes: fitted.0.clone(), cells: fitted.1, cutoff: String::new() };
+        if layout.axes.is_empty() {
+            break;
+        }
+        let met = layout.median_neighbours(inputs);
+        let target = ring_target(k, layout.axes.len());
+        if met <= 0.0 || (met / target - 1.0).abs() < 0.25 {
+            break;
+        }
+        side *= (target / met).powf(1.0 / layout.axes.len() as f64);
+        fitted = fit_axes(side, spans, cap);
+    }
+    (side, fitted.0, fitted.1)
 }
 
 /// Whether a grid that visits `pairs` of `all_pairs` is taken: always with
@@ -339,15 +479,16 @@ pub fn layout(
 pub fn decide(layout: &Layout, pairs: u128, all_pairs: u128, choice: IndexChoice) -> Summary {
     let share = pairs as f64 / (all_pairs.max(1)) as f64;
     let described = format!(
-        "{}: {} cells visit {} of {} pairs ({:.3}%)",
+        "{}: {} cells visit {}{} of {} pairs ({:.3}%)",
         layout.cutoff,
         layout.cells,
+        if layout.kind == IndexKind::Rings { "about " } else { "" },
         pairs,
         all_pairs,
         100.0 * share
     );
     let grid = |why: String| Summary {
-        index: IndexKind::Grid,
+        index: layout.kind,
         why,
         cells: Some(layout.cells),
         axes: Some(layout.axes.clone()),
@@ -375,11 +516,11 @@ pub fn choose(
         Ok(layout) => layout,
         Err(brute) => return Ok((None, brute)),
     };
-    let grid = build(layout.axes.clone(), inputs, visit, runs);
+    let grid = build(layout.kind, layout.axes.clone(), inputs, visit, runs);
     let summary = decide(&layout, grid.pairs, all_pairs, choice);
     Ok(match summary.index {
-        IndexKind::Grid => (Some(grid), summary),
         IndexKind::None => (None, summary),
+        _ => (Some(grid), summary),
     })
 }
 
@@ -432,8 +573,9 @@ fn row_offsets(k: usize, diagonal: bool) -> Vec<RowOffset> {
     out
 }
 
-/// Sorts both sets into the cells of `axes` and lists each run's neighbours.
-fn build(axes: Vec<Axis>, inputs: &Inputs, visit: Visit, runs: Runs) -> Grid {
+/// Sorts both sets into the cells of `axes` and lists each run's neighbours
+/// (for `Rings`, those of the first ring: the pairs a search visits at least).
+fn build(kind: IndexKind, axes: Vec<Axis>, inputs: &Inputs, visit: Visit, runs: Runs) -> Grid {
     let cells: usize = axes.iter().map(|a| a.cells as usize).product();
     let a = sort(&inputs.a, &axes, cells);
     let b = inputs.b.as_ref().map(|b| sort(b, &axes, cells));
@@ -530,7 +672,7 @@ fn build(axes: Vec<Axis>, inputs: &Inputs, visit: Visit, runs: Runs) -> Grid {
     }
     units.sort_unstable_by_key(|u| (std::cmp::Reverse(u.pairs), u.own[0]));
     let pairs = units.iter().map(|u| u.pairs as u128).sum();
-    Grid { axes, a, b, units, ranges, pairs }
+    Grid { kind, axes, a, b, units, ranges, pairs }
 }
 
 /// Pushes the runs of sorted points of the other set in one row next to the
@@ -629,5 +771,11 @@ fn sort(set: &PointSet, axes: &[Axis], cells: usize) -> Sorted {
         next[c as usize] += 1;
     }
     let columns = set.columns.iter().map(|c| c.gather(&perm, threads)).collect();
-    Sorted { set: PointSet { columns, origin: format!("{} in cell order", set.origin), rows: None }, perm, cell_start }
+    let cell = perm.iter().map(|&i| cell_of[i as usize]).collect();
+    Sorted {
+        set: PointSet { columns, origin: format!("{} in cell order", set.origin), rows: None },
+        perm,
+        cell,
+        cell_start,
+    }
 }

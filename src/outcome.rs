@@ -56,6 +56,23 @@ impl Totals {
 }
 
 impl Outcome {
+    /// KNN lists found for queries in cell order, in the input's order:
+    /// sorted query s is input query `perm[s]`.
+    pub fn rows_from_cell_order(self, perm: &[u32]) -> Outcome {
+        match self {
+            Outcome::Knn { k, ids, values } => {
+                let (mut to_ids, mut to_values) = (vec![0u32; ids.len()], vec![0f64; values.len()]);
+                for (s, &row) in perm.iter().enumerate() {
+                    let (from, to) = (s * k..(s + 1) * k, row as usize * k..(row as usize + 1) * k);
+                    to_ids[to.clone()].copy_from_slice(&ids[from.clone()]);
+                    to_values[to].copy_from_slice(&values[from]);
+                }
+                Outcome::Knn { k, ids: to_ids, values: to_values }
+            }
+            other => other,
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             Outcome::Totals(Totals::Counts(_)) => "counts",

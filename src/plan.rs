@@ -620,10 +620,34 @@ impl Plan {
     /// tiles of its ranges, so the diagonal tile's pattern gives way to the
     /// grid's own-row order. (The data decide whether a run takes it: the
     /// report's index line says what the grid skipped.)
+    /// The plan's kernel over a grid: its blocks take the grid's units. A
+    /// KNN (whose cutoff is each query's own K-th value) searches rings of
+    /// cells, each thread alone, reading the other set through the cache:
+    /// no tiles, so no shared memory for them.
     pub fn on_grid(mut self) -> Plan {
-        self.index = IndexKind::Grid;
         self.diagonal = None;
         self.decisions.retain(|d| d.what != Choice::Diagonal);
+        if matches!(self.shape.collect, Collect::Knn { .. }) {
+            self.index = IndexKind::Rings;
+            self.input_cache = InputCache::Naive;
+            self.launch.shared_bytes -= self.launch.tile_bytes;
+            self.launch.tile_bytes = 0;
+            self.decisions.retain(|d| d.what != Choice::InputCache);
+            self.decisions.push(Decision {
+                what: Choice::InputCache,
+                choice: InputCache::Naive.name().into(),
+                why: "each query searches its own cells: there is no tile a block shares".into(),
+            });
+            self.decisions.push(Decision {
+                what: Choice::Index,
+                choice: "rings".into(),
+                why: "KNN over a grid: a block takes B x R queries in cell order, and each searches rings of cells around its own until its K-th value is within the ring's reach".into(),
+            });
+            self.params.extend(crate::stage::visit::ring_params());
+            self.variant = format!("naive-{}-rings", self.output.label());
+            return self;
+        }
+        self.index = IndexKind::Grid;
         self.decisions.push(Decision {
             what: Choice::Index,
             choice: "grid".into(),

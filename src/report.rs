@@ -7,7 +7,6 @@ use std::path::Path;
 
 use crate::data::Inputs;
 use crate::data::write::{self, Destination, Format, Target, WriteError};
-use crate::index::IndexKind;
 use crate::outcome::{Outcome, Totals};
 use crate::plot::{self, Figure, PlotError, Series};
 use crate::run::Execution;
@@ -338,10 +337,7 @@ pub fn present(
     ));
     say(format!(
         "  index {}: {}{}",
-        match exec.index.index {
-            IndexKind::None => "none",
-            IndexKind::Grid => "grid",
-        },
+        exec.index.index.name(),
         exec.index.why,
         t.index_s.map_or(String::new(), |s| format!(" (made in {s:.4} s)"))
     ));

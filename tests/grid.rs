@@ -60,7 +60,7 @@ fn agree(what: &str, problem: &Problem, params: &[String], inputs: &Inputs, skip
     let found = match &brute.outcome {
         Outcome::Totals(t) => t.as_f64().iter().sum::<f64>(),
         Outcome::Pairs(p) => p.len() as f64,
-        Outcome::Knn { .. } => unreachable!("KNN takes no cutoff"),
+        Outcome::Knn { .. } => unreachable!("KNN is checked by agree_knn"),
     };
     assert!(found > 0.0, "{what}: brute force found nothing, so the comparison proves nothing");
     // Units over runs of cells, as the GPU's blocks take them: tiny runs,
@@ -289,6 +289,99 @@ fn the_sample_estimate_of_a_grids_pairs() {
             assert_eq!(estimate, exact, "{what}");
         } else {
             assert!((estimate / exact - 1.0).abs() < 0.05, "{what}");
+        }
+    }
+}
+
+/// Runs KNN by brute force and by a search of rings; the lists (neighbours,
+/// values, and ties broken to the smaller index) must be the same.
+fn agree_knn(what: &str, problem: &Problem, params: &[String], inputs: &Inputs) {
+    let brute = run(problem, params, inputs, IndexChoice::None);
+    let rings = run(problem, params, inputs, IndexChoice::Grid);
+    assert_eq!(rings.index.index, IndexKind::Rings, "{what}: {}", rings.index.why);
+    let Outcome::Knn { ids, .. } = &brute.outcome else { panic!("{what}: a KNN outcome") };
+    assert!(
+        ids.iter().any(|&i| i != u32::MAX),
+        "{what}: brute force found no neighbour, so the comparison proves nothing"
+    );
+    if let Some(d) = rings.outcome.difference(&brute.outcome) {
+        panic!("{what}: the search of rings differs from brute force: {d} ({})", rings.index.why);
+    }
+    // Equal lists, not merely equally good ones.
+    assert_eq!(rings.outcome, brute.outcome, "{what}");
+}
+
+#[test]
+fn knn_by_rings_of_cells_from_one_to_six_dimensions() {
+    let seed = seed();
+    for dims in 1..=6u32 {
+        let p = built_in("knn").unwrap().with_dims(dims).unwrap();
+        for (g, generator) in GENERATORS.into_iter().enumerate() {
+            for k in [1, 8, 33] {
+                let inputs = Inputs { a: synthetic(&p, generator, 2500, seed + g as u64 + k), b: None };
+                agree_knn(&format!("knn {dims}-D {} k={k}", generator.name()), &p, &[format!("k={k}")], &inputs);
+            }
+        }
+    }
+}
+
+#[test]
+fn knn_by_rings_with_ties_outliers_and_too_few_points() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let p = built_in("knn").unwrap();
+    // Lattice points: many neighbours at equal distances, and equal points.
+    for dims in [2, 3] {
+        let p = p.with_dims(dims).unwrap();
+        let inputs = Inputs { a: lattice(&mut rng, 3000, dims as usize), b: None };
+        agree_knn(&format!("knn {dims}-D lattice"), &p, &["k=12".into()], &inputs);
+    }
+    // A dense cloud and a few points far from it and from each other: their
+    // searches run over many empty rings.
+    let mut a = synthetic(&p, Generator::Uniform, 3000, rng.random());
+    if let [Column::F32(x), Column::F32(y), Column::F32(z)] = &mut a.columns[..] {
+        for (i, far) in [(0, 40.0), (1, -25.0), (2, 300.0), (3, 7.5)] {
+            x[i] = far;
+            y[i * 7] = -far;
+            z[i * 11] = far / 3.0;
+        }
+    }
+    agree_knn("knn with outliers", &p, &["k=5".into()], &Inputs { a: a.clone(), b: None });
+    // More neighbours asked for than there are points: every cell is met and the lists are padded.
+    let few = Inputs { a: synthetic(&p, Generator::Clustered, 40, rng.random()), b: None };
+    agree_knn("knn k > n", &p, &["k=64".into()], &few);
+}
+
+/// A user's KNN of set A's points among set B's, in a periodic box (the
+/// minimum image distance of the RDF built-in), and open.
+const PERIODIC_KNN: &str = r#"<problem name="boxknn">
+  <summary>the K nearest points of B to each point of A, by minimum image distance</summary>
+  <input sets="1,2" type="f32" dims="3"/>
+  <function file="rdf.cu" name="min_image_distance" symmetric="true"/>
+  <output kind="knn" k="k"/>
+  <cutoff/>
+  <param name="k" type="u32" default="6">neighbours</param>
+  <param name="box" type="box" default="1.0">periodic box; 0 for open</param>
+</problem>
+"#;
+
+#[test]
+fn knn_by_rings_in_a_periodic_box_one_set_and_two() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("rdf.cu"), include_str!("../problems/rdf.cu")).unwrap();
+    let path = dir.path().join("boxknn.xml");
+    std::fs::write(&path, PERIODIC_KNN).unwrap();
+    let p = Problem::parse(PERIODIC_KNN, &path, &Disk).unwrap();
+    let seed = seed();
+    for (g, generator) in GENERATORS.into_iter().enumerate() {
+        for boxed in ["0", "1", "1,1.25,0.8125"] {
+            for sets in [1, 2] {
+                let p = p.with_sets(sets).unwrap();
+                let s = seed + 10 * g as u64;
+                let a = synthetic(&p, generator, 2000, s);
+                let b = (sets == 2).then(|| synthetic(&p, generator, 1500, s + 1));
+                let what = format!("boxknn {sets} set(s) box={boxed} {}", generator.name());
+                agree_knn(&what, &p, &[format!("box={boxed}"), "k=9".into()], &Inputs { a, b });
+            }
         }
     }
 }

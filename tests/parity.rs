@@ -78,6 +78,17 @@ fn subjects() -> Vec<Subject> {
         problem: built_in("rdf").unwrap().with_sets(2).unwrap(),
         params: vec!["bins=53".into()],
     });
+    // KNN of A's points among B's, and in 2-D: a search of rings of cells.
+    out.push(Subject {
+        name: "knn-two-sets".into(),
+        problem: built_in("knn").unwrap().with_sets(2).unwrap(),
+        params: vec!["k=7".into()],
+    });
+    out.push(Subject {
+        name: "knn-2d".into(),
+        problem: built_in("knn").unwrap().with_dims(2).unwrap(),
+        params: vec!["k=16".into()],
+    });
     out.push(Subject {
         name: "rdf-triclinic".into(),
         problem: built_in("rdf").unwrap(),
@@ -153,13 +164,14 @@ fn case(
     let cache = cache();
     let hidden = ProgressBar::hidden();
     let run = cuda::run(problem, &params, &inputs, index, &opts, &cache, &hidden).map_err(|e| format!("GPU: {e}"))?;
-    if index == IndexChoice::Grid && run.index.index != IndexKind::Grid {
+    if index == IndexChoice::Grid && run.index.index == IndexKind::None {
         return Err(format!("the GPU did not walk a grid: {}", run.index.why).into());
     }
-    // Of several GPUs, a grid too small to share (no forced pieces here) runs on the first alone.
+    // Of several GPUs, a grid too small to share (no forced pieces here) runs
+    // on the first alone, as does a KNN's search of rings.
     let asked = opts.gpus.as_ref().map_or(1, Vec::len);
     if index == IndexChoice::Grid && asked > 1 {
-        let expected = if opts.piece_pairs.is_some() { asked } else { 1 };
+        let expected = if opts.piece_pairs.is_some() && run.index.index == IndexKind::Grid { asked } else { 1 };
         if run.devices.len() != expected {
             return Err(format!("{} of {asked} GPUs ran, not {expected}: {:?}", run.devices.len(), run.notes).into());
         }

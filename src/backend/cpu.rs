@@ -61,13 +61,19 @@ struct RawSet {
     n: u64,
 }
 
-/// The grid as the driver reads it (`cpu/visit/grid.cpp`).
+/// The grid as the driver reads it (`cpu/visit/grid.cpp` reads the first
+/// four fields, `cpu/visit/rings.cpp` all of them).
 #[repr(C)]
 struct RawGrid {
     units: *const [u32; 4],
     ranges: *const [u32; 2],
     perm_a: *const u32,
     perm_b: *const u32,
+    cell_start: *const u32,
+    cell_a: *const u32,
+    cells: [u32; 3],
+    periodic: [u32; 3],
+    reach: f64,
 }
 
 type TotalsFn<T> = unsafe extern "C" fn(*const RawSet, *const RawSet, *const RawGrid, u64, u64, *mut T);
@@ -196,7 +202,8 @@ impl CpuDriver {
     /// Runs every pair of `inputs` (those of `grid`'s units where the driver
     /// walks a grid) on `threads` threads.
     pub fn run(&self, inputs: &Inputs, grid: Option<&Grid>, threads: usize, progress: &ProgressBar) -> Outcome {
-        assert_eq!(grid.is_some(), self.index == IndexKind::Grid, "a grid driver runs on a grid, and only it");
+        assert_eq!(grid.is_some(), self.index != IndexKind::None, "a grid driver runs on a grid, and only it");
+        let rings = self.index == IndexKind::Rings;
         let widen = |s: &PointSet| -> Vec<Column> {
             if self.f64_mode { s.columns.iter().map(Column::widened).collect() } else { s.columns.clone() }
         };
@@ -218,22 +225,35 @@ impl CpuDriver {
         let units: Vec<[u32; 4]> = grid
             .map(|g| g.units.iter().map(|u| [u.own[0], u.own[1], u.ranges[0], u.ranges[1]]).collect())
             .unwrap_or_default();
-        let raw_grid = grid.map(|g| RawGrid {
-            units: units.as_ptr(),
-            ranges: g.ranges.as_ptr(),
-            perm_a: g.a.perm.as_ptr(),
-            perm_b: g.other().perm.as_ptr(),
+        let raw_grid = grid.map(|g| {
+            let axis = |k: usize| g.axes.get(k);
+            RawGrid {
+                units: units.as_ptr(),
+                ranges: g.ranges.as_ptr(),
+                perm_a: g.a.perm.as_ptr(),
+                perm_b: g.other().perm.as_ptr(),
+                cell_start: g.other().cell_start.as_ptr(),
+                cell_a: g.a.cell.as_ptr(),
+                cells: [0, 1, 2].map(|k| axis(k).map_or(1, |a| a.cells)),
+                periodic: [0, 1, 2].map(|k| axis(k).is_some_and(|a| a.periodic) as u32),
+                reach: crate::index::ring_reach(&g.axes),
+            }
         });
         let raw_grid_ptr = raw_grid.as_ref().map_or(std::ptr::null(), |g| g as *const RawGrid);
         let sets = Shared((&a as *const RawSet, &b as *const RawSet, raw_grid_ptr));
 
-        // Work items: rows of A, or the grid's units (most pairs first).
-        let items = grid.map_or(n, |g| g.units.len());
+        // Work items: rows of A (in cell order for a search of rings), or the
+        // grid's units (most pairs first).
+        let items = match grid {
+            Some(g) if !rings => g.units.len(),
+            _ => n,
+        };
         let threads = threads.max(1);
         let chunk = (items / (threads * 64)).clamp(1, 4096);
         let chunks = items.div_ceil(chunk);
         let next = AtomicUsize::new(0);
         let items_pairs = |lo: usize, hi: usize| match grid {
+            Some(g) if rings => (g.pairs * (hi - lo) as u128 / n.max(1) as u128) as u64,
             Some(g) => g.units[lo..hi].iter().map(|u| u.pairs).sum(),
             None => self.visit.pairs_of_rows(lo as u64, hi as u64, n as u64, n_b as u64) as u64,
         };
@@ -301,7 +321,11 @@ impl CpuDriver {
             handles.into_iter().flat_map(|h| h.join().expect("CPU worker panicked")).collect()
         });
         parts.sort_by_key(|(c, _)| *c);
-        output::merge(collect, n, parts.into_iter().map(|(_, p)| p).collect())
+        let outcome = output::merge(collect, n, parts.into_iter().map(|(_, p)| p).collect());
+        match grid {
+            Some(g) if rings => outcome.rows_from_cell_order(&g.a.perm),
+            _ => outcome,
+        }
     }
 }
 

@@ -154,7 +154,10 @@ pub struct KeyMap {
 /// then visit only the pairs of neighbouring grid cells.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Cutoff {
-    pub value: Operand,
+    /// The separation past which pairs add nothing; None on a KNN output,
+    /// where the promise is that a pair's value is at least its separation
+    /// in each component, so that a query's K-th value bounds its search.
+    pub value: Option<Operand>,
     /// The components the promise is about: every coordinate of a point, or
     /// the fields named by `over` on a record.
     pub over: CutoffOver,
@@ -577,10 +580,10 @@ impl Params {
             }
             Output::Count { .. } | Output::Sum | Output::Pairs { .. } => {}
         }
-        if let Some(cutoff) = &problem.cutoff
-            && self.eval(&cutoff.value).as_f64() < 0.0
+        if let Some(value) = problem.cutoff.as_ref().and_then(|c| c.value.as_ref())
+            && self.eval(value).as_f64() < 0.0
         {
-            return Err(param_error!("the cutoff ({}) must not be negative", self.describe(&cutoff.value)));
+            return Err(param_error!("the cutoff ({}) must not be negative", self.describe(value)));
         }
         if let (Some(Normalization::Rdf), Output::Histogram { max, .. }, Some((name, b))) =
             (problem.normalize, &problem.output, problem.periodic_box(self))
@@ -777,12 +780,7 @@ impl Cx<'_> {
         self.only_attrs(node, vocabulary::CUTOFF)?;
         self.no_children(node)?;
         self.no_text(node)?;
-        if matches!(output, Output::Knn { .. }) {
-            return Err(self.err(
-                node.pos,
-                "a KNN query's K neighbours may lie at any distance, so <cutoff> does not go with kind=\"knn\"",
-            ));
-        }
+        let knn = matches!(output, Output::Knn { .. });
         let (over, scalar) = match (&input.element, self.attr(node, "over")) {
             (Element::Vector { .. }, Some(a)) => {
                 return Err(self.err(a.pos, "`over` names record fields; a cutoff on points covers every coordinate"));
@@ -813,11 +811,23 @@ impl Cx<'_> {
                 (CutoffOver::Fields(names), scalar)
             }
         };
-        let value = self.operand(
-            self.required(node, "value", "the separation beyond which pairs add nothing")?,
-            params,
-            scalar,
-        )?;
+        // A KNN query's neighbours may lie at any distance: its cutoff is its
+        // own K-th value, found as the search goes.
+        let value = match (knn, self.attr(node, "value")) {
+            (true, Some(a)) => {
+                return Err(self.err(
+                    a.pos,
+                    "a KNN query's cutoff is its own K-th value: <cutoff> with kind=\"knn\" takes no `value` \
+                     (it promises that a pair's value is at least its separation in each component)",
+                ));
+            }
+            (true, None) => None,
+            (false, _) => Some(self.operand(
+                self.required(node, "value", "the separation beyond which pairs add nothing")?,
+                params,
+                scalar,
+            )?),
+        };
         Ok(Cutoff { value, over })
     }
 

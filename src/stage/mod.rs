@@ -68,6 +68,14 @@ pub enum Source {
     GridRanges,
     /// The unit the launch's first block takes.
     UnitFirst,
+    /// A search of rings: the other set's cell starts (`cell_start[c]..cell_start[c + 1]`).
+    RingCellStart,
+    /// A search of rings: the cell of each of A's points, in cell order.
+    RingCellA,
+    /// A search of rings: the other set's input index of each sorted point.
+    RingPermB,
+    /// A search of rings: cells per axis, which wrap, and the reach of a ring.
+    RingShape,
     /// A buffer or count of the output stage.
     Output(output::Arg),
 }
@@ -111,11 +119,46 @@ pub struct GridArgs<'a> {
     pub units: &'a CudaSlice<u32>,
     pub ranges: &'a CudaSlice<u32>,
     pub first: u32,
+    /// What a search of rings reads besides.
+    pub rings: Option<RingArgs<'a>>,
+}
+
+/// The buffers and shape of a search of rings (`visit/rings.cu`).
+#[derive(Clone, Copy)]
+pub struct RingArgs<'a> {
+    pub cell_start: &'a CudaSlice<u32>,
+    pub cell_a: &'a CudaSlice<u32>,
+    pub perm_b: &'a CudaSlice<u32>,
+    pub shape: &'a RingShape,
+}
+
+/// `struct RingShape` of `kernel.cu`, field for field: cells per axis (1
+/// past the grid's axes), a bit per wrapping axis, and the reach of a ring
+/// (made by the backend from the index's axes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RingShape {
+    pub cells: [u32; 3],
+    pub periodic: u32,
+    pub reach: f64,
+}
+
+// SAFETY: plain old data laid out as the CUDA struct (repr(C), same order and types).
+unsafe impl cudarc::driver::DeviceRepr for RingShape {}
+
+impl PushArg for RingShape {
+    fn push<'a>(&'a self, args: &mut LaunchArgs<'a>) {
+        args.arg(self);
+    }
 }
 
 impl KernelArgs<'_> {
     fn grid(&self) -> &GridArgs<'_> {
         self.grid.as_ref().expect("a kernel that walks a grid is launched with one")
+    }
+
+    fn rings(&self) -> &RingArgs<'_> {
+        self.grid().rings.as_ref().expect("a search of rings is launched with its cells")
     }
 
     /// The argument for `source`. Every source of a plan's list resolves: the
@@ -136,6 +179,10 @@ impl KernelArgs<'_> {
             Source::GridUnits => self.grid().units,
             Source::GridRanges => self.grid().ranges,
             Source::UnitFirst => &self.grid().first,
+            Source::RingCellStart => self.rings().cell_start,
+            Source::RingCellA => self.rings().cell_a,
+            Source::RingPermB => self.rings().perm_b,
+            Source::RingShape => self.rings().shape,
             Source::Output(arg) => self.output.arg(arg),
         }
     }
@@ -205,6 +252,7 @@ pub enum Template {
     VisitAllPairs,
     VisitCross,
     VisitGrid,
+    VisitRings,
     OwnBlock,
     OwnUnit,
     DiagonalBalanced,
@@ -218,6 +266,7 @@ pub enum Template {
     CpuVisitCross,
     CpuVisitRows,
     CpuVisitGrid,
+    CpuVisitRings,
     CpuTotals,
     CpuPairs,
     CpuTopK,
@@ -281,6 +330,7 @@ templates! {
     VisitAllPairs => "visit/all_pairs.cu",
     VisitCross => "visit/cross.cu",
     VisitGrid => "visit/grid.cu",
+    VisitRings => "visit/rings.cu",
     OwnBlock => "visit/own_block.cu",
     OwnUnit => "visit/own_unit.cu",
     DiagonalBalanced => "visit/diagonal_balanced.cu",
@@ -294,6 +344,7 @@ templates! {
     CpuVisitCross => "cpu/visit/cross.cpp",
     CpuVisitRows => "cpu/visit/rows.cpp",
     CpuVisitGrid => "cpu/visit/grid.cpp",
+    CpuVisitRings => "cpu/visit/rings.cpp",
     CpuTotals => "cpu/output/totals.cpp",
     CpuPairs => "cpu/output/pairs.cpp",
     CpuTopK => "cpu/output/topk.cpp",

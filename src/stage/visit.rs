@@ -205,6 +205,21 @@ pub fn grid_params() -> Vec<KernelParam> {
     ]
 }
 
+/// The parameters of a search of rings (`visit/rings.cu`): the grid's units
+/// (runs of queries), the other set's cell starts, each query's cell, the
+/// other set's input indices, and the grid's shape.
+pub fn ring_params() -> Vec<KernelParam> {
+    let param = |name: &str, ctype: &str, source| KernelParam { name: name.into(), ctype: ctype.into(), source };
+    vec![
+        param("grid_units", "const uint4*", Source::GridUnits),
+        param("unit_first", "unsigned", Source::UnitFirst),
+        param("grid_cell_start", "const unsigned* __restrict__", Source::RingCellStart),
+        param("grid_cell_a", "const unsigned* __restrict__", Source::RingCellA),
+        param("grid_perm_b", "const unsigned* __restrict__", Source::RingPermB),
+        param("grid_shape", "RingShape", Source::RingShape),
+    ]
+}
+
 /// How a kernel's blocks walk the pairs of one unit, step by step, as the
 /// visit fragments do: block b owns points [b·B·R, (b+1)·B·R) of A; each
 /// step meets one span of B·R points (the lower triangle, its own span last)

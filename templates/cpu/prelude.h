@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmath>
+#include <algorithm>
+#include <cstdlib>
 #include <utility>
 
 #define __device__

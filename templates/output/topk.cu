@@ -34,6 +34,9 @@ struct Output {
 
   __device__ __forceinline__ bool end_step(unsigned) { return false; }
 
+  // Own point r's K-th value so far (a search of rings stops on it).
+  __device__ __forceinline__ Value kth(unsigned r) const { return top[r].best[K - 1]; }
+
   __device__ __forceinline__ void finish(const Here& here) {
 #pragma unroll
     for (unsigned r = 0; r < R; ++r) {

@@ -10,15 +10,16 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 
-use super::{DeviceGrid, Doing, GpuError};
+use super::{DeviceGrid, DeviceRings, Doing, GpuError};
 use crate::backend::nvrtc;
 use crate::backend::pieces::GridWork;
 use crate::cache::{Cache, Key, Memo};
 use crate::codegen;
 use crate::data::PointSet;
 use crate::device::Device;
-use crate::index::{self, Layout};
+use crate::index::{self, IndexKind, Layout};
 use crate::spec::Scalar;
+use crate::stage::RingShape;
 use crate::stage::input::{DeviceBlock, PAD_POINTS};
 use crate::stage::visit::Visit;
 
@@ -291,11 +292,28 @@ pub(super) fn build(
         .iter()
         .map(|&u| GridWork::new(pairs[u], partners[u], words[4 * u + 3] - words[4 * u + 2], tile))
         .collect();
-    let (b_block, perm_b) = match b {
-        Some(s) => (Some(s.block), Some(s.perm)),
-        None => (None, None),
+    let (b_block, perm_b, b_start) = match b {
+        Some(s) => (Some(s.block), Some(s.perm), Some(s.start)),
+        None => (None, None, None),
     };
-    let grid = DeviceGrid::upload(stream, &sorted, |k| pairs[order[k]], ranges, (a.perm, perm_b)).doing(doing)?;
+    let mut grid = DeviceGrid::upload(stream, &sorted, |k| pairs[order[k]], ranges, (a.perm, perm_b)).doing(doing)?;
+    if layout.kind == IndexKind::Rings {
+        grid.rings = Some(DeviceRings {
+            cell_start: b_start.unwrap_or(a.start),
+            cell_a: a.cell,
+            shape: ring_shape(&layout.axes),
+        });
+    }
     stream.synchronize().doing(doing)?;
     Ok(Built { a: a.block, b: b_block, grid, pairs: pairs.iter().map(|&p| p as u128).sum(), work })
+}
+
+/// The shape a search of rings reads: cells per axis (1 past the grid's
+/// axes), a bit per wrapping axis, and the reach of a ring.
+fn ring_shape(axes: &[index::Axis]) -> RingShape {
+    RingShape {
+        cells: [0, 1, 2].map(|k| axes.get(k).map_or(1, |a| a.cells)),
+        periodic: axes.iter().enumerate().map(|(k, a)| u32::from(a.periodic) << k).sum(),
+        reach: index::ring_reach(axes),
+    }
 }

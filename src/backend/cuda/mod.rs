@@ -34,6 +34,7 @@ use crate::stage::input::{DeviceBlock, PAD_POINTS};
 use crate::stage::output::dob::Staging;
 use crate::stage::output::{self, Collect, OutputStage};
 use crate::stage::visit::{KernelKind, Unit, Walk};
+use crate::stage::{GridArgs, RingArgs, RingShape};
 use kernels::{Compiled, KernelPair, Launcher, dob_drain};
 use workers::{Gpu, GpuResult, Job, busy, gpu_worker};
 
@@ -502,7 +503,7 @@ pub fn run(
             let all_pairs = Shape::new(problem, params, plan.shape.points).pairs;
             let summary = index::decide(&layout, built.pairs, all_pairs, choice);
             index_s += start.elapsed().as_secs_f64();
-            if summary.index == IndexKind::Grid {
+            if summary.index != IndexKind::None {
                 residents[0] =
                     Some(Resident { a: built.a, b: built.b, upload_s: raw.upload_s, grid: Some(built.grid) });
                 (Some((built.work, built.pairs)), summary)
@@ -561,8 +562,13 @@ pub fn run(
         let tile = plan.launch.block_size as u64;
         let max_partners = launchers.iter().filter_map(|(own, _)| own.as_ref()?.plan.launch.partners_per_launch).min();
         let unit = groups.into_iter().flatten().next().expect("the grid's unit");
-        let min_pairs = opts.piece_pairs.map_or(pieces::MIN_PIECE_PAIRS, u128::from);
-        pieces::cut_grid(unit, work, tile, max_partners, workers, min_pairs).into_iter().map(|p| vec![p]).collect()
+        if index.index == IndexKind::Rings {
+            // One launch searches for every query, and its lists come back once.
+            vec![pieces::cut_grid(unit, work, tile, None, 1, u128::MAX)]
+        } else {
+            let min_pairs = opts.piece_pairs.map_or(pieces::MIN_PIECE_PAIRS, u128::from);
+            pieces::cut_grid(unit, work, tile, max_partners, workers, min_pairs).into_iter().map(|p| vec![p]).collect()
+        }
     } else if stage.refines_per_query() {
         // Per-query lists are refined unit after unit of a query block, on one stream.
         groups.into_iter().map(|g| g.into_iter().map(Piece::whole).collect()).collect()
@@ -646,7 +652,15 @@ pub fn run(
         g.share = g.pairs as f64 / all_pairs.max(1) as f64;
     }
     let combine = Instant::now();
-    let outcome = output::merge(stage.collect(), n_a, parts);
+    let mut outcome = output::merge(stage.collect(), n_a, parts);
+    if index.index == IndexKind::Rings {
+        // The lists of queries in cell order, put back in the input's.
+        let grid = residents[0].as_ref().and_then(|r| r.grid.as_ref()).expect("a search of rings holds its grid");
+        let stream = contexts[0].default_stream();
+        let perm = stream.clone_dtoh(&grid.perm_a).doing("downloading the grid's order")?;
+        stream.synchronize().doing("downloading the grid's order")?;
+        outcome = outcome.rows_from_cell_order(&perm[..n_a]);
+    }
     timings.combine_s += combine.elapsed().as_secs_f64();
     timings.wall_s = wall.elapsed().as_secs_f64();
     Ok(GpuRun { outcome, devices, plans, timings, notes, block_points, index })
@@ -701,6 +715,13 @@ fn choose_index(
     if devices.len() == 1 {
         // Its units follow the compiled kernel's blocks.
         return Ok((Indexing::Device(layout), None));
+    }
+    if layout.kind == IndexKind::Rings {
+        let why = format!(
+            "the first GPU alone: a KNN search of rings runs on the GPU that sorts its grid, not on {}",
+            devices.len()
+        );
+        return Ok((Indexing::Device(layout), Some(why)));
     }
     // Several GPUs need one grid, sorted on the host: worth it only where the
     // pairs keep them busy for longer than that sort takes.
@@ -803,6 +824,33 @@ struct DeviceGrid {
     /// The sample's units and the pairs they visit.
     sample_units: u32,
     sample_pairs: u64,
+    /// What a search of rings reads besides (KNN).
+    rings: Option<DeviceRings>,
+}
+
+/// A KNN grid's cells on one GPU: the other set's cell starts, the cell of
+/// each of A's sorted points, and the grid's shape.
+struct DeviceRings {
+    cell_start: CudaSlice<u32>,
+    cell_a: CudaSlice<u32>,
+    shape: RingShape,
+}
+
+impl DeviceGrid {
+    /// The grid's buffers for a launch from unit `first` on (`units` may be its sample).
+    fn args<'a>(&'a self, units: &'a CudaSlice<u32>, first: u32) -> GridArgs<'a> {
+        GridArgs {
+            units,
+            ranges: &self.ranges,
+            first,
+            rings: self.rings.as_ref().map(|r| RingArgs {
+                cell_start: &r.cell_start,
+                cell_a: &r.cell_a,
+                perm_b: self.perm_b.as_ref().unwrap_or(&self.perm_a),
+                shape: &r.shape,
+            }),
+        }
+    }
 }
 
 impl DeviceGrid {
@@ -825,6 +873,7 @@ impl DeviceGrid {
             sample: upload_words(stream, &sample)?,
             sample_units: sampled.len() as u32,
             sample_pairs: sampled.iter().map(|&k| pairs(k)).sum(),
+            rings: None,
         })
     }
 }

@@ -242,7 +242,7 @@ pub(super) fn stream_worker(
             let device_grid = resident.and_then(|r| r.grid.as_ref());
             let cells = piece.grid_units.map(|[first, _]| {
                 let g = device_grid.expect("a run on a grid holds it on every GPU");
-                GridArgs { units: &g.units, ranges: &g.ranges, first }
+                g.args(&g.units, first)
             });
             match &mut out {
                 StreamOutput::Dob(dob, sink) => {
@@ -445,7 +445,7 @@ fn sample_grid_selectivity(
     grid: &DeviceGrid,
     drain: &CudaFunction,
 ) -> Result<f64, GpuError> {
-    let sample = GridArgs { units: &grid.sample, ranges: &grid.ranges, first: 0 };
+    let sample = grid.args(&grid.sample, 0);
     passing_share(stream, launcher, drain, (grid.sample_units, grid.sample_pairs), (a, b), counts, Some(sample))
 }
 
