@@ -94,6 +94,7 @@ def run(problem, paths, params, index):
             os.remove(os.path.join(out, f))
     return {"compute_s": t["compute_s"], "index_s": t.get("index_s"), "kernel_s": g["kernel_s"],
             "upload_s": g["upload_s"], "download_s": g["download_s"], "context_s": g["context_s"],
+            "combine_s": g["combine_s"], "setup_s": g["setup_s"], "teardown_s": g["teardown_s"],
             "compile_s": t["compile_s"], "launches": g["launches"], "pieces": g["pieces"],
             "visited": r["index"]["pairs"], "why": r["index"]["why"], "variant": r["plans"][0]["variant"],
             "result": {k: res.get(k) for k in ("count", "pairs")}, "digest": digest}

@@ -73,10 +73,16 @@ fn plan_and_gen_show_the_grid_of_a_cut_off_problem() {
     assert!(o.status.success(), "{}", stderr(&o));
     let kernel = stdout(&o);
     assert!(kernel.contains("grid_units[unit_first + block]") && kernel.contains("--grid"), "{kernel}");
-    // A spec without a cutoff has no grid.
+    // KNN's grid is a search of rings, without tiles.
     let o = twobs(&["plan", "knn", "--grid"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).lines().any(|l| l.trim_start().starts_with("index") && l.contains("rings")), "{}", stdout(&o));
+    let kernel = stdout(&twobs(&["gen", "knn", "--grid"]));
+    assert!(kernel.contains("grid_cell_start") && kernel.contains("out.kth(r)"), "{kernel}");
+    // A spec without a cutoff has no grid.
+    let o = twobs(&["plan", "kde", "--grid"]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("`knn` declares no <cutoff>"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("`kde` declares no <cutoff>"), "{}", stderr(&o));
 }
 
 #[test]

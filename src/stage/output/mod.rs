@@ -373,6 +373,16 @@ pub fn merge(collect: Collect, queries: usize, parts: Vec<Partial>) -> Outcome {
         }
         Collect::Knn { k } => {
             let k = k as usize;
+            // One part with every row (a search of rings, one query block): taken as it is.
+            if let [Partial::Knn(rows)] = &parts[..]
+                && let [(0, v, i)] = &rows[..]
+                && v.len() == queries * k
+                && i.len() == queries * k
+            {
+                let Some(Partial::Knn(mut rows)) = parts.into_iter().next() else { unreachable!("matched above") };
+                let (_, values, ids) = rows.pop().expect("one row block");
+                return Outcome::Knn { k, ids, values };
+            }
             let mut values = vec![f64::INFINITY; queries * k];
             let mut ids = vec![u32::MAX; queries * k];
             for p in parts {

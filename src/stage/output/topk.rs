@@ -98,7 +98,7 @@ impl DeviceTopK {
         let bytes = stream.clone_dtoh(&self.values.slice(..n * w))?;
         let ids = stream.clone_dtoh(&self.indices.slice(..n))?;
         stream.synchronize()?;
-        let values = bytes.chunks_exact(w).map(|b| self.value.decode_f64(b)).collect();
+        let values = self.value.decode_all_f64(&bytes);
         Ok((values, ids))
     }
 }
