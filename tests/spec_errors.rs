@@ -338,7 +338,7 @@ fn a_cutoff_is_checked_where_it_is_written() {
     fails_at(&cut("<cutoff value=\"1\"/>\n  <cutoff value=\"2\"/>"), 7, 3, &["<cutoff> appears twice"]);
     let knn = with(r#"<output kind="histogram" bins="bins" min="0" max="r_max"/>"#, r#"<output kind="knn" k="bins"/>"#);
     let knn = knn.replace("  <param name=\"bins\"", "  <cutoff value=\"1\"/>\n  <param name=\"bins\"");
-    fails_at(&knn, 6, 3, &["does not go with kind=\"knn\""]);
+    fails_at(&knn, 6, 11, &["KNN query's cutoff is its own K-th value", "takes no `value`"]);
 }
 
 #[test]
