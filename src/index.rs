@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::data::{Inputs, PointSet};
 use crate::spec::{CutoffOver, Element, Output, Params, Problem};
+use crate::stage::RingShape;
 use crate::stage::visit::Visit;
 
 /// `--index`: how the pairs to visit are found.
@@ -113,14 +114,12 @@ pub struct Unit {
 /// The grid of one run.
 #[derive(Debug, Clone)]
 pub struct Grid {
-    /// Grid: units meet their ranges; Rings: each query searches its rings
-    /// (the units and ranges then hold the first ring, for the pairs' count).
-    pub kind: IndexKind,
     pub axes: Vec<Axis>,
     pub a: Sorted,
     /// The other set, for two-set problems.
     pub b: Option<Sorted>,
-    /// Units, most pairs first.
+    /// Units, most pairs first (for a search of rings, those of the first
+    /// ring: the pairs it visits at least).
     pub units: Vec<Unit>,
     /// [lo, hi) runs of the other set's sorted points.
     pub ranges: Vec<[u32; 2]>,
@@ -135,11 +134,16 @@ pub struct Grid {
 /// separation less a few units in the last place (2^-24 each).
 const REACH_MARGIN: f64 = 1.0 - 1.0 / 65536.0;
 
-/// How far ring r of `axes`' cells reaches around a query, over r: a point
-/// outside the ring lies more than r times this from the query in some
-/// component, so a K-th value below it is final.
-pub fn ring_reach(axes: &[Axis]) -> f64 {
-    axes.iter().map(|a| a.side).fold(f64::INFINITY, f64::min) * REACH_MARGIN
+/// What a search of rings over `axes`' cells reads: cells per axis (1 past
+/// the grid's axes), a bit per wrapping axis, and the reach of a ring over
+/// r (a point outside ring r lies more than r times it from the query in
+/// some component, so a K-th value below that is final).
+pub fn ring_shape(axes: &[Axis]) -> RingShape {
+    RingShape {
+        cells: [0, 1, 2].map(|k| axes.get(k).map_or(1, |a| a.cells)),
+        periodic: axes.iter().enumerate().map(|(k, a)| u32::from(a.periodic) << k).sum(),
+        reach: axes.iter().map(|a| a.side).fold(f64::INFINITY, f64::min) * REACH_MARGIN,
+    }
 }
 
 impl Grid {
@@ -516,7 +520,7 @@ pub fn choose(
         Ok(layout) => layout,
         Err(brute) => return Ok((None, brute)),
     };
-    let grid = build(layout.kind, layout.axes.clone(), inputs, visit, runs);
+    let grid = build(layout.axes.clone(), inputs, visit, runs);
     let summary = decide(&layout, grid.pairs, all_pairs, choice);
     Ok(match summary.index {
         IndexKind::None => (None, summary),
@@ -573,9 +577,8 @@ fn row_offsets(k: usize, diagonal: bool) -> Vec<RowOffset> {
     out
 }
 
-/// Sorts both sets into the cells of `axes` and lists each run's neighbours
-/// (for `Rings`, those of the first ring: the pairs a search visits at least).
-fn build(kind: IndexKind, axes: Vec<Axis>, inputs: &Inputs, visit: Visit, runs: Runs) -> Grid {
+/// Sorts both sets into the cells of `axes` and lists each run's neighbours.
+fn build(axes: Vec<Axis>, inputs: &Inputs, visit: Visit, runs: Runs) -> Grid {
     let cells: usize = axes.iter().map(|a| a.cells as usize).product();
     let a = sort(&inputs.a, &axes, cells);
     let b = inputs.b.as_ref().map(|b| sort(b, &axes, cells));
@@ -672,7 +675,7 @@ fn build(kind: IndexKind, axes: Vec<Axis>, inputs: &Inputs, visit: Visit, runs: 
     }
     units.sort_unstable_by_key(|u| (std::cmp::Reverse(u.pairs), u.own[0]));
     let pairs = units.iter().map(|u| u.pairs as u128).sum();
-    Grid { kind, axes, a, b, units, ranges, pairs }
+    Grid { axes, a, b, units, ranges, pairs }
 }
 
 /// Pushes the runs of sorted points of the other set in one row next to the

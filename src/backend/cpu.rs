@@ -20,6 +20,7 @@ use crate::index::{Grid, IndexKind};
 use crate::outcome::Outcome;
 use crate::plan::Shape;
 use crate::spec::{Params, Problem};
+use crate::stage::RingShape;
 use crate::stage::output::{self, Collect, Partial, Total};
 use crate::stage::visit::Visit;
 
@@ -71,9 +72,7 @@ struct RawGrid {
     perm_b: *const u32,
     cell_start: *const u32,
     cell_a: *const u32,
-    cells: [u32; 3],
-    periodic: [u32; 3],
-    reach: f64,
+    shape: RingShape,
 }
 
 type TotalsFn<T> = unsafe extern "C" fn(*const RawSet, *const RawSet, *const RawGrid, u64, u64, *mut T);
@@ -225,19 +224,14 @@ impl CpuDriver {
         let units: Vec<[u32; 4]> = grid
             .map(|g| g.units.iter().map(|u| [u.own[0], u.own[1], u.ranges[0], u.ranges[1]]).collect())
             .unwrap_or_default();
-        let raw_grid = grid.map(|g| {
-            let axis = |k: usize| g.axes.get(k);
-            RawGrid {
-                units: units.as_ptr(),
-                ranges: g.ranges.as_ptr(),
-                perm_a: g.a.perm.as_ptr(),
-                perm_b: g.other().perm.as_ptr(),
-                cell_start: g.other().cell_start.as_ptr(),
-                cell_a: g.a.cell.as_ptr(),
-                cells: [0, 1, 2].map(|k| axis(k).map_or(1, |a| a.cells)),
-                periodic: [0, 1, 2].map(|k| axis(k).is_some_and(|a| a.periodic) as u32),
-                reach: crate::index::ring_reach(&g.axes),
-            }
+        let raw_grid = grid.map(|g| RawGrid {
+            units: units.as_ptr(),
+            ranges: g.ranges.as_ptr(),
+            perm_a: g.a.perm.as_ptr(),
+            perm_b: g.other().perm.as_ptr(),
+            cell_start: g.other().cell_start.as_ptr(),
+            cell_a: g.a.cell.as_ptr(),
+            shape: crate::index::ring_shape(&g.axes),
         });
         let raw_grid_ptr = raw_grid.as_ref().map_or(std::ptr::null(), |g| g as *const RawGrid);
         let sets = Shared((&a as *const RawSet, &b as *const RawSet, raw_grid_ptr));

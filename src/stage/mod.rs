@@ -48,6 +48,12 @@ pub struct KernelParam {
     pub source: Source,
 }
 
+impl KernelParam {
+    pub fn new(name: &str, ctype: &str, source: Source) -> KernelParam {
+        KernelParam { name: name.into(), ctype: ctype.into(), source }
+    }
+}
+
 /// Where the launcher takes a parameter's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -134,7 +140,7 @@ pub struct RingArgs<'a> {
 
 /// `struct RingShape` of `kernel.cu`, field for field: cells per axis (1
 /// past the grid's axes), a bit per wrapping axis, and the reach of a ring
-/// (made by the backend from the index's axes).
+/// (`index::ring_shape`). The CPU driver's `TwobsGrid` holds one too.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RingShape {

@@ -197,11 +197,10 @@ pub fn params() -> Vec<KernelParam> {
 /// block b takes unit `unit_first + b` of `grid_units`, whose ranges index
 /// `grid_ranges`.
 pub fn grid_params() -> Vec<KernelParam> {
-    let param = |name: &str, ctype: &str, source| KernelParam { name: name.into(), ctype: ctype.into(), source };
     vec![
-        param("grid_units", "const uint4*", Source::GridUnits),
-        param("grid_ranges", "const uint2*", Source::GridRanges),
-        param("unit_first", "unsigned", Source::UnitFirst),
+        KernelParam::new("grid_units", "const uint4*", Source::GridUnits),
+        KernelParam::new("grid_ranges", "const uint2*", Source::GridRanges),
+        KernelParam::new("unit_first", "unsigned", Source::UnitFirst),
     ]
 }
 
@@ -209,15 +208,16 @@ pub fn grid_params() -> Vec<KernelParam> {
 /// (runs of queries), the other set's cell starts, each query's cell, the
 /// other set's input indices, and the grid's shape.
 pub fn ring_params() -> Vec<KernelParam> {
-    let param = |name: &str, ctype: &str, source| KernelParam { name: name.into(), ctype: ctype.into(), source };
-    vec![
-        param("grid_units", "const uint4*", Source::GridUnits),
-        param("unit_first", "unsigned", Source::UnitFirst),
-        param("grid_cell_start", "const unsigned* __restrict__", Source::RingCellStart),
-        param("grid_cell_a", "const unsigned* __restrict__", Source::RingCellA),
-        param("grid_perm_b", "const unsigned* __restrict__", Source::RingPermB),
-        param("grid_shape", "RingShape", Source::RingShape),
-    ]
+    // A grid's units and first unit, without its ranges.
+    let mut params = grid_params();
+    params.retain(|p| p.source != Source::GridRanges);
+    params.extend([
+        KernelParam::new("grid_cell_start", "const unsigned* __restrict__", Source::RingCellStart),
+        KernelParam::new("grid_cell_a", "const unsigned* __restrict__", Source::RingCellA),
+        KernelParam::new("grid_perm_b", "const unsigned* __restrict__", Source::RingPermB),
+        KernelParam::new("grid_shape", "RingShape", Source::RingShape),
+    ]);
+    params
 }
 
 /// How a kernel's blocks walk the pairs of one unit, step by step, as the

@@ -19,7 +19,6 @@ use crate::data::PointSet;
 use crate::device::Device;
 use crate::index::{self, IndexKind, Layout};
 use crate::spec::Scalar;
-use crate::stage::RingShape;
 use crate::stage::input::{DeviceBlock, PAD_POINTS};
 use crate::stage::visit::Visit;
 
@@ -301,19 +300,9 @@ pub(super) fn build(
         grid.rings = Some(DeviceRings {
             cell_start: b_start.unwrap_or(a.start),
             cell_a: a.cell,
-            shape: ring_shape(&layout.axes),
+            shape: index::ring_shape(&layout.axes),
         });
     }
     stream.synchronize().doing(doing)?;
     Ok(Built { a: a.block, b: b_block, grid, pairs: pairs.iter().map(|&p| p as u128).sum(), work })
-}
-
-/// The shape a search of rings reads: cells per axis (1 past the grid's
-/// axes), a bit per wrapping axis, and the reach of a ring.
-fn ring_shape(axes: &[index::Axis]) -> RingShape {
-    RingShape {
-        cells: [0, 1, 2].map(|k| axes.get(k).map_or(1, |a| a.cells)),
-        periodic: axes.iter().enumerate().map(|(k, a)| u32::from(a.periodic) << k).sum(),
-        reach: index::ring_reach(axes),
-    }
 }

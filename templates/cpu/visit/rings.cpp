@@ -11,9 +11,11 @@ struct TwobsGrid {
   const uint32_t* perm_b;      // and of the other set
   const uint32_t* cell_start;  // the other set's cell c holds its sorted points [cell_start[c], cell_start[c + 1])
   const uint32_t* cell_a;      // the cell of each sorted point of A
-  uint32_t cells[3];           // cells per axis (1 past the grid's axes); axis 0 varies fastest
-  uint32_t periodic[3];        // whether an axis wraps
-  double reach;                // ring r reaches r * reach around its query
+  struct {
+    uint32_t cells[3];  // cells per axis (1 past the grid's axes); axis 0 varies fastest
+    uint32_t periodic;  // a bit per wrapping axis
+    double reach;       // ring r reaches r * reach around its query
+  } shape;              // src/stage/mod.rs RingShape
 };
 // One set: a query is not its own neighbour.
 constexpr bool TWOBS_SKIP_SELF = {{ stage.skip_self }};
@@ -31,11 +33,12 @@ static inline void for_rings(const TwobsSet* b, const TwobsGrid* g, uint64_t i, 
   uint32_t cell = g->cell_a[i];
   int64_t widest = 0;  // the last ring that holds a cell
   for (int a = 0; a < 3; ++a) {
-    n[a] = g->cells[a];
-    c[a] = cell % g->cells[a];
-    cell /= g->cells[a];
-    lo[a] = g->periodic[a] ? -((n[a] - 1) / 2) : -c[a];
-    hi[a] = g->periodic[a] ? n[a] / 2 : n[a] - 1 - c[a];
+    const bool wraps = (g->shape.periodic >> a) & 1u;
+    n[a] = g->shape.cells[a];
+    c[a] = cell % g->shape.cells[a];
+    cell /= g->shape.cells[a];
+    lo[a] = wraps ? -((n[a] - 1) / 2) : -c[a];
+    hi[a] = wraps ? n[a] / 2 : n[a] - 1 - c[a];
     widest = std::max(widest, std::max(-lo[a], hi[a]));
   }
   // The other set's points in cells c0 + d, d in [d0, d1], of the row at
@@ -74,6 +77,6 @@ static inline void for_rings(const TwobsSet* b, const TwobsGrid* g, uint64_t i, 
         }
       }
     }
-    if (r >= 1 && done(static_cast<double>(r) * g->reach)) return;
+    if (r >= 1 && done(static_cast<double>(r) * g->shape.reach)) return;
   }
 }
