@@ -110,6 +110,14 @@ fn context(ordinal: usize) -> Result<Arc<CudaContext>, GpuError> {
     let ctx = CudaContext::new(ordinal).doing("creating a CUDA context")?;
     // Each stream thread owns its buffers and synchronizes its own stream.
     unsafe { ctx.disable_event_tracking() };
+    // A process's first stream-ordered allocation sets up the GPU's memory
+    // pool: 7.5-10 ms on the H200, the next ones 15 us
+    // (scripts/probe-host-copies.py). Once per process, like the context.
+    // (4493914 reverted this while selfjoin/grid-four-streams failed; that
+    // failure was the staged copy reading past its chunk, fixed in 32f49c8.)
+    let stream = ctx.default_stream();
+    drop(stream.alloc_zeros::<u8>(1).doing("setting up the memory pool")?);
+    stream.synchronize().doing("setting up the memory pool")?;
     map.insert(ordinal, ctx.clone());
     Ok(ctx)
 }
