@@ -302,16 +302,23 @@ struct Output {
   // Own point r's K-th value so far (a search of rings stops on it).
   __device__ __forceinline__ Value kth(unsigned r) const { return top[r].best[K - 1]; }
 
-  __device__ __forceinline__ void finish(const Here& here) {
+  // Writes own point r's list to row row(r) of the output.
+  template <class Row>
+  __device__ __forceinline__ void finish_at(const Here& here, const Row& row) {
 #pragma unroll
     for (unsigned r = 0; r < R; ++r) {
       if (!here.valid(r)) continue;
+      const size_t at = static_cast<size_t>(row(r)) * K;
 #pragma unroll
       for (unsigned k = 0; k < K; ++k) {
-        out_value[static_cast<size_t>(here.own(r)) * K + k] = top[r].best[k];
-        out_index[static_cast<size_t>(here.own(r)) * K + k] = top[r].index[k];
+        out_value[at + k] = top[r].best[k];
+        out_index[at + k] = top[r].index[k];
       }
     }
+  }
+
+  __device__ __forceinline__ void finish(const Here& here) {
+    finish_at(here, [&](unsigned r) { return here.own(r); });
   }
 };
 

@@ -80,6 +80,8 @@ pub enum Source {
     RingCellA,
     /// A search of rings: the other set's input index of each sorted point.
     RingPermB,
+    /// A search of rings: A's input index of each sorted point, the row its list goes to.
+    RingPermA,
     /// A search of rings: cells per axis, which wrap, and the reach of a ring.
     RingShape,
     /// A buffer or count of the output stage.
@@ -134,6 +136,7 @@ pub struct GridArgs<'a> {
 pub struct RingArgs<'a> {
     pub cell_start: &'a CudaSlice<u32>,
     pub cell_a: &'a CudaSlice<u32>,
+    pub perm_a: &'a CudaSlice<u32>,
     pub perm_b: &'a CudaSlice<u32>,
     pub shape: &'a RingShape,
 }
@@ -187,6 +190,7 @@ impl KernelArgs<'_> {
             Source::UnitFirst => &self.grid().first,
             Source::RingCellStart => self.rings().cell_start,
             Source::RingCellA => self.rings().cell_a,
+            Source::RingPermA => self.rings().perm_a,
             Source::RingPermB => self.rings().perm_b,
             Source::RingShape => self.rings().shape,
             Source::Output(arg) => self.output.arg(arg),

@@ -205,8 +205,9 @@ pub fn grid_params() -> Vec<KernelParam> {
 }
 
 /// The parameters of a search of rings (`visit/rings.cu`): the grid's units
-/// (runs of queries), the other set's cell starts, each query's cell, the
-/// other set's input indices, and the grid's shape.
+/// (runs of queries), the other set's cell starts, each query's cell, both
+/// sets' input indices (a query's list goes to its input row), and the
+/// grid's shape.
 pub fn ring_params() -> Vec<KernelParam> {
     // A grid's units and first unit, without its ranges.
     let mut params = grid_params();
@@ -214,6 +215,7 @@ pub fn ring_params() -> Vec<KernelParam> {
     params.extend([
         KernelParam::new("grid_cell_start", "const unsigned* __restrict__", Source::RingCellStart),
         KernelParam::new("grid_cell_a", "const unsigned* __restrict__", Source::RingCellA),
+        KernelParam::new("grid_perm_a", "const unsigned* __restrict__", Source::RingPermA),
         KernelParam::new("grid_perm_b", "const unsigned* __restrict__", Source::RingPermB),
         KernelParam::new("grid_shape", "RingShape", Source::RingShape),
     ]);

@@ -68,3 +68,8 @@
       if (ring >= 1 && static_cast<double>(out.kth(r)) < ring * grid_shape.reach) break;
     }
   }
+  // Each list goes to its query's row in the input's order, so that no
+  // permutation is left for the host (the search runs in one launch: the
+  // lists start fresh and are written once).
+  out.finish_at(here, [&](unsigned r) { return grid_perm_a[here.own(r)]; });
+  return;

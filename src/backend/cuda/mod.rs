@@ -660,15 +660,8 @@ pub fn run(
         g.share = g.pairs as f64 / all_pairs.max(1) as f64;
     }
     let combine = Instant::now();
-    let mut outcome = output::merge(stage.collect(), n_a, parts);
-    if index.index == IndexKind::Rings {
-        // The lists of queries in cell order, put back in the input's.
-        let grid = residents[0].as_ref().and_then(|r| r.grid.as_ref()).expect("a search of rings holds its grid");
-        let stream = contexts[0].default_stream();
-        let perm = stream.clone_dtoh(&grid.perm_a).doing("downloading the grid's order")?;
-        stream.synchronize().doing("downloading the grid's order")?;
-        outcome = outcome.rows_from_cell_order(&perm[..n_a]);
-    }
+    // A search of rings wrote each list to its query's input row itself.
+    let outcome = output::merge(stage.collect(), n_a, parts);
     timings.combine_s += combine.elapsed().as_secs_f64();
     timings.wall_s = wall.elapsed().as_secs_f64();
     Ok(GpuRun { outcome, devices, plans, timings, notes, block_points, index })
@@ -854,6 +847,7 @@ impl DeviceGrid {
             rings: self.rings.as_ref().map(|r| RingArgs {
                 cell_start: &r.cell_start,
                 cell_a: &r.cell_a,
+                perm_a: &self.perm_a,
                 perm_b: self.perm_b.as_ref().unwrap_or(&self.perm_a),
                 shape: &r.shape,
             }),
