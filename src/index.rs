@@ -228,7 +228,9 @@ impl Layout {
 
     /// For each sampled point of set A, the sampled points of the other set
     /// (itself included, for one set) in the 3^k cells around its own; and
-    /// each sample's factor to its whole set.
+    /// each sample's factor to its whole set. Cells of a row (axis 0) have
+    /// consecutive keys, so each of the 3^(k-1) rows around a point is one
+    /// or two ranges of the sorted keys; the points split over every core.
     fn sampled_neighbours(&self, inputs: &Inputs) -> (Vec<u64>, [f64; 2]) {
         let rows = |set: &PointSet| (0..set.len()).step_by(set.len().div_ceil(ESTIMATE_SAMPLE).max(1));
         let cell = |set: &PointSet, i: usize| -> [i64; MAX_AXES] {
@@ -244,29 +246,50 @@ impl Layout {
         let mut keys: Vec<u64> = rows(other).map(|i| key(&cell(other, i))).collect();
         keys.sort_unstable();
         let k = self.axes.len();
-        let met: Vec<u64> = rows(&inputs.a)
-            .map(|i| {
-                let c = cell(&inputs.a, i);
-                let mut met = 0u64;
-                'neighbour: for offsets in 0..3u32.pow(k as u32) {
-                    let mut n = c;
-                    let mut rest = offsets;
-                    for (x, axis) in n.iter_mut().zip(&self.axes) {
-                        let cells = axis.cells as i64;
-                        *x += (rest % 3) as i64 - 1;
-                        rest /= 3;
-                        if axis.periodic {
-                            *x = x.rem_euclid(cells);
-                        } else if !(0..cells).contains(x) {
-                            continue 'neighbour;
-                        }
+        // Sampled keys in cells [lo, hi] of the row of cell `c` (axis 0 set aside).
+        let in_run = |c: &[i64; MAX_AXES], lo: i64, hi: i64| -> u64 {
+            let (mut first, mut last) = (*c, *c);
+            (first[0], last[0]) = (lo, hi);
+            let (from, to) = (key(&first), key(&last));
+            (keys.partition_point(|&x| x <= to) - keys.partition_point(|&x| x < from)) as u64
+        };
+        let met_around = |c: [i64; MAX_AXES]| -> u64 {
+            let mut met = 0u64;
+            let axis0 = &self.axes[0];
+            let (n0, c0) = (axis0.cells as i64, c[0]);
+            'row: for offsets in 0..3u32.pow(k as u32 - 1) {
+                let mut n = c;
+                let mut rest = offsets;
+                for (x, axis) in n.iter_mut().zip(&self.axes).skip(1) {
+                    let cells = axis.cells as i64;
+                    *x += (rest % 3) as i64 - 1;
+                    rest /= 3;
+                    if axis.periodic {
+                        *x = x.rem_euclid(cells);
+                    } else if !(0..cells).contains(x) {
+                        continue 'row;
                     }
-                    let key = key(&n);
-                    met += (keys.partition_point(|&x| x <= key) - keys.partition_point(|&x| x < key)) as u64;
                 }
-                met
-            })
-            .collect();
+                // Cells c0 - 1 ..= c0 + 1 of the row: clipped, or wrapped into
+                // two runs (an axis has at least MIN_CELLS > 3 cells, so none is met twice).
+                met += match (axis0.periodic, c0 - 1 < 0, c0 + 1 >= n0) {
+                    (true, true, _) => in_run(&n, n0 - 1, n0 - 1) + in_run(&n, 0, c0 + 1),
+                    (true, _, true) => in_run(&n, c0 - 1, n0 - 1) + in_run(&n, 0, 0),
+                    _ => in_run(&n, (c0 - 1).max(0), (c0 + 1).min(n0 - 1)),
+                };
+            }
+            met
+        };
+        let queries: Vec<usize> = rows(&inputs.a).collect();
+        let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+        let per = queries.len().div_ceil(threads).max(1 << 10);
+        let met: Vec<u64> = std::thread::scope(|s| {
+            let parts: Vec<_> = queries
+                .chunks(per)
+                .map(|part| s.spawn(move || part.iter().map(|&i| met_around(cell(&inputs.a, i))).collect::<Vec<u64>>()))
+                .collect();
+            parts.into_iter().flat_map(|h| h.join().expect("a sampling thread panicked")).collect()
+        });
         let scale = |set: &PointSet| set.len() as f64 / rows(set).count().max(1) as f64;
         (met, [scale(&inputs.a), scale(other)])
     }
@@ -780,5 +803,81 @@ fn sort(set: &PointSet, axes: &[Axis], cells: usize) -> Sorted {
         perm,
         cell,
         cell_start,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Column;
+    use rand::{RngExt, SeedableRng};
+
+    /// The sampled points of the other set in the 3^k cells around each
+    /// sampled query, counted pair by pair: what the search of row runs must find.
+    fn met_pair_by_pair(layout: &Layout, inputs: &Inputs) -> Vec<u64> {
+        let rows =
+            |set: &PointSet| (0..set.len()).step_by(set.len().div_ceil(ESTIMATE_SAMPLE).max(1)).collect::<Vec<_>>();
+        let cells = |set: &PointSet, i: usize| -> Vec<i64> {
+            layout.axes.iter().map(|a| a.cell(set.columns[a.component].get_f64(i)) as i64).collect()
+        };
+        let others: Vec<Vec<i64>> = rows(inputs.other()).into_iter().map(|j| cells(inputs.other(), j)).collect();
+        rows(&inputs.a)
+            .into_iter()
+            .map(|i| {
+                let c = cells(&inputs.a, i);
+                let near = |o: &Vec<i64>| {
+                    layout.axes.iter().zip(c.iter().zip(o)).all(|(a, (&x, &y))| {
+                        let d = (x - y).abs();
+                        d <= 1 || (a.periodic && d == a.cells as i64 - 1)
+                    })
+                };
+                others.iter().filter(|o| near(o)).count() as u64
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sampled_neighbours_count_what_pairs_of_cells_count() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
+        for (dims, periodic, two_sets) in
+            [(1, false, false), (2, true, false), (3, false, true), (3, true, true), (2, false, true)]
+        {
+            let set = |n: usize, rng: &mut rand::rngs::StdRng| PointSet {
+                columns: (0..dims)
+                    .map(|_| Column::F64((0..n).map(|_| rng.random::<f64>().powi(2)).collect()))
+                    .collect(),
+                origin: "random".into(),
+                rows: None,
+            };
+            let inputs = Inputs { a: set(5_000, &mut rng), b: two_sets.then(|| set(3_000, &mut rng)) };
+            let cells = [4u32, 9, 23][..dims].to_vec();
+            let axes: Vec<Axis> = cells
+                .iter()
+                .enumerate()
+                .map(|(c, &n)| Axis {
+                    component: c,
+                    name: format!("x{c}"),
+                    origin: 0.0,
+                    side: 1.0 / n as f64,
+                    cells: n,
+                    periodic,
+                })
+                .collect();
+            let layout = Layout {
+                kind: IndexKind::Grid,
+                cells: cells.iter().map(|&n| n as u64).product(),
+                axes,
+                cutoff: String::new(),
+            };
+            let (met, _) = layout.sampled_neighbours(&inputs);
+            let want = met_pair_by_pair(&layout, &inputs);
+            let wrong = (0..want.len()).find(|&q| met.get(q) != Some(&want[q]));
+            assert!(
+                met.len() == want.len() && wrong.is_none(),
+                "{dims}-D, periodic {periodic}, two sets {two_sets}: sampled query {wrong:?} met {:?} points, not {:?}",
+                wrong.map(|q| met.get(q)),
+                wrong.map(|q| want[q])
+            );
+        }
     }
 }
