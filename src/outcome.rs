@@ -2,24 +2,24 @@
 //! indices into the sets as the backend saw them, and how two outcomes are
 //! compared.
 
-use serde::Serialize;
+use crate::data::Column;
 
 /// The result of one run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     /// One total per slot: a count (one slot), a histogram's buckets, a sum (one slot).
     Totals(Totals),
     /// (i, j) index pairs: i < j for a symmetric one-set problem; (a, b) for two sets.
     Pairs(Vec<[u32; 2]>),
-    /// For each query, K neighbour indices and their values, best first; a query
-    /// with fewer than K partners is padded with index u32::MAX and value +inf.
-    Knn { k: usize, ids: Vec<u32>, values: Vec<f64> },
+    /// For each query, K neighbour indices and their values (of the pair
+    /// function's type, as computed), best first; a query with fewer than K
+    /// partners is padded with index u32::MAX and the type's worst value
+    /// (+inf, or the largest integer).
+    Knn { k: usize, ids: Vec<u32>, values: Column },
 }
 
 /// Totals per slot: 64-bit counts, or f64 sums.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Totals {
     Counts(Vec<u64>),
     Sums(Vec<f64>),
@@ -61,13 +61,9 @@ impl Outcome {
     pub fn rows_from_cell_order(self, perm: &[u32]) -> Outcome {
         match self {
             Outcome::Knn { k, ids, values } => {
-                let (mut to_ids, mut to_values) = (vec![0u32; ids.len()], vec![0f64; values.len()]);
-                for (s, &row) in perm.iter().enumerate() {
-                    let (from, to) = (s * k..(s + 1) * k, row as usize * k..(row as usize + 1) * k);
-                    to_ids[to.clone()].copy_from_slice(&ids[from.clone()]);
-                    to_values[to].copy_from_slice(&values[from]);
-                }
-                Outcome::Knn { k, ids: to_ids, values: to_values }
+                let ids = Column::U32(ids).rows_moved(k, perm);
+                let Column::U32(ids) = ids else { unreachable!("moved rows keep their type") };
+                Outcome::Knn { k, ids, values: values.rows_moved(k, perm) }
             }
             other => other,
         }
@@ -134,18 +130,21 @@ impl Outcome {
                 ))
             }
             (Outcome::Knn { k, ids: gi, values: gv }, Outcome::Knn { ids: ci, values: cv, .. }) => {
-                let at = (0..gi.len().max(ci.len())).find(|&x| {
-                    gi.get(x) != ci.get(x) || gv.get(x).map(|v| v.to_bits()) != cv.get(x).map(|v| v.to_bits())
-                })?;
+                if gv.scalar() != cv.scalar() {
+                    return Some(format!("values of {} against {}", gv.scalar().name(), cv.scalar().name()));
+                }
+                let value = |v: &Column, x: usize| (x < v.len()).then(|| (v.bits(x), v.show(x)));
+                let at = (0..gi.len().max(ci.len()).max(gv.len()).max(cv.len()))
+                    .find(|&x| gi.get(x) != ci.get(x) || value(gv, x).map(|v| v.0) != value(cv, x).map(|v| v.0))?;
                 let k = (*k).max(1);
                 Some(format!(
                     "query {}, rank {}: ({:?}, {:?}) against ({:?}, {:?})",
                     at / k,
                     at % k,
                     gi.get(at),
-                    gv.get(at),
+                    value(gv, at).map(|v| v.1),
                     ci.get(at),
-                    cv.get(at)
+                    value(cv, at).map(|v| v.1)
                 ))
             }
             (g, c) => Some(format!("a result of {} against one of {}", g.kind(), c.kind())),

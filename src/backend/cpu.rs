@@ -19,7 +19,7 @@ use crate::data::{Column, Inputs, PointSet};
 use crate::index::{Grid, IndexKind};
 use crate::outcome::Outcome;
 use crate::plan::Shape;
-use crate::spec::{Params, Problem};
+use crate::spec::{Params, Problem, Scalar};
 use crate::stage::RingShape;
 use crate::stage::output::{self, Collect, Partial, Total};
 use crate::stage::visit::Visit;
@@ -49,6 +49,8 @@ pub struct CpuDriver {
     visit: Visit,
     index: IndexKind,
     collect: Collect,
+    /// The pair function's type (f64 in f64 mode): KNN lists hold values of it.
+    value: Scalar,
     f64_mode: bool,
     /// Where the driver's source is kept, for reading and for compiler messages.
     pub source_path: PathBuf,
@@ -77,7 +79,7 @@ struct RawGrid {
 
 type TotalsFn<T> = unsafe extern "C" fn(*const RawSet, *const RawSet, *const RawGrid, u64, u64, *mut T);
 type PairsFn = unsafe extern "C" fn(*const RawSet, *const RawSet, *const RawGrid, u64, u64, *mut u32, u64) -> u64;
-type KnnFn = unsafe extern "C" fn(*const RawSet, *const RawSet, *const RawGrid, u64, u64, *mut f64, *mut u32);
+type KnnFn = unsafe extern "C" fn(*const RawSet, *const RawSet, *const RawGrid, u64, u64, *mut c_void, *mut u32);
 
 /// The C++ compiler: $CXX, else c++, else g++, else clang++; with its version line.
 fn compiler() -> Result<(String, String), CpuError> {
@@ -191,6 +193,7 @@ impl CpuDriver {
             visit: shape.visit,
             index,
             collect: shape.collect,
+            value: p.function.returns,
             f64_mode,
             source_path,
             compile_seconds: start.elapsed().as_secs_f64(),
@@ -252,7 +255,7 @@ impl CpuDriver {
             None => self.visit.pairs_of_rows(lo as u64, hi as u64, n as u64, n_b as u64) as u64,
         };
         let lib = &*self.lib;
-        let collect = self.collect;
+        let (collect, value) = (self.collect, self.value);
 
         // Workers take chunks of work items in turn; results are kept per
         // chunk, so that their merge does not depend on which thread ran which.
@@ -299,7 +302,7 @@ impl CpuDriver {
                         Collect::Knn { k } => {
                             let f: KnnFn = *lib.get(ROWS).expect(DEFINED);
                             let len = (hi - lo) * k as usize;
-                            let (mut values, mut ids) = (vec![0f64; len], vec![0u32; len]);
+                            let (mut values, mut ids) = (Column::zeros(value, len), vec![0u32; len]);
                             f(a, b, g, lo as u64, hi as u64, values.as_mut_ptr(), ids.as_mut_ptr());
                             Partial::Knn(vec![(lo, values, ids)])
                         }
@@ -315,7 +318,7 @@ impl CpuDriver {
             handles.into_iter().flat_map(|h| h.join().expect("CPU worker panicked")).collect()
         });
         parts.sort_by_key(|(c, _)| *c);
-        let outcome = output::merge(collect, n, parts.into_iter().map(|(_, p)| p).collect());
+        let outcome = output::merge(collect, self.value, n, parts.into_iter().map(|(_, p)| p).collect());
         match grid {
             Some(g) if rings => outcome.rows_from_cell_order(&g.a.perm),
             _ => outcome,

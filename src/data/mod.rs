@@ -6,6 +6,7 @@ mod synth;
 pub mod write;
 
 use std::fmt;
+use std::mem::MaybeUninit;
 
 use serde::Serialize;
 
@@ -189,6 +190,107 @@ impl Column {
         }
     }
 
+    /// `n` values of `scalar` whose little-endian bytes `fill` writes, every
+    /// one of them (a download from the GPU, straight into the column's memory).
+    pub fn from_bytes_filled<E>(
+        scalar: Scalar,
+        n: usize,
+        fill: impl FnOnce(&mut [MaybeUninit<u8>]) -> Result<(), E>,
+    ) -> Result<Column, E> {
+        Ok(match scalar {
+            Scalar::F32 => Column::F32(filled(n, fill)?),
+            Scalar::F64 => Column::F64(filled(n, fill)?),
+            Scalar::I32 => Column::I32(filled(n, fill)?),
+            Scalar::I64 => Column::I64(filled(n, fill)?),
+            Scalar::U32 => Column::U32(filled(n, fill)?),
+        })
+    }
+
+    /// The values' memory, for a writer that fills every byte (the CPU driver).
+    pub fn as_mut_ptr(&mut self) -> *mut std::ffi::c_void {
+        match self {
+            Column::F32(v) => v.as_mut_ptr().cast(),
+            Column::F64(v) => v.as_mut_ptr().cast(),
+            Column::I32(v) => v.as_mut_ptr().cast(),
+            Column::I64(v) => v.as_mut_ptr().cast(),
+            Column::U32(v) => v.as_mut_ptr().cast(),
+        }
+    }
+
+    /// `n` zeros of `scalar`.
+    pub fn zeros(scalar: Scalar, n: usize) -> Column {
+        match scalar {
+            Scalar::F32 => Column::F32(vec![0.0; n]),
+            Scalar::F64 => Column::F64(vec![0.0; n]),
+            Scalar::I32 => Column::I32(vec![0; n]),
+            Scalar::I64 => Column::I64(vec![0; n]),
+            Scalar::U32 => Column::U32(vec![0; n]),
+        }
+    }
+
+    /// Values [at, at + from.len()) become `from`'s, which has this column's type.
+    pub fn copy_in(&mut self, at: usize, from: &Column) {
+        match (self, from) {
+            (Column::F32(v), Column::F32(f)) => v[at..at + f.len()].copy_from_slice(f),
+            (Column::F64(v), Column::F64(f)) => v[at..at + f.len()].copy_from_slice(f),
+            (Column::I32(v), Column::I32(f)) => v[at..at + f.len()].copy_from_slice(f),
+            (Column::I64(v), Column::I64(f)) => v[at..at + f.len()].copy_from_slice(f),
+            (Column::U32(v), Column::U32(f)) => v[at..at + f.len()].copy_from_slice(f),
+            (v, f) => panic!("a column of {} takes no values of {}", v.scalar().name(), f.scalar().name()),
+        }
+    }
+
+    /// Rows of `k` values moved: row s goes to row `to[s]`.
+    pub fn rows_moved(&self, k: usize, to: &[u32]) -> Column {
+        fn moved<T: Copy + Default>(v: &[T], k: usize, to: &[u32]) -> Vec<T> {
+            let mut out = vec![T::default(); v.len()];
+            for (from, &row) in v.chunks_exact(k.max(1)).zip(to) {
+                out[row as usize * k..(row as usize + 1) * k].copy_from_slice(from);
+            }
+            out
+        }
+        match self {
+            Column::F32(v) => Column::F32(moved(v, k, to)),
+            Column::F64(v) => Column::F64(moved(v, k, to)),
+            Column::I32(v) => Column::I32(moved(v, k, to)),
+            Column::I64(v) => Column::I64(moved(v, k, to)),
+            Column::U32(v) => Column::U32(moved(v, k, to)),
+        }
+    }
+
+    /// Value `i` exactly as stored: the bits of a float, an integer as it is.
+    pub fn bits(&self, i: usize) -> u64 {
+        match self {
+            Column::F32(v) => v[i].to_bits() as u64,
+            Column::F64(v) => v[i].to_bits(),
+            Column::I32(v) => v[i] as u32 as u64,
+            Column::I64(v) => v[i] as u64,
+            Column::U32(v) => v[i] as u64,
+        }
+    }
+
+    /// Value `i` as the shortest text that reads back as it.
+    pub fn show(&self, i: usize) -> String {
+        match self {
+            Column::F32(v) => v[i].to_string(),
+            Column::F64(v) => v[i].to_string(),
+            Column::I32(v) => v[i].to_string(),
+            Column::I64(v) => v[i].to_string(),
+            Column::U32(v) => v[i].to_string(),
+        }
+    }
+
+    /// Value `i` as JSON: a number, or null where JSON has none (inf, NaN).
+    pub fn json(&self, i: usize) -> serde_json::Value {
+        match self {
+            Column::F32(v) => serde_json::json!(v[i]),
+            Column::F64(v) => serde_json::json!(v[i]),
+            Column::I32(v) => serde_json::json!(v[i]),
+            Column::I64(v) => serde_json::json!(v[i]),
+            Column::U32(v) => serde_json::json!(v[i]),
+        }
+    }
+
     /// The column in f64 (for the CPU backend's f64 mode): floats widen, integers stay.
     pub fn widened(&self) -> Column {
         match self {
@@ -204,6 +306,20 @@ impl Column {
             _ => true,
         }
     }
+}
+
+/// A vector of `n` plain numbers (every bit pattern a value) whose bytes
+/// `fill` writes, all of them.
+fn filled<T: Copy, E>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<u8>]) -> Result<(), E>) -> Result<Vec<T>, E> {
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    let room = &mut v.spare_capacity_mut()[..n];
+    // SAFETY: the room's n x size_of::<T>() bytes, viewed as bytes (no alignment to keep).
+    let bytes =
+        unsafe { std::slice::from_raw_parts_mut(room.as_mut_ptr().cast::<MaybeUninit<u8>>(), size_of_val(room)) };
+    fill(bytes)?;
+    // SAFETY: `fill` wrote every byte, and any bytes make a value of these numeric types.
+    unsafe { v.set_len(n) };
+    Ok(v)
 }
 
 /// A set of points: one column per component of the spec's element.

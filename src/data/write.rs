@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use npyz::WriterBuilder;
 use serde_json::json;
 
+use super::Column;
 use crate::outcome::Totals;
 
 /// A result that could not be written, or a destination that cannot take one.
@@ -355,11 +356,12 @@ pub fn pairs(target: &Target, pairs: &[[u64; 2]]) -> Result<(), WriteError> {
     })
 }
 
-/// The K neighbours of each query: ids (int64, -1 for none) and their values.
-/// As npy, the N x K ids and, beside them in `<stem>_values.npy`, the N x K
-/// float64 values (returned); as CSV, `query,rank,id,value` rows; as JSON,
-/// `{"k": K, "ids": [[...]], "values": [[...]]}` (a missing value is null).
-pub fn knn(target: &Target, k: usize, ids: &[i64], values: &[f64]) -> Result<Option<PathBuf>, WriteError> {
+/// The K neighbours of each query: ids (int64, -1 for none) and their values,
+/// in the pair function's type, as computed. As npy, the N x K ids and,
+/// beside them in `<stem>_values.npy`, the N x K values (returned); as CSV,
+/// `query,rank,id,value` rows; as JSON, `{"k": K, "ids": [[...]], "values":
+/// [[...]]}` (a missing value is null).
+pub fn knn(target: &Target, k: usize, ids: &[i64], values: &Column) -> Result<Option<PathBuf>, WriteError> {
     let k = k.max(1);
     let shape = [(ids.len() / k) as u64, k as u64];
     match target.format {
@@ -376,17 +378,26 @@ pub fn knn(target: &Target, k: usize, ids: &[i64], values: &[f64]) -> Result<Opt
             let values_path = path.with_file_name(format!("{stem}_values.npy"));
             let beside = Target::new(Destination::File(values_path.clone()), Some(Format::Npy))?;
             beside.write(|w| {
-                let mut npy = npyz::WriteOptions::new().default_dtype().shape(&shape).writer(w).begin_nd()?;
-                npy.extend(values.iter().copied())?;
-                npy.finish()
+                fn npy<T: npyz::AutoSerialize + Copy>(w: impl Write, shape: &[u64], v: &[T]) -> std::io::Result<()> {
+                    let mut npy = npyz::WriteOptions::new().default_dtype().shape(shape).writer(w).begin_nd()?;
+                    npy.extend(v.iter().copied())?;
+                    npy.finish()
+                }
+                match values {
+                    Column::F32(v) => npy(w, &shape, v),
+                    Column::F64(v) => npy(w, &shape, v),
+                    Column::I32(v) => npy(w, &shape, v),
+                    Column::I64(v) => npy(w, &shape, v),
+                    Column::U32(v) => npy(w, &shape, v),
+                }
             })?;
             Ok(Some(values_path))
         }
         Format::Csv => {
             target.write(|w| {
                 writeln!(w, "query,rank,id,value")?;
-                for (at, (id, v)) in ids.iter().zip(values).enumerate() {
-                    writeln!(w, "{},{},{id},{v}", at / k, at % k)?;
+                for (at, id) in ids.iter().enumerate() {
+                    writeln!(w, "{},{},{id},{}", at / k, at % k, values.show(at))?;
                 }
                 Ok(())
             })?;
@@ -397,7 +408,7 @@ pub fn knn(target: &Target, k: usize, ids: &[i64], values: &[f64]) -> Result<Opt
             let v = json!({
                 "k": k,
                 "ids": rows(ids.iter().map(|&i| json!(i)).collect()),
-                "values": rows(values.iter().map(|&x| json!(x)).collect()),
+                "values": rows((0..values.len()).map(|x| values.json(x)).collect()),
             });
             target.write(|w| writeln!(w, "{v}"))?;
             Ok(None)

@@ -31,8 +31,8 @@ use crate::outcome::Outcome;
 use crate::plan::{Forced, Plan, PlanError, Points, Shape};
 use crate::spec::{Params, Problem, Sets};
 use crate::stage::input::{DeviceBlock, PAD_POINTS};
-use crate::stage::output::dob::Staging;
-use crate::stage::output::{self, Collect, OutputStage};
+use crate::stage::output::download::{self, Staging};
+use crate::stage::output::{self, OutputStage};
 use crate::stage::visit::{KernelKind, Unit, Walk};
 use crate::stage::{GridArgs, RingArgs, RingShape};
 use kernels::{Compiled, KernelPair, Launcher, dob_drain};
@@ -326,7 +326,10 @@ pub fn run(
         total = total.min(unsafe { cudarc::driver::result::device::total_mem(cu) }.doing("reading GPU memory")?);
     }
     let whole = |points: usize| points >= n_a.max(n_b);
-    let collects_pairs = matches!(crate::stage::contribution::collect(problem, params), Collect::Pairs);
+    // Pairs, and KNN lists too large to copy into pageable memory fast, come
+    // back through pinned buffers.
+    let collect = crate::stage::contribution::collect(problem, params);
+    let downloads_staged = collect.bytes(n_a as u64, problem.function.returns).is_none_or(download::is_staged);
 
     // The grid, where the spec's cutoff and the data make it worth it. It is
     // made for these inputs, so it counts as compute, not preparation.
@@ -414,7 +417,7 @@ pub fn run(
                 s.spawn(move || -> Result<Made, GpuError> {
                     let start = Instant::now();
                     let ctx = context(g)?;
-                    let staging = if collects_pairs { Some(staging(&ctx)?) } else { None };
+                    let staging = if downloads_staged { Some(staging(&ctx)?) } else { None };
                     let context_s = start.elapsed().as_secs_f64();
                     let free = ctx.mem_get_info().doing("reading free GPU memory")?.0;
                     let made_at = wall.elapsed().as_secs_f64();
@@ -661,7 +664,7 @@ pub fn run(
     }
     let combine = Instant::now();
     // A search of rings wrote each list to its query's input row itself.
-    let outcome = output::merge(stage.collect(), n_a, parts);
+    let outcome = output::merge(stage.collect(), problem.function.returns, n_a, parts);
     timings.combine_s += combine.elapsed().as_secs_f64();
     timings.wall_s = wall.elapsed().as_secs_f64();
     Ok(GpuRun { outcome, devices, plans, timings, notes, block_points, index })

@@ -12,10 +12,11 @@ use rand::{RngExt, SeedableRng};
 use super::kernels::{KernelPair, Launcher};
 use super::{DeviceGrid, Doing, GpuError, GpuOptions, GpuTimings, Resident};
 use crate::backend::pieces::Piece;
-use crate::data::{Inputs, PointSet};
+use crate::data::{Column, Inputs, PointSet};
 use crate::spec::Scalar;
 use crate::stage::input::DeviceBlock;
-use crate::stage::output::dob::{self, DeviceDob, PairNames, Staging};
+use crate::stage::output::dob::{self, DeviceDob, PairNames};
+use crate::stage::output::download::Staging;
 use crate::stage::output::topk::DeviceTopK;
 use crate::stage::output::totals::DeviceTotals;
 use crate::stage::output::{DeviceOutput, OutputStage, Partial};
@@ -142,7 +143,7 @@ pub(super) enum StreamOutput<'a> {
     Totals(&'a DeviceTotals),
     /// Allocated, and grown, by the first unit that needs it.
     Dob(Option<DeviceDob>, Vec<[u32; 2]>),
-    TopK(DeviceTopK, Vec<(usize, Vec<f64>, Vec<u32>)>),
+    TopK(DeviceTopK, Vec<(usize, Column, Vec<u32>)>),
 }
 
 /// What one stream found and how it spent its time; `intervals` holds one
@@ -329,7 +330,7 @@ pub(super) fn stream_worker(
         }
         if let StreamOutput::TopK(lists, rows) = &mut out {
             let t = Instant::now();
-            let (values, ids) = lists.download(&stream, q_end - q_start).doing("downloading the lists")?;
+            let (values, ids) = lists.download(&stream, q_end - q_start, staging).doing("downloading the lists")?;
             timings.download_s += t.elapsed().as_secs_f64();
             rows.push((q_start, values, ids));
         }

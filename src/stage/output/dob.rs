@@ -18,13 +18,15 @@
 //! Fragment contract, beyond [`super`]'s: the contribution fragment defines
 //! `bool passes(a, b)`; the visit defines `UNORDERED_PAIRS`.
 
+use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PinnedHostSlice, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg};
 use serde::Serialize;
 
 use super::PushArg;
+use super::download::{Staging, download};
 use crate::stage::{KernelParam, Source};
 
 /// Pairs per page: a warp's 32 pairs of one step always fit one fresh page.
@@ -80,22 +82,6 @@ pub struct DeviceDob {
     packed_count: CudaSlice<u64>,
     pages: u32,
     page_pairs: u32,
-}
-
-/// Pinned memory that downloads of pairs go through: two buffers of
-/// STAGE_PAIRS pairs, made once per GPU and process (with its context), and
-/// taken by one stream's download at a time.
-pub struct Staging([PinnedHostSlice<u32>; 2]);
-
-impl Staging {
-    /// Pins the buffers: 128 MB, about 55 ms on the H200 host.
-    pub fn new(ctx: &Arc<cudarc::driver::CudaContext>) -> Result<Staging, DriverError> {
-        // Cached, not write-combined (cudarc's default): the host reads these,
-        // and reads of write-combined memory bypass the cache.
-        // SAFETY: the buffers are written by the copies before they are read.
-        let pin = || unsafe { ctx.alloc_pinned_with_flags::<u32>(2 * STAGE_PAIRS, 0) };
-        Ok(Staging([pin()?, pin()?]))
-    }
 }
 
 impl DeviceDob {
@@ -225,7 +211,14 @@ pub fn run<E: From<DriverError>>(
                 // Straight into the sink's room: no regrowth.
                 sink.reserve(kept);
                 let start = sink.len();
-                download(stream, &d, staging, &mut sink.spare_capacity_mut()[..kept])?;
+                let room = &mut sink.spare_capacity_mut()[..kept];
+                // SAFETY: the room's bytes ([u32; 2] has no padding), viewed as bytes.
+                let bytes = unsafe {
+                    std::slice::from_raw_parts_mut(room.as_mut_ptr().cast::<MaybeUninit<u8>>(), size_of_val(room))
+                };
+                // SAFETY: the packed pairs' u32 words, viewed as their bytes.
+                let packed = unsafe { d.packed.transmute::<u8>(kept * 8) }.expect("the pool holds the kept pairs");
+                download(stream, packed, staging, bytes)?;
                 // SAFETY: the download wrote all `kept` pairs and has finished.
                 unsafe { sink.set_len(start + kept) };
             }
@@ -246,109 +239,6 @@ pub fn run<E: From<DriverError>>(
     })();
     *dob = Some(d);
     result.map(|()| run)
-}
-
-/// Pairs a download moves through each pinned buffer at a time.
-const STAGE_PAIRS: usize = 1 << 23;
-/// Downloads of at least this many pairs go through the GPU's pinned
-/// buffers where no other stream holds them. On the H200 host
-/// (`docs/bench/h200-host-copies.json`) the bus moves 52 GB/s into pinned
-/// memory against 6-13 GB/s into pageable memory.
-const STAGED_FROM: usize = 1 << 19;
-
-/// Copies the `room.len()` packed pairs of `d` into `room`: a chunk at a
-/// time through the GPU's pinned buffers, every core copying one into `room`
-/// while the bus fills the other; or, for small downloads and while another
-/// stream holds the buffers, straight into pageable memory mapped beforehand
-/// on every core.
-fn download(
-    stream: &Arc<CudaStream>,
-    d: &DeviceDob,
-    staging: Option<&Mutex<Staging>>,
-    room: &mut [std::mem::MaybeUninit<[u32; 2]>],
-) -> Result<(), DriverError> {
-    let kept = room.len();
-    huge_pages(room);
-    let mut held = if kept >= STAGED_FROM { staging.and_then(|s| s.try_lock().ok()) } else { None };
-    let Some(Staging([even, odd])) = held.as_deref_mut() else {
-        prefault(room);
-        // SAFETY: [u32; 2] is two u32s without padding, so `room` holds 2 x kept
-        // u32s; the copy writes all of them and finishes (synchronize) before
-        // the caller takes them in.
-        let dst = unsafe { std::slice::from_raw_parts_mut(room.as_mut_ptr().cast::<u32>(), kept * 2) };
-        stream.memcpy_dtoh(&d.packed.slice(..kept * 2), dst)?;
-        return stream.synchronize();
-    };
-    // The context tracks no events (each stream thread synchronizes its own
-    // work), so each buffer's copy is waited for by an event of ours.
-    let ctx = stream.context();
-    let done = [ctx.new_event(None)?, ctx.new_event(None)?];
-    let buffers = [even.as_mut_slice()?, odd.as_mut_slice()?];
-    let span = |c: usize| (c * STAGE_PAIRS, ((c + 1) * STAGE_PAIRS).min(kept));
-    // cudarc copies as many bytes as the destination holds, so each copy
-    // lands in a slice of the buffer exactly as long as its chunk: the whole
-    // buffer would read past the chunk (past the pool, at its end).
-    let fetch = |c: usize, buffer: &mut [u32]| -> Result<(), DriverError> {
-        let (lo, hi) = span(c);
-        stream.memcpy_dtoh(&d.packed.slice(2 * lo..2 * hi), &mut buffer[..2 * (hi - lo)])?;
-        done[c % 2].record(stream)
-    };
-    let chunks = kept.div_ceil(STAGE_PAIRS);
-    fetch(0, buffers[0])?;
-    for c in 0..chunks {
-        if c + 1 < chunks {
-            // The next chunk's buffer was emptied into `room` in the last round.
-            fetch(c + 1, buffers[(c + 1) % 2])?;
-        }
-        let (lo, hi) = span(c);
-        done[c % 2].synchronize()?;
-        spread_copy(&buffers[c % 2][..2 * (hi - lo)], &mut room[lo..hi]);
-    }
-    stream.synchronize()
-}
-
-/// `dst` = `src` (pairs as u32 words), on every core.
-fn spread_copy(src: &[u32], dst: &mut [std::mem::MaybeUninit<[u32; 2]>]) {
-    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
-    let per = dst.len().div_ceil(threads).max(1 << 16);
-    std::thread::scope(|s| {
-        for (k, part) in dst.chunks_mut(per).enumerate() {
-            let from = &src[2 * k * per..2 * (k * per + part.len())];
-            // SAFETY: `part` holds from.len() u32s ([u32; 2] has no padding), and the two do not overlap.
-            s.spawn(move || unsafe {
-                std::ptr::copy_nonoverlapping(from.as_ptr(), part.as_mut_ptr().cast::<u32>(), from.len())
-            });
-        }
-    });
-}
-
-/// Asks the kernel to back `room` with huge pages where it can: filling
-/// fresh memory costs a fault per page, and a 2 MB page takes one fault
-/// where 4 KB pages take 512. Only advice: where transparent huge pages are
-/// off it changes nothing.
-fn huge_pages(room: &mut [std::mem::MaybeUninit<[u32; 2]>]) {
-    const HUGE: usize = 2 << 20;
-    let (start, end) = (room.as_ptr() as usize, room.as_ptr() as usize + std::mem::size_of_val(room));
-    let (lo, hi) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
-    if hi > lo {
-        // SAFETY: [lo, hi) lies inside `room`, memory this process owns;
-        // MADV_HUGEPAGE changes how it is backed, never its contents.
-        unsafe { libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE) };
-    }
-}
-
-/// Maps every page of `room` on every core before the copy into it: fresh
-/// memory faults page by page on first touch, and one thread taking those
-/// faults, inside the copy, ran at under 2 GB/s on the H200 host.
-fn prefault(room: &mut [std::mem::MaybeUninit<[u32; 2]>]) {
-    const PAGE: usize = 4096 / std::mem::size_of::<[u32; 2]>();
-    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
-    let chunk = room.len().div_ceil(threads).max(1 << 18);
-    std::thread::scope(|s| {
-        for part in room.chunks_mut(chunk) {
-            s.spawn(move || part.iter_mut().step_by(PAGE).for_each(|p| *p = std::mem::MaybeUninit::new([0, 0])));
-        }
-    });
 }
 
 /// The pool for `pairs` pairs at the sampled `selectivity`: the estimate with

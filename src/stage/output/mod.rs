@@ -24,12 +24,14 @@
 //! with the arguments [`crate::backend::cpu`] passes for the result kind.
 
 pub mod dob;
+pub mod download;
 pub mod topk;
 pub mod totals;
 
 use serde::Serialize;
 
 use super::{KernelParam, PushArg, Template};
+use crate::data::Column;
 use crate::device::Device;
 use crate::outcome::{Outcome, Totals};
 use crate::spec::Scalar;
@@ -336,13 +338,13 @@ pub enum Partial {
     Totals(Totals),
     Pairs(Vec<[u32; 2]>),
     /// (first query, K values and ids per query) of each query block finished.
-    Knn(Vec<(usize, Vec<f64>, Vec<u32>)>),
+    Knn(Vec<(usize, Column, Vec<u32>)>),
 }
 
 /// Merges the workers' partial results into the outcome of `queries` query
 /// points: totals add slot by slot, pairs concatenate in order, each query's
-/// list comes from the worker that finished it.
-pub fn merge(collect: Collect, queries: usize, parts: Vec<Partial>) -> Outcome {
+/// list (of `value`s) comes from the worker that finished it.
+pub fn merge(collect: Collect, value: Scalar, queries: usize, parts: Vec<Partial>) -> Outcome {
     match collect {
         Collect::Totals { slots, total } => {
             let mut sum = total.zeros(slots as usize);
@@ -383,15 +385,19 @@ pub fn merge(collect: Collect, queries: usize, parts: Vec<Partial>) -> Outcome {
                 let (_, values, ids) = rows.pop().expect("one row block");
                 return Outcome::Knn { k, ids, values };
             }
-            let mut values = vec![f64::INFINITY; queries * k];
+            let mut values = Column::zeros(value, queries * k);
             let mut ids = vec![u32::MAX; queries * k];
+            let mut written = 0;
             for p in parts {
                 let Partial::Knn(rows) = p else { unreachable!("partials of one collect") };
                 for (first, v, i) in rows {
-                    values[first * k..first * k + v.len()].copy_from_slice(&v);
+                    values.copy_in(first * k, &v);
                     ids[first * k..first * k + i.len()].copy_from_slice(&i);
+                    written += i.len();
                 }
             }
+            // Query blocks do not overlap: every list was written once.
+            assert_eq!(written, queries * k, "each query's list comes from one worker");
             Outcome::Knn { k, ids, values }
         }
     }
@@ -409,10 +415,14 @@ mod tests {
             Partial::Pairs(vec![[3, 4], [5, 6], [7, 8]]),
             Partial::Pairs(vec![[9, 10], [11, 12]]),
         ];
-        let Outcome::Pairs(mut all) = merge(Collect::Pairs, 0, parts) else { panic!("pairs merge into pairs") };
+        let Outcome::Pairs(mut all) = merge(Collect::Pairs, Scalar::F32, 0, parts) else {
+            panic!("pairs merge into pairs")
+        };
         all.sort_unstable();
         assert_eq!(all, vec![[1, 2], [3, 4], [5, 6], [7, 8], [9, 10], [11, 12]]);
-        let Outcome::Pairs(none) = merge(Collect::Pairs, 0, vec![]) else { panic!("pairs merge into pairs") };
+        let Outcome::Pairs(none) = merge(Collect::Pairs, Scalar::F32, 0, vec![]) else {
+            panic!("pairs merge into pairs")
+        };
         assert!(none.is_empty());
     }
 }

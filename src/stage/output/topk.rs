@@ -9,12 +9,14 @@
 //! Fragment contract, beyond [`super`]'s: the contribution fragment defines
 //! `K` and `struct TopK` with `offer(value, index)`.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaSlice, CudaStream, DriverError};
 use serde::Serialize;
 
 use super::PushArg;
+use super::download::{Staging, download};
+use crate::data::Column;
 use crate::spec::Scalar;
 use crate::stage::{KernelParam, Source};
 
@@ -91,14 +93,27 @@ impl DeviceTopK {
         self.fresh = 0;
     }
 
-    /// The lists of the first `queries` queries: (values as f64, indices).
-    pub fn download(&self, stream: &Arc<CudaStream>, queries: usize) -> Result<(Vec<f64>, Vec<u32>), DriverError> {
+    /// The lists of the first `queries` queries: (values, indices), through
+    /// the GPU's pinned buffers where they are free (`staging`).
+    pub fn download(
+        &self,
+        stream: &Arc<CudaStream>,
+        queries: usize,
+        staging: Option<&Mutex<Staging>>,
+    ) -> Result<(Column, Vec<u32>), DriverError> {
         let n = queries * self.k;
         let w = self.value.bytes() as usize;
-        let bytes = stream.clone_dtoh(&self.values.slice(..n * w))?;
-        let ids = stream.clone_dtoh(&self.indices.slice(..n))?;
-        stream.synchronize()?;
-        let values = self.value.decode_all_f64(&bytes);
+        let values = Column::from_bytes_filled(self.value, n, |room| {
+            download(stream, self.values.slice(..n * w), staging, room)
+        })?;
+        let Column::U32(ids) = Column::from_bytes_filled(Scalar::U32, n, |room| {
+            // SAFETY: the indices' u32 words, viewed as their bytes.
+            let bytes = unsafe { self.indices.transmute::<u8>(n * 4) }.expect("room for every query's list");
+            download(stream, bytes, staging, room)
+        })?
+        else {
+            unreachable!("a column of u32")
+        };
         Ok((values, ids))
     }
 }

@@ -5,7 +5,7 @@
 // force does.
 {%- endif %}
 extern "C" void twobs_rows(const TwobsSet* a, const TwobsSet* b, const TwobsGrid* g, uint64_t begin, uint64_t end,
-                           double* values, uint32_t* ids) {
+                           Value* values, uint32_t* ids) {
   twobs_prepare();
   for (uint64_t i = begin; i < end; ++i) {
     const Point own = load_point(a, i);
@@ -22,7 +22,7 @@ extern "C" void twobs_rows(const TwobsSet* a, const TwobsSet* b, const TwobsGrid
     for_partners(a, b, i, [&](uint64_t j, const Point& q) { top.offer(twobs_pair(own, q), static_cast<unsigned>(j)); });
 {%- endif %}
     for (unsigned k = 0; k < K; ++k) {
-      values[(i - begin) * K + k] = static_cast<double>(top.best[k]);
+      values[(i - begin) * K + k] = top.best[k];
       ids[(i - begin) * K + k] = top.index[k];
     }
   }
