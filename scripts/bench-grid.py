@@ -92,7 +92,7 @@ def run(problem, paths, params, index, backend="cuda"):
     for f in os.listdir(out):
         if f.startswith("result"):
             os.remove(os.path.join(out, f))
-    return {"backend": backend, "compute_s": t["compute_s"], "index_s": t.get("index_s"),
+    return {"backend": backend, "compute_s": t["compute_s"], "index_s": t.get("index_s"), "grid_s": g.get("grid_s"),
             "kernel_s": g.get("kernel_s"), "upload_s": g.get("upload_s"), "download_s": g.get("download_s"),
             "context_s": g.get("context_s"), "combine_s": g.get("combine_s"), "setup_s": g.get("setup_s"),
             "teardown_s": g.get("teardown_s"), "compile_s": t["compile_s"], "launches": g.get("launches"),

@@ -87,10 +87,33 @@ impl Column {
         }
     }
 
-    /// The smallest and largest value, as f64.
+    /// The smallest and largest value, as f64: on every core, eight running
+    /// extremes per thread so that the loop vectorizes (10M values: 30 ms
+    /// on one core, one at a time).
     pub fn min_max(&self) -> (f64, f64) {
-        fn fold<T: Copy>(v: &[T], f64_of: impl Fn(T) -> f64) -> (f64, f64) {
-            v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(f64_of(x)), hi.max(f64_of(x))))
+        fn fold<T: Copy + Sync>(v: &[T], f64_of: impl Fn(T) -> f64 + Copy + Send + Sync) -> (f64, f64) {
+            let part = move |v: &[T]| {
+                let (mut lo, mut hi) = ([f64::INFINITY; 8], [f64::NEG_INFINITY; 8]);
+                let lanes = v.chunks_exact(8);
+                for x in lanes.remainder() {
+                    (lo[0], hi[0]) = (lo[0].min(f64_of(*x)), hi[0].max(f64_of(*x)));
+                }
+                for c in lanes {
+                    for l in 0..8 {
+                        (lo[l], hi[l]) = (lo[l].min(f64_of(c[l])), hi[l].max(f64_of(c[l])));
+                    }
+                }
+                (lo.into_iter().fold(f64::INFINITY, f64::min), hi.into_iter().fold(f64::NEG_INFINITY, f64::max))
+            };
+            let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+            let per = v.len().div_ceil(threads).max(1 << 20);
+            std::thread::scope(|s| {
+                let parts: Vec<_> = v.chunks(per).map(|c| s.spawn(move || part(c))).collect();
+                parts
+                    .into_iter()
+                    .map(|h| h.join().expect("a min-max thread panicked"))
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (l, h)| (lo.min(l), hi.max(h)))
+            })
         }
         match self {
             Column::F32(v) => fold(v, f64::from),
@@ -496,5 +519,26 @@ impl fmt::Display for SetSummary {
 impl PointSet {
     pub fn summary(&self) -> SetSummary {
         SetSummary { origin: self.origin.clone(), points: self.len() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{RngExt, SeedableRng};
+
+    #[test]
+    fn min_max_finds_the_extremes_wherever_they_lie() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
+        // Past a thread's million values, and short of a lane's eight.
+        for n in [1, 7, 9, 1000, (1 << 20) + 3, 3 << 20] {
+            let v: Vec<f32> = (0..n).map(|_| rng.random::<f32>() * 100.0 - 50.0).collect();
+            let want =
+                v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x as f64), h.max(x as f64)));
+            assert_eq!(Column::F32(v.clone()).min_max(), want, "{n} floats");
+            let ints: Vec<i64> = v.iter().map(|&x| (x * 1e6) as i64).collect();
+            let want = (*ints.iter().min().unwrap() as f64, *ints.iter().max().unwrap() as f64);
+            assert_eq!(Column::I64(ints).min_max(), want, "{n} integers");
+        }
     }
 }

@@ -205,9 +205,12 @@ pub struct GpuTimings {
     /// process, like compilation, so apart from the compute time.
     pub context_s: f64,
     pub compile_s: f64,
-    /// Sorting the points into the grid's cells and listing each unit's
-    /// ranges, on the host (part of the compute time).
+    /// Sizing the grid's cells (the extents and a sample, on the host),
+    /// sorting the points into them and listing each unit's ranges (part of
+    /// the compute time).
     pub index_s: f64,
+    /// Of `index_s`, the GPU's sort of its grid and listing of the units.
+    pub grid_s: f64,
     /// From the start to the kernels loaded: the driver, contexts and
     /// compilation, overlapped, and the upload of inputs that fit the GPUs
     /// whole where it ran while NVRTC compiled; compute time is the rest of
@@ -341,6 +344,7 @@ pub fn run(
         None => (ordinals, devices),
     };
     let mut index_s = index_start.elapsed().as_secs_f64();
+    let mut grid_s = 0.0;
     // The grid kernel where a grid may be walked, and brute force's where every
     // pair may be (auto decides after the GPU's grid is made).
     let grid_kernel = !matches!(indexing, Indexing::Brute(_));
@@ -513,7 +517,8 @@ pub fn run(
             )?;
             let all_pairs = Shape::new(problem, params, plan.shape.points).pairs;
             let summary = index::decide(&layout, built.pairs, all_pairs, choice);
-            index_s += start.elapsed().as_secs_f64();
+            grid_s = start.elapsed().as_secs_f64();
+            index_s += grid_s;
             if summary.index != IndexKind::None {
                 residents[0] =
                     Some(Resident { a: built.a, b: built.b, upload_s: raw.upload_s, grid: Some(built.grid) });
@@ -632,6 +637,7 @@ pub fn run(
         context_s: driver_s + context_s,
         compile_s,
         index_s,
+        grid_s,
         prepare_s,
         pieces: piece_count,
         ..Default::default()
