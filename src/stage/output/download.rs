@@ -5,12 +5,15 @@
 //! memory, and fresh pageable memory faults page by page.
 
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaStream, CudaView, DriverError, PinnedHostSlice};
 
-/// Bytes a download moves through each pinned buffer at a time.
+/// Bytes of each pinned buffer.
 const STAGE_BYTES: usize = 64 << 20;
+/// Bytes a download moves through one slot of a buffer at a time.
+const SLOT_BYTES: usize = 8 << 20;
 /// Downloads of at least this many bytes go through the GPU's pinned
 /// buffers where no other stream holds them.
 const STAGED_FROM: usize = 4 << 20;
@@ -62,47 +65,100 @@ pub fn download(
         stream.memcpy_dtoh(&src, dst)?;
         return stream.synchronize();
     };
+    // Chunks of SLOT_BYTES go through the slots of the two buffers in turn:
+    // this thread starts each chunk's copy from the GPU as soon as its slot
+    // is free, waits for it, and tells the copying threads; each of those
+    // copies its stripe of every chunk into `room`. The bus (52 GB/s) runs
+    // ahead while the host writes fresh memory, its slower part.
+    let slots: Vec<&mut [u8]> =
+        [even.as_mut_slice()?, odd.as_mut_slice()?].into_iter().flat_map(|b| b.chunks_mut(SLOT_BYTES)).collect();
+    let slot_count = slots.len();
+    let slot_ptrs: Vec<Shared<*mut u8>> = slots.into_iter().map(|s| Shared(s.as_mut_ptr())).collect();
     // The context tracks no events (each stream thread synchronizes its own
-    // work), so each buffer's copy is waited for by an event of ours.
+    // work), so each slot's copy is waited for by an event of ours.
     let ctx = stream.context();
-    let done = [ctx.new_event(None)?, ctx.new_event(None)?];
-    let buffers = [even.as_mut_slice()?, odd.as_mut_slice()?];
-    let span = |c: usize| (c * STAGE_BYTES, ((c + 1) * STAGE_BYTES).min(len));
-    // cudarc copies as many bytes as the destination holds, so each copy
-    // lands in a slice of the buffer exactly as long as its chunk: the whole
-    // buffer would read past the chunk (past the source, at its end).
-    let fetch = |c: usize, buffer: &mut [u8]| -> Result<(), DriverError> {
-        let (lo, hi) = span(c);
-        stream.memcpy_dtoh(&src.slice(lo..hi), &mut buffer[..hi - lo])?;
-        done[c % 2].record(stream)
-    };
-    let chunks = len.div_ceil(STAGE_BYTES);
-    fetch(0, buffers[0])?;
-    for c in 0..chunks {
-        if c + 1 < chunks {
-            // The next chunk's buffer was emptied into `room` in the last round.
-            fetch(c + 1, buffers[(c + 1) % 2])?;
+    let landed: Vec<_> = (0..slot_count).map(|_| ctx.new_event(None)).collect::<Result<_, _>>()?;
+    let chunks = len.div_ceil(SLOT_BYTES);
+    let span = |c: usize| (c * SLOT_BYTES, ((c + 1) * SLOT_BYTES).min(len));
+    let copiers = std::thread::available_parallelism().map_or(1, |t| t.get()).saturating_sub(1).max(1);
+    // Chunks [0, ready) are in their slots; chunk c was copied out by copied[c] threads.
+    let ready = AtomicUsize::new(0);
+    let copied: Vec<AtomicUsize> = (0..chunks).map(|_| AtomicUsize::new(0)).collect();
+    let failed = AtomicBool::new(false);
+    let room_ptr = Shared(room.as_mut_ptr().cast::<u8>());
+    std::thread::scope(|s| {
+        for t in 0..copiers {
+            let (ready, copied, failed, slot_ptrs, room_ptr) = (&ready, &copied, &failed, &slot_ptrs, &room_ptr);
+            s.spawn(move || {
+                for (c, done) in copied.iter().enumerate() {
+                    while ready.load(Ordering::Acquire) <= c {
+                        if failed.load(Ordering::Relaxed) {
+                            return;
+                        }
+                        std::thread::yield_now();
+                    }
+                    let (lo, hi) = span(c);
+                    let stripe = (hi - lo).div_ceil(copiers);
+                    let (from, to) = ((t * stripe).min(hi - lo), ((t + 1) * stripe).min(hi - lo));
+                    // SAFETY: the chunk landed in its slot (the issuer saw its
+                    // event before raising `ready`), the slot is not refilled
+                    // until every copier has counted itself in `done`, and the
+                    // stripes of `room` the threads write are disjoint.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            slot_ptrs[c % slot_count].0.add(from),
+                            room_ptr.0.add(lo + from),
+                            to - from,
+                        )
+                    };
+                    done.fetch_add(1, Ordering::Release);
+                }
+            });
         }
-        let (lo, hi) = span(c);
-        done[c % 2].synchronize()?;
-        spread_copy(&buffers[c % 2][..hi - lo], &mut room[lo..hi]);
-    }
+        let issue = || -> Result<(), DriverError> {
+            let mut fetched = 0;
+            let mut c = 0;
+            while c < chunks {
+                // Start every chunk whose slot the copiers have emptied.
+                while fetched < chunks
+                    && (fetched < slot_count || copied[fetched - slot_count].load(Ordering::Acquire) == copiers)
+                {
+                    let (lo, hi) = span(fetched);
+                    // SAFETY: no copier reads this slot until `ready` passes its chunk.
+                    let slot = unsafe { std::slice::from_raw_parts_mut(slot_ptrs[fetched % slot_count].0, hi - lo) };
+                    // cudarc copies as many bytes as the destination holds:
+                    // exactly the chunk's, not the whole slot's.
+                    stream.memcpy_dtoh(&src.slice(lo..hi), slot)?;
+                    landed[fetched % slot_count].record(stream)?;
+                    fetched += 1;
+                }
+                if fetched == c {
+                    // Chunk c's slot is still being emptied: wait for the copiers.
+                    std::thread::yield_now();
+                    continue;
+                }
+                landed[c % slot_count].synchronize()?;
+                ready.store(c + 1, Ordering::Release);
+                c += 1;
+            }
+            Ok(())
+        };
+        let result = issue();
+        if result.is_err() {
+            failed.store(true, Ordering::Relaxed);
+        }
+        result
+    })?;
     stream.synchronize()
 }
 
-/// `dst` = `src`, on every core.
-fn spread_copy(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
-    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
-    let per = dst.len().div_ceil(threads).max(1 << 19);
-    std::thread::scope(|s| {
-        for (part, from) in dst.chunks_mut(per).zip(src.chunks(per)) {
-            // SAFETY: `part` and `from` have one length and do not overlap.
-            s.spawn(move || unsafe {
-                std::ptr::copy_nonoverlapping(from.as_ptr(), part.as_mut_ptr().cast::<u8>(), from.len())
-            });
-        }
-    });
-}
+/// A pointer the copying threads share; what it points at is synchronized by hand.
+#[derive(Clone, Copy)]
+struct Shared<T>(T);
+// SAFETY: see `download`: each slot is written by the bus or read by the
+// copiers, never both, and the copiers' stripes of the room are disjoint.
+unsafe impl<T> Send for Shared<T> {}
+unsafe impl<T> Sync for Shared<T> {}
 
 /// Asks the kernel to back `room` with huge pages where it can: filling
 /// fresh memory costs a fault per page, and a 2 MB page takes one fault
