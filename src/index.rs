@@ -230,7 +230,7 @@ impl Layout {
     /// (itself included, for one set) in the 3^k cells around its own; and
     /// each sample's factor to its whole set. Cells of a row (axis 0) have
     /// consecutive keys, so each of the 3^(k-1) rows around a point is one
-    /// or two ranges of the sorted keys; the points split over every core.
+    /// or two ranges of the sorted keys; the samples split over every core.
     fn sampled_neighbours(&self, inputs: &Inputs) -> (Vec<u64>, [f64; 2]) {
         let rows = |set: &PointSet| (0..set.len()).step_by(set.len().div_ceil(ESTIMATE_SAMPLE).max(1));
         let cell = |set: &PointSet, i: usize| -> [i64; MAX_AXES] {
@@ -243,7 +243,20 @@ impl Layout {
         let key =
             |c: &[i64; MAX_AXES]| self.axes.iter().zip(c).rev().fold(0u64, |k, (a, &x)| k * a.cells as u64 + x as u64);
         let other = inputs.other();
-        let mut keys: Vec<u64> = rows(other).map(|i| key(&cell(other, i))).collect();
+        // Samples of a large set miss the cache at every point: every core reads them.
+        let spread = |set: &PointSet, f: &(dyn Fn(usize) -> u64 + Sync)| -> Vec<u64> {
+            let sampled: Vec<usize> = rows(set).collect();
+            let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+            let per = sampled.len().div_ceil(threads).max(1 << 10);
+            std::thread::scope(|s| {
+                let parts: Vec<_> = sampled
+                    .chunks(per)
+                    .map(|part| s.spawn(move || part.iter().map(|&i| f(i)).collect::<Vec<u64>>()))
+                    .collect();
+                parts.into_iter().flat_map(|h| h.join().expect("a sampling thread panicked")).collect()
+            })
+        };
+        let mut keys = spread(other, &|i| key(&cell(other, i)));
         keys.sort_unstable();
         let k = self.axes.len();
         // Sampled keys in cells [lo, hi] of the row of cell `c` (axis 0 set aside).
@@ -280,16 +293,7 @@ impl Layout {
             }
             met
         };
-        let queries: Vec<usize> = rows(&inputs.a).collect();
-        let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
-        let per = queries.len().div_ceil(threads).max(1 << 10);
-        let met: Vec<u64> = std::thread::scope(|s| {
-            let parts: Vec<_> = queries
-                .chunks(per)
-                .map(|part| s.spawn(move || part.iter().map(|&i| met_around(cell(&inputs.a, i))).collect::<Vec<u64>>()))
-                .collect();
-            parts.into_iter().flat_map(|h| h.join().expect("a sampling thread panicked")).collect()
-        });
+        let met = spread(&inputs.a, &|i| met_around(cell(&inputs.a, i)));
         let scale = |set: &PointSet| set.len() as f64 / rows(set).count().max(1) as f64;
         (met, [scale(&inputs.a), scale(other)])
     }
@@ -477,7 +481,11 @@ fn ring_target(k: u32, axes: usize) -> f64 {
 /// query meets about [`ring_target`] points in its first ring. It starts
 /// from the data's mean density and rescales by the sample's counts (the
 /// count grows as the width to the power of the axes); clustered data then
-/// gets the width of its typical query, not of its box.
+/// gets the width of its typical query, not of its box. Where the other
+/// set's sample is sparse (a ring would hold a few sampled points: 10M
+/// points, 16k sampled, hold 0.3), the counts are taken over wider cells,
+/// where a query meets at least [`SAMPLED_MET`] sampled points, and scaled
+/// down to the ring by volume.
 fn knn_side(k: u32, spans: &[Span], cap: u64, inputs: &Inputs) -> (f64, Vec<Axis>, u64) {
     let others = inputs.other().len().max(1) as f64;
     let usable: Vec<&Span> = spans.iter().filter(|s| s.extent.is_finite() && s.extent > 0.0).collect();
@@ -486,23 +494,31 @@ fn knn_side(k: u32, spans: &[Span], cap: u64, inputs: &Inputs) -> (f64, Vec<Axis
     let mut side = (volume * ring_target(k, dims) / 3f64.powi(dims as i32) / others).powf(1.0 / dims as f64);
     let mut fitted = fit_axes(side, spans, cap);
     for _ in 0..3 {
-        let layout = Layout { kind: IndexKind::Rings, axes: fitted.0.clone(), cells: fitted.1, cutoff: String::new() };
-        if layout.axes.is_empty() {
+        if fitted.0.is_empty() {
             break;
         }
-        let met = layout.median_neighbours(inputs);
-        let target = ring_target(k, layout.axes.len());
+        let target = ring_target(k, fitted.0.len());
+        let sampled_met = target * others.min(ESTIMATE_SAMPLE as f64) / others;
+        let widen = (SAMPLED_MET / sampled_met).max(1.0).powf(1.0 / fitted.0.len() as f64);
+        let wide = fit_axes(side * widen, spans, cap);
+        // Wider cells must keep every axis (each at least MIN_CELLS cells) to scale by volume.
+        let measured = if wide.0.len() == fitted.0.len() { wide } else { fitted.clone() };
+        let layout = Layout { kind: IndexKind::Rings, axes: measured.0, cells: measured.1, cutoff: String::new() };
+        let ring_share: f64 = fitted.0.iter().zip(&layout.axes).map(|(f, w)| f.side / w.side).product();
+        let met = layout.median_neighbours(inputs) * ring_share;
         if met <= 0.0 || (met / target - 1.0).abs() < 0.25 {
             break;
         }
-        side *= (target / met).powf(1.0 / layout.axes.len() as f64);
+        side *= (target / met).powf(1.0 / fitted.0.len() as f64);
         fitted = fit_axes(side, spans, cap);
     }
     (side, fitted.0, fitted.1)
 }
 
-/// Whether a grid that visits `pairs` of `all_pairs` is taken: always with
-/// `--index grid`, else where it skips at least half of them.
+/// Sampled points a query should meet where KNN's cell width is measured:
+/// the median of counts near 3 moves in steps of a third.
+const SAMPLED_MET: f64 = 32.0;
+
 pub fn decide(layout: &Layout, pairs: u128, all_pairs: u128, choice: IndexChoice) -> Summary {
     let share = pairs as f64 / (all_pairs.max(1)) as f64;
     let described = format!(

@@ -106,7 +106,7 @@ impl Column {
                 (lo.into_iter().fold(f64::INFINITY, f64::min), hi.into_iter().fold(f64::NEG_INFINITY, f64::max))
             };
             let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
-            let per = v.len().div_ceil(threads).max(1 << 20);
+            let per = v.len().div_ceil(threads).max(1 << 18);
             std::thread::scope(|s| {
                 let parts: Vec<_> = v.chunks(per).map(|c| s.spawn(move || part(c))).collect();
                 parts
@@ -530,7 +530,7 @@ mod tests {
     #[test]
     fn min_max_finds_the_extremes_wherever_they_lie() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
-        // Past a thread's million values, and short of a lane's eight.
+        // Past a thread's quarter million values, and short of a lane's eight.
         for n in [1, 7, 9, 1000, (1 << 20) + 3, 3 << 20] {
             let v: Vec<f32> = (0..n).map(|_| rng.random::<f32>() * 100.0 - 50.0).collect();
             let want =
