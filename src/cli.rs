@@ -10,7 +10,6 @@ use crate::backend::cuda::{self, GpuOptions};
 use crate::backend::nvrtc;
 use crate::cache::Cache;
 use crate::codegen;
-use crate::data::write::{Destination, Format, Target as ResultTarget, WriteError};
 use crate::data::{self, InputOptions, Inputs, Outside, PointSet, read_frames, read_input};
 use crate::device::{Device, PROFILE_NAMES};
 use crate::index::{IndexChoice, IndexKind};
@@ -23,6 +22,7 @@ use crate::spec::{Component, Element, Output, ParamKind, Params, Problem, Sets, 
 use crate::stage::contribution::{self, Test};
 use crate::stage::input::InputCache;
 use crate::stage::output::OutputChoice;
+use crate::write::{Destination, Format, Target as ResultTarget, WriteError};
 use crate::xi::{self, Estimator};
 
 #[derive(Parser)]
@@ -176,7 +176,7 @@ fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         columns.push(("dr", dr));
     }
     columns.extend([("rr", &rr[..]), ("xi", &xi[..])]);
-    crate::data::write::table(&target, &columns)?;
+    crate::write::table(&target, &columns)?;
     if let Some(path) = &args.plot {
         let figure = plot::Figure {
             title: format!(
@@ -536,7 +536,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     let to_stdout = args.report.as_deref() == Some("-");
     let report = report::present(&problem, &params, &frames, &exec, &out_opts, to_stdout)?;
     if let Some(target) = &report_target {
-        crate::data::write::document(target, &report)?;
+        crate::write::document(target, &report)?;
     }
     if let Some(path) = &args.plot {
         report::plot(&problem, &params, &frames, &exec, path)?;
@@ -782,7 +782,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                             codegen::KERNEL_FIRST_LINE
                         );
                     }
-                    data::write::file_atomically(&path, |w| w.write_all(kernel.source.as_bytes()))
+                    crate::write::file_atomically(&path, |w| w.write_all(kernel.source.as_bytes()))
                         .with_context(|| format!("cannot write {}", path.display()))?;
                     eprintln!("wrote {} ({}, {} lines)", path.display(), p.plan.variant, kernel.source.lines().count());
                 }
@@ -820,7 +820,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 /// the signal would (128 + its number), so that no partial file is left.
 fn remove_partial_files_on_interrupt() {
     let _ = ctrlc::set_handler(|| {
-        crate::data::write::remove_partial_files();
+        crate::write::remove_partial_files();
         eprintln!("twobs: interrupted; no result was written");
         std::process::exit(130);
     });

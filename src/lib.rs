@@ -6,8 +6,9 @@
 //! data) -> [`plan`] (Problem + Device -> Plan, composed
 //! from the [`stage`] families with the [`model`]s) -> [`codegen`] (Plan ->
 //! CUDA source) -> [`backend`] (compiled module, run; [`cache`]) ->
-//! [`outcome`] -> [`report`]. [`run`] and [`verify`] drive a run; [`cli`] is
-//! the command line, the only place errors become `anyhow`.
+//! [`outcome`] -> [`report`] (result files through [`write`]). [`data`]
+//! reads and makes the input sets; [`run`] and [`verify`] drive a run; [`cli`]
+//! is the command line, the only place errors become `anyhow`.
 
 pub mod backend;
 pub mod cache;
@@ -26,4 +27,5 @@ pub mod run;
 pub mod spec;
 pub mod stage;
 pub mod verify;
+pub mod write;
 pub mod xi;

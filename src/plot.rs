@@ -73,7 +73,7 @@ pub enum PlotError {
 /// names a picture format and a file can be made there.
 pub fn check(path: &Path) -> Result<PlotFormat, PlotError> {
     let format = format_of(path)?;
-    crate::data::write::check_writable(path).map_err(|source| PlotError::Io { path: path.to_owned(), source })?;
+    crate::write::check_writable(path).map_err(|source| PlotError::Io { path: path.to_owned(), source })?;
     Ok(format)
 }
 
@@ -416,9 +416,9 @@ fn trimmed(mut s: String) -> String {
 }
 
 /// Writes `bytes` through a partial file renamed into place (see
-/// [`crate::data::write::file_atomically`]).
+/// [`crate::write::file_atomically`]).
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {
-    crate::data::write::file_atomically(path, |w| w.write_all(bytes))
+    crate::write::file_atomically(path, |w| w.write_all(bytes))
         .map_err(|source| PlotError::Io { path: path.to_owned(), source })
 }
 

@@ -6,13 +6,13 @@ use serde_json::json;
 use std::path::Path;
 
 use crate::data::Inputs;
-use crate::data::write::{self, Destination, Format, Target, WriteError};
 use crate::outcome::{Outcome, Totals};
 use crate::plot::{self, Figure, PlotError, Series};
 use crate::run::Execution;
 use crate::spec::{Normalization, Output, Params, Problem, Sets, Spacing};
 use crate::stage::contribution;
 use crate::stage::visit::Visit;
+use crate::write::{self, Destination, Format, Target, WriteError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {

@@ -3,7 +3,6 @@
 
 mod read;
 mod synth;
-pub mod write;
 
 use std::fmt;
 use std::mem::MaybeUninit;

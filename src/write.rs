@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use npyz::WriterBuilder;
 use serde_json::json;
 
-use super::Column;
+use crate::data::Column;
 use crate::outcome::Totals;
 
 /// A result that could not be written, or a destination that cannot take one.
