@@ -39,32 +39,52 @@ impl Staging {
     }
 }
 
-/// Copies the bytes of `src` into `room` (as long): a chunk at a time
-/// through the GPU's pinned buffers, every core copying one into `room`
-/// while the bus fills the other; or, for small downloads and while another
-/// stream holds the buffers, straight into pageable memory mapped beforehand
-/// on every core. `room` is advised huge pages first.
+/// Copies the bytes of `src` into `room` (as long): see [`download_parts`].
 pub fn download(
     stream: &Arc<CudaStream>,
     src: CudaView<'_, u8>,
     staging: Option<&Mutex<Staging>>,
     room: &mut [MaybeUninit<u8>],
 ) -> Result<(), DriverError> {
-    let len = room.len();
-    assert_eq!(src.len(), len, "a download fills its room exactly");
-    if len == 0 {
-        return Ok(());
+    download_parts(stream, vec![(src, room)], staging)
+}
+
+/// Copies the bytes of each source into its room (as long), the parts one
+/// after another with no gap: a chunk at a time through the GPU's pinned
+/// buffers, every core copying landed chunks into the rooms while the bus
+/// fills the next slots; or, for small downloads and while another stream
+/// holds the buffers, straight into pageable memory mapped beforehand on
+/// every core. The rooms are advised huge pages first.
+pub fn download_parts(
+    stream: &Arc<CudaStream>,
+    mut parts: Vec<(CudaView<'_, u8>, &mut [MaybeUninit<u8>])>,
+    staging: Option<&Mutex<Staging>>,
+) -> Result<(), DriverError> {
+    let mut len = 0;
+    for (src, room) in &mut parts {
+        assert_eq!(src.len(), room.len(), "a download fills its room exactly");
+        huge_pages(room);
+        len += room.len();
     }
-    huge_pages(room);
     let mut held = if is_staged(len as u64) { staging.and_then(|s| s.try_lock().ok()) } else { None };
     let Some(Staging([even, odd])) = held.as_deref_mut() else {
-        prefault(room);
-        // SAFETY: the copy writes every byte of `room` and finishes
-        // (synchronize) before the caller reads it.
-        let dst = unsafe { std::slice::from_raw_parts_mut(room.as_mut_ptr().cast::<u8>(), len) };
-        stream.memcpy_dtoh(&src, dst)?;
+        for (src, room) in parts {
+            prefault(room);
+            // SAFETY: the copy writes every byte of `room` and finishes
+            // (synchronize) before the caller reads it.
+            let dst = unsafe { std::slice::from_raw_parts_mut(room.as_mut_ptr().cast::<u8>(), room.len()) };
+            stream.memcpy_dtoh(&src, dst)?;
+        }
         return stream.synchronize();
     };
+    // Each part's chunks: (part, [lo, hi) of it).
+    let spans: Vec<(usize, usize, usize)> = parts
+        .iter()
+        .enumerate()
+        .flat_map(|(p, (src, _))| {
+            (0..src.len().div_ceil(SLOT_BYTES)).map(move |c| (p, c * SLOT_BYTES, ((c + 1) * SLOT_BYTES).min(src.len())))
+        })
+        .collect();
     // Chunks of SLOT_BYTES go through the slots of the two buffers in turn:
     // this thread starts each chunk's copy from the GPU as soon as its slot
     // is free, waits for it, and tells the copying threads; each of those
@@ -78,17 +98,17 @@ pub fn download(
     // work), so each slot's copy is waited for by an event of ours.
     let ctx = stream.context();
     let landed: Vec<_> = (0..slot_count).map(|_| ctx.new_event(None)).collect::<Result<_, _>>()?;
-    let chunks = len.div_ceil(SLOT_BYTES);
-    let span = |c: usize| (c * SLOT_BYTES, ((c + 1) * SLOT_BYTES).min(len));
+    let chunks = spans.len();
     let copiers = std::thread::available_parallelism().map_or(1, |t| t.get()).saturating_sub(1).max(1);
     // Chunks [0, ready) are in their slots; chunk c was copied out by copied[c] threads.
     let ready = AtomicUsize::new(0);
     let copied: Vec<AtomicUsize> = (0..chunks).map(|_| AtomicUsize::new(0)).collect();
     let failed = AtomicBool::new(false);
-    let room_ptr = Shared(room.as_mut_ptr().cast::<u8>());
+    let room_ptrs: Vec<Shared<*mut u8>> = parts.iter_mut().map(|(_, r)| Shared(r.as_mut_ptr().cast::<u8>())).collect();
     std::thread::scope(|s| {
         for t in 0..copiers {
-            let (ready, copied, failed, slot_ptrs, room_ptr) = (&ready, &copied, &failed, &slot_ptrs, &room_ptr);
+            let (ready, copied, failed, slot_ptrs, room_ptrs, spans) =
+                (&ready, &copied, &failed, &slot_ptrs, &room_ptrs, &spans);
             s.spawn(move || {
                 for (c, done) in copied.iter().enumerate() {
                     while ready.load(Ordering::Acquire) <= c {
@@ -97,7 +117,7 @@ pub fn download(
                         }
                         std::thread::yield_now();
                     }
-                    let (lo, hi) = span(c);
+                    let (part, lo, hi) = spans[c];
                     let stripe = (hi - lo).div_ceil(copiers);
                     let (from, to) = ((t * stripe).min(hi - lo), ((t + 1) * stripe).min(hi - lo));
                     // SAFETY: the chunk landed in its slot (the issuer saw its
@@ -107,7 +127,7 @@ pub fn download(
                     unsafe {
                         std::ptr::copy_nonoverlapping(
                             slot_ptrs[c % slot_count].0.add(from),
-                            room_ptr.0.add(lo + from),
+                            room_ptrs[part].0.add(lo + from),
                             to - from,
                         )
                     };
@@ -123,12 +143,12 @@ pub fn download(
                 while fetched < chunks
                     && (fetched < slot_count || copied[fetched - slot_count].load(Ordering::Acquire) == copiers)
                 {
-                    let (lo, hi) = span(fetched);
+                    let (part, lo, hi) = spans[fetched];
                     // SAFETY: no copier reads this slot until `ready` passes its chunk.
                     let slot = unsafe { std::slice::from_raw_parts_mut(slot_ptrs[fetched % slot_count].0, hi - lo) };
                     // cudarc copies as many bytes as the destination holds:
                     // exactly the chunk's, not the whole slot's.
-                    stream.memcpy_dtoh(&src.slice(lo..hi), slot)?;
+                    stream.memcpy_dtoh(&parts[part].0.slice(lo..hi), slot)?;
                     landed[fetched % slot_count].record(stream)?;
                     fetched += 1;
                 }

@@ -15,7 +15,7 @@ use cudarc::driver::{CudaSlice, CudaStream, DriverError};
 use serde::Serialize;
 
 use super::PushArg;
-use super::download::{Staging, download};
+use super::download::{Staging, download_parts};
 use crate::data::Column;
 use crate::spec::Scalar;
 use crate::stage::{KernelParam, Source};
@@ -103,17 +103,17 @@ impl DeviceTopK {
     ) -> Result<(Column, Vec<u32>), DriverError> {
         let n = queries * self.k;
         let w = self.value.bytes() as usize;
-        let values = Column::from_bytes_filled(self.value, n, |room| {
-            download(stream, self.values.slice(..n * w), staging, room)
+        // SAFETY: the indices' u32 words, viewed as their bytes.
+        let id_bytes = unsafe { self.indices.transmute::<u8>(n * 4) }.expect("room for every query's list");
+        // Both columns in one pass through the pinned buffers, the bus busy throughout.
+        let mut ids = None;
+        let values = Column::from_bytes_filled(self.value, n, |value_room| {
+            ids = Some(Column::from_bytes_filled(Scalar::U32, n, |id_room| {
+                download_parts(stream, vec![(self.values.slice(..n * w), value_room), (id_bytes, id_room)], staging)
+            })?);
+            Ok::<(), DriverError>(())
         })?;
-        let Column::U32(ids) = Column::from_bytes_filled(Scalar::U32, n, |room| {
-            // SAFETY: the indices' u32 words, viewed as their bytes.
-            let bytes = unsafe { self.indices.transmute::<u8>(n * 4) }.expect("room for every query's list");
-            download(stream, bytes, staging, room)
-        })?
-        else {
-            unreachable!("a column of u32")
-        };
+        let Some(Column::U32(ids)) = ids else { unreachable!("a column of u32, filled") };
         Ok((values, ids))
     }
 }
