@@ -248,16 +248,9 @@ impl Layout {
         let other = inputs.other();
         // Samples of a large set miss the cache at every point: every core reads them.
         let spread = |set: &PointSet, n: usize, f: &(dyn Fn(usize) -> u64 + Sync)| -> Vec<u64> {
+            use rayon::prelude::*;
             let sampled: Vec<usize> = strided(set, n).collect();
-            let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
-            let per = sampled.len().div_ceil(threads).max(1 << 10);
-            std::thread::scope(|s| {
-                let parts: Vec<_> = sampled
-                    .chunks(per)
-                    .map(|part| s.spawn(move || part.iter().map(|&i| f(i)).collect::<Vec<u64>>()))
-                    .collect();
-                parts.into_iter().flat_map(|h| h.join().expect("a sampling thread panicked")).collect()
-            })
+            sampled.par_iter().with_min_len(1 << 9).map(|&i| f(i)).collect()
         };
         let mut keys = spread(other, ESTIMATE_SAMPLE, &|i| key(&cell(other, i)));
         keys.sort_unstable();
