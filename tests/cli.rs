@@ -346,6 +346,17 @@ fn knn_ids_are_int64_with_minus_one_for_missing_neighbours() {
         assert!(row[..2].iter().all(|&j| (0..3).contains(&j) && j != q as i64), "{row:?}");
         assert_eq!(&row[2..], &[-1, -1], "two points are all the neighbours a query has");
     }
+    // The values beside them in the pair function's type (f32), as computed:
+    // each a distance of two points of the cube, padded with +inf.
+    let npy = npyz::NpyFile::new(std::fs::File::open(dir.path().join("k_values.npy")).unwrap()).unwrap();
+    assert_eq!(npy.shape(), &[3, 4]);
+    assert_eq!(npy.dtype().descr(), "'<f4'");
+    let values: Vec<f32> = npy.into_vec().unwrap();
+    for q in 0..3 {
+        let row = &values[q * 4..q * 4 + 4];
+        assert!(row[0] <= row[1] && row[..2].iter().all(|&v| (0.0..=3f32.sqrt()).contains(&v)), "{row:?}");
+        assert_eq!(&row[2..], &[f32::INFINITY, f32::INFINITY], "no third neighbour");
+    }
     // Numbers in the report are numbers.
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
