@@ -39,15 +39,35 @@ pub enum Column {
     U32(Vec<u32>),
 }
 
+/// `$body` with `$v` bound to the values of whichever type `$column` holds.
+macro_rules! each {
+    ($column:expr, $v:ident => $body:expr) => {
+        match $column {
+            Column::F32($v) => $body,
+            Column::F64($v) => $body,
+            Column::I32($v) => $body,
+            Column::I64($v) => $body,
+            Column::U32($v) => $body,
+        }
+    };
+}
+
+/// A column of `$column`'s type holding `$body`, made from its values `$v`.
+macro_rules! map {
+    ($column:expr, $v:ident => $body:expr) => {
+        match $column {
+            Column::F32($v) => Column::F32($body),
+            Column::F64($v) => Column::F64($body),
+            Column::I32($v) => Column::I32($body),
+            Column::I64($v) => Column::I64($body),
+            Column::U32($v) => Column::U32($body),
+        }
+    };
+}
+
 impl Column {
     pub fn len(&self) -> usize {
-        match self {
-            Column::F32(v) => v.len(),
-            Column::F64(v) => v.len(),
-            Column::I32(v) => v.len(),
-            Column::I64(v) => v.len(),
-            Column::U32(v) => v.len(),
-        }
+        each!(self, v => v.len())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -77,13 +97,7 @@ impl Column {
 
     /// The first value's address, for the CPU driver.
     pub fn as_ptr(&self) -> *const std::ffi::c_void {
-        match self {
-            Column::F32(v) => v.as_ptr().cast(),
-            Column::F64(v) => v.as_ptr().cast(),
-            Column::I32(v) => v.as_ptr().cast(),
-            Column::I64(v) => v.as_ptr().cast(),
-            Column::U32(v) => v.as_ptr().cast(),
-        }
+        each!(self, v => v.as_ptr().cast())
     }
 
     /// The smallest and largest value, as f64: on every core, eight running
@@ -136,36 +150,20 @@ impl Column {
             // SAFETY: plain numbers without padding; u8 has no alignment to keep.
             unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
         }
-        match self {
-            Column::F32(v) => raw(&v[start..start + len]),
-            Column::F64(v) => raw(&v[start..start + len]),
-            Column::I32(v) => raw(&v[start..start + len]),
-            Column::I64(v) => raw(&v[start..start + len]),
-            Column::U32(v) => raw(&v[start..start + len]),
-        }
+        each!(self, v => raw(&v[start..start + len]))
     }
 
     /// Little-endian bytes of rows [start, start + len) into `dst`, zeros after them.
     pub fn write_bytes(&self, start: usize, len: usize, dst: &mut [u8]) {
         let w = self.scalar().bytes() as usize;
-        macro_rules! copy {
-            ($v:expr) => {
-                for (k, x) in $v[start..start + len].iter().enumerate() {
-                    dst[k * w..(k + 1) * w].copy_from_slice(&x.to_le_bytes());
-                }
-            };
-        }
-        match self {
-            Column::F32(v) => copy!(v),
-            Column::F64(v) => copy!(v),
-            Column::I32(v) => copy!(v),
-            Column::I64(v) => copy!(v),
-            Column::U32(v) => copy!(v),
-        }
+        each!(self, v => {
+            for (k, x) in v[start..start + len].iter().enumerate() {
+                dst[k * w..(k + 1) * w].copy_from_slice(&x.to_le_bytes());
+            }
+        });
         dst[len * w..].fill(0);
     }
 
-    /// The rows `keep` of this column, in order.
     /// Sets value `i` of a float column to `x`, rounded once.
     fn set_f64(&mut self, i: usize, x: f64) {
         match self {
@@ -175,14 +173,9 @@ impl Column {
         }
     }
 
+    /// The rows `keep` of this column, in order.
     fn select(&self, keep: &[usize]) -> Column {
-        match self {
-            Column::F32(v) => Column::F32(keep.iter().map(|&i| v[i]).collect()),
-            Column::F64(v) => Column::F64(keep.iter().map(|&i| v[i]).collect()),
-            Column::I32(v) => Column::I32(keep.iter().map(|&i| v[i]).collect()),
-            Column::I64(v) => Column::I64(keep.iter().map(|&i| v[i]).collect()),
-            Column::U32(v) => Column::U32(keep.iter().map(|&i| v[i]).collect()),
-        }
+        map!(self, v => keep.iter().map(|&i| v[i]).collect())
     }
 
     /// The values at `idx`, in order, gathered on up to `threads` threads.
@@ -198,13 +191,7 @@ impl Column {
             });
             out
         }
-        match self {
-            Column::F32(v) => Column::F32(gather(v, idx, threads)),
-            Column::F64(v) => Column::F64(gather(v, idx, threads)),
-            Column::I32(v) => Column::I32(gather(v, idx, threads)),
-            Column::I64(v) => Column::I64(gather(v, idx, threads)),
-            Column::U32(v) => Column::U32(gather(v, idx, threads)),
-        }
+        map!(self, v => gather(v, idx, threads))
     }
 
     /// `n` values of `scalar` whose little-endian bytes `fill` writes, every
@@ -225,13 +212,7 @@ impl Column {
 
     /// The values' memory, for a writer that fills every byte (the CPU driver).
     pub fn as_mut_ptr(&mut self) -> *mut std::ffi::c_void {
-        match self {
-            Column::F32(v) => v.as_mut_ptr().cast(),
-            Column::F64(v) => v.as_mut_ptr().cast(),
-            Column::I32(v) => v.as_mut_ptr().cast(),
-            Column::I64(v) => v.as_mut_ptr().cast(),
-            Column::U32(v) => v.as_mut_ptr().cast(),
-        }
+        each!(self, v => v.as_mut_ptr().cast())
     }
 
     /// `n` zeros of `scalar`.
@@ -266,13 +247,7 @@ impl Column {
             }
             out
         }
-        match self {
-            Column::F32(v) => Column::F32(moved(v, k, to)),
-            Column::F64(v) => Column::F64(moved(v, k, to)),
-            Column::I32(v) => Column::I32(moved(v, k, to)),
-            Column::I64(v) => Column::I64(moved(v, k, to)),
-            Column::U32(v) => Column::U32(moved(v, k, to)),
-        }
+        map!(self, v => moved(v, k, to))
     }
 
     /// Value `i` exactly as stored: the bits of a float, an integer as it is.
@@ -288,24 +263,12 @@ impl Column {
 
     /// Value `i` as the shortest text that reads back as it.
     pub fn show(&self, i: usize) -> String {
-        match self {
-            Column::F32(v) => v[i].to_string(),
-            Column::F64(v) => v[i].to_string(),
-            Column::I32(v) => v[i].to_string(),
-            Column::I64(v) => v[i].to_string(),
-            Column::U32(v) => v[i].to_string(),
-        }
+        each!(self, v => v[i].to_string())
     }
 
     /// Value `i` as JSON: a number, or null where JSON has none (inf, NaN).
     pub fn json(&self, i: usize) -> serde_json::Value {
-        match self {
-            Column::F32(v) => serde_json::json!(v[i]),
-            Column::F64(v) => serde_json::json!(v[i]),
-            Column::I32(v) => serde_json::json!(v[i]),
-            Column::I64(v) => serde_json::json!(v[i]),
-            Column::U32(v) => serde_json::json!(v[i]),
-        }
+        each!(self, v => serde_json::json!(v[i]))
     }
 
     /// The column in f64 (for the CPU backend's f64 mode): floats widen, integers stay.
