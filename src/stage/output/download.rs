@@ -62,6 +62,7 @@ pub fn download_parts(
     mut parts: Vec<(CudaView<'_, u8>, &mut [MaybeUninit<u8>])>,
     staging: Option<&Mutex<Staging>>,
 ) -> Result<(), DriverError> {
+    parts.retain(|(_, room)| !room.is_empty());
     let mut len = 0;
     for (src, room) in &mut parts {
         assert_eq!(src.len(), room.len(), "a download fills its room exactly");
