@@ -231,9 +231,10 @@ impl Layout {
 
     /// For each of about `queries` sampled points of set A, the sampled
     /// points of the other set (itself included, for one set) in the 3^k
-    /// cells around its own; and each sample's factor to its whole set. Cells of a row (axis 0) have
-    /// consecutive keys, so each of the 3^(k-1) rows around a point is one
-    /// or two ranges of the sorted keys; the samples split over every core.
+    /// cells around its own; and each sample's factor to its whole set.
+    /// Cells of a row (axis 0) have consecutive keys, so each of the 3^(k-1)
+    /// rows around a point is one or two ranges of the sorted keys; the
+    /// samples split over every core.
     fn sampled_neighbours(&self, inputs: &Inputs, queries: usize) -> (Vec<u64>, [f64; 2]) {
         let strided = |set: &PointSet, n: usize| (0..set.len()).step_by(set.len().div_ceil(n).max(1));
         let cell = |set: &PointSet, i: usize| -> [i64; MAX_AXES] {
@@ -497,10 +498,14 @@ fn knn_side(k: u32, spans: &[Span], cap: u64, inputs: &Inputs) -> (f64, Vec<Axis
         let sampled_met = target * others.min(ESTIMATE_SAMPLE as f64) / others;
         let widen = (SAMPLED_MET / sampled_met).max(1.0).powf(1.0 / fitted.0.len() as f64);
         let wide = fit_axes(side * widen, spans, cap);
-        // Wider cells must keep every axis (each at least MIN_CELLS cells) to scale by volume.
-        let measured = if wide.0.len() == fitted.0.len() { wide } else { fitted.clone() };
+        // Wider cells must cover the same components (each with at least
+        // MIN_CELLS cells) to scale by volume: the ratio of the cells' volumes.
+        let same_components = wide.0.len() == fitted.0.len()
+            && fitted.0.iter().all(|f| wide.0.iter().any(|w| w.component == f.component));
+        let measured = if same_components { wide } else { fitted.clone() };
         let layout = Layout { kind: IndexKind::Rings, axes: measured.0, cells: measured.1, cutoff: String::new() };
-        let ring_share: f64 = fitted.0.iter().zip(&layout.axes).map(|(f, w)| f.side / w.side).product();
+        let volume = |axes: &[Axis]| axes.iter().map(|a| a.side).product::<f64>();
+        let ring_share = volume(&fitted.0) / volume(&layout.axes);
         let met = layout.median_neighbours(inputs) * ring_share;
         if met <= 0.0 || (met / target - 1.0).abs() < 0.25 {
             break;

@@ -2,7 +2,7 @@
 //! indices into the sets as the backend saw them, and how two outcomes are
 //! compared.
 
-use crate::data::Column;
+use crate::data::{Column, rows_moved};
 
 /// The result of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,9 +61,7 @@ impl Outcome {
     pub fn rows_from_cell_order(self, perm: &[u32]) -> Outcome {
         match self {
             Outcome::Knn { k, ids, values } => {
-                let ids = Column::U32(ids).rows_moved(k, perm);
-                let Column::U32(ids) = ids else { unreachable!("moved rows keep their type") };
-                Outcome::Knn { k, ids, values: values.rows_moved(k, perm) }
+                Outcome::Knn { k, ids: rows_moved(&ids, k, perm), values: values.rows_moved(k, perm) }
             }
             other => other,
         }

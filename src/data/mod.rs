@@ -238,16 +238,9 @@ impl Column {
         }
     }
 
-    /// Rows of `k` values moved: row s goes to row `to[s]`.
+    /// Rows of `k` values moved: row s goes to row `to[s]` ([`rows_moved`]).
     pub fn rows_moved(&self, k: usize, to: &[u32]) -> Column {
-        fn moved<T: Copy + Default>(v: &[T], k: usize, to: &[u32]) -> Vec<T> {
-            let mut out = vec![T::default(); v.len()];
-            for (from, &row) in v.chunks_exact(k.max(1)).zip(to) {
-                out[row as usize * k..(row as usize + 1) * k].copy_from_slice(from);
-            }
-            out
-        }
-        map!(self, v => moved(v, k, to))
+        map!(self, v => rows_moved(v, k, to))
     }
 
     /// Value `i` exactly as stored: the bits of a float, an integer as it is.
@@ -286,6 +279,15 @@ impl Column {
             _ => true,
         }
     }
+}
+
+/// Rows of `k` values of `v` moved: row s goes to row `to[s]` (a permutation).
+pub fn rows_moved<T: Copy + Default>(v: &[T], k: usize, to: &[u32]) -> Vec<T> {
+    let mut out = vec![T::default(); v.len()];
+    for (from, &row) in v.chunks_exact(k.max(1)).zip(to) {
+        out[row as usize * k..(row as usize + 1) * k].copy_from_slice(from);
+    }
+    out
 }
 
 /// A vector of `n` plain numbers (every bit pattern a value) whose bytes

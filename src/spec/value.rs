@@ -70,37 +70,6 @@ impl Scalar {
     pub fn is_integer(self) -> bool {
         matches!(self, Scalar::I32 | Scalar::I64 | Scalar::U32)
     }
-
-    /// A little-endian value of this type, as f64.
-    /// Every value of `bytes` (little-endian values of this type), as f64:
-    /// one match, then a loop the compiler can vectorize.
-    pub fn decode_all_f64(self, bytes: &[u8]) -> Vec<f64> {
-        fn each<const N: usize>(bytes: &[u8], f: impl Fn([u8; N]) -> f64) -> Vec<f64> {
-            bytes.chunks_exact(N).map(|b| f(b.try_into().expect("N bytes"))).collect()
-        }
-        match self {
-            Scalar::F32 => each(bytes, |b| f32::from_le_bytes(b) as f64),
-            Scalar::F64 => each(bytes, f64::from_le_bytes),
-            Scalar::I32 => each(bytes, |b| i32::from_le_bytes(b) as f64),
-            Scalar::I64 => each(bytes, |b| i64::from_le_bytes(b) as f64),
-            Scalar::U32 => each(bytes, |b| u32::from_le_bytes(b) as f64),
-        }
-    }
-
-    pub fn decode_f64(self, bytes: &[u8]) -> f64 {
-        let b = |n: usize| -> [u8; 8] {
-            let mut w = [0u8; 8];
-            w[..n].copy_from_slice(&bytes[..n]);
-            w
-        };
-        match self {
-            Scalar::F32 => f32::from_le_bytes(b(4)[..4].try_into().expect("4 bytes")) as f64,
-            Scalar::F64 => f64::from_le_bytes(b(8)),
-            Scalar::I32 => i32::from_le_bytes(b(4)[..4].try_into().expect("4 bytes")) as f64,
-            Scalar::I64 => i64::from_le_bytes(b(8)) as f64,
-            Scalar::U32 => u32::from_le_bytes(b(4)[..4].try_into().expect("4 bytes")) as f64,
-        }
-    }
 }
 
 impl fmt::Display for Scalar {

@@ -862,9 +862,7 @@ impl DeviceGrid {
             }),
         }
     }
-}
 
-impl DeviceGrid {
     /// The grid of `units` (4 words each, in the grid's order, most pairs
     /// first; unit k visits `pairs(k)` pairs) on `stream`, with its sample.
     fn upload(

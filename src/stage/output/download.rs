@@ -89,8 +89,9 @@ pub fn download_parts(
         })
         .collect();
     // Chunks of SLOT_BYTES go through the slots of the two buffers in turn:
-    // this thread starts each chunk's copy from the GPU as soon as its slot
-    // is free, waits for it, and tells the copiers (tasks on the rayon pool,
+    // the issuer (the scope's body, on a pool thread) starts each chunk's
+    // copy from the GPU as soon as its slot is free, waits for it, and tells
+    // the copiers (tasks on the rayon pool,
     // whose scope costs 25-33 us on the H200 host where spawning 16 threads
     // costs 0.4 ms); they claim the landed chunk's stripes one by one and copy
     // them into the rooms. A copier that claims dynamically can finish any
@@ -191,7 +192,7 @@ pub fn download_parts(
 /// A pointer the copying threads share; what it points at is synchronized by hand.
 #[derive(Clone, Copy)]
 struct Shared<T>(T);
-// SAFETY: see `download`: each slot is written by the bus or read by the
+// SAFETY: see `download_parts`: each slot is written by the bus or read by the
 // copiers, never both, and the copiers' stripes of the room are disjoint.
 unsafe impl<T> Send for Shared<T> {}
 unsafe impl<T> Sync for Shared<T> {}
