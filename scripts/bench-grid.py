@@ -17,6 +17,12 @@ so that a point has about as many neighbours on average. KNN, K = 16: the
 first 1M of the 2-D points, the 3-D points, their exponential sets, and 10M
 3-D points in [0, 100)^3 (default_rng(2468)); lists are compared whole.
 
+With BENCH_HYBRID=1 each case also runs its grid with `--hybrid on` (the
+CPU's threads take units from the back of the queue beside the GPU) three
+times after a warm-up: the best compute_s, the CPU's share and busy time,
+and whether its result equals brute force's. The GPU-alone runs report the
+model's own call (`--hybrid auto`) and why.
+
 Usage: scripts/bench-grid.py [OUT_DIR]   (TWOBS: the binary; BENCH_CASES: 0,2,...)
 """
 import hashlib
@@ -68,12 +74,12 @@ only = os.environ.get("BENCH_CASES")
 chosen = [c for i, c in enumerate(CASES) if only is None or str(i) in only.split(",")]
 
 
-def run(problem, paths, params, index, backend="cuda"):
+def run(problem, paths, params, index, backend="cuda", extra=()):
     report = os.path.join(out, "report.json")
     result = os.path.join(out, "result.npy")
     cmd = [twobs, "run", problem, *[x for p in paths for x in ("--input", p)],
            *[x for p in params for x in ("--param", p)], "--backend", backend, "--index", index,
-           "--out", result, "--report", report, "--quiet"]
+           "--out", result, "--report", report, "--quiet", *extra]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         return {"error": p.stderr.strip()[-400:]}
@@ -99,6 +105,7 @@ def run(problem, paths, params, index, backend="cuda"):
             "pieces": g.get("pieces"),
             "visited": r["index"]["pairs"], "why": r["index"]["why"],
             "variant": r["plans"][0]["variant"] if r["plans"] else backend,
+            "hybrid": g.get("hybrid"),
             "result": {k: res.get(k) for k in ("count", "pairs")}, "digest": digest}
 
 
@@ -120,7 +127,13 @@ for label, problem, sets, params in chosen:
         brute = run(problem, paths, params, "grid", backend="cpu")
     row = {"case": label, "grid": grid, "grid_compute_all": [r.get("compute_s") for r in runs], "brute": brute,
            "equal": "digest" in grid and grid.get("digest") == brute.get("digest")}
-    for r in (row["grid"], row["brute"]):
+    if os.environ.get("BENCH_HYBRID"):
+        both = [run(problem, paths, params, "grid", extra=("--hybrid", "on")) for _ in range(4)][1:]
+        ok = [r for r in both if "error" not in r]
+        row["hybrid"] = min(ok, key=lambda r: r["compute_s"]) if ok else both[0]
+        row["hybrid_compute_all"] = [r.get("compute_s") for r in both]
+        row["hybrid_equal"] = "digest" in row["hybrid"] and row["hybrid"]["digest"] == brute.get("digest")
+    for r in (row["grid"], row["brute"], row.get("hybrid", {})):
         r.pop("digest", None)
     rows.append(row)
     print(json.dumps(row), flush=True)
@@ -133,3 +146,13 @@ for r in rows:
     g, b = r["grid"], r["brute"]
     print(f"| {r['case']} | {g.get('compute_s', 'err')} | {g.get('index_s')} | {g.get('kernel_s')} | "
           f"{b.get('compute_s', 'err')} | {b.get('kernel_s')} | {r['equal']} |")
+if os.environ.get("BENCH_HYBRID"):
+    print("\n| case | GPU alone compute_s | with the CPU compute_s | CPU share of pairs | CPU units | CPU busy s | equal | auto's call |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+    for r in rows:
+        g, h = r["grid"], r.get("hybrid", {})
+        split = h.get("hybrid") or {}
+        auto = (g.get("hybrid") or {}).get("why", "")
+        print(f"| {r['case']} | {g.get('compute_s', 'err')} | {h.get('compute_s', h.get('error', 'err'))} | "
+              f"{split.get('cpu_share')} | {split.get('cpu_units')} | {split.get('cpu_busy_s')} | "
+              f"{r.get('hybrid_equal')} | {auto} |")

@@ -7,6 +7,7 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
 use crate::backend::cuda::{self, GpuOptions};
+use crate::backend::hybrid::{self, Hybrid};
 use crate::backend::nvrtc;
 use crate::cache::Cache;
 use crate::codegen;
@@ -297,7 +298,7 @@ struct RunArgs {
     #[arg(long)]
     block_points: Option<usize>,
     /// CUDA streams per GPU.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = DEFAULT_STREAMS)]
     streams: usize,
     /// Pairs the direct output buffer holds (default: sized from a sample).
     #[arg(long)]
@@ -305,6 +306,11 @@ struct RunArgs {
     /// Pairs in the smallest piece of work the GPUs share (default: 2^34, about 10 ms of a kernel).
     #[arg(long)]
     piece_pairs: Option<u64>,
+    /// GPU runs on a grid: whether the CPU's cores take units of the work
+    /// beside the GPUs (auto: where the model says it saves more than sharing
+    /// costs; the report says how the work was split and why).
+    #[arg(long, value_enum, default_value = "auto")]
+    hybrid: Hybrid,
     /// Re-compute on the CPU backend (all of it, or sampled rows for large inputs) and fail on any difference.
     #[arg(long)]
     verify: bool,
@@ -404,6 +410,11 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
     let params = bind(&problem, &args.params)?;
     if args.f64 && matches!(args.backend, BackendArg::Cuda) {
         anyhow::bail!("--f64 is a mode of the CPU backend; use --backend cpu");
+    }
+    if args.hybrid == Hybrid::On && matches!(args.backend, BackendArg::Cpu) {
+        anyhow::bail!(
+            "--hybrid on shares a GPU run with the CPU's cores; this run is on the CPU alone (--backend cpu)"
+        );
     }
     if args.verify && matches!(args.backend, BackendArg::Cpu) {
         anyhow::bail!("--verify checks a GPU run against the CPU backend; this run is on the CPU");
@@ -505,6 +516,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         forced: args.forced.forced(),
         pool_pairs: args.pool_pairs,
         piece_pairs: args.piece_pairs,
+        hybrid: args.hybrid,
     };
     let run_opts = RunOptions {
         backend: args.backend.choice(),
@@ -706,6 +718,7 @@ impl Target {
 }
 
 const DEFAULT_POINTS: &str = "1000000";
+const DEFAULT_STREAMS: usize = 2;
 
 /// `--device`: a profile name, or `auto` for the GPU in this machine (the h100
 /// profile, with a note, when there is none).
@@ -751,6 +764,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     p.device.shared_per_block_optin / 1024
                 );
                 print!("{}", p.plan);
+                if p.problem.cutoff.is_some() {
+                    let threads = hybrid::cpu_threads(DEFAULT_STREAMS);
+                    let points = p.plan.shape.points.a.max(p.plan.shape.points.b.unwrap_or(0)) as usize;
+                    println!(
+                        "  {:<13} {:<15} {}",
+                        "hybrid",
+                        "from the data",
+                        hybrid::describe(&hybrid::Rates::of(std::slice::from_ref(&p.device), threads), points)
+                    );
+                }
                 if let (Some(value), IndexKind::None) =
                     (p.problem.cutoff.as_ref().and_then(|c| c.value.as_ref()), p.plan.index)
                 {

@@ -6,6 +6,7 @@ use serde_json::json;
 use std::path::Path;
 
 use crate::data::Inputs;
+use crate::index::IndexKind;
 use crate::outcome::{Outcome, Totals};
 use crate::plot::{self, Figure, PlotError, Series};
 use crate::run::Execution;
@@ -357,6 +358,23 @@ pub fn present(
                 (Some(i), Some(f)) =>
                     format!("; {i} FP instructions per pair: {:.1}% of the FP32 issue rate", 100.0 * f),
                 _ => String::new(),
+            }
+        ));
+    }
+    if let Some(g) = t.gpu.as_ref().filter(|_| exec.index.index != IndexKind::None) {
+        let h = &g.hybrid;
+        say(format!(
+            "  CPU beside the GPUs: {}{}",
+            h.why,
+            if h.cpu {
+                format!(
+                    "; it took {} units, {:.2}% of the pairs, busy {:.4} s",
+                    h.cpu_units,
+                    100.0 * h.cpu_share,
+                    h.cpu_busy_s
+                )
+            } else {
+                String::new()
             }
         ));
     }

@@ -18,6 +18,7 @@ use indicatif::ProgressBar;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use twobs::backend::cpu::CpuDriver;
 use twobs::backend::cuda::{self, GpuOptions};
+use twobs::backend::hybrid::Hybrid;
 use twobs::backend::nvrtc;
 use twobs::cache::Cache;
 use twobs::data::{Generator, Inputs, synthesize};
@@ -167,11 +168,28 @@ fn case(
     if index == IndexChoice::Grid && run.index.index == IndexKind::None {
         return Err(format!("the GPU did not walk a grid: {}", run.index.why).into());
     }
+    // Where the CPU is made to take part, it takes units (its first claim is
+    // made before any stream starts), and the CPU's and the GPUs' pairs
+    // together are the grid's, each unit once.
+    if opts.hybrid == Hybrid::On && run.index.index != IndexKind::None {
+        let split = &run.timings.hybrid;
+        if !split.cpu || split.cpu_units == 0 {
+            return Err(format!("--hybrid on, yet the CPU took no units: {}", split.why).into());
+        }
+        let gpus: u128 = run.timings.per_gpu.iter().map(|g| g.pairs).sum();
+        if gpus + split.cpu_pairs != run.index.pairs {
+            let cpu = split.cpu_pairs;
+            return Err(
+                format!("the GPUs' {gpus} and the CPU's {cpu} pairs are not the grid's {}", run.index.pairs).into()
+            );
+        }
+    }
     // Of several GPUs, a grid too small to share (no forced pieces here) runs
     // on the first alone, as does a KNN's search of rings.
     let asked = opts.gpus.as_ref().map_or(1, Vec::len);
     if index == IndexChoice::Grid && asked > 1 {
-        let expected = if opts.piece_pairs.is_some() && run.index.index == IndexKind::Grid { asked } else { 1 };
+        let shared = opts.piece_pairs.is_some() || opts.hybrid == Hybrid::On;
+        let expected = if shared && run.index.index == IndexKind::Grid { asked } else { 1 };
         if run.devices.len() != expected {
             return Err(format!("{} of {asked} GPUs ran, not {expected}: {:?}", run.devices.len(), run.notes).into());
         }
@@ -266,6 +284,17 @@ fn main() {
             add(IndexChoice::Grid, format!("{}/grid-pieces-block-32-r8", s.name), s, opts, a, b, &gpu);
             let opts = GpuOptions { streams: 4, piece_pairs: Some(20000), ..base.clone() };
             add(IndexChoice::Grid, format!("{}/grid-four-streams", s.name), s, opts, big_a, big_b, &gpu);
+            // The CPU beside the GPU, from one queue: small and large inputs,
+            // one point, small pieces, and beside two GPUs.
+            let with_cpu = GpuOptions { hybrid: Hybrid::On, ..base.clone() };
+            add(IndexChoice::Grid, format!("{}/grid-with-cpu", s.name), s, with_cpu.clone(), a, b, &gpu);
+            let (na, nb) = (big_a, big_b);
+            add(IndexChoice::Grid, format!("{}/grid-with-cpu-{na}-points", s.name), s, with_cpu.clone(), na, nb, &gpu);
+            add(IndexChoice::Grid, format!("{}/grid-with-cpu-1-point", s.name), s, with_cpu.clone(), 1, 1, &gpu);
+            let opts = GpuOptions { piece_pairs: Some(5000), streams: 3, ..with_cpu.clone() };
+            add(IndexChoice::Grid, format!("{}/grid-with-cpu-pieces", s.name), s, opts, a, b, &gpu);
+            let opts = GpuOptions { gpus: Some(vec![0, 1]), ..with_cpu };
+            add(IndexChoice::Grid, format!("{}/grid-with-cpu-two-gpus", s.name), s, opts, big_a, big_b, &two_gpus);
             let opts = GpuOptions { gpus: Some(vec![0, 1]), piece_pairs: Some(20000), ..base.clone() };
             add(IndexChoice::Grid, format!("{}/grid-two-gpus", s.name), s, opts, big_a, big_b, &two_gpus);
             let opts = GpuOptions { gpus: Some(vec![0, 1]), ..base.clone() };

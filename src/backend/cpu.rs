@@ -3,6 +3,7 @@
 //! with the same arithmetic. It runs where no GPU is, and it is the oracle
 //! every GPU result is checked against.
 
+use std::borrow::Cow;
 use std::ffi::c_void;
 use std::path::PathBuf;
 use std::process::Command;
@@ -204,10 +205,53 @@ impl CpuDriver {
     /// Runs every pair of `inputs` (those of `grid`'s units where the driver
     /// walks a grid) on `threads` threads.
     pub fn run(&self, inputs: &Inputs, grid: Option<&Grid>, threads: usize, progress: &ProgressBar) -> Outcome {
+        let walker = self.walker(inputs, grid);
+        let items = walker.items();
+        let threads = threads.max(1);
+        let chunk = (items / (threads * 64)).clamp(1, 4096);
+        let chunks = items.div_ceil(chunk);
+        let next = AtomicUsize::new(0);
+
+        // Workers take chunks of work items in turn; results are kept per
+        // chunk, so that their merge does not depend on which thread ran which.
+        let work = || -> Vec<(usize, Partial)> {
+            let mut out = Vec::new();
+            let mut buffer = walker.buffer();
+            loop {
+                let c = next.fetch_add(1, Ordering::Relaxed);
+                if c >= chunks {
+                    break;
+                }
+                let (lo, hi) = (c * chunk, ((c + 1) * chunk).min(items));
+                out.push((c, walker.walk(lo, hi, &mut buffer)));
+                progress.inc(walker.pairs_of(lo, hi));
+            }
+            out
+        };
+        let mut parts: Vec<(usize, Partial)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+            handles.into_iter().flat_map(|h| h.join().expect("CPU worker panicked")).collect()
+        });
+        parts.sort_by_key(|(c, _)| *c);
+        let outcome =
+            output::merge(self.collect, self.value, inputs.a.len(), parts.into_iter().map(|(_, p)| p).collect());
+        match grid {
+            Some(g) if walker.rings => outcome.rows_from_cell_order(&g.a.perm),
+            _ => outcome,
+        }
+    }
+
+    /// What walks work items of `inputs` (and `grid`, where the driver walks
+    /// one) on any thread: [`CpuDriver::run`]'s workers, and the CPU's part
+    /// of a GPU run (`backend::hybrid`).
+    pub fn walker<'a>(&'a self, inputs: &'a Inputs, grid: Option<&'a Grid>) -> Walker<'a> {
         assert_eq!(grid.is_some(), self.index != IndexKind::None, "a grid driver runs on a grid, and only it");
-        let rings = self.index == IndexKind::Rings;
-        let widen = |s: &PointSet| -> Vec<Column> {
-            if self.f64_mode { s.columns.iter().map(Column::widened).collect() } else { s.columns.clone() }
+        let widen = |s: &'a PointSet| -> Cow<'a, [Column]> {
+            if self.f64_mode {
+                Cow::Owned(s.columns.iter().map(Column::widened).collect())
+            } else {
+                Cow::Borrowed(&s.columns)
+            }
         };
         // A grid's driver reads both sets in cell order, and names the points by
         // their input indices itself.
@@ -220,10 +264,6 @@ impl CpuDriver {
         let ptrs = |cols: &[Column]| -> Vec<*const c_void> { cols.iter().map(Column::as_ptr).collect() };
         let a_ptrs = ptrs(&a_cols);
         let b_ptrs = b_cols.as_deref().map(ptrs).unwrap_or_else(|| a_ptrs.clone());
-        let n = inputs.a.len();
-        let n_b = inputs.other().len();
-        let a = RawSet { columns: a_ptrs.as_ptr(), n: n as u64 };
-        let b = RawSet { columns: b_ptrs.as_ptr(), n: n_b as u64 };
         let units: Vec<[u32; 4]> = grid
             .map(|g| g.units.iter().map(|u| [u.own[0], u.own[1], u.ranges[0], u.ranges[1]]).collect())
             .unwrap_or_default();
@@ -236,104 +276,107 @@ impl CpuDriver {
             cell_a: g.a.cell.as_ptr(),
             shape: crate::index::ring_shape(&g.axes),
         });
-        let raw_grid_ptr = raw_grid.as_ref().map_or(std::ptr::null(), |g| g as *const RawGrid);
-        let sets = Shared((&a as *const RawSet, &b as *const RawSet, raw_grid_ptr));
-
-        // Work items: rows of A (in cell order for a search of rings), or the
-        // grid's units (most pairs first).
-        let items = match grid {
-            Some(g) if !rings => g.units.len(),
-            _ => n,
-        };
-        let threads = threads.max(1);
-        let chunk = (items / (threads * 64)).clamp(1, 4096);
-        let chunks = items.div_ceil(chunk);
-        let next = AtomicUsize::new(0);
-        let items_pairs = |lo: usize, hi: usize| match grid {
-            Some(g) if rings => (g.pairs * (hi - lo) as u128 / n.max(1) as u128) as u64,
-            Some(g) => g.units[lo..hi].iter().map(|u| u.pairs).sum(),
-            None => self.visit.pairs_of_rows(lo as u64, hi as u64, n as u64, n_b as u64) as u64,
-        };
-        let lib = &*self.lib;
-        let (collect, value) = (self.collect, self.value);
-
-        // Workers take chunks of work items in turn; results are kept per
-        // chunk, so that their merge does not depend on which thread ran which.
-        let work = || -> Vec<(usize, Partial)> {
-            let (a, b, g) = sets.get();
-            let mut out = Vec::new();
-            // Room for 64k pairs to start with, so that a chunk is seldom walked twice.
-            let mut buffer: Vec<u32> = if collect == Collect::Pairs { vec![0; 2 << 16] } else { Vec::new() };
-            loop {
-                let c = next.fetch_add(1, Ordering::Relaxed);
-                if c >= chunks {
-                    break;
-                }
-                let (lo, hi) = (c * chunk, ((c + 1) * chunk).min(items));
-                // SAFETY: twobs_rows has the signature the output's CPU fragment
-                // gives it for this collect; the sets outlive the call; each call
-                // writes only the buffers it is given, sized for its rows.
-                let part = unsafe {
-                    const ROWS: &[u8] = b"twobs_rows";
-                    const DEFINED: &str = "every driver defines twobs_rows";
-                    match collect {
-                        Collect::Totals { slots, total: Total::Count } => {
-                            let f: TotalsFn<u64> = *lib.get(ROWS).expect(DEFINED);
-                            let mut t = vec![0u64; slots as usize];
-                            f(a, b, g, lo as u64, hi as u64, t.as_mut_ptr());
-                            Partial::Totals(crate::outcome::Totals::Counts(t))
-                        }
-                        Collect::Totals { slots, total: Total::Sum } => {
-                            let f: TotalsFn<f64> = *lib.get(ROWS).expect(DEFINED);
-                            let mut t = vec![0f64; slots as usize];
-                            f(a, b, g, lo as u64, hi as u64, t.as_mut_ptr());
-                            Partial::Totals(crate::outcome::Totals::Sums(t))
-                        }
-                        Collect::Pairs => {
-                            let f: PairsFn = *lib.get(ROWS).expect(DEFINED);
-                            let capacity = buffer.len() / 2;
-                            let m = f(a, b, g, lo as u64, hi as u64, buffer.as_mut_ptr(), capacity as u64) as usize;
-                            if m > capacity {
-                                buffer.resize(2 * m.next_power_of_two(), 0);
-                                f(a, b, g, lo as u64, hi as u64, buffer.as_mut_ptr(), m as u64);
-                            }
-                            Partial::Pairs(buffer[..2 * m].chunks_exact(2).map(|p| [p[0], p[1]]).collect())
-                        }
-                        Collect::Knn { k } => {
-                            let f: KnnFn = *lib.get(ROWS).expect(DEFINED);
-                            let len = (hi - lo) * k as usize;
-                            let (mut values, mut ids) = (Column::zeros(value, len), vec![0u32; len]);
-                            f(a, b, g, lo as u64, hi as u64, values.as_mut_ptr(), ids.as_mut_ptr());
-                            Partial::Knn(vec![(lo, values, ids)])
-                        }
-                    }
-                };
-                progress.inc(items_pairs(lo, hi));
-                out.push((c, part));
-            }
-            out
-        };
-        let mut parts: Vec<(usize, Partial)> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
-            handles.into_iter().flat_map(|h| h.join().expect("CPU worker panicked")).collect()
-        });
-        parts.sort_by_key(|(c, _)| *c);
-        let outcome = output::merge(collect, self.value, n, parts.into_iter().map(|(_, p)| p).collect());
-        match grid {
-            Some(g) if rings => outcome.rows_from_cell_order(&g.a.perm),
-            _ => outcome,
+        Walker {
+            driver: self,
+            grid,
+            rings: self.index == IndexKind::Rings,
+            a: RawSet { columns: a_ptrs.as_ptr(), n: inputs.a.len() as u64 },
+            b: RawSet { columns: b_ptrs.as_ptr(), n: inputs.other().len() as u64 },
+            raw_grid,
+            _columns: (a_cols, b_cols, a_ptrs, b_ptrs, units),
         }
     }
 }
 
-/// Raw pointers handed to worker threads: they point at data that outlives the
-/// scope, and the workers only read it.
-#[derive(Clone, Copy)]
-struct Shared<T>(T);
-unsafe impl<T> Sync for Shared<T> {}
-unsafe impl<T> Send for Shared<T> {}
-impl<T: Copy> Shared<T> {
-    fn get(&self) -> T {
-        self.0
+/// A driver ready to walk work items: the sets (and grid) as the driver
+/// reads them. Work items are rows of A (in cell order for a search of
+/// rings), or the grid's units (most pairs first).
+pub struct Walker<'a> {
+    driver: &'a CpuDriver,
+    grid: Option<&'a Grid>,
+    pub rings: bool,
+    a: RawSet,
+    b: RawSet,
+    raw_grid: Option<RawGrid>,
+    /// What the raw pointers point into, kept alive with them.
+    #[allow(clippy::type_complexity, reason = "held, never read")]
+    _columns: (Cow<'a, [Column]>, Option<Cow<'a, [Column]>>, Vec<*const c_void>, Vec<*const c_void>, Vec<[u32; 4]>),
+}
+
+// SAFETY: the raw pointers point into data the walker holds or borrows for
+// 'a, and the driver only reads it; each walk writes only its own buffers.
+unsafe impl Sync for Walker<'_> {}
+unsafe impl Send for Walker<'_> {}
+
+impl Walker<'_> {
+    /// Work items: the grid's units, or rows of A.
+    pub fn items(&self) -> usize {
+        match self.grid {
+            Some(g) if !self.rings => g.units.len(),
+            _ => self.a.n as usize,
+        }
+    }
+
+    /// Pairs that items [lo, hi) visit (for a search of rings, its share of the estimate).
+    pub fn pairs_of(&self, lo: usize, hi: usize) -> u64 {
+        let n = self.a.n as usize;
+        match self.grid {
+            Some(g) if self.rings => (g.pairs * (hi - lo) as u128 / n.max(1) as u128) as u64,
+            Some(g) => g.units[lo..hi].iter().map(|u| u.pairs).sum(),
+            None => self.driver.visit.pairs_of_rows(lo as u64, hi as u64, n as u64, self.b.n) as u64,
+        }
+    }
+
+    /// A thread's scratch for pairs: room for 64k to start with, so that
+    /// items are seldom walked twice.
+    pub fn buffer(&self) -> Vec<u32> {
+        if self.driver.collect == Collect::Pairs { vec![0; 2 << 16] } else { Vec::new() }
+    }
+
+    /// Walks items [lo, hi): their totals, pairs, or lists (rows lo.. of
+    /// the lists, in cell order for a search of rings).
+    pub fn walk(&self, lo: usize, hi: usize, buffer: &mut Vec<u32>) -> Partial {
+        let lib = &*self.driver.lib;
+        let (a, b) = (&self.a as *const RawSet, &self.b as *const RawSet);
+        let g = self.raw_grid.as_ref().map_or(std::ptr::null(), |g| g as *const RawGrid);
+        let (lo64, hi64) = (lo as u64, hi as u64);
+        const ROWS: &[u8] = b"twobs_rows";
+        const DEFINED: &str = "every driver defines twobs_rows";
+        // SAFETY: twobs_rows has the signature the output's CPU fragment gives
+        // it for this collect; the sets outlive the call; each call writes
+        // only the buffers it is given, sized for its items.
+        unsafe {
+            match self.driver.collect {
+                Collect::Totals { slots, total: Total::Count } => {
+                    let f: TotalsFn<u64> = *lib.get(ROWS).expect(DEFINED);
+                    let mut t = vec![0u64; slots as usize];
+                    f(a, b, g, lo64, hi64, t.as_mut_ptr());
+                    Partial::Totals(crate::outcome::Totals::Counts(t))
+                }
+                Collect::Totals { slots, total: Total::Sum } => {
+                    let f: TotalsFn<f64> = *lib.get(ROWS).expect(DEFINED);
+                    let mut t = vec![0f64; slots as usize];
+                    f(a, b, g, lo64, hi64, t.as_mut_ptr());
+                    Partial::Totals(crate::outcome::Totals::Sums(t))
+                }
+                Collect::Pairs => {
+                    let f: PairsFn = *lib.get(ROWS).expect(DEFINED);
+                    let capacity = buffer.len() / 2;
+                    let m = f(a, b, g, lo64, hi64, buffer.as_mut_ptr(), capacity as u64) as usize;
+                    if m > capacity {
+                        buffer.resize(2 * m.next_power_of_two(), 0);
+                        f(a, b, g, lo64, hi64, buffer.as_mut_ptr(), m as u64);
+                    }
+                    Partial::Pairs(buffer[..2 * m].chunks_exact(2).map(|p| [p[0], p[1]]).collect())
+                }
+                Collect::Knn { k } => {
+                    let f: KnnFn = *lib.get(ROWS).expect(DEFINED);
+                    let len = (hi - lo) * k as usize;
+                    let (mut values, mut ids) = (Column::zeros(self.driver.value, len), vec![0u32; len]);
+                    f(a, b, g, lo64, hi64, values.as_mut_ptr(), ids.as_mut_ptr());
+                    Partial::Knn(vec![(lo, values, ids)])
+                }
+            }
+        }
     }
 }

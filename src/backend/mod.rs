@@ -3,6 +3,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod hybrid;
 pub mod nvrtc;
 pub mod pieces;
 

@@ -9,6 +9,8 @@
 //! first pieces are large (few launches) and the last ones small, and the
 //! workers finish within one small piece of each other.
 
+use std::collections::VecDeque;
+
 use crate::stage::visit::{Unit, Walk};
 
 /// One launch's worth of work: steps [first, end) of every block of `unit`,
@@ -134,6 +136,36 @@ pub fn cut(work: &[Work], workers: usize, min_pairs: u128) -> Vec<Piece> {
     pieces
 }
 
+/// The CPU's claim on a grid run's queue (`backend::hybrid`): units from
+/// the back, where the grid's order leaves its sparsest units, while the
+/// GPUs' streams take pieces from the front. The claim takes a `part` of
+/// the pairs still queued, at least `floor` and at least one unit, off the
+/// end of the last piece (popping it when it takes all of it). Every unit
+/// is in exactly one claim or piece. None when the queue is empty or its
+/// last piece runs its units a window of steps at a time: those windows
+/// share units, so only the GPU may run them.
+pub fn take_back(queue: &mut VecDeque<Vec<Piece>>, unit_pairs: &[u64], part: f64, floor: u128) -> Option<[u32; 2]> {
+    let queued: u128 = queue.iter().flatten().map(|p| p.pairs).sum();
+    let want = ((queued as f64 * part) as u128).max(floor).max(1);
+    let [piece] = &mut queue.back_mut()?[..] else { return None };
+    let [first, end] = piece.grid_units?;
+    if piece.steps != (0, u32::MAX) {
+        return None;
+    }
+    let (mut from, mut pairs) = (end, 0u128);
+    while from > first && (from == end || pairs < want) {
+        from -= 1;
+        pairs += u128::from(unit_pairs[from as usize]);
+    }
+    if from == first {
+        queue.pop_back();
+    } else {
+        piece.grid_units = Some([first, from]);
+        piece.pairs = piece.pairs.saturating_sub(pairs);
+    }
+    Some([from, end])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,5 +257,46 @@ mod tests {
             let steps = u64::from(p.steps.1.min(walk.steps() as u32) - p.steps.0);
             assert!(512 * steps * walk.partners_per_step() <= u64::from(u32::MAX), "{p:?}");
         }
+    }
+
+    #[test]
+    fn the_cpu_takes_units_from_the_back_and_the_gpu_from_the_front() {
+        // Units most pairs first; pieces of consecutive units for two streams.
+        let work: Vec<GridWork> = (0..500u64).rev().map(|k| GridWork { pairs: 3 * k + 1, steps: 1 }).collect();
+        let unit_pairs: Vec<u64> = work.iter().map(|w| w.pairs).collect();
+        let total: u128 = unit_pairs.iter().map(|&p| p as u128).sum();
+        for (part, floor) in [(0.0, 1), (0.01, 1), (0.2, 50), (1.0, 1)] {
+            let pieces = cut_grid(unit(total), &work, 64, None, 2, total / 16);
+            let mut queue: VecDeque<Vec<Piece>> = pieces.into_iter().map(|p| vec![p]).collect();
+            let mut taken = vec![0u32; work.len()];
+            let mut claims = 0;
+            // The GPU and the CPU take turns until the queue is empty.
+            loop {
+                if let Some(group) = queue.pop_front() {
+                    let [first, end] = group[0].grid_units.unwrap();
+                    let pairs: u128 = unit_pairs[first as usize..end as usize].iter().map(|&p| p as u128).sum();
+                    assert_eq!(group[0].pairs, pairs, "a piece's pairs follow its units");
+                    (first..end).for_each(|u| taken[u as usize] += 1);
+                }
+                match take_back(&mut queue, &unit_pairs, part, floor) {
+                    Some([first, end]) => {
+                        assert!(first < end, "a claim holds a unit");
+                        (first..end).for_each(|u| taken[u as usize] += 1);
+                        claims += 1;
+                    }
+                    None => assert!(queue.is_empty(), "only an empty queue refuses the CPU"),
+                }
+                if queue.is_empty() {
+                    break;
+                }
+            }
+            assert!(taken.iter().all(|&t| t == 1), "part {part}: every unit once: {taken:?}");
+            assert!(claims > 0);
+        }
+        // Windows of steps share their units: the CPU leaves them to the GPU.
+        let windowed = cut_grid(unit(5030), &[GridWork { pairs: 5000, steps: 25 }], 64, Some(640), 1, 1 << 40);
+        let mut queue: VecDeque<Vec<Piece>> = windowed.into_iter().map(|p| vec![p]).collect();
+        assert_eq!(take_back(&mut queue, &[5000], 0.5, 1), None);
+        assert_eq!(queue.len(), 3);
     }
 }

@@ -243,6 +243,21 @@ impl Column {
         map!(self, v => rows_moved(v, k, to))
     }
 
+    /// Rows of `k` values of `from` written over rows `to[s]` of this column
+    /// (of the same type).
+    pub fn place_rows(&mut self, k: usize, from: &Column, to: &[u32]) {
+        assert_eq!(self.scalar(), from.scalar(), "rows of one type");
+        let w = self.scalar().bytes() as usize * k;
+        let src = from.bytes(0, from.len());
+        // SAFETY: this column's values viewed as bytes; any bytes make a value of its numeric types.
+        let dst = unsafe {
+            std::slice::from_raw_parts_mut(self.as_mut_ptr().cast::<u8>(), self.len() * self.scalar().bytes() as usize)
+        };
+        for (row, &at) in src.chunks_exact(w.max(1)).zip(to) {
+            dst[at as usize * w..(at as usize + 1) * w].copy_from_slice(row);
+        }
+    }
+
     /// Value `i` exactly as stored: the bits of a float, an integer as it is.
     pub fn bits(&self, i: usize) -> u64 {
         match self {

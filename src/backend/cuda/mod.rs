@@ -20,6 +20,8 @@ use indicatif::ProgressBar;
 use serde::Serialize;
 
 use super::KeyCheck;
+use super::cpu::{CpuDriver, CpuError};
+use super::hybrid::{self, CpuSide, Hybrid, Rates, Split};
 use super::nvrtc::{self, NvrtcError};
 use super::pieces::{self, GridWork, Piece, Work};
 use crate::cache::Cache;
@@ -32,7 +34,7 @@ use crate::plan::{Forced, Plan, PlanError, Points, Shape};
 use crate::spec::{Params, Problem, Sets};
 use crate::stage::input::{DeviceBlock, PAD_POINTS};
 use crate::stage::output::download::{self, Staging};
-use crate::stage::output::{self, OutputStage};
+use crate::stage::output::{self, Collect, OutputStage, Partial};
 use crate::stage::visit::{KernelKind, Unit, Walk};
 use crate::stage::{GridArgs, RingArgs, RingShape};
 use kernels::{Compiled, KernelPair, Launcher, dob_drain};
@@ -61,6 +63,8 @@ pub enum GpuError {
     Nvrtc(#[from] NvrtcError),
     #[error(transparent)]
     Index(#[from] IndexError),
+    #[error("the CPU's part of the run: {0}")]
+    Cpu(Box<CpuError>),
     #[error(
         "the grid needs both sets whole on GPU {ordinal}, and its free memory holds blocks of {fits} points of the {points} (pass --index none to stream blocks)"
     )]
@@ -75,6 +79,12 @@ trait Doing<T> {
 impl<T> Doing<T> for Result<T, DriverError> {
     fn doing(self, what: &str) -> Result<T, GpuError> {
         self.map_err(|source| GpuError::Driver { what: what.to_owned(), source })
+    }
+}
+
+impl From<CpuError> for GpuError {
+    fn from(e: CpuError) -> Self {
+        GpuError::Cpu(Box::new(e))
     }
 }
 
@@ -195,6 +205,8 @@ pub struct GpuOptions {
     pub pool_pairs: Option<u64>,
     /// Pairs in the smallest piece of work; `pieces::MIN_PIECE_PAIRS` when None.
     pub piece_pairs: Option<u64>,
+    /// Whether the CPU's cores take part of a grid run (`backend::hybrid`).
+    pub hybrid: Hybrid,
 }
 
 /// Seconds in each stage, summed over streams and GPUs (CUDA events), and wall time.
@@ -235,6 +247,8 @@ pub struct GpuTimings {
     pub pieces: u64,
     /// What each GPU did, in the order of `--gpus`.
     pub per_gpu: Vec<GpuWork>,
+    /// Whether the CPU took part, why, and what it did.
+    pub hybrid: Split,
 }
 
 /// One GPU's part of a run: its share of the pairs and how long it worked.
@@ -338,7 +352,10 @@ pub fn run(
     // made for these inputs, so it counts as compute, not preparation.
     let choice = index;
     let index_start = Instant::now();
-    let (indexing, one_gpu) = choose_index(problem, params, inputs, choice, opts, &devices, block_points_for(total))?;
+    let gpu_threads = ordinals.len() * streams;
+    let rates = Rates::of(&devices, hybrid::cpu_threads(gpu_threads));
+    let (indexing, one_gpu, mut split) =
+        choose_index(problem, params, inputs, choice, opts, &devices, block_points_for(total), &rates)?;
     let (ordinals, devices) = match one_gpu {
         Some(_) => (ordinals[..1].to_vec(), devices[..1].to_vec()),
         None => (ordinals, devices),
@@ -413,7 +430,17 @@ pub fn run(
     // where the inputs fit a GPU whole, its thread uploads them meanwhile.
     let mut block_points = if grid_kernel { n_a.max(n_b).max(1) } else { block_points_for(total) };
     let mut compiled_at = 0.0;
-    let (made, compiled, compiled_brute, mut compile_s) = std::thread::scope(|s| {
+    let (made, compiled, compiled_brute, cpu_driver, mut compile_s) = std::thread::scope(|s| {
+        // The CPU's driver over the host's grid, where the CPU takes part,
+        // built by the host compiler while NVRTC compiles.
+        let cpu_driver = match (&indexing, split.cpu) {
+            (Indexing::Host(_, summary), true) => {
+                let shape =
+                    Shape::new(problem, params, Points { a: n_a as u64, b: inputs.b.as_ref().map(|_| n_b as u64) });
+                Some(s.spawn(move || CpuDriver::compile(problem, params, &shape, summary.index, false, cache)))
+            }
+            _ => None,
+        };
         let making: Vec<_> = ordinals
             .iter()
             .map(|&g| {
@@ -431,7 +458,9 @@ pub fn run(
                         Indexing::Host(..) | Indexing::Device(..) if !whole(fits) => {
                             return Err(GpuError::GridDoesNotFit { ordinal: g, fits, points: n_a.max(n_b) });
                         }
-                        Indexing::Host(grid, _) => Some(Resident::upload_grid(&ctx, grid)?),
+                        Indexing::Host(grid, summary) => {
+                            Some(Resident::upload_grid(&ctx, grid, summary.index == IndexKind::Rings)?)
+                        }
                         // The GPU sorts the inputs it holds.
                         Indexing::Device(..) => Some(Resident::upload(&ctx, inputs)?),
                         // Where the upload fails (the GPU filled up meanwhile), the streams load blocks of their own.
@@ -457,8 +486,21 @@ pub fn run(
         compiled_at = wall.elapsed().as_secs_f64();
         let made: Vec<Result<Made, GpuError>> =
             making.into_iter().map(|h| h.join().expect("context thread panicked")).collect();
-        (made, compiled, compiled_brute, compile_s)
+        let cpu_driver = cpu_driver.map(|h| h.join().expect("CPU driver's build panicked"));
+        (made, compiled, compiled_brute, cpu_driver, compile_s)
     });
+    let cpu_driver = match cpu_driver {
+        Some(Ok(driver)) => {
+            compile_s = compile_s.max(driver.compile_seconds);
+            Some(driver)
+        }
+        Some(Err(e)) if opts.hybrid == Hybrid::On => return Err(e.into()),
+        Some(Err(e)) => {
+            split = Split::gpus_alone(format!("the GPUs alone: the CPU's driver did not build ({e})"));
+            None
+        }
+        None => None,
+    };
     let mut contexts = Vec::new();
     let mut stagings = Vec::new();
     let mut residents = Vec::new();
@@ -487,8 +529,8 @@ pub fn run(
     }
     // The GPU's own grid: sorted where the inputs lie (one GPU), then taken
     // where it skips enough, else every pair with brute force's kernels.
-    let (grid_work, index) = match indexing {
-        Indexing::Brute(summary) => (None, summary),
+    let (grid_work, index) = match &indexing {
+        Indexing::Brute(summary) => (None, summary.clone()),
         Indexing::Host(grid, summary) => {
             let tile = compiled[0].0.as_ref().expect("the grid's kernel").plan.launch.block_size as u64;
             let work = grid
@@ -496,7 +538,7 @@ pub fn run(
                 .iter()
                 .map(|u| GridWork::new(u.pairs, grid.partners(u), u.ranges[1] - u.ranges[0], tile))
                 .collect();
-            (Some((work, grid.pairs)), summary)
+            (Some((work, grid.pairs)), summary.clone())
         }
         Indexing::Device(layout) => {
             let start = Instant::now();
@@ -509,14 +551,14 @@ pub fn run(
             let built = grid::build(
                 &builder,
                 &stream,
-                &layout,
+                layout,
                 (&inputs.a, &raw.a),
                 inputs.b.as_ref().map(|b| (b, raw.b.as_ref().expect("the other set, uploaded"))),
                 plan.shape.visit,
                 (plan.launch.block_size * plan.launch.points_per_thread, plan.launch.block_size),
             )?;
             let all_pairs = Shape::new(problem, params, plan.shape.points).pairs;
-            let summary = index::decide(&layout, built.pairs, all_pairs, choice);
+            let summary = index::decide(layout, built.pairs, all_pairs, choice);
             grid_s = start.elapsed().as_secs_f64();
             index_s += grid_s;
             if summary.index != IndexKind::None {
@@ -578,11 +620,17 @@ pub fn run(
         let tile = plan.launch.block_size as u64;
         let max_partners = launchers.iter().filter_map(|(own, _)| own.as_ref()?.plan.launch.partners_per_launch).min();
         let unit = groups.into_iter().flatten().next().expect("the grid's unit");
-        if index.index == IndexKind::Rings {
+        let rings = index.index == IndexKind::Rings;
+        if rings && cpu_driver.is_none() {
             // One launch searches for every query, and its lists come back once.
             vec![pieces::cut_grid(unit, work, tile, None, 1, u128::MAX)]
         } else {
-            let min_pairs = opts.piece_pairs.map_or(pieces::MIN_PIECE_PAIRS, u128::from);
+            // Where the CPU takes units from the back, the GPUs' pieces shrink
+            // to a 64th of the pairs, so that the two meet within a small piece.
+            let floor = if cpu_driver.is_some() { (unit.pairs / 64).max(1) } else { pieces::MIN_PIECE_PAIRS };
+            let min_pairs = opts.piece_pairs.map_or(floor, u128::from);
+            // A search's launch meets each own point's rings alone: no counters to bound.
+            let max_partners = if rings { None } else { max_partners };
             pieces::cut_grid(unit, work, tile, max_partners, workers, min_pairs).into_iter().map(|p| vec![p]).collect()
         }
     } else if stage.refines_per_query() {
@@ -595,8 +643,13 @@ pub fn run(
         pieces::cut(&work, workers, min_pairs).into_iter().map(|p| vec![p]).collect()
     };
     let piece_count = queue.iter().map(Vec::len).sum::<usize>() as u64;
-    // No more streams than groups to share: an idle stream would only allocate and free its buffers.
-    let streams_used = streams.min(queue.len().div_ceil(contexts.len())).max(1);
+    // No more streams than groups to share: an idle stream would only allocate
+    // and free its buffers. A search of rings keeps every list of a GPU in one
+    // stream's buffer.
+    let streams_used = match index.index {
+        IndexKind::Rings => 1,
+        _ => streams.min(queue.len().div_ceil(contexts.len())).max(1),
+    };
     let job = Job {
         inputs,
         a_blocks,
@@ -611,7 +664,26 @@ pub fn run(
     };
 
     // One host thread per GPU, which runs one per stream.
-    let results: Vec<Result<GpuResult, GpuError>> = std::thread::scope(|s| {
+    // The CPU's threads, where it takes part, walk the host's grid; its first
+    // claim is made before any stream starts, so that a forced split shows.
+    let host_grid = match &indexing {
+        Indexing::Host(grid, _) => Some(grid),
+        _ => None,
+    };
+    let cpu_side = cpu_driver
+        .as_ref()
+        .zip(host_grid)
+        .map(|(d, g)| CpuSide::new(d.walker(inputs, Some(g)), g, &split, progress, job.start));
+    let first_claim = cpu_side.as_ref().and_then(|c| c.claim(&job.queue));
+    let (results, cpu_results) = std::thread::scope(|s| {
+        let cpu_handles: Vec<_> = cpu_side
+            .iter()
+            .flat_map(|side| {
+                let job = &job;
+                (0..side.threads)
+                    .map(move |t| s.spawn(move || hybrid::cpu_worker(side, &job.queue, first_claim.filter(|_| t == 0))))
+            })
+            .collect();
         let handles: Vec<_> = contexts
             .iter()
             .zip(&launchers)
@@ -630,7 +702,11 @@ pub fn run(
                 s.spawn(move || gpu_worker(job, gpu, stage, streams_used))
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("GPU worker panicked")).collect()
+        let results: Vec<Result<GpuResult, GpuError>> =
+            handles.into_iter().map(|h| h.join().expect("GPU worker panicked")).collect();
+        let cpu_results: Vec<hybrid::CpuResult> =
+            cpu_handles.into_iter().map(|h| h.join().expect("CPU worker panicked")).collect();
+        (results, cpu_results)
     });
     let compute_end = job.start.elapsed().as_secs_f64();
     let mut timings = GpuTimings {
@@ -664,13 +740,36 @@ pub fn run(
             idle_s: (compute_end - busy_s).max(0.0),
         });
     }
-    let all_pairs: u128 = timings.per_gpu.iter().map(|g| g.pairs).sum();
+    // What the CPU did, and its lists (its totals and pairs merge with the GPUs').
+    let mut cpu_rows = Vec::new();
+    let mut cpu_intervals = Vec::new();
+    for r in cpu_results {
+        parts.extend(r.parts);
+        cpu_rows.extend(r.rows);
+        split.cpu_units += r.units;
+        split.cpu_pairs += r.pairs;
+        cpu_intervals.extend(r.intervals);
+    }
+    split.cpu_busy_s = busy(cpu_intervals);
+    let all_pairs: u128 = timings.per_gpu.iter().map(|g| g.pairs).sum::<u128>() + split.cpu_pairs;
     for g in &mut timings.per_gpu {
         g.share = g.pairs as f64 / all_pairs.max(1) as f64;
     }
+    split.cpu_share = split.cpu_pairs as f64 / all_pairs.max(1) as f64;
     let combine = Instant::now();
-    // A search of rings wrote each list to its query's input row itself.
-    let outcome = output::merge(stage.collect(), problem.function.returns, n_a, parts);
+    // A search of rings wrote each list to its query's input row itself; the
+    // CPU's lists go over the rows it took.
+    let outcome = match stage.collect() {
+        Collect::Knn { k } if cpu_side.is_some() => {
+            let gpu = parts.into_iter().find_map(|p| match p {
+                Partial::Knn(mut rows) => rows.pop().map(|(_, values, ids)| (values, ids)),
+                _ => None,
+            });
+            hybrid::lists_with_cpu_rows(k as usize, problem.function.returns, n_a, gpu, cpu_rows)
+        }
+        collect => output::merge(collect, problem.function.returns, n_a, parts),
+    };
+    timings.hybrid = split;
     timings.combine_s += combine.elapsed().as_secs_f64();
     timings.wall_s = wall.elapsed().as_secs_f64();
     Ok(GpuRun { outcome, devices, plans, timings, notes, block_points, index })
@@ -693,10 +792,12 @@ enum Indexing {
 /// sort costs, while one GPU sorts its own grid in milliseconds.
 const SEVERAL_GPUS_GRID_PAIRS: u128 = 1 << 36;
 
-/// How the run finds its pairs, and why only the first of several GPUs runs
-/// (where it does). A unit is at most one block's own points
-/// (B x R of the kernel's plan) over a row of cells; the grid's
-/// kernel reads both sets whole, so blocks of `fits` points must hold them.
+/// How the run finds its pairs, why only the first of several GPUs runs
+/// (where it does), and whether the CPU's threads (at `rates`) take part. A
+/// unit is at most one block's own points (B x R of the kernel's plan) over
+/// a row of cells; the grid's kernel reads both sets whole, so blocks of
+/// `fits` points must hold them.
+#[allow(clippy::too_many_arguments, reason = "the run's inputs and options, each once")]
 fn choose_index(
     problem: &Problem,
     params: &Params,
@@ -705,12 +806,15 @@ fn choose_index(
     opts: &GpuOptions,
     devices: &[Device],
     fits: usize,
-) -> Result<(Indexing, Option<String>), GpuError> {
+    rates: &Rates,
+) -> Result<(Indexing, Option<String>, Split), GpuError> {
+    const NO_GRID: &str = "the GPUs alone: the CPU takes part in grid runs only (brute force's pieces are \
+                           ranges of a kernel's steps, which the CPU's driver does not walk)";
     let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
     let shape = Shape::new(problem, params, points);
     let layout = match index::layout(problem, params, inputs, shape.pairs, choice)? {
         Ok(layout) => layout,
-        Err(brute) => return Ok((Indexing::Brute(brute), None)),
+        Err(brute) => return Ok((Indexing::Brute(brute), None, Split::gpus_alone(NO_GRID))),
     };
     let most = inputs.a.len().max(inputs.other().len());
     if fits < most {
@@ -719,43 +823,58 @@ fn choose_index(
         );
         return match choice {
             IndexChoice::Grid => Err(IndexError::Unusable(why).into()),
-            _ => Ok((Indexing::Brute(Summary::brute(why, shape.pairs)), None)),
+            _ => Ok((Indexing::Brute(Summary::brute(why, shape.pairs)), None, Split::gpus_alone(NO_GRID))),
         };
     }
-    if devices.len() == 1 {
-        // Its units follow the compiled kernel's blocks.
-        return Ok((Indexing::Device(layout), None));
-    }
-    if layout.kind == IndexKind::Rings {
-        let why = format!(
-            "the first GPU alone: a KNN search of rings runs on the GPU that sorts its grid, not on {}",
-            devices.len()
-        );
-        return Ok((Indexing::Device(layout), Some(why)));
-    }
+    let several = devices.len() > 1;
+    let rings = layout.kind == IndexKind::Rings;
     // Several GPUs need one grid, sorted on the host: worth it only where the
-    // pairs keep them busy for longer than that sort takes.
+    // pairs keep them busy for longer than that sort takes. A search of rings
+    // runs on the GPU that holds its grid's cells.
     // Forced pieces (--piece-pairs) are shared from two of them.
     let least = opts.piece_pairs.map_or(SEVERAL_GPUS_GRID_PAIRS, |p| 2 * u128::from(p));
-    let estimate = layout.estimated_pairs(inputs, shape.visit);
-    if estimate < least {
-        let why = format!(
-            "the first GPU alone: the grid's ~{estimate} pairs (estimated from a sample) are fewer than \
-             {least}, too few to be worth sorting on the host for {} GPUs",
+    let estimate = (several && !rings).then(|| layout.estimated_pairs(inputs, shape.visit));
+    let host_for_gpus = estimate.is_some_and(|e| e >= least);
+    // The CPU's part: a sample of the grid's pairs only where every pair
+    // could make it pay.
+    let split = match (opts.hybrid, estimate) {
+        (Hybrid::Auto, None) if !hybrid::could_pay(rates, shape.pairs, most, host_for_gpus) => {
+            hybrid::decide(Hybrid::Auto, rates, shape.pairs, "every pair, at most", most, host_for_gpus)
+        }
+        (Hybrid::Auto, _) => {
+            let e = estimate.unwrap_or_else(|| layout.estimated_pairs(inputs, shape.visit));
+            hybrid::decide(Hybrid::Auto, rates, e, "estimated from a sample", most, host_for_gpus)
+        }
+        (forced, Some(e)) => hybrid::decide(forced, rates, e, "estimated from a sample", most, host_for_gpus),
+        (forced, None) => hybrid::decide(forced, rates, shape.pairs, "every pair, at most", most, host_for_gpus),
+    };
+    let first_alone = |why: String| format!("the first GPU alone: {why}");
+    let one_gpu = match estimate {
+        _ if !several => None,
+        _ if rings => Some(first_alone(format!(
+            "a KNN search of rings runs on the GPU that holds its grid's cells, not on {}",
             devices.len()
-        );
-        return Ok((Indexing::Device(layout), Some(why)));
+        ))),
+        // The CPU's grid is sorted on the host: every GPU may share it.
+        Some(e) if e < least && !split.cpu => Some(first_alone(format!(
+            "the grid's ~{e} pairs (estimated from a sample) are fewer than {least}, too few to be worth \
+             sorting on the host for {} GPUs",
+            devices.len()
+        ))),
+        _ => None,
+    };
+    if !split.cpu && !host_for_gpus {
+        // One GPU sorts its own grid (its units follow the compiled kernel's blocks).
+        return Ok((Indexing::Device(layout), one_gpu, split));
     }
+    // The host sorts the grid: the GPUs share it, or the CPU walks it beside them.
     let plan = Plan::new(problem, params, &devices[0], points, opts.forced)?;
     let runs = Runs { points: plan.launch.block_size * plan.launch.points_per_thread, whole_rows: true };
     let (grid, summary) = index::choose(problem, params, inputs, shape.visit, shape.pairs, choice, runs)?;
-    Ok((
-        match grid {
-            Some(grid) => Indexing::Host(grid, summary),
-            None => Indexing::Brute(summary),
-        },
-        None,
-    ))
+    Ok(match grid {
+        Some(grid) => (Indexing::Host(grid, summary), one_gpu, split),
+        None => (Indexing::Brute(summary), None, Split::gpus_alone(NO_GRID)),
+    })
 }
 
 /// Every unit with the walk of its kernel (every GPU's kernels walk alike:
@@ -946,8 +1065,9 @@ impl Resident {
     }
 
     /// Uploads both sets in `grid`'s cell order, padded by a tile past the
-    /// end (a unit's tiles start anywhere), with the grid itself.
-    fn upload_grid(ctx: &Arc<CudaContext>, grid: &Grid) -> Result<Resident, GpuError> {
+    /// end (a unit's tiles start anywhere), with the grid itself (and its
+    /// cells, for a search of `rings`).
+    fn upload_grid(ctx: &Arc<CudaContext>, grid: &Grid, rings: bool) -> Result<Resident, GpuError> {
         let start = Instant::now();
         let upload = "uploading the grid";
         let (a, b, stream) = upload_sets(ctx, (&grid.a.set, grid.b.as_ref().map(|s| &s.set)), PAD_POINTS, upload)?;
@@ -957,7 +1077,14 @@ impl Resident {
             upload_words(&stream, &grid.a.perm).doing(upload)?,
             grid.b.as_ref().map(|s| upload_words(&stream, &s.perm)).transpose().doing(upload)?,
         );
-        let dev_grid = DeviceGrid::upload(&stream, &units, |k| grid.units[k].pairs, ranges, perms).doing(upload)?;
+        let mut dev_grid = DeviceGrid::upload(&stream, &units, |k| grid.units[k].pairs, ranges, perms).doing(upload)?;
+        if rings {
+            dev_grid.rings = Some(DeviceRings {
+                cell_start: upload_words(&stream, &grid.other().cell_start).doing(upload)?,
+                cell_a: upload_words(&stream, &grid.a.cell).doing(upload)?,
+                shape: index::ring_shape(&grid.axes),
+            });
+        }
         stream.synchronize().doing(upload)?;
         Ok(Resident { a, b, upload_s: start.elapsed().as_secs_f64(), grid: Some(dev_grid) })
     }

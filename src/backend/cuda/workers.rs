@@ -203,6 +203,10 @@ pub(super) fn stream_worker(
     let mut selectivity: Option<f64> = None;
     timings.setup_s = setup.elapsed().as_secs_f64();
 
+    // A search of rings writes each query's whole list in one launch, to its
+    // input row: every launch starts fresh, and the lists come back once,
+    // after the stream's last piece (the CPU may have taken other queries).
+    let searches_rings = resident.is_some_and(|r| r.grid.as_ref().is_some_and(|g| g.rings.is_some()));
     loop {
         let Some(group) = job.queue.lock().expect("queue lock").pop_front() else { break };
         let (q_start, q_end) = job.a_blocks[group[0].unit.a_block];
@@ -313,7 +317,9 @@ pub(super) fn stream_worker(
                     let output = DeviceOutput::TopK(lists);
                     let args = KernelArgs { a: a_dev, b: b_block, counts, offsets, steps, output, grid: cells };
                     launcher.launch(&stream, grid, &args)?;
-                    lists.launched();
+                    if !searches_rings {
+                        lists.launched();
+                    }
                     timings.launches += 1;
                 }
             }
@@ -328,12 +334,23 @@ pub(super) fn stream_worker(
             pairs_done += piece.pairs;
             job.progress.inc(piece.pairs.min(u64::MAX as u128) as u64);
         }
-        if let StreamOutput::TopK(lists, rows) = &mut out {
+        if let StreamOutput::TopK(lists, rows) = &mut out
+            && !searches_rings
+        {
             let t = Instant::now();
             let (values, ids) = lists.download(&stream, q_end - q_start, staging).doing("downloading the lists")?;
             timings.download_s += t.elapsed().as_secs_f64();
             rows.push((q_start, values, ids));
         }
+    }
+    if let StreamOutput::TopK(lists, rows) = &mut out
+        && searches_rings
+        && !intervals.is_empty()
+    {
+        let t = Instant::now();
+        let (values, ids) = lists.download(&stream, inputs.a.len(), staging).doing("downloading the lists")?;
+        timings.download_s += t.elapsed().as_secs_f64();
+        rows.push((0, values, ids));
     }
     let part = match out {
         StreamOutput::Totals(_) => None,
