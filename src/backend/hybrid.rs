@@ -45,7 +45,7 @@ const GPU_LANE_CYCLES_PER_PAIR: f64 = 63.0;
 
 /// Pairs one CPU thread visits a second in a GPU's grid (units of whole
 /// rows of cells).
-const CPU_PAIRS_PER_THREAD_S: f64 = 3e7;
+const CPU_PAIRS_PER_THREAD_S: f64 = 5e7;
 
 /// Points a second the host sorts into a grid, per thread: 10M points in
 /// about 0.25 s on the H200 host's 16 cores.
