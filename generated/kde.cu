@@ -11,9 +11,9 @@
 //   output class  TypeI           output 8 B fits in registers (alpha = 16 B)
 //   test          values          the spec declares no key map: each pair's value is tested
 //   output        register        Type-I: accumulate in registers, reduce once per block
-//   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
-//   block_size    256             on Hopper 256 threads a block ran best or within 4% of it among 256, 512 and 1024 (H200 sweep, SDH, RDF, 2PCF)
-//   points/thread 2               two own points per thread (~40 registers): each tile point read serves two pairs; R = 2 ran best on the H200 (R = 4, 8: fewer resident warps)
+//   input_cache   register_shm    register_shm: measured on an H200 (docs/bench/h200-issue10-sweep.md)
+//   block_size    256             256 threads a block: measured on an H200 (docs/bench/h200-issue10-sweep.md)
+//   points/thread 2               2 own points per thread (~40 registers): measured on an H200 (docs/bench/h200-issue10-sweep.md)
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
 //   resources                     grid 1954 blocks; 3072 B shared per block (3072 B tile + 0 B output + 0 B key edges); ~40 registers per thread (estimate)
 //   occupancy                     6 blocks = 1536 threads per multiprocessor (limited by Registers); R = 3 rounds

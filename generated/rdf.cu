@@ -10,11 +10,11 @@
 //   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
 //   output class  TypeII          output 4000 B: above alpha = 16 B, within beta = 232448 B of shared memory per block
 //   test          keys            min_image_distance(a, b) is root(squared_min_image_distance(a, b)): each pair's bucket comes from approx_root(key) scaled by 1 -/+ 2^-20, which brackets the value; root only where the bracket spans a bucket edge
-//   output        aop             16 copies per block by lane id (AOP): on the H200, 16 and 32 lane copies ran 1.5x faster than the copy model's choice (bank conflicts, which the model does not see)
-//   input_cache   register_shm    Type-II on Hopper: tiles in shared memory beside the output copies (228 KiB a multiprocessor hold both); 1.5x faster than the read-only cache on the H200 (SDH, RDF)
-//   block_size    256             on Hopper 256 threads a block ran best or within 4% of it among 256, 512 and 1024 (H200 sweep, SDH, RDF, 2PCF)
-//   points/thread 2               two own points per thread (~40 registers): each tile point read serves two pairs; R = 2 ran best on the H200 (R = 4, 8: fewer resident warps)
-//   copies        16              lane copies measured on Hopper (the copy model below is shown for comparison)
+//   output        aop             16 copies by lane id (AOP) per block (the copy model's choice is shown below): measured on an H200 (docs/bench/h200-issue10-sweep.md)
+//   input_cache   register_shm    register_shm: measured on an H200 (docs/bench/h200-issue10-sweep.md)
+//   block_size    256             256 threads a block: measured on an H200 (docs/bench/h200-issue10-sweep.md)
+//   points/thread 2               2 own points per thread (~40 registers): measured on an H200 (docs/bench/h200-issue10-sweep.md)
+//   copies        16              measured on this kind of GPU (the copy model below is shown for comparison)
 //   counter       unsigned        32-bit counters, native shared atomics: a copy counts at most 512 own points x 1000000 partners = 512000000 < 2^32 pairs
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
 //   resources                     grid 1954 blocks; 35136 B shared per block (3072 B tile + 32064 B output + 0 B key edges); ~40 registers per thread (estimate)

@@ -12,7 +12,7 @@ use crate::backend::nvrtc;
 use crate::cache::Cache;
 use crate::codegen;
 use crate::data::{self, InputOptions, Inputs, Outside, PointSet, read_frames, read_input};
-use crate::device::{Device, PROFILE_NAMES};
+use crate::device::{Device, PROFILE_NAMES, TunedProfile};
 use crate::index::{IndexChoice, IndexKind};
 use crate::plan::{Forced, Plan, Points};
 use crate::plot;
@@ -23,6 +23,7 @@ use crate::spec::{Component, Element, Output, ParamKind, Params, Problem, Sets, 
 use crate::stage::contribution::{self, Test};
 use crate::stage::input::InputCache;
 use crate::stage::output::OutputChoice;
+use crate::tune;
 use crate::write::{Destination, Format, Target as ResultTarget, WriteError};
 use crate::xi::{self, Estimator};
 
@@ -65,6 +66,9 @@ enum Command {
     },
     /// Compute a problem on data: exact results on the GPU or the CPU.
     Run(RunArgs),
+    /// Time every kernel shape of the totals kernels on this GPU and store the
+    /// fastest in its tuned profile, which later plans on it read.
+    Tune(TuneArgs),
     /// The two-point correlation function xi(r) of a catalogue against randoms:
     /// DD, RR (and DR) pair counts in distance buckets, and an estimator.
     Xi(XiArgs),
@@ -216,6 +220,38 @@ fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+#[derive(Args)]
+struct TuneArgs {
+    /// A built-in problem name or the path of a spec: tune for it alone
+    /// (its shapes stored apart). Without it: SDH (50 to 1000 buckets), RDF
+    /// (open and periodic box) and 2PCF, the shapes every problem then gets.
+    problem: Option<String>,
+    /// Points per set of each case, uniform in [0, 1).
+    #[arg(long, value_delimiter = ',', default_value = "262144,1048576")]
+    points: Vec<usize>,
+    /// Override a parameter of PROBLEM's spec.
+    #[arg(long = "param", value_name = "NAME=VALUE", requires = "problem")]
+    params: Vec<String>,
+    /// Values per point, for a problem that takes its dimension from the input.
+    #[arg(long)]
+    dims: Option<u32>,
+    /// The GPU to tune (its profile serves every GPU of that name).
+    #[arg(long, default_value_t = 0)]
+    gpu: usize,
+    /// Runs of a shape that may be the best (the least time is kept).
+    #[arg(long, default_value_t = 2)]
+    reps: usize,
+    /// Seed of the points (set B uses seed + 1).
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Print the sweep, store nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// No line per shape timed.
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 #[derive(Args)]
@@ -734,6 +770,93 @@ fn select_device(name: &str) -> anyhow::Result<Device> {
     })
 }
 
+/// The cases `twobs tune` times without a problem: histograms of several
+/// bucket counts, open and periodic, and a count.
+const TUNE_CASES: [(&str, usize, &[&str]); 7] = [
+    ("sdh", 1, &["bins=50"]),
+    ("sdh", 1, &["bins=200"]),
+    ("sdh", 1, &["bins=500"]),
+    ("sdh", 1, &["bins=1000"]),
+    ("rdf", 2, &["box=0", "r_max=0.5"]),
+    ("rdf", 2, &["box=1", "r_max=0.5"]),
+    ("2pcf", 1, &["r=0.1"]),
+];
+
+fn tune_command(args: TuneArgs) -> anyhow::Result<()> {
+    let dev = cuda::live_device(args.gpu).context("twobs tune times kernels on a GPU")?;
+    let specs: Vec<(Problem, Vec<String>)> = match &args.problem {
+        Some(name) => {
+            let problem = load(name, false)?;
+            let sets = if problem.input.sets == Sets::Two { 2 } else { 1 };
+            vec![(problem.with_sets(sets)?, args.params.clone())]
+        }
+        None => TUNE_CASES
+            .iter()
+            .map(|&(name, sets, params)| {
+                let problem = problems::built_in(name).expect("built-in").with_sets(sets)?;
+                Ok((problem, params.iter().map(|p| p.to_string()).collect()))
+            })
+            .collect::<anyhow::Result<_>>()?,
+    };
+    let mut cases = Vec::new();
+    for (problem, overrides) in &specs {
+        let params = bind(problem, overrides)?;
+        let problem = match (args.dims, &problem.input.element) {
+            (Some(dims), Element::Vector { .. }) => problem.with_dims(dims)?,
+            _ => problem.clone(),
+        };
+        for &n in &args.points {
+            let components = problem.input.element.components();
+            let set = |seed| {
+                let opts = InputOptions { dims: args.dims, drop_nonfinite: false, seed };
+                data::read_input(&format!("uniform:{n}"), &components, &opts)
+            };
+            let inputs = Inputs {
+                a: set(args.seed)?,
+                b: if problem.input.sets == Sets::Two { Some(set(args.seed + 1)?) } else { None },
+            };
+            let given = if overrides.is_empty() { String::new() } else { format!(" {}", overrides.join(" ")) };
+            let label = format!("{}{given}, {n} points", problem.name);
+            cases.push(tune::Case { label, problem: problem.clone(), params: params.clone(), inputs });
+        }
+    }
+    let quiet = args.quiet;
+    let mut opts = tune::TuneOptions {
+        reps: args.reps,
+        run: Box::new(tune::on_gpu(args.gpu, Cache::user())),
+        progress: Box::new(move |line| {
+            if !quiet {
+                eprintln!("{line}");
+            }
+        }),
+    };
+    let sweep = tune::sweep(&dev, &cases, &mut opts)?;
+    print!("{}", sweep.table());
+    let t = &sweep.tuning;
+    println!(
+        "\nfitted on {}: totals in shared copies {}, totals in registers {}; the planner's pick within 5% of the best shape on {} of {} cases",
+        dev.name,
+        t.shared,
+        t.registers,
+        sweep.served(),
+        sweep.cases.len()
+    );
+    if args.dry_run {
+        println!("--dry-run: nothing stored");
+        return Ok(());
+    }
+    let path = TunedProfile::path_in(&TunedProfile::folder(), &dev.name);
+    let problem = args.problem.as_ref().map(|_| cases[0].problem.name.as_str());
+    tune::store(&sweep, &dev, problem, &path)?;
+    println!(
+        "stored in {} (plans on a GPU named {} read it{})",
+        path.display(),
+        dev.name,
+        problem.map_or(String::new(), |p| format!(" for {p}"))
+    );
+    Ok(())
+}
+
 fn list() {
     for name in problems::BUILT_IN {
         let p = problems::built_in(name).expect("built-in");
@@ -746,6 +869,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::List => list(),
         Command::Run(args) => run_command(args)?,
+        Command::Tune(args) => tune_command(args)?,
         Command::Xi(args) => xi_command(args)?,
         Command::Plan { target, json } => {
             let p = target.plan()?;

@@ -1,7 +1,9 @@
 //! What the planner needs to know about a GPU: resource limits, peak rates,
 //! and the constants of the output-collision model.
 
-use serde::Serialize;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
 
 /// The birthday-collision latency model's constants (paper eq. 2-5).
 /// Only their ratio affects the choice of copy count; C_L is the unit.
@@ -42,6 +44,72 @@ pub struct Device {
     pub fp32_lanes_per_sm: u32,
     pub memory_bandwidth_gbs: f64,
     pub model: ModelConstants,
+    /// The kernel shapes measured fastest on this kind of GPU, where measured;
+    /// elsewhere the paper's rules decide.
+    pub tuning: Option<Tuning>,
+    /// Shapes measured for one problem (by name) by `twobs tune PROBLEM`.
+    pub tuned_problems: BTreeMap<String, Tuning>,
+}
+
+/// Where the other points of each pair are cached (the input stage's rules
+/// are in `stage::input`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputCache {
+    /// Own point in registers, the other block's tile in shared memory.
+    RegisterShm,
+    /// Own point in registers, the tile read through the read-only cache.
+    RegisterRoc,
+    /// Tiles passed around a warp with __shfl_sync; no shared memory.
+    Shuffle,
+    /// No staging: every thread reads the other points from global memory (Algorithm 1).
+    Naive,
+}
+
+/// The shapes of the kernels that sum pairs into totals, measured on a GPU:
+/// what the planner picks there instead of the paper's rules.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tuning {
+    /// Totals in shared copies (histograms): threads a block, own points a
+    /// thread, lane copies (1: one copy a block), where the other points wait.
+    pub shared: KernelShape,
+    /// Totals in registers (counts, sums).
+    pub registers: KernelShape,
+    /// Where the numbers come from.
+    pub source: String,
+}
+
+/// One kernel shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct KernelShape {
+    pub block_size: u32,
+    pub points_per_thread: u32,
+    /// Shared output copies (ignored for totals in registers).
+    pub copies: u32,
+    pub input_cache: InputCache,
+}
+
+impl std::fmt::Display for KernelShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-b{}-r{}-c{}", self.input_cache.name(), self.block_size, self.points_per_thread, self.copies)
+    }
+}
+
+/// Measured on the H200 (`scripts/sweep-variants.py`,
+/// docs/bench/h200-issue10-sweep.md): B = 256 ran best or within 4% among
+/// 256, 512 and 1024; R = 2 beat R = 1 by 18% (2PCF) and R = 4 and 8 by
+/// 2-40%; 16 and 32 lane copies ran within 5% of each other and 1.5x faster
+/// than the copy model's 2 at B = 64 (the model sees collisions, not bank
+/// conflicts); tiles in shared memory beside the copies 1.5x faster than the
+/// read-only cache.
+fn hopper_sweep() -> Tuning {
+    let shape =
+        |copies| KernelShape { block_size: 256, points_per_thread: 2, copies, input_cache: InputCache::RegisterShm };
+    Tuning {
+        shared: shape(16),
+        registers: shape(1),
+        source: "measured on an H200 (docs/bench/h200-issue10-sweep.md)".into(),
+    }
 }
 
 /// Fitted to the paper's Table 5 (theoretical column): with C_L = 1 the copy
@@ -59,6 +127,98 @@ const HOPPER_FIT: ModelConstants =
 /// No measurement yet on this architecture: the Pascal fit stands in.
 const UNMEASURED: ModelConstants =
     ModelConstants { c_l: 1.0, c_lp: 0.6, source: "not yet measured on this GPU; the Titan XP fit stands in" };
+
+/// A GPU's shapes as `twobs tune` measured them, on disk: one JSON file per
+/// GPU name, read by every later run and plan on a GPU of that name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TunedProfile {
+    /// The GPU's name, as the driver gives it.
+    pub device: String,
+    pub compute_capability: (u32, u32),
+    /// The shapes fitted to every problem tuned together (`twobs tune`).
+    pub tuning: Option<Tuning>,
+    /// Shapes fitted to one problem (`twobs tune PROBLEM`), by the problem's name.
+    pub problems: BTreeMap<String, Tuning>,
+    /// Each sweep's table as measured ("" for every problem together).
+    pub sweeps: BTreeMap<String, serde_json::Value>,
+}
+
+/// A tuned profile that cannot be read or written.
+#[derive(Debug, thiserror::Error)]
+#[error("the tuned profile {}: {why}", path.display())]
+pub struct ProfileError {
+    pub path: std::path::PathBuf,
+    pub why: String,
+}
+
+impl TunedProfile {
+    /// The folder of tuned profiles: $TWOBS_PROFILES, else
+    /// $XDG_CONFIG_HOME/twobs/profiles, else ~/.config/twobs/profiles.
+    pub fn folder() -> std::path::PathBuf {
+        use std::path::PathBuf;
+        if let Some(dir) = std::env::var_os("TWOBS_PROFILES") {
+            PathBuf::from(dir)
+        } else if let Some(dir) = std::env::var_os("XDG_CONFIG_HOME") {
+            PathBuf::from(dir).join("twobs").join("profiles")
+        } else if let Some(home) = std::env::var_os("HOME") {
+            PathBuf::from(home).join(".config").join("twobs").join("profiles")
+        } else {
+            std::env::temp_dir().join("twobs-profiles")
+        }
+    }
+
+    /// Where the profile of GPU `name` lives in `folder`: its name in lower
+    /// case, every other character a dash (`NVIDIA H200` -> `nvidia-h200.json`).
+    pub fn path_in(folder: &std::path::Path, name: &str) -> std::path::PathBuf {
+        let slug: String =
+            name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+        folder.join(format!("{}.json", slug.trim_matches('-')))
+    }
+
+    /// The profile at `path`, or None where there is none.
+    pub fn read(path: &std::path::Path) -> Result<Option<TunedProfile>, ProfileError> {
+        let fail = |why: String| ProfileError { path: path.to_owned(), why };
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(fail(e.to_string())),
+        };
+        serde_json::from_str(&text).map(Some).map_err(|e| {
+            fail(format!("{e}; it was not written by `twobs tune` (run it again to replace it, or remove the file)"))
+        })
+    }
+
+    /// Writes the profile to `path` (through a file beside it, renamed into
+    /// place), never over a file that is not a tuned profile.
+    pub fn write(&self, path: &std::path::Path) -> Result<(), ProfileError> {
+        let fail = |why: String| ProfileError { path: path.to_owned(), why };
+        if path.exists() {
+            TunedProfile::read(path).map_err(|e| fail(format!("not replaced: {}", e.why)))?;
+        }
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| fail(format!("making its folder: {e}")))?;
+        }
+        let text = serde_json::to_string_pretty(self).expect("a profile serializes");
+        let partial = path.with_extension("json.partial");
+        std::fs::write(&partial, text + "\n").map_err(|e| fail(e.to_string()))?;
+        std::fs::rename(&partial, path).map_err(|e| fail(e.to_string()))
+    }
+
+    /// The live device `dev` with this profile's shapes.
+    pub fn apply(self, dev: Device) -> Result<Device, ProfileError> {
+        if self.compute_capability != dev.compute_capability {
+            let (a, b) = (self.compute_capability, dev.compute_capability);
+            return Err(ProfileError {
+                path: TunedProfile::path_in(&TunedProfile::folder(), &dev.name),
+                why: format!(
+                    "measured on sm_{}{}, but this {} is sm_{}{}; run `twobs tune` again",
+                    a.0, a.1, dev.name, b.0, b.1
+                ),
+            });
+        }
+        Ok(Device { tuning: self.tuning.or(dev.tuning), tuned_problems: self.problems, ..dev })
+    }
+}
 
 pub const PROFILE_NAMES: [&str; 4] = ["titanxp", "a100", "h100", "h200"];
 
@@ -87,6 +247,8 @@ impl Device {
                 fp32_lanes_per_sm: 128,
                 memory_bandwidth_gbs: 547.6,
                 model: PASCAL_FIT,
+                tuning: None,
+                tuned_problems: BTreeMap::new(),
             },
             // A100 SXM4 80 GB (sm_80): 108 SMs, 192 KiB L1/shared per SM, up to 164 KiB shared.
             "a100" => Device {
@@ -108,6 +270,8 @@ impl Device {
                 fp32_lanes_per_sm: 64,
                 memory_bandwidth_gbs: 2039.0,
                 model: UNMEASURED,
+                tuning: None,
+                tuned_problems: BTreeMap::new(),
             },
             // H100 SXM5 80 GB (sm_90): 132 SMs, 256 KiB L1/shared per SM, up to 228 KiB shared.
             "h100" => Device {
@@ -129,6 +293,8 @@ impl Device {
                 fp32_lanes_per_sm: 128,
                 memory_bandwidth_gbs: 3350.0,
                 model: HOPPER_FIT,
+                tuning: Some(hopper_sweep()),
+                tuned_problems: BTreeMap::new(),
             },
             // H200 SXM 141 GB: the H100's chip with faster, larger memory.
             "h200" => Device { name: "h200".into(), memory_bandwidth_gbs: 4800.0, ..Device::profile("h100")? },
@@ -145,6 +311,11 @@ impl Device {
     /// Peak FP32 instruction issue rate (one FMA counts once), in instructions per second.
     pub fn fp32_issue_rate(&self) -> f64 {
         self.multiprocessors as f64 * self.fp32_lanes_per_sm as f64 * self.boost_clock_mhz as f64 * 1e6
+    }
+
+    /// The shapes measured for `problem` on this GPU, else for every problem.
+    pub fn tuning_for(&self, problem: &str) -> Option<&Tuning> {
+        self.tuned_problems.get(problem).or(self.tuning.as_ref())
     }
 
     /// The profile whose model constants best describe a live device of this compute capability.

@@ -26,6 +26,7 @@ pub mod report;
 pub mod run;
 pub mod spec;
 pub mod stage;
+pub mod tune;
 pub mod verify;
 pub mod write;
 pub mod xi;

@@ -9,7 +9,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::device::Device;
+use crate::device::{Device, KernelShape, Tuning};
 use crate::index::IndexKind;
 use crate::model::{self, BlockNeeds, Occupancy};
 use crate::spec::{Params, Problem, Sets};
@@ -194,25 +194,10 @@ fn largest_power_of_two_at_most(x: u64) -> u32 {
     if x <= 1 { 1 } else { 1u32 << (63 - x.leading_zeros()).min(10) }
 }
 
-/// Where the Hopper rules below hold: measured on the H200 (sm_90), with the
-/// kernels that read R own points a thread against shared tiles and test
-/// pairs on keys (`scripts/sweep-variants.py`, docs/bench/h200-issue10-sweep.md).
-fn measured_hopper(dev: &Device) -> bool {
-    dev.compute_capability.0 >= 9
-}
-
-/// Blocks of totals on Hopper: 256 threads. On the H200 B = 256 was the best
-/// or within 4% of it for SDH (50, 500 buckets), RDF and 2PCF among B = 256,
-/// 512, 1024, against the paper's smallest block that fills an SM (64).
-const HOPPER_TOTALS_BLOCK: u32 = 256;
-
 /// The stage's preferred block size, capped so that every multiprocessor gets a block.
-fn block_size(choice: OutputChoice, query_points: u64, dev: &Device) -> (u32, String) {
-    let (preferred, why) = match choice {
-        OutputChoice::Op | OutputChoice::Aop | OutputChoice::Register if measured_hopper(dev) => (
-            HOPPER_TOTALS_BLOCK,
-            "on Hopper 256 threads a block ran best or within 4% of it among 256, 512 and 1024 (H200 sweep, SDH, RDF, 2PCF)".into(),
-        ),
+fn block_size(choice: OutputChoice, query_points: u64, dev: &Device, tuned: Option<&Tuning>) -> (u32, String) {
+    let (preferred, why) = match (tuned_shape(choice, tuned), tuned) {
+        (Some(shape), Some(t)) => (shape.block_size, format!("{} threads a block: {}", shape.block_size, t.source)),
         _ => choice.block_size(dev),
     };
     let cap = largest_power_of_two_at_most(query_points.div_ceil(dev.multiprocessors as u64)).max(32);
@@ -241,20 +226,36 @@ fn registers_estimate(problem: &Problem, output: OutputStage, points_per_thread:
 /// Own points per thread that may be chosen.
 pub const POINTS_PER_THREAD: [u32; 4] = [1, 2, 4, 8];
 
-/// The planning rule for R, the own points per thread. Totals on Hopper: two,
-/// so that each tile point read serves two pairs; on the H200 R = 2 beat
-/// R = 1 by 18% (2PCF) and R = 4 and 8 by 2-40% (more registers, fewer
-/// warps). Elsewhere one: the pair outputs (pages, top-K lists) keep state per
-/// own point, and R > 1 measured no faster there.
-fn points_per_thread(problem: &Problem, output: OutputStage, dev: &Device) -> (u32, String) {
-    if measured_hopper(dev) && matches!(output, OutputStage::Totals { .. }) {
-        let registers = registers_estimate(problem, output, 2);
-        return (
-            2,
-            format!(
-                "two own points per thread (~{registers} registers): each tile point read serves two pairs; R = 2 ran best on the H200 (R = 4, 8: fewer resident warps)"
-            ),
-        );
+/// The measured shape for totals kept as `choice` keeps them, where the GPU
+/// was measured: shared copies or registers.
+fn tuned_shape(choice: OutputChoice, tuned: Option<&Tuning>) -> Option<KernelShape> {
+    let t = tuned?;
+    match choice {
+        OutputChoice::Op | OutputChoice::Aop => Some(t.shared),
+        OutputChoice::Register => Some(t.registers),
+        _ => None,
+    }
+}
+
+/// The planning rule for R, the own points per thread: the measured one for
+/// totals (each tile point read serves R pairs, at the cost of registers and
+/// so of resident warps). Elsewhere one: the pair outputs (pages, top-K
+/// lists) keep state per own point, and R > 1 measured no faster there.
+fn points_per_thread(
+    problem: &Problem,
+    choice: OutputChoice,
+    output: OutputStage,
+    tuned: Option<&Tuning>,
+) -> (u32, String) {
+    // Totals in global memory read their tiles as the shared copies' kernels do.
+    let shape = match (choice, tuned) {
+        (OutputChoice::Global, Some(t)) => Some(t.shared),
+        _ => tuned_shape(choice, tuned),
+    };
+    if let (Some(shape), Some(t)) = (shape, tuned) {
+        let r = shape.points_per_thread;
+        let registers = registers_estimate(problem, output, r);
+        return (r, format!("{r} own points per thread (~{registers} registers): {}", t.source));
     }
     let registers = registers_estimate(problem, output, 1);
     (
@@ -264,12 +265,6 @@ fn points_per_thread(problem: &Problem, output: OutputStage, dev: &Device) -> (u
         ),
     )
 }
-
-/// Lane copies of a shared output on Hopper: 16, where they fit. On the
-/// H200, 16 and 32 copies ran within 5% of each other and 1.5x faster than
-/// the copy model's 2 at B = 64: the model sees collisions, not the bank
-/// conflicts of lanes that share a copy (issue 10: its refit is open).
-const HOPPER_COPIES: u32 = 16;
 
 /// The output stage named `choice` for `collect`, with `copies` shared copies of `counter`s.
 fn stage(choice: OutputChoice, collect: Collect, copies: u32, counter: Counter) -> OutputStage {
@@ -321,6 +316,7 @@ impl Plan {
         forced: Forced,
     ) -> Result<Plan, PlanError> {
         let shape = Shape::new(problem, params, points);
+        let tuned = dev.tuning_for(&problem.name);
         let query_points = points.a;
         let output_bytes = shape.collect.bytes(query_points, problem.function.returns);
         let class = shape.collect.class(output_bytes, dev);
@@ -377,13 +373,13 @@ impl Plan {
         let (block_size, block_why) = match forced.block_size {
             Some(b) if b.is_power_of_two() && (32..=1024).contains(&b) => (b, "forced".to_owned()),
             Some(b) => return Err(PlanError::BlockSize(b)),
-            None => block_size(choice, query_points, dev),
+            None => block_size(choice, query_points, dev, tuned),
         };
         let provisional = stage(choice, shape.collect, 1, Counter::Total);
         let (points_per_thread, points_why) = match forced.points_per_thread {
             Some(r) if POINTS_PER_THREAD.contains(&r) => (r, "forced".to_owned()),
             Some(r) => return Err(PlanError::PointsPerThread(r)),
-            None => points_per_thread(problem, provisional, dev),
+            None => points_per_thread(problem, choice, provisional, tuned),
         };
         let grid = query_points.div_ceil(block_size as u64 * points_per_thread as u64).max(1);
         let total_threads = grid * block_size as u64;
@@ -395,11 +391,10 @@ impl Plan {
 
         let (input_cache, input_why) = match forced.input_cache {
             Some(f) => (f, "forced".to_owned()),
-            None if measured_hopper(dev) && class == OutputClass::TypeII => (
-                InputCache::RegisterShm,
-                "Type-II on Hopper: tiles in shared memory beside the output copies (228 KiB a multiprocessor hold both); 1.5x faster than the read-only cache on the H200 (SDH, RDF)".into(),
-            ),
-            None => InputCache::choose(class, block_size, registers, element, dev),
+            None => match (tuned_shape(choice, tuned), tuned) {
+                (Some(shape), Some(t)) => (shape.input_cache, format!("{}: {}", shape.input_cache.name(), t.source)),
+                _ => InputCache::choose(class, block_size, registers, element, dev),
+            },
         };
         let tile_bytes = input_cache.tile_bytes(block_size, element);
 
@@ -417,20 +412,25 @@ impl Plan {
             }
             _ => None,
         };
-        // Hopper: 16 lane copies where they fit beside the tile, else the model's choice.
-        let hopper_copies = match shape.collect {
-            Collect::Totals { slots, .. } if measured_hopper(dev) => {
-                let bytes = (slots as u64 + 1) * counter.0.bytes() as u64 * HOPPER_COPIES as u64 + tile_bytes as u64;
-                (bytes <= dev.shared_per_block_optin as u64 / 2).then_some(HOPPER_COPIES)
+        // The measured lane copies where they fit beside the tile, else the model's choice.
+        let tuned_copies = match (shape.collect, tuned_shape(choice, tuned)) {
+            (Collect::Totals { slots, .. }, Some(KernelShape { copies, .. }))
+                if matches!(choice, OutputChoice::Op | OutputChoice::Aop) =>
+            {
+                let bytes = (slots as u64 + 1) * counter.0.bytes() as u64 * copies as u64 + tile_bytes as u64;
+                (bytes <= dev.shared_per_block_optin as u64 / 2).then_some(copies)
             }
             _ => None,
         };
-        if hopper_copies.is_some() && forced.output.is_none() && forced.copies.is_none() && choice == OutputChoice::Op {
-            choice = OutputChoice::Aop;
+        if let Some(c) = tuned_copies
+            && forced.output.is_none()
+            && forced.copies.is_none()
+        {
+            choice = if c > 1 { OutputChoice::Aop } else { OutputChoice::Op };
         }
         let mut copies = match choice {
             OutputChoice::Aop => {
-                let best = hopper_copies.or(copy_model.as_ref().map(|m| m.best)).unwrap_or(1);
+                let best = tuned_copies.or(copy_model.as_ref().map(|m| m.best)).unwrap_or(1);
                 match forced.copies {
                     Some(c) => c,
                     // AOP forced where the model prefers one copy: the fewest copies that are AOP.
@@ -447,9 +447,11 @@ impl Plan {
             copies = 1;
         }
         if class == OutputClass::TypeII && forced.output.is_none() && forced.copies.is_none() {
-            if hopper_copies == Some(copies) {
+            if let (Some(t), true) = (tuned, tuned_copies == Some(copies)) {
                 output_why = format!(
-                    "{copies} copies per block by lane id (AOP): on the H200, 16 and 32 lane copies ran 1.5x faster than the copy model's choice (bank conflicts, which the model does not see)"
+                    "{copies} {} per block (the copy model's choice is shown below): {}",
+                    if copies > 1 { "copies by lane id (AOP)" } else { "copy (OP)" },
+                    t.source
                 );
             } else if let Some(m) = &copy_model {
                 output_why = m.why(copies);
@@ -509,8 +511,8 @@ impl Plan {
                 choice: copies.to_string(),
                 why: if forced.copies.is_some() {
                     "forced".into()
-                } else if hopper_copies == Some(copies) {
-                    "lane copies measured on Hopper (the copy model below is shown for comparison)".into()
+                } else if tuned_copies == Some(copies) {
+                    "measured on this kind of GPU (the copy model below is shown for comparison)".into()
                 } else {
                     "least R x L in the copy model below".into()
                 },

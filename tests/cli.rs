@@ -137,6 +137,18 @@ fn device_auto_without_a_gpu_falls_back_with_a_note() {
 }
 
 #[test]
+fn tune_times_totals_on_a_gpu_and_says_so_where_it_cannot() {
+    let o = twobs(&["tune", "selfjoin", "--points", "1000", "--dry-run"]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    if twobs::backend::cuda::driver_available().is_ok() {
+        assert!(e.contains("`selfjoin` collects pairs: twobs tune measures the kernels that sum pairs"), "{e}");
+    } else {
+        assert!(e.contains("twobs tune times kernels on a GPU"), "{e}");
+    }
+}
+
+#[test]
 fn errors_are_clear_and_fail() {
     let o = twobs(&["plan", "nosuch"]);
     assert!(!o.status.success());

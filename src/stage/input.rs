@@ -15,7 +15,6 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DriverError, PinnedHostSlice};
-use serde::Serialize;
 
 use super::output::OutputClass;
 use super::{KernelParam, Side, Source, Template};
@@ -29,19 +28,9 @@ use crate::spec::{Input, Sets};
 /// R <= 8) stay in bounds.
 pub const PAD_POINTS: usize = 8192;
 
-/// Where the other points of each pair are cached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum InputCache {
-    /// Own point in registers, the other block's tile in shared memory.
-    RegisterShm,
-    /// Own point in registers, the tile read through the read-only cache.
-    RegisterRoc,
-    /// Tiles passed around a warp with __shfl_sync; no shared memory.
-    Shuffle,
-    /// No staging: every thread reads the other points from global memory (Algorithm 1).
-    Naive,
-}
+/// Where the other points of each pair are cached: the enum is the device's
+/// vocabulary (a tuned profile names it), its rules live here.
+pub use crate::device::InputCache;
 
 impl InputCache {
     pub const ALL: [InputCache; 4] =

@@ -27,7 +27,7 @@ use super::pieces::{self, GridWork, Piece, Work};
 use crate::cache::Cache;
 use crate::codegen;
 use crate::data::{Inputs, PointSet};
-use crate::device::Device;
+use crate::device::{Device, ProfileError, TunedProfile};
 use crate::index::{self, Grid, IndexChoice, IndexError, IndexKind, Layout, Runs, Summary};
 use crate::outcome::Outcome;
 use crate::plan::{Forced, Plan, PlanError, Points, Shape};
@@ -63,6 +63,8 @@ pub enum GpuError {
     Nvrtc(#[from] NvrtcError),
     #[error(transparent)]
     Index(#[from] IndexError),
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
     #[error("the CPU's part of the run: {0}")]
     Cpu(Box<CpuError>),
     #[error(
@@ -146,15 +148,27 @@ fn staging(ctx: &Arc<CudaContext>) -> Result<Arc<Mutex<Staging>>, GpuError> {
     Ok(s)
 }
 
-/// Reads the limits of GPU `ordinal`; model constants come from the closest profile.
+/// Reads the limits of GPU `ordinal`; model constants come from the closest
+/// profile, kernel shapes from the GPU's tuned profile where `twobs tune` made one.
 pub fn live_device(ordinal: usize) -> Result<Device, GpuError> {
     usable()?;
     device_of(ordinal)
 }
 
+/// GPU `ordinal` as the planner sees it: its limits, with the shapes of its
+/// tuned profile where there is one.
+fn device_of(ordinal: usize) -> Result<Device, GpuError> {
+    let dev = limits_of(ordinal)?;
+    let path = TunedProfile::path_in(&TunedProfile::folder(), &dev.name);
+    Ok(match TunedProfile::read(&path)? {
+        Some(tuned) => tuned.apply(dev)?,
+        None => dev,
+    })
+}
+
 /// The limits of GPU `ordinal`, read from the driver without a context (so
 /// that kernels can be planned and compiled while the context is made).
-fn device_of(ordinal: usize) -> Result<Device, GpuError> {
+fn limits_of(ordinal: usize) -> Result<Device, GpuError> {
     use cudarc::driver::result::device;
     use sys::CUdevice_attribute::*;
     let reading = "reading the GPU's limits";
@@ -189,6 +203,8 @@ fn device_of(ordinal: usize) -> Result<Device, GpuError> {
             base.memory_bandwidth_gbs
         },
         model: base.model,
+        tuning: base.tuning,
+        tuned_problems: base.tuned_problems,
     })
 }
 
