@@ -824,6 +824,7 @@ fn tune_command(args: TuneArgs) -> anyhow::Result<()> {
     let mut opts = tune::TuneOptions {
         reps: args.reps,
         run: Box::new(tune::on_gpu(args.gpu, Cache::user())),
+        prepare: Box::new(tune::compile_on_host(dev.clone(), Cache::user())),
         progress: Box::new(move |line| {
             if !quiet {
                 eprintln!("{line}");

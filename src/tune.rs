@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::backend::cuda::{GpuError, GpuOptions};
+use crate::backend::cuda::{self, GpuError, GpuOptions};
 use crate::backend::hybrid::Hybrid;
 use crate::cache::Cache;
 use crate::data::Inputs;
@@ -22,7 +22,7 @@ use crate::device::{Device, InputCache, KernelShape, TunedProfile, Tuning};
 use crate::index::IndexChoice;
 use crate::outcome::Outcome;
 use crate::plan::{Forced, POINTS_PER_THREAD, Plan, PlanError, Points};
-use crate::run::{self, BackendChoice, RunError, RunOptions};
+use crate::run::RunError;
 use crate::spec::{Params, Problem};
 use crate::stage::output::totals::Store;
 use crate::stage::output::{OutputChoice, OutputStage};
@@ -36,7 +36,7 @@ const COPIES: [u32; 6] = [1, 2, 4, 8, 16, 32];
 /// the paper's Algorithm 1) is the baseline the others exist to beat.
 const INPUT_CACHES: [InputCache; 3] = [InputCache::RegisterShm, InputCache::RegisterRoc, InputCache::Shuffle];
 /// A shape this much slower than the case's best after one run is not run again.
-const RERUN_WITHIN: f64 = 1.5;
+const RERUN_WITHIN: f64 = 1.1;
 /// A case counts as served where the planner's pick is within this of its best.
 pub const WITHIN: f64 = 1.05;
 
@@ -148,12 +148,17 @@ impl Sweep {
 /// One run of a case with forced choices: its result and kernel time.
 pub type Runner<'r> = dyn FnMut(&Case, Forced) -> Result<(Outcome, f64), Box<RunError>> + 'r;
 
+/// Readies the kernels of a case's shapes before they are timed.
+pub type Prepare<'r> = dyn FnMut(&Case, &[Forced]) + 'r;
+
 /// How the sweep runs.
 pub struct TuneOptions<'r> {
     /// Runs of a shape that may be the best (the least is kept).
     pub reps: usize,
     /// Runs a case on the GPU ([`on_gpu`]).
     pub run: Box<Runner<'r>>,
+    /// Readies the kernels of shapes about to be timed (compiles them at once).
+    pub prepare: Box<Prepare<'r>>,
     /// Called with a line per shape timed.
     pub progress: Box<dyn Fn(&str) + 'r>,
 }
@@ -212,9 +217,7 @@ fn fit(keeps: Keeps, walks: &mut [Walk], opts: &mut TuneOptions) -> Result<Optio
         }
     }
     for w in walks.iter_mut().filter(|w| w.keeps == keeps) {
-        for &shape in &candidates {
-            w.time(shape, opts)?;
-        }
+        w.time_all(&candidates, opts)?;
     }
     // Scored once every time is in, against each case's final best.
     let score = |shape: &KernelShape| -> f64 {
@@ -316,18 +319,7 @@ impl<'a> Walk<'a> {
         if let Some(&t) = self.times.get(&shape) {
             return Ok(t);
         }
-        let forced = Forced {
-            input_cache: Some(shape.input_cache),
-            output: Some(match (self.keeps, shape.copies) {
-                (Keeps::Registers, _) => OutputChoice::Register,
-                (Keeps::Shared, 1) => OutputChoice::Op,
-                (Keeps::Shared, _) => OutputChoice::Aop,
-            }),
-            copies: (self.keeps == Keeps::Shared && shape.copies > 1).then_some(shape.copies),
-            block_size: Some(shape.block_size),
-            points_per_thread: Some(shape.points_per_thread),
-            test: None,
-        };
+        let forced = self.forced(shape);
         let best = self.best().1;
         let mut least: Option<f64> = None;
         for rep in 0..opts.reps.max(1) {
@@ -353,6 +345,32 @@ impl<'a> Walk<'a> {
         Ok(least)
     }
 
+    /// The forced choices that make `shape`.
+    fn forced(&self, shape: KernelShape) -> Forced {
+        Forced {
+            input_cache: Some(shape.input_cache),
+            output: Some(match (self.keeps, shape.copies) {
+                (Keeps::Registers, _) => OutputChoice::Register,
+                (Keeps::Shared, 1) => OutputChoice::Op,
+                (Keeps::Shared, _) => OutputChoice::Aop,
+            }),
+            copies: (self.keeps == Keeps::Shared && shape.copies > 1).then_some(shape.copies),
+            block_size: Some(shape.block_size),
+            points_per_thread: Some(shape.points_per_thread),
+            test: None,
+        }
+    }
+
+    /// Times the shapes not yet timed, their kernels compiled together first.
+    fn time_all(&mut self, shapes: &[KernelShape], opts: &mut TuneOptions) -> Result<(), TuneError> {
+        let new: Vec<Forced> = shapes.iter().filter(|s| !self.times.contains_key(s)).map(|&s| self.forced(s)).collect();
+        (opts.prepare)(self.case, &new);
+        for &shape in shapes {
+            self.time(shape, opts)?;
+        }
+        Ok(())
+    }
+
     /// Walks one knob at a time over all its values from the best shape so
     /// far, until a pass finds nothing faster.
     fn descend(&mut self, opts: &mut TuneOptions) -> Result<(), TuneError> {
@@ -369,9 +387,7 @@ impl<'a> Walk<'a> {
                     2 => BLOCK_SIZES.iter().map(|&b| KernelShape { block_size: b, ..from }).collect(),
                     _ => POINTS_PER_THREAD.iter().map(|&r| KernelShape { points_per_thread: r, ..from }).collect(),
                 };
-                for shape in values {
-                    self.time(shape, opts)?;
-                }
+                self.time_all(&values, opts)?;
             }
             if self.best().0 == start {
                 return Ok(());
@@ -394,16 +410,8 @@ impl<'a> Walk<'a> {
 
 /// Runs a case on one stream of GPU `ordinal`: its result and kernel time.
 pub fn on_gpu(ordinal: usize, cache: Cache) -> impl FnMut(&Case, Forced) -> Result<(Outcome, f64), Box<RunError>> {
-    move |case, forced| execute(case, forced, ordinal, &cache)
-}
-
-fn execute(case: &Case, forced: Forced, ordinal: usize, cache: &Cache) -> Result<(Outcome, f64), Box<RunError>> {
-    let run_opts = RunOptions {
-        backend: BackendChoice::Cuda,
-        threads: 0,
-        f64: false,
-        quiet: true,
-        gpu: GpuOptions {
+    move |case, forced| {
+        let opts = GpuOptions {
             gpus: Some(vec![ordinal]),
             block_points: None,
             streams: 1,
@@ -411,12 +419,15 @@ fn execute(case: &Case, forced: Forced, ordinal: usize, cache: &Cache) -> Result
             pool_pairs: None,
             piece_pairs: None,
             hybrid: Hybrid::Off,
-        },
-        verify: false,
-        index: IndexChoice::None,
-        cache: cache.clone(),
-    };
-    let exec = run::execute(&case.problem, &case.params, &case.inputs, &run_opts).map_err(Box::new)?;
-    let kernel_s = exec.timings.gpu.as_ref().map_or(exec.timings.compute_s, |g| g.kernel_s);
-    Ok((exec.outcome, kernel_s))
+        };
+        let hidden = indicatif::ProgressBar::hidden();
+        let run = cuda::run(&case.problem, &case.params, &case.inputs, IndexChoice::None, &opts, &cache, &hidden)
+            .map_err(|e| Box::new(RunError::Gpu(e)))?;
+        Ok((run.outcome, run.timings.kernel_s))
+    }
+}
+
+/// Compiles a case's shapes on the host's cores, for GPU `dev`.
+pub fn compile_on_host(dev: Device, cache: Cache) -> impl FnMut(&Case, &[Forced]) {
+    move |case, forced| cuda::compile_ahead(&case.problem, &case.params, &dev, points(&case.inputs), forced, &cache)
 }

@@ -60,6 +60,7 @@ fn sweep_with(
             let shape = shape_of(&dev, case, forced)?;
             Ok(law(case, shape))
         }),
+        prepare: Box::new(|_, _| {}),
         progress: Box::new(|_| {}),
     };
     let sweep = tune::sweep(&dev, cases, &mut opts)?;
@@ -170,8 +171,13 @@ fn the_planner_takes_the_tuned_shapes_and_a_problem_s_own_first() {
     dev.tuned_problems.insert("sdh".into(), tuning(own));
     assert_eq!(shape_of(&dev, &sdh, Forced::default()).unwrap(), own);
     assert_eq!(shape_of(&dev, &pcf, Forced::default()).unwrap(), KernelShape { copies: 1, ..shape });
-    // Copies that do not fit beside the tile leave the choice to the copy model.
+    // Few points: R halves until the blocks cover half the 132 multiprocessors.
     dev.tuned_problems.clear();
+    dev.tuning = Some(tuning(KernelShape { block_size: 1024, points_per_thread: 8, ..shape }));
+    let few = case("sdh", 1, &["bins=50"], 1 << 18);
+    assert_eq!(shape_of(&dev, &few, Forced::default()).unwrap().points_per_thread, 2);
+    assert_eq!(shape_of(&dev, &sdh, Forced::default()).unwrap().points_per_thread, 8);
+    // Copies that do not fit beside the tile leave the choice to the copy model.
     dev.tuning = Some(tuning(KernelShape { copies: 32, ..shape }));
     let wide = case("sdh", 1, &["bins=4000"], 1 << 20);
     assert!(shape_of(&dev, &wide, Forced::default()).unwrap().copies < 32);

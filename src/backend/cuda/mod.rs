@@ -309,6 +309,24 @@ pub struct GpuRun {
     pub index: Summary,
 }
 
+/// Compiles the kernels of `forced` shapes for `problem` on `dev` at once,
+/// over the host's cores, into `cache`, so that the runs after find them
+/// there (`twobs tune`, which times many shapes). Shapes that cannot be
+/// planned are left to the run, which says why.
+pub fn compile_ahead(
+    problem: &Problem,
+    params: &Params,
+    dev: &Device,
+    points: Points,
+    forced: &[Forced],
+    cache: &Cache,
+) {
+    use rayon::prelude::*;
+    forced.par_iter().for_each(|&f| {
+        let _ = Compiled::new(problem, params, dev, points, f, false, cache);
+    });
+}
+
 /// Block boundaries of a set.
 fn blocks(n: usize, per: usize) -> Vec<(usize, usize)> {
     (0..n.div_ceil(per)).map(|k| (k * per, ((k + 1) * per).min(n))).collect()
