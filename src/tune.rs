@@ -176,12 +176,10 @@ pub fn sweep(dev: &Device, cases: &[Case], opts: &mut TuneOptions) -> Result<Swe
     let default = |keeps| match (&current, keeps) {
         (Some(t), Keeps::Shared) => t.shared,
         (Some(t), Keeps::Registers) => t.registers,
-        (None, _) => {
-            KernelShape { block_size: 256, points_per_thread: 2, copies: 1, input_cache: InputCache::RegisterShm }
-        }
+        (None, _) => DEFAULT_SHAPE,
     };
-    let shared = fit(Keeps::Shared, &mut walks, opts)?.unwrap_or_else(|| default(Keeps::Shared));
-    let registers = fit(Keeps::Registers, &mut walks, opts)?.unwrap_or_else(|| default(Keeps::Registers));
+    let shared = fit(dev, Keeps::Shared, &mut walks, opts)?.unwrap_or_else(|| default(Keeps::Shared));
+    let registers = fit(dev, Keeps::Registers, &mut walks, opts)?.unwrap_or_else(|| default(Keeps::Registers));
     let mut tuning = Tuning { shared, registers, source: String::new() };
     // What the planner picks with the fitted shapes (it may cap a block or
     // drop copies that do not fit a case).
@@ -205,9 +203,16 @@ pub fn sweep(dev: &Device, cases: &[Case], opts: &mut TuneOptions) -> Result<Swe
 }
 
 /// Among the cases' best shapes (and the planner's before), the one whose
-/// times on every case that keeps `keeps` are the least above each case's
-/// best, by geometric mean; shapes not yet timed on a case are timed.
-fn fit(keeps: Keeps, walks: &mut [Walk], opts: &mut TuneOptions) -> Result<Option<KernelShape>, TuneError> {
+/// picks are the least above each case's best, by geometric mean over the
+/// cases that keep `keeps`. A candidate is judged by what the planner makes
+/// of it on each case (it halves R for few points, drops copies that do not
+/// fit), and those shapes are timed where they were not.
+fn fit(
+    dev: &Device,
+    keeps: Keeps,
+    walks: &mut [Walk],
+    opts: &mut TuneOptions,
+) -> Result<Option<KernelShape>, TuneError> {
     let mut candidates: Vec<KernelShape> = Vec::new();
     for w in walks.iter().filter(|w| w.keeps == keeps) {
         for s in [w.before, w.best().0] {
@@ -216,20 +221,51 @@ fn fit(keeps: Keeps, walks: &mut [Walk], opts: &mut TuneOptions) -> Result<Optio
             }
         }
     }
-    for w in walks.iter_mut().filter(|w| w.keeps == keeps) {
-        w.time_all(&candidates, opts)?;
+    // Each candidate's pick on each case, in the order of `walks`.
+    let mut picks: Vec<Vec<KernelShape>> = Vec::new();
+    for &candidate in &candidates {
+        let tuned = with_shape(dev, keeps, candidate);
+        let mut row = Vec::new();
+        for w in walks.iter().filter(|w| w.keeps == keeps) {
+            row.push(planned(&tuned, w.case)?.0);
+        }
+        picks.push(row);
+    }
+    for (k, w) in walks.iter_mut().filter(|w| w.keeps == keeps).enumerate() {
+        let shapes: Vec<KernelShape> = picks.iter().map(|row| row[k]).collect();
+        w.time_all(&shapes, opts)?;
     }
     // Scored once every time is in, against each case's final best.
-    let score = |shape: &KernelShape| -> f64 {
+    let score = |row: &Vec<KernelShape>| -> f64 {
         let slowdowns: Vec<f64> = walks
             .iter()
             .filter(|w| w.keeps == keeps)
-            .map(|w| (w.times[shape].unwrap_or(f64::INFINITY) / w.best().1).ln())
+            .zip(row)
+            .map(|(w, shape)| (w.times[shape].unwrap_or(f64::INFINITY) / w.best().1).ln())
             .collect();
         slowdowns.iter().sum::<f64>() / slowdowns.len().max(1) as f64
     };
-    Ok(candidates.into_iter().min_by(|a, b| score(a).total_cmp(&score(b))))
+    let best = picks.iter().enumerate().min_by(|a, b| score(a.1).total_cmp(&score(b.1))).map(|(i, _)| candidates[i]);
+    Ok(best)
 }
+
+/// `dev` with `shape` for the totals that keep `keeps` (the rest as they were).
+fn with_shape(dev: &Device, keeps: Keeps, shape: KernelShape) -> Device {
+    let mut tuning = dev.tuning.clone().unwrap_or_else(|| Tuning {
+        shared: DEFAULT_SHAPE,
+        registers: DEFAULT_SHAPE,
+        source: "twobs tune's first shape".into(),
+    });
+    match keeps {
+        Keeps::Shared => tuning.shared = shape,
+        Keeps::Registers => tuning.registers = KernelShape { copies: 1, ..shape },
+    }
+    Device { tuning: Some(tuning), tuned_problems: BTreeMap::new(), ..dev.clone() }
+}
+
+/// Where a GPU that was never measured starts.
+const DEFAULT_SHAPE: KernelShape =
+    KernelShape { block_size: 256, points_per_thread: 2, copies: 1, input_cache: InputCache::RegisterShm };
 
 /// Stores `sweep` in the tuned profile at `path` (for `problem` alone where
 /// given), keeping what the file held for other problems.

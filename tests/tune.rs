@@ -228,3 +228,24 @@ fn a_profile_measured_on_another_architecture_is_refused() {
     let err = profile().apply(live).unwrap_err().to_string();
     assert!(err.contains("sm_90") && err.contains("sm_80"), "{err}");
 }
+
+#[test]
+fn a_shape_is_judged_by_what_the_planner_makes_of_it_on_each_case() {
+    // 1M points run best at R = 4, 262,144 at R = 2 (R = 4 at B = 1024 would
+    // leave half the multiprocessors without a block; the planner halves it).
+    let law = |c: &Case, s: KernelShape| {
+        let large = c.inputs.a.len() > 1 << 19;
+        let r_cost = match (large, s.points_per_thread) {
+            (true, 4) => 0.0,
+            (true, _) => 0.1,
+            (false, 2) => 0.0,
+            (false, _) => 1.0,
+        };
+        (answer(), 1.0 + r_cost + if s.block_size == 1024 { 0.0 } else { 0.2 })
+    };
+    let cases = [case("sdh", 1, &["bins=50"], 1 << 18), case("sdh", 1, &["bins=50"], 1 << 20)];
+    let (sweep, _) = sweep_with(&cases, law).unwrap();
+    assert_eq!(sweep.tuning.shared.points_per_thread, 4, "{}", sweep.table());
+    assert_eq!(sweep.cases[0].planned.shape.points_per_thread, 2, "{}", sweep.table());
+    assert_eq!(sweep.served(), 2, "{}", sweep.table());
+}
