@@ -734,10 +734,10 @@ impl Target {
             Some(dims) => problem.with_dims(dims).context("--dims")?,
             None => problem,
         };
-        let plan = Plan::new(&problem, &params, &device, points, self.forced.forced())?;
+        let forced = self.forced.forced();
         let plan = match (self.grid, &problem.cutoff) {
-            (false, _) => plan,
-            (true, Some(_)) => plan.on_grid(),
+            (false, _) => Plan::new(&problem, &params, &device, points, forced)?,
+            (true, Some(_)) => Plan::grid(&problem, &params, &device, points, forced)?,
             (true, None) => {
                 anyhow::bail!("--grid: `{}` declares no <cutoff>, so its pairs are never found on a grid", problem.name)
             }
@@ -823,7 +823,7 @@ fn tune_command(args: TuneArgs) -> anyhow::Result<()> {
     let quiet = args.quiet;
     let mut opts = tune::TuneOptions {
         reps: args.reps,
-        run: Box::new(tune::on_gpu(args.gpu, Cache::user())),
+        run: Box::new(tune::on_gpu(args.gpu, DEFAULT_STREAMS, Cache::user())),
         prepare: Box::new(tune::compile_on_host(dev.clone(), Cache::user())),
         progress: Box::new(move |line| {
             if !quiet {

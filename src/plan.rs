@@ -652,7 +652,27 @@ impl Plan {
     /// KNN (whose cutoff is each query's own K-th value) searches rings of
     /// cells, each thread alone, reading the other set through the cache:
     /// no tiles, so no shared memory for them.
-    pub fn on_grid(mut self) -> Plan {
+    /// The plan of a kernel whose blocks walk a grid's units. `twobs tune`
+    /// times brute force's tiles, so the grid's kernels keep the shapes of
+    /// the device's kind, with which their runs were measured (on the H200
+    /// the tuned B = 512, R = 4 of counts walked 2PCF's grid 1.5x slower than
+    /// B = 256, R = 2: docs/bench/h200-issue10-tune-2/bench-ab-tuned.md).
+    pub fn grid(
+        problem: &Problem,
+        params: &Params,
+        dev: &Device,
+        points: Points,
+        forced: Forced,
+    ) -> Result<Plan, PlanError> {
+        let kind = Device {
+            tuning: Device::closest_profile(dev.compute_capability).tuning,
+            tuned_problems: Default::default(),
+            ..dev.clone()
+        };
+        Ok(Plan::new(problem, params, &kind, points, forced)?.on_grid())
+    }
+
+    fn on_grid(mut self) -> Plan {
         self.diagonal = None;
         self.decisions.retain(|d| d.what != Choice::Diagonal);
         if matches!(self.shape.collect, Collect::Knn { .. }) {

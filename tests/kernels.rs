@@ -78,7 +78,7 @@ fn cases() -> Vec<Case> {
             let cmd = codegen::regenerate_command(&problem, &dev, None, &overrides, f);
             let label = if f.any() { plan.variant.clone() } else { "planned".to_owned() };
             if grid {
-                let plan = plan.clone().on_grid();
+                let plan = Plan::grid(&problem, &params, &dev, points, f).unwrap();
                 let kernel = codegen::render(&problem, &params, &plan, &dev, &cmd);
                 let label = if f.any() { plan.variant.clone() } else { "planned-grid".to_owned() };
                 out.push(Case { problem: name.clone(), label, plan, kernel });

@@ -47,8 +47,11 @@ impl Compiled {
         grid: bool,
         cache: &Cache,
     ) -> Result<Compiled, GpuError> {
-        let plan = Plan::new(problem, params, dev, points, forced)?;
-        let plan = if grid { plan.on_grid() } else { plan };
+        let plan = if grid {
+            Plan::grid(problem, params, dev, points, forced)?
+        } else {
+            Plan::new(problem, params, dev, points, forced)?
+        };
         let kernel = codegen::render(problem, params, &plan, dev, "twobs run");
         let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
         Ok(Compiled { plan, entry: kernel.entry, cubin })

@@ -902,7 +902,7 @@ fn choose_index(
         return Ok((Indexing::Device(layout), one_gpu, split));
     }
     // The host sorts the grid: the GPUs share it, or the CPU walks it beside them.
-    let plan = Plan::new(problem, params, &devices[0], points, opts.forced)?;
+    let plan = Plan::grid(problem, params, &devices[0], points, opts.forced)?;
     let runs = Runs { points: plan.launch.block_size * plan.launch.points_per_thread, whole_rows: true };
     let (grid, summary) = index::choose(problem, params, inputs, shape.visit, shape.pairs, choice, runs)?;
     Ok(match grid {
