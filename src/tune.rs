@@ -5,10 +5,11 @@
 //!
 //! Each case walks from the planner's current shape one knob at a time over
 //! all of that knob's values, keeping what is faster, until a pass changes
-//! nothing. The fit then takes, among every case's best shape, the one whose
-//! times are the least above each case's best (geometric mean), for totals
-//! in shared copies and totals in registers apart. Every shape's result must
-//! equal the planner's, or nothing is stored.
+//! nothing. The fit then takes, among every case's best shape, the one that
+//! leaves the fewest cases more than 5% above their best (then the least
+//! above it by geometric mean), judged by what the planner makes of it on
+//! each case, for totals in shared copies and totals in registers apart.
+//! Every shape's result must equal the planner's, or nothing is stored.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -203,8 +204,8 @@ pub fn sweep(dev: &Device, cases: &[Case], opts: &mut TuneOptions) -> Result<Swe
 }
 
 /// Among the cases' best shapes (and the planner's before), the one whose
-/// picks are the least above each case's best, by geometric mean over the
-/// cases that keep `keeps`. A candidate is judged by what the planner makes
+/// picks leave the fewest cases that keep `keeps` more than [`WITHIN`] above
+/// their best, then the least above it by geometric mean. A candidate is judged by what the planner makes
 /// of it on each case (it halves R for few points, drops copies that do not
 /// fit), and those shapes are timed where they were not.
 fn fit(
@@ -235,17 +236,26 @@ fn fit(
         let shapes: Vec<KernelShape> = picks.iter().map(|row| row[k]).collect();
         w.time_all(&shapes, opts)?;
     }
-    // Scored once every time is in, against each case's final best.
-    let score = |row: &Vec<KernelShape>| -> f64 {
+    // Scored once every time is in, against each case's final best: the
+    // most cases within WITHIN of their best, then the least geometric mean.
+    let score = |row: &Vec<KernelShape>| -> (usize, f64) {
         let slowdowns: Vec<f64> = walks
             .iter()
             .filter(|w| w.keeps == keeps)
             .zip(row)
-            .map(|(w, shape)| (w.times[shape].unwrap_or(f64::INFINITY) / w.best().1).ln())
+            .map(|(w, shape)| w.times[shape].unwrap_or(f64::INFINITY) / w.best().1)
             .collect();
-        slowdowns.iter().sum::<f64>() / slowdowns.len().max(1) as f64
+        let missed = slowdowns.iter().filter(|&&s| s > WITHIN).count();
+        (missed, slowdowns.iter().map(|s| s.ln()).sum::<f64>() / slowdowns.len().max(1) as f64)
     };
-    let best = picks.iter().enumerate().min_by(|a, b| score(a.1).total_cmp(&score(b.1))).map(|(i, _)| candidates[i]);
+    let best = picks
+        .iter()
+        .enumerate()
+        .min_by(|a, b| {
+            let (a, b) = (score(a.1), score(b.1));
+            a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
+        })
+        .map(|(i, _)| candidates[i]);
     Ok(best)
 }
 
