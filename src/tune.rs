@@ -204,10 +204,11 @@ pub fn sweep(dev: &Device, cases: &[Case], opts: &mut TuneOptions) -> Result<Swe
 }
 
 /// Among the cases' best shapes (and the planner's before), the one whose
-/// picks leave the fewest cases that keep `keeps` more than [`WITHIN`] above
-/// their best, then the least above it by geometric mean. A candidate is judged by what the planner makes
-/// of it on each case (it halves R for few points, drops copies that do not
-/// fit), and those shapes are timed where they were not.
+/// picks leave the fewest cases that keep `keeps` more than [`WITHIN`]
+/// above their best, then the least above it by geometric mean. A candidate
+/// is judged by what the planner makes of it on each case (it halves R for
+/// few points, drops copies that do not fit), and those shapes are timed
+/// where they were not.
 fn fit(
     dev: &Device,
     keeps: Keeps,
