@@ -271,3 +271,26 @@ fn the_fit_serves_the_most_cases_before_the_least_mean() {
     assert_eq!(sweep.tuning.shared.block_size, 256, "{}", sweep.table());
     assert_eq!(sweep.served(), 2, "{}", sweep.table());
 }
+
+#[test]
+fn a_problem_s_sweep_is_stored_beside_what_the_profile_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = TunedProfile::path_in(dir.path(), "NVIDIA H200");
+    profile().write(&path).unwrap();
+    let law = |_: &Case, s: KernelShape| (answer(), 1.0 + 0.1 * octaves(s.block_size, 128));
+    let (sweep, _) = sweep_with(&[case("sdh", 1, &["bins=50"], 1 << 18)], law).unwrap();
+    let mut dev = Device::profile("h200").unwrap();
+    dev.name = "NVIDIA H200".into();
+    tune::store(&sweep, &dev, Some("rdf"), &path).unwrap();
+    let stored = TunedProfile::read(&path).unwrap().unwrap();
+    assert_eq!(stored.tuning, profile().tuning, "the general shapes stay");
+    assert_eq!(stored.problems["sdh"], profile().problems["sdh"], "another problem's shapes stay");
+    assert_eq!(stored.problems["rdf"].shared.block_size, 128);
+    assert!(stored.problems["rdf"].source.contains(&path.display().to_string()));
+    assert!(stored.sweeps.contains_key("rdf"));
+    // Without a problem, the general shapes are replaced.
+    tune::store(&sweep, &dev, None, &path).unwrap();
+    let stored = TunedProfile::read(&path).unwrap().unwrap();
+    assert_eq!(stored.tuning.unwrap().shared.block_size, 128);
+    assert_eq!(stored.problems.len(), 2);
+}
