@@ -204,19 +204,24 @@ impl TunedProfile {
         std::fs::rename(&partial, path).map_err(|e| fail(e.to_string()))
     }
 
-    /// The live device `dev` with this profile's shapes.
-    pub fn apply(self, dev: Device) -> Result<Device, ProfileError> {
+    /// The live device `dev` with the shapes of this profile, read from `path`.
+    pub fn apply(self, dev: Device, path: &std::path::Path) -> Result<Device, ProfileError> {
         if self.compute_capability != dev.compute_capability {
             let (a, b) = (self.compute_capability, dev.compute_capability);
             return Err(ProfileError {
-                path: TunedProfile::path_in(&TunedProfile::folder(), &dev.name),
+                path: path.to_owned(),
                 why: format!(
                     "measured on sm_{}{}, but this {} is sm_{}{}; run `twobs tune` again",
                     a.0, a.1, dev.name, b.0, b.1
                 ),
             });
         }
-        Ok(Device { tuning: self.tuning.or(dev.tuning), tuned_problems: self.problems, ..dev })
+        Ok(Device {
+            origin: format!("{}, shapes from {}", dev.origin, path.display()),
+            tuning: self.tuning.or(dev.tuning),
+            tuned_problems: self.problems,
+            ..dev
+        })
     }
 }
 

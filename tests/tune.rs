@@ -204,7 +204,8 @@ fn a_tuned_profile_goes_to_disk_and_back() {
     // The live device takes its shapes, a problem's own beside them.
     let mut live = Device::profile("h200").unwrap();
     live.tuning = None;
-    let tuned = profile().apply(live).unwrap();
+    let tuned = profile().apply(live, &path).unwrap();
+    assert!(tuned.origin.ends_with(&format!("shapes from {}", path.display())), "{}", tuned.origin);
     assert_eq!(tuned.tuning_for("sdh").unwrap().shared.block_size, 1024);
     assert_eq!(tuned.tuning_for("rdf").unwrap().shared, some_shape());
 }
@@ -225,7 +226,7 @@ fn a_file_that_is_no_profile_is_named_and_never_replaced() {
 fn a_profile_measured_on_another_architecture_is_refused() {
     let mut live = Device::profile("a100").unwrap();
     live.name = "NVIDIA H200".into();
-    let err = profile().apply(live).unwrap_err().to_string();
+    let err = profile().apply(live, std::path::Path::new("nvidia-h200.json")).unwrap_err().to_string();
     assert!(err.contains("sm_90") && err.contains("sm_80"), "{err}");
 }
 

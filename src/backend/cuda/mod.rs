@@ -161,7 +161,7 @@ fn device_of(ordinal: usize) -> Result<Device, GpuError> {
     let dev = limits_of(ordinal)?;
     let path = TunedProfile::path_in(&TunedProfile::folder(), &dev.name);
     Ok(match TunedProfile::read(&path)? {
-        Some(tuned) => tuned.apply(dev)?,
+        Some(tuned) => tuned.apply(dev, &path)?,
         None => dev,
     })
 }
