@@ -783,6 +783,9 @@ const TUNE_CASES: [(&str, usize, &[&str]); 7] = [
 ];
 
 fn tune_command(args: TuneArgs) -> anyhow::Result<()> {
+    if let Some(n) = args.points.iter().find(|&&n| n < 2) {
+        anyhow::bail!("--points {n}: each case needs at least 2 points a set to have a pair to time");
+    }
     let dev = cuda::live_device(args.gpu).context("twobs tune times kernels on a GPU")?;
     let specs: Vec<(Problem, Vec<String>)> = match &args.problem {
         Some(name) => {

@@ -138,6 +138,9 @@ fn device_auto_without_a_gpu_falls_back_with_a_note() {
 
 #[test]
 fn tune_times_totals_on_a_gpu_and_says_so_where_it_cannot() {
+    let o = twobs(&["tune", "--points", "1000,1"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--points 1: each case needs at least 2 points"), "{}", stderr(&o));
     let o = twobs(&["tune", "selfjoin", "--points", "1000", "--dry-run"]);
     assert!(!o.status.success());
     let e = stderr(&o);
