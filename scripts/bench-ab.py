@@ -54,6 +54,9 @@ CASES = [
     ("epsilon self-join, eps = 0.001", "selfjoin", False, ["--param", "eps=0.001"]),
     # Issue 10's 2PCF target is for every pair; the planner's own plan walks a grid.
     ("2PCF, r = 0.1, every pair (--index none)", "2pcf", False, ["--param", "r=0.1", "--index", "none"]),
+    # User specs (issue 10: they should gain as much as the built-ins).
+    ("manhattan (README's user spec, 4-D L1, 64 buckets)", "examples/manhattan/manhattan.xml", False, []),
+    ("periodic RDF as a user spec (rintf, sqrtf, 500 shells)", "examples/periodic_rdf/periodic_rdf.xml", False, []),
 ]
 ONLY = {int(x) for x in os.environ.get("BENCH_CASES", ",".join(str(i) for i in range(len(CASES)))).split(",") if x}
 

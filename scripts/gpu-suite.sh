@@ -51,6 +51,7 @@ done
 run "rdf planned" rdf --input uniform:2999 --input uniform:1777
 run "nlj planned" nlj --input uniform:2999 --input uniform:1777 --param d=3
 run "manhattan planned" examples/manhattan/manhattan.xml --input clustered:3001
+run "periodic_rdf planned" examples/periodic_rdf/periodic_rdf.xml --input uniform:3001
 run "2pcf 100000 points (sampled verify)" 2pcf --input uniform:100000 --param r=0.05
 run "sdh 100000 points (sampled verify)" sdh --input clustered:100000 --param bins=500
 

@@ -43,7 +43,9 @@ fn problems() -> Vec<(String, Problem, Vec<String>)> {
         built_in("kde").unwrap().with_dims(5).unwrap().with_point_weights().unwrap(),
         vec![],
     ));
-    for example in ["examples/manhattan/manhattan.xml", "examples/weighted/weighted.xml"] {
+    for example in
+        ["examples/manhattan/manhattan.xml", "examples/weighted/weighted.xml", "examples/periodic_rdf/periodic_rdf.xml"]
+    {
         // Parsed by their path in the repository, as the snapshots show it.
         let text = Repo.read(Path::new(example)).unwrap();
         let problem = Problem::parse(&text, Path::new(example), &Repo).unwrap();

@@ -113,7 +113,11 @@ fn subjects() -> Vec<Subject> {
             params: vec![params.into()],
         });
     }
-    for (name, example) in [("manhattan", "manhattan/manhattan.xml"), ("weighted", "weighted/weighted.xml")] {
+    for (name, example) in [
+        ("manhattan", "manhattan/manhattan.xml"),
+        ("weighted", "weighted/weighted.xml"),
+        ("periodic_rdf", "periodic_rdf/periodic_rdf.xml"),
+    ] {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(example);
         let text = std::fs::read_to_string(&path).unwrap();
         out.push(Subject { name: name.into(), problem: Problem::parse(&text, &path, &Disk).unwrap(), params: vec![] });
