@@ -187,8 +187,8 @@ pub fn sweep(dev: &Device, cases: &[Case], opts: &mut TuneOptions) -> Result<Swe
     let tuned = Device { tuning: Some(tuning.clone()), tuned_problems: BTreeMap::new(), ..dev.clone() };
     let mut results = Vec::new();
     for (walk, case) in walks.iter_mut().zip(cases) {
-        // The fitted shapes may move a case's totals between registers and
-        // shared copies: its pick is timed as the planner makes it.
+        // The pick as the planner makes it (R halved for few points, copies
+        // dropped where they do not fit beside the tile).
         let (planned, _) = planned(&tuned, case)?;
         let planned = Timed { shape: planned, kernel_s: walk.time(planned, opts)? };
         results.push(walk.result(planned));
@@ -338,13 +338,17 @@ struct Walk<'a> {
 }
 
 impl<'a> Walk<'a> {
-    /// The planner's shape, run once to warm the GPU and once more for the
-    /// result every other shape must equal.
+    /// The planner's shape, run once to warm the GPU, then as often as any
+    /// shape near the best (the least time kept); its first result is the
+    /// one every other shape must equal.
     fn start(dev: &Device, case: &'a Case, opts: &mut TuneOptions) -> Result<Walk<'a>, TuneError> {
         let (before, keeps) = planned(dev, case)?;
         let failed = |source| TuneError::Run { case: case.label.clone(), shape: before, source };
         (opts.run)(case, Forced::default()).map_err(failed)?;
-        let (reference, kernel_s) = (opts.run)(case, Forced::default()).map_err(failed)?;
+        let (reference, mut kernel_s) = (opts.run)(case, Forced::default()).map_err(failed)?;
+        for _ in 1..opts.reps {
+            kernel_s = kernel_s.min((opts.run)(case, Forced::default()).map_err(failed)?.1);
+        }
         let mut walk = Walk { case, keeps, before, reference, times: HashMap::new(), order: Vec::new() };
         walk.times.insert(before, Some(kernel_s));
         walk.order.push(before);
