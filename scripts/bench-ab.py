@@ -101,23 +101,32 @@ def torch_baseline(problem, two, args):
 
     dev = "cuda"
     params = dict(x.split("=") for x in args[1::2] if "=" in x)
+    # A built-in's name, or a user spec's file name (examples/manhattan/manhattan.xml: manhattan).
+    problem = os.path.splitext(os.path.basename(problem))[0]
+    dims = 4 if problem == "manhattan" else 3
     g = torch.Generator(device=dev).manual_seed(7)
     if two == "band":
         a, b = (torch.from_numpy(np.load(p).astype(np.int64)).to(dev) for p in BAND)
     else:
-        a = torch.rand(N, 3, device=dev, generator=g)
-        b = torch.rand(N, 3, device=dev, generator=g) if two else a
+        a = torch.rand(N, dims, device=dev, generator=g)
+        b = torch.rand(N, dims, device=dev, generator=g) if two else a
     rows = max(1, (2 << 30) // (8 * b.shape[0]))  # about 2 GiB of intermediates a chunk
 
     def chunk(s):
         x = a[s : s + rows]
         if problem == "nlj":
             return ((x[:, None] - b[None, :]).abs() <= int(params["d"])).nonzero()
-        if problem == "rdf" and params.get("box") == "1":
+        if (problem == "rdf" and params.get("box") == "1") or problem == "periodic_rdf":
             d = x[:, None, :] - b[None, :, :]
             d = (d - torch.round(d)).norm(dim=2)
+        elif problem == "manhattan":
+            d = torch.cdist(x, b, p=1)
         else:
             d = torch.cdist(x, b)
+        if problem == "manhattan":
+            return torch.histc(d, bins=64, min=0.0, max=4.0)
+        if problem == "periodic_rdf":
+            return torch.histc(d, bins=500, min=0.0, max=0.5)
         if problem == "sdh":
             return torch.histc(d, bins=int(params["bins"]), min=0.0, max=3 ** 0.5)
         if problem == "rdf":
