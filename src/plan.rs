@@ -196,9 +196,9 @@ fn largest_power_of_two_at_most(x: u64) -> u32 {
 
 /// The stage's preferred block size, capped so that every multiprocessor gets a block.
 fn block_size(choice: OutputChoice, query_points: u64, dev: &Device, tuned: Option<&Tuning>) -> (u32, String) {
-    let (preferred, why) = match (tuned_shape(choice, tuned), tuned) {
-        (Some(shape), Some(t)) => (shape.block_size, format!("{} threads a block: {}", shape.block_size, t.source)),
-        _ => choice.block_size(dev),
+    let (preferred, why) = match tuned_shape(choice, tuned) {
+        Some((shape, source)) => (shape.block_size, format!("{} threads a block: {source}", shape.block_size)),
+        None => choice.block_size(dev),
     };
     let cap = largest_power_of_two_at_most(query_points.div_ceil(dev.multiprocessors as u64)).max(32);
     if cap < preferred {
@@ -226,13 +226,13 @@ fn registers_estimate(problem: &Problem, output: OutputStage, points_per_thread:
 /// Own points per thread that may be chosen.
 pub const POINTS_PER_THREAD: [u32; 4] = [1, 2, 4, 8];
 
-/// The measured shape for totals kept as `choice` keeps them, where the GPU
-/// was measured: shared copies or registers.
-fn tuned_shape(choice: OutputChoice, tuned: Option<&Tuning>) -> Option<KernelShape> {
+/// The measured shape for totals kept as `choice` keeps them (shared copies
+/// or registers), with where it was measured, where the GPU was.
+fn tuned_shape(choice: OutputChoice, tuned: Option<&Tuning>) -> Option<(KernelShape, &str)> {
     let t = tuned?;
     match choice {
-        OutputChoice::Op | OutputChoice::Aop => Some(t.shared),
-        OutputChoice::Register => Some(t.registers),
+        OutputChoice::Op | OutputChoice::Aop => Some((t.shared, &t.source)),
+        OutputChoice::Register => Some((t.registers, &t.source)),
         _ => None,
     }
 }
@@ -249,13 +249,13 @@ fn points_per_thread(
 ) -> (u32, String) {
     // Totals in global memory read their tiles as the shared copies' kernels do.
     let shape = match (choice, tuned) {
-        (OutputChoice::Global, Some(t)) => Some(t.shared),
+        (OutputChoice::Global, Some(t)) => Some((t.shared, t.source.as_str())),
         _ => tuned_shape(choice, tuned),
     };
-    if let (Some(shape), Some(t)) = (shape, tuned) {
+    if let Some((shape, source)) = shape {
         let r = shape.points_per_thread;
         let registers = registers_estimate(problem, output, r);
-        return (r, format!("{r} own points per thread (~{registers} registers): {}", t.source));
+        return (r, format!("{r} own points per thread (~{registers} registers): {source}"));
     }
     let registers = registers_estimate(problem, output, 1);
     (
@@ -417,9 +417,9 @@ impl Plan {
 
         let (input_cache, input_why) = match forced.input_cache {
             Some(f) => (f, "forced".to_owned()),
-            None => match (tuned_shape(choice, tuned), tuned) {
-                (Some(shape), Some(t)) => (shape.input_cache, format!("{}: {}", shape.input_cache.name(), t.source)),
-                _ => InputCache::choose(class, block_size, registers, element, dev),
+            None => match tuned_shape(choice, tuned) {
+                Some((shape, source)) => (shape.input_cache, format!("{}: {source}", shape.input_cache.name())),
+                None => InputCache::choose(class, block_size, registers, element, dev),
             },
         };
         let tile_bytes = input_cache.tile_bytes(block_size, element);
@@ -440,7 +440,7 @@ impl Plan {
         };
         // The measured lane copies where they fit beside the tile, else the model's choice.
         let tuned_copies = match (shape.collect, tuned_shape(choice, tuned)) {
-            (Collect::Totals { slots, .. }, Some(KernelShape { copies, .. }))
+            (Collect::Totals { slots, .. }, Some((KernelShape { copies, .. }, _)))
                 if matches!(choice, OutputChoice::Op | OutputChoice::Aop) =>
             {
                 let bytes = (slots as u64 + 1) * counter.0.bytes() as u64 * copies as u64 + tile_bytes as u64;
@@ -643,15 +643,6 @@ impl Plan {
         }
     }
 
-    /// This plan with its blocks on a grid's units: each block takes one
-    /// unit's own points (at most B x R of one row of cells) and walks the
-    /// tiles of its ranges, so the diagonal tile's pattern gives way to the
-    /// grid's own-row order. (The data decide whether a run takes it: the
-    /// report's index line says what the grid skipped.)
-    /// The plan's kernel over a grid: its blocks take the grid's units. A
-    /// KNN (whose cutoff is each query's own K-th value) searches rings of
-    /// cells, each thread alone, reading the other set through the cache:
-    /// no tiles, so no shared memory for them.
     /// The plan of a kernel whose blocks walk a grid's units. `twobs tune`
     /// times brute force's tiles, so the grid's kernels keep the shapes of
     /// the device's kind, with which their runs were measured (on the H200
@@ -672,6 +663,14 @@ impl Plan {
         Ok(Plan::new(problem, params, &kind, points, forced)?.on_grid())
     }
 
+    /// This plan with its blocks on a grid's units: each block takes one
+    /// unit's own points (at most B x R of one row of cells) and walks the
+    /// tiles of its ranges, so the diagonal tile's pattern gives way to the
+    /// grid's own-row order. (The data decide whether a run takes it: the
+    /// report's index line says what the grid skipped.) A KNN (whose cutoff
+    /// is each query's own K-th value) searches rings of cells, each thread
+    /// alone, reading the other set through the cache: no tiles, so no
+    /// shared memory for them.
     fn on_grid(mut self) -> Plan {
         self.diagonal = None;
         self.decisions.retain(|d| d.what != Choice::Diagonal);

@@ -173,18 +173,13 @@ pub fn sweep(dev: &Device, cases: &[Case], opts: &mut TuneOptions) -> Result<Swe
         walk.descend(opts)?;
         walks.push(walk);
     }
-    let current = dev.tuning.clone();
-    let default = |keeps| match (&current, keeps) {
-        (Some(t), Keeps::Shared) => t.shared,
-        (Some(t), Keeps::Registers) => t.registers,
-        (None, _) => DEFAULT_SHAPE,
-    };
-    let shared = fit(dev, Keeps::Shared, &mut walks, opts)?.unwrap_or_else(|| default(Keeps::Shared));
-    let registers = fit(dev, Keeps::Registers, &mut walks, opts)?.unwrap_or_else(|| default(Keeps::Registers));
+    let start = starting_tuning(dev);
+    let shared = fit(dev, Keeps::Shared, &mut walks, opts)?.unwrap_or(start.shared);
+    let registers = fit(dev, Keeps::Registers, &mut walks, opts)?.unwrap_or(start.registers);
     let mut tuning = Tuning { shared, registers, source: String::new() };
     // What the planner picks with the fitted shapes (it may cap a block or
     // drop copies that do not fit a case).
-    let tuned = Device { tuning: Some(tuning.clone()), tuned_problems: BTreeMap::new(), ..dev.clone() };
+    let tuned = with_tuning(dev, tuning.clone());
     let mut results = Vec::new();
     for (walk, case) in walks.iter_mut().zip(cases) {
         // The pick as the planner makes it (R halved for few points, copies
@@ -262,21 +257,30 @@ fn fit(
 
 /// `dev` with `shape` for the totals that keep `keeps` (the rest as they were).
 fn with_shape(dev: &Device, keeps: Keeps, shape: KernelShape) -> Device {
-    let mut tuning = dev.tuning.clone().unwrap_or_else(|| Tuning {
-        shared: DEFAULT_SHAPE,
-        registers: DEFAULT_SHAPE,
-        source: "twobs tune's first shape".into(),
-    });
+    let mut tuning = starting_tuning(dev);
     match keeps {
         Keeps::Shared => tuning.shared = shape,
         Keeps::Registers => tuning.registers = KernelShape { copies: 1, ..shape },
     }
+    with_tuning(dev, tuning)
+}
+
+/// `dev` with `tuning` for every problem.
+fn with_tuning(dev: &Device, tuning: Tuning) -> Device {
     Device { tuning: Some(tuning), tuned_problems: BTreeMap::new(), ..dev.clone() }
 }
 
-/// Where a GPU that was never measured starts.
-const DEFAULT_SHAPE: KernelShape =
-    KernelShape { block_size: 256, points_per_thread: 2, copies: 1, input_cache: InputCache::RegisterShm };
+/// The shapes a sweep starts from: the device's, else (a GPU that was never
+/// measured) B = 256, R = 2, one copy, tiles in shared memory.
+fn starting_tuning(dev: &Device) -> Tuning {
+    const SHAPE: KernelShape =
+        KernelShape { block_size: 256, points_per_thread: 2, copies: 1, input_cache: InputCache::RegisterShm };
+    dev.tuning.clone().unwrap_or_else(|| Tuning {
+        shared: SHAPE,
+        registers: SHAPE,
+        source: "twobs tune's first shape".into(),
+    })
+}
 
 /// Stores `sweep` in the tuned profile at `path` (for `problem` alone where
 /// given), keeping what the file held for other problems.

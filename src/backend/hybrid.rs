@@ -131,13 +131,7 @@ pub fn decide(
     let share = rates.cpu_share();
     let gpu_s = pairs as f64 / rates.gpu_pairs_per_s;
     let saves = gpu_s * share;
-    let sort = if host_grid_anyway {
-        0.0
-    } else {
-        points as f64 / (HOST_SORT_POINTS_PER_THREAD_S * rates.cpu_threads as f64)
-            - points as f64 / DEVICE_SORT_POINTS_PER_S
-    };
-    let costs = sort.max(0.0) + SHARING_S;
+    let costs = sharing_costs(rates, points, host_grid_anyway);
     let threads = rates.cpu_threads;
     let rates_text = format!(
         "{threads} CPU threads at ~{:.1e} pairs/s against the GPUs' ~{:.1e}: {:.2}% of the ~{pairs} pairs ({pairs_from})",
@@ -165,13 +159,24 @@ pub fn decide(
     Split { cpu, why, cpu_threads: if cpu { threads } else { 0 }, predicted_cpu_share: share, ..Default::default() }
 }
 
+/// Seconds that sharing a grid run of `points` points with the CPU costs:
+/// the host's sort of the grid beyond the GPU's own (none where the host
+/// sorts it anyway for several GPUs), and the sharing itself.
+fn sharing_costs(rates: &Rates, points: usize, host_grid_anyway: bool) -> f64 {
+    let sort = if host_grid_anyway {
+        0.0
+    } else {
+        points as f64 / (HOST_SORT_POINTS_PER_THREAD_S * rates.cpu_threads as f64)
+            - points as f64 / DEVICE_SORT_POINTS_PER_S
+    };
+    sort.max(0.0) + SHARING_S
+}
+
 /// The model in words, for `twobs plan`: the CPU's share of a grid run of
 /// `points` points, and the GPUs' kernel time above which it pays.
 pub fn describe(rates: &Rates, points: usize) -> String {
     let share = rates.cpu_share();
-    let sort = points as f64 / (HOST_SORT_POINTS_PER_THREAD_S * rates.cpu_threads as f64)
-        - points as f64 / DEVICE_SORT_POINTS_PER_S;
-    let costs = sort.max(0.0) + SHARING_S;
+    let costs = sharing_costs(rates, points, false);
     format!(
         "{} CPU threads at ~{:.1e} pairs/s beside the GPU's ~{:.1e} would take {:.2}% of a grid run's pairs: \
          worth it where the GPU's kernels would run longer than {:.2} s ({:.1} ms of sorting {points} points on the \
