@@ -296,13 +296,18 @@ fn f64_mode_agrees_with_the_reference_too() {
     assert_eq!(got, Outcome::Totals(Totals::Counts(vec![want as u64])));
 }
 
+/// The spec of `examples/<rel>`, read from disk as a user's is.
+fn example(rel: &str) -> Problem {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(rel);
+    Problem::parse(&std::fs::read_to_string(&path).unwrap(), &path, &twobs::spec::Disk).unwrap()
+}
+
 #[test]
 fn weighted_histogram_sums_are_exact() {
     // examples/weighted: points (x, y, z, w), each pair adds w_a * w_b to the
     // bucket of its distance. Weights are multiples of 1/16 in (0, 1], so every
     // product is exact in f32 and every sum exact in f64, in any order.
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/weighted/weighted.xml");
-    let p = twobs::spec::Problem::parse(&std::fs::read_to_string(&path).unwrap(), &path, &twobs::spec::Disk).unwrap();
+    let p = example("weighted/weighted.xml");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
     let (bins, r_max) = safe_bins(40, 1.8, &grid_distances(3));
     for n in SIZES {
@@ -336,8 +341,7 @@ fn weighted_histogram_sums_are_exact() {
 fn periodic_rdf_example_is_exact() {
     // examples/periodic_rdf: the minimum image written by a user (rintf, a
     // plain sqrtf), no key map declared: its histogram is the exact one.
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/periodic_rdf/periodic_rdf.xml");
-    let p = twobs::spec::Problem::parse(&std::fs::read_to_string(&path).unwrap(), &path, &twobs::spec::Disk).unwrap();
+    let p = example("periodic_rdf/periodic_rdf.xml");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
     let (bins, r_max) = safe_bins(50, 0.47, &grid_distances(3));
     for n in SIZES {
