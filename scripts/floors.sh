@@ -13,6 +13,7 @@ two=1000000000000  # pairs of 1M x 1M
 floor() {  # NAME PAIRS MARKER-ARGS -- GEN-ARGS
   local name=$1 pairs=$2; shift 2
   local marker=(); while [[ $1 != -- ]]; do marker+=("$1"); shift; done; shift
+  rm -f "$LOG/$name.cubin"  # this script's own output from an earlier run: twobs never overwrites a file
   "$TWOBS" gen "$@" --device h200 --check --cubin "$LOG/$name.cubin" >/dev/null 2>"$LOG/$name.log" || { echo "$name: gen failed"; return; }
   python3 scripts/sass-floor.py "$LOG/$name.cubin" --pairs-total "$pairs" "${marker[@]}" | tee "$LOG/$name.json" | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d.pop(\"opcodes\"); print(\"$name\", json.dumps(d))"
 }
