@@ -23,17 +23,17 @@ for c in "${cases[@]}"; do
     2pcf) kernel=twobs_2pcf args=(2pcf --input "uniform:$N" --param r=0.1 --index none) ;;
     *) echo "unknown case $c"; continue ;;
   esac
+  run=("$TWOBS" run "${args[@]}" --backend cuda --quiet --seed 7 --out "$OUT/ncu/$c.npy")
   # Compile once outside the profiler, so that the profiled run finds the kernel cached.
-  "$TWOBS" run "${args[@]}" --backend cuda --quiet --seed 7 --out "$OUT/ncu/$c.npy" >/dev/null 2>&1
+  "${run[@]}" >/dev/null 2>&1
   [[ -n ${COUNT_ONLY:-} ]] || ncu --clock-control none -k "$kernel" -c 1 \
     --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats \
     --section WarpStateStats --section InstructionStats --section Occupancy --section LaunchStats \
     --metrics smsp__inst_executed_pipe_alu.sum,smsp__inst_executed_pipe_fma.sum,smsp__inst_executed_pipe_fmaheavy.sum,smsp__inst_executed_pipe_lsu.sum,smsp__inst_executed_pipe_xu.sum,smsp__inst_executed_pipe_cbu.sum,smsp__inst_executed_pipe_adu.sum,smsp__inst_executed_pipe_uniform.sum,smsp__inst_executed.sum,smsp__cycles_active.avg,smsp__issue_active.avg.pct_of_peak_sustained_active,smsp__warps_eligible.avg.per_cycle_active,smsp__warps_active.avg.per_cycle_active,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
-    "$TWOBS" run "${args[@]}" --backend cuda --quiet --seed 7 --out "$OUT/ncu/$c.npy" >"$OUT/ncu/$c.txt" 2>&1
+    "${run[@]}" >"$OUT/ncu/$c.txt" 2>&1
   # Every launch of the run, its executed instructions: divided by the run's pairs, what a pair costs in all.
   ncu --clock-control none -k "$kernel" --metrics smsp__inst_executed.sum,gpu__time_duration.sum --csv \
-    "$TWOBS" run "${args[@]}" --backend cuda --quiet --seed 7 --report "$OUT/ncu/$c.json" --out "$OUT/ncu/$c.npy" \
-    >"$OUT/ncu/$c-all.csv" 2>&1
+    "${run[@]}" --report "$OUT/ncu/$c.json" >"$OUT/ncu/$c-all.csv" 2>&1
   python3 - "$OUT/ncu/$c-all.csv" "$OUT/ncu/$c.json" <<'PY'
 import csv, json, sys
 rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
