@@ -23,6 +23,7 @@ for c in "${cases[@]}"; do
     2pcf) kernel=twobs_2pcf args=(2pcf --input "uniform:$N" --param r=0.1 --index none) ;;
     *) echo "unknown case $c"; continue ;;
   esac
+  echo "== $c"
   run=("$TWOBS" run "${args[@]}" --backend cuda --quiet --seed 7 --out "$OUT/ncu/$c.npy")
   # Compile once outside the profiler, so that the profiled run finds the kernel cached.
   "${run[@]}" >/dev/null 2>&1
@@ -44,6 +45,5 @@ pairs = int(json.load(open(sys.argv[2]))["pairs"])
 print(f"all launches: {inst:.4g} warp instructions, {pairs} pairs: {inst * 32 / pairs:.2f} instructions a pair")
 PY
   rm -f "$OUT/ncu/$c".npy "$OUT/ncu/$c"_*
-  echo "== $c"
   [[ -n ${COUNT_ONLY:-} ]] || grep -E "stalled|warps_eligible|warps_active|Issue Slots Busy|Issued Ipc|No Eligible|Warp Cycles Per Issued|pipe_|inst_executed.sum|issue_active|Duration|Achieved Occupancy|Block Size|Grid Size|Registers Per" "$OUT/ncu/$c.txt" | head -60
 done
