@@ -73,9 +73,10 @@ __device__ float squared_distance(const Point& a, const Point& b) {
   return sum;
 }
 
-// Non-decreasing over every key, as a key map must be: no key the key
-// function makes is negative, and negative ones map to 0.
-__device__ float root(float k) { return sqrtf(fmaxf(k, 0.0f)); }
+// Non-decreasing over every key, and one value for every NaN key, as a key
+// map must be: no key the key function makes is negative, and negative ones
+// and NaNs map to 0 (not fmaxf, which passes a signaling NaN on the host).
+__device__ float root(float k) { return sqrtf(k > 0.0f ? k : 0.0f); }
 
 // A fast approximation of root (within 2^-20 of it, or NaN), to bracket a
 // histogram bucket with: on the GPU one approximate square root instruction.
@@ -90,15 +91,15 @@ __device__ float approx_root(float k) {
 }
 
 __device__ float distance(const Point& a, const Point& b) { return root(squared_distance(a, b)); }
-#line 34 "problems/distance.cu"
+#line 35 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_pair(const Point& twobs_a, const Point& twobs_b) { return distance(twobs_a, twobs_b); }
 #line 5 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_key(const Point& twobs_a, const Point& twobs_b) { return squared_distance(twobs_a, twobs_b); }
-#line 20 "problems/distance.cu"
+#line 21 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_map(Value twobs_k) { return root(twobs_k); }
-#line 24 "problems/distance.cu"
+#line 25 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_estimate(Value twobs_k) { return approx_root(twobs_k); }
-#line 102 "2pcf.cu"
+#line 103 "2pcf.cu"
 // The calls into the snippet above are rendered at the lines of the functions
 // they call, so that a parameter or return type that does not fit is reported there.
 
@@ -222,20 +223,75 @@ constexpr unsigned PASS = 0, FAIL = 1;  // the slots of a threshold's test
 // `value < THRESHOLD`, exactly the keys up to it pass.
 __shared__ Key twobs_last_pass;
 
+// The threshold as one saturating multiply-add a key, for a count to add on
+// the FMA pipe instead of comparing and selecting on the ALU:
+// sat(k * scale + offset) is exactly 1 for a key that is counted and 0 for
+// one that is not. With e the last passing key and f the next, 1 / (f - e)
+// is a power of two S, and S (f - k) is at least 1 up to e and at most 0
+// from f on; one rounding keeps it so, and sat sends NaN to 0. Where a NaN
+// key passes, the count counts failures instead, S (k - e), and takes them
+// from the pairs it met. `on` is false where no such S exists (an edge
+// within 2^-103 of 0, or not finite): the count then tests keys as pairs do.
+struct Weights {
+  Key scale, offset;
+  bool on;
+  bool counts_fails;
+};
+__shared__ Weights twobs_weights;
 
-__device__ __forceinline__ void prepare_contribution() {
-  if (TWOBS_THREAD == 0) twobs_last_pass = largest_key([](Key twobs_k) { return twobs_map(twobs_k) < THRESHOLD; });
+// a * b + c rounded once and clamped to [0, 1], NaN to 0: one FFMA.SAT.
+__device__ __forceinline__ float saturated_fma(float a, float b, float c) { return __saturatef(__fmaf_rn(a, b, c)); }
+__device__ __forceinline__ double saturated_fma(double a, double b, double c) { return fmin(fmax(fma(a, b, c), 0.0), 1.0); }
+__device__ __forceinline__ Key weigh_key(Key twobs_k, const Weights& twobs_w) {
+  return saturated_fma(twobs_k, twobs_w.scale, twobs_w.offset);
 }
 
-// The slot of a key, from the edge; and from its value, which the key probe
-// checks it against. A NaN key is tested on its value (map may send it anywhere).
+// The slot of a key, from its value, which the key probe checks the rest against.
 __device__ __forceinline__ unsigned value_slot(Key twobs_k) { return twobs_map(twobs_k) < THRESHOLD ? PASS : FAIL; }
+
+// The weights of edge e, found with the very instruction the count uses: the
+// weight is monotone in the key, so the two keys either side of the edge
+// and NaN having the right weights proves every key's.
+__device__ Weights weights_of(Key twobs_e) {
+  const Key inf = key_infinity(Key(0));
+  const Key f = key_of_rank(key_rank(twobs_e) + 1, Key(0));  // only used where e is finite
+  const Key s = Key(1) / (f - twobs_e);
+  Weights w = {Key(0), Key(0), false, value_slot(inf - inf) == PASS};
+  if (!(twobs_e > -inf && twobs_e < inf && f < inf && s < inf)) return w;
+  w.scale = w.counts_fails ? s : -s;
+  w.offset = w.counts_fails ? -(s * twobs_e) : s * f;
+  const Key below = w.counts_fails ? Key(0) : Key(1), above = Key(1) - below;
+  w.on = weigh_key(twobs_e, w) == below && weigh_key(f, w) == above && weigh_key(inf - inf, w) == Key(0);
+  return w;
+}
+
+__device__ __forceinline__ void prepare_contribution() {
+  if (TWOBS_THREAD == 0) {
+    twobs_last_pass = largest_key([](Key twobs_k) { return twobs_map(twobs_k) < THRESHOLD; });
+    twobs_weights = weights_of(twobs_last_pass);
+  }
+}
+
+// The slot of a key, from the edge. A NaN key is tested on its value (map
+// may send it anywhere).
 __device__ __forceinline__ unsigned key_slot_fast(Key twobs_k, Key twobs_edge) { return twobs_k <= twobs_edge ? PASS : FAIL; }
 __device__ __forceinline__ unsigned key_slot(Key twobs_k) {
   return twobs_k == twobs_k ? key_slot_fast(twobs_k, twobs_last_pass) : value_slot(twobs_k);
 }
 __device__ __forceinline__ unsigned key_edges() { return 1; }
 __device__ __forceinline__ Key key_edge(unsigned) { return twobs_last_pass; }
+
+// Whether a count on keys would weigh its pairs: the probe checks the weights only then.
+__device__ __forceinline__ bool key_weighed() { return twobs_weights.on; }
+
+// What the key probe checks on every key: its slot from the edge and, where
+// a count would weigh it, its weight, against its value's slot.
+__device__ __forceinline__ bool key_agrees(Key twobs_k) {
+  const unsigned twobs_slot = value_slot(twobs_k);
+  const unsigned twobs_counted = twobs_weights.counts_fails ? FAIL : PASS;
+  return key_slot(twobs_k) == twobs_slot &&
+         (!twobs_weights.on || weigh_key(twobs_k, twobs_weights) == (twobs_slot == twobs_counted ? Key(1) : Key(0)));
+}
 
 // A count is a total of one slot: a pair adds 1 when its key passes, else 0
 // (an amount, not a slot, so that adding it is one instruction).
@@ -252,10 +308,11 @@ __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const P
   return {0u, key_slot(twobs_key(twobs_a, twobs_b)) == PASS ? 1u : 0u};
 }
 
-// What a thread reads once, after the set-up: the edge, kept in a register.
+// What a thread reads once, after the set-up: the edge and the weights, kept in registers.
 struct Setup {
   Key last_pass;
-  __device__ __forceinline__ Setup() : last_pass(twobs_last_pass) {}
+  Weights weights;
+  __device__ __forceinline__ Setup() : last_pass(twobs_last_pass), weights(twobs_weights) {}
 };
 
 // Sure unless the key is NaN, which is tested on its value.
@@ -264,6 +321,12 @@ __device__ __forceinline__ bool contribute_fast(const Point& twobs_a, const Poin
   const Key twobs_k = twobs_key(twobs_a, twobs_b);
   twobs_c = {0u, key_slot_fast(twobs_k, twobs_s.last_pass) == PASS ? 1u : 0u};
   return twobs_k == twobs_k;
+}
+
+// The pair's weight where the weights are on: 1 when it is counted (it
+// passes, or it fails where the count counts failures), else 0.
+__device__ __forceinline__ Key weigh(const Point& twobs_a, const Point& twobs_b, const Setup& twobs_s) {
+  return weigh_key(twobs_key(twobs_a, twobs_b), twobs_s.weights);
 }
 
 // ------------------------------------------------------------------ input stage: register_shm
@@ -365,25 +428,38 @@ struct Output {
   __device__ __forceinline__ unsigned first_step(unsigned from) const { return from; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-  // The pairs of every own point with tile point (j, q): the contribution's
-  // fast answers, made exact where a lane of the warp is unsure of one (one
-  // vote for R pairs, so that sure pairs never branch).
+  // A count on keys by weights (threshold_key.cu): each pair adds its weight,
+  // exactly 1 or 0, to a float, which holds every whole number up to 2^24
+  // exactly; each step moves it into the integer tally. A step meets at
+  // most B x R x R pairs (a lower triangle's span), far below that.
+  static_assert(B * R * R < (1u << 24), "a step's weights stay exact in a float");
+  Key weights = Key(0);  // the step's counted pairs
+  Tally met = 0;         // the step's weighed pairs, where failures are counted
+
+  // Whether pairs are weighed (`weigh`), the same in every thread: the
+  // kernel walks its pairs with `weigh` where the threshold has weights,
+  // with `offer` where it has not.
+  __device__ __forceinline__ bool weighs() const { return setup.weights.on; }
+
+  // The pairs of every own point with tile point q, weighed.
+  template <class Valid>
+  __device__ __forceinline__ void weigh(const Point (&own)[R], const Point& q, const Valid& valid) {
+#pragma unroll
+    for (unsigned r = 0; r < R; ++r) {
+      if (valid(r)) {
+        weights += twobs_generated::weigh(own[r], q, setup);
+        ++met;
+      }
+    }
+  }
+
+  // The pairs of every own point with tile point (j, q), each tested exactly
+  // (where the threshold has no weights).
   template <class Valid>
   __device__ __forceinline__ void offer(const Here&, const Point (&own)[R], unsigned, const Point& q,
                                         const Valid& valid) {
-    Contribution c[R];
-    bool all = true;
 #pragma unroll
-    for (unsigned r = 0; r < R; ++r) all = contribute_fast(own[r], q, setup, c[r]) && all;
-    if (!__all_sync(FULL_WARP, all)) {
-#pragma unroll
-      for (unsigned r = 0; r < R; ++r) {
-        Contribution again;
-        if (!contribute_fast(own[r], q, setup, again)) c[r] = contribute(own[r], q);
-      }
-    }
-#pragma unroll
-    for (unsigned r = 0; r < R; ++r) take(c[r], valid(r));
+    for (unsigned r = 0; r < R; ++r) take(contribute(own[r], q), valid(r));
   }
 
   // One pair, where a visit pattern offers pairs one at a time.
@@ -391,6 +467,13 @@ struct Output {
     take(contribute(own, q), valid);
   }
 
+  // Moves the step's weights into the tally.
+  __device__ __forceinline__ void settle() {
+    const Tally counted = static_cast<Tally>(weights);
+    tally[0] += setup.weights.counts_fails ? met - counted : counted;
+    weights = Key(0);
+    met = 0;
+  }
 
   __device__ __forceinline__ void take(const Contribution& c, bool valid) {
     const unsigned slot = valid ? c.slot : SLOTS;
@@ -398,9 +481,13 @@ struct Output {
     for (unsigned k = 0; k < SLOTS; ++k) tally[k] += slot == k ? c.amount : Tally(0);
   }
 
-  __device__ __forceinline__ bool end_step(unsigned) { return false; }
+  __device__ __forceinline__ bool end_step(unsigned) {
+    settle();
+    return false;
+  }
 
   __device__ __forceinline__ void finish(const Here&) {
+    settle();  // a visit may end inside a step
 #pragma unroll
     for (unsigned k = 0; k < SLOTS; ++k) {
       const Total total = block_sum<Total>(tally[k]);
@@ -420,6 +507,18 @@ struct Offer {
   template <class Valid>
   __device__ __forceinline__ void operator()(unsigned j, const Point& q, const Valid& valid) const {
     out.offer(here, own, j, q, valid);
+  }
+};
+
+// Weighs the pairs of a thread's own points with tile point q, as Offer
+// offers them (output/offer_weights.cu).
+struct Weigh {
+  Output& out;
+  const Point (&own)[R];
+
+  template <class Valid>
+  __device__ __forceinline__ void operator()(unsigned, const Point& q, const Valid& valid) const {
+    out.weigh(own, q, valid);
   }
 };
 
@@ -452,9 +551,12 @@ extern "C" __global__ void __launch_bounds__(B) twobs_2pcf(
   [[maybe_unused]] const bool all_own_valid = first + B * R <= own_end;
   Output out(totals, here);
   Tiles tiles(smem);
-  [[maybe_unused]] const Offer offer{out, here, own};
   [[maybe_unused]] const auto always = [](unsigned) { return true; };
   [[maybe_unused]] const auto own_valid = [&](unsigned r) { return here.valid(r); };
+  // The walk is chosen once, the same in every thread, so that no pair tests
+  // which: weights where the threshold has them, else exact tests.
+  if (out.weighs()) {
+    [[maybe_unused]] const Weigh offer{out, own};
   // Circulant pairing of spans of B x R points: block b meets the spans
   // b+1 .. b+M/2 (mod M), so every unordered pair of spans is visited once and
   // every block does the same work; the last step pairs the block's own points
@@ -505,6 +607,59 @@ extern "C" __global__ void __launch_bounds__(B) twobs_2pcf(
     if (out.end_step(s)) return;  // output full: this block resumes at step s
   }
 
+  } else {
+    [[maybe_unused]] const Offer offer{out, here, own};
+  // Circulant pairing of spans of B x R points: block b meets the spans
+  // b+1 .. b+M/2 (mod M), so every unordered pair of spans is visited once and
+  // every block does the same work; the last step pairs the block's own points
+  // with each other. A step loads the span's R tiles in turn.
+  const unsigned span = B * R;
+  const unsigned spans = (a.n + span - 1) / span;
+  const unsigned offdiag = (spans - 1) / 2 + ((spans % 2 == 0 && block < spans / 2) ? 1 : 0);
+  const unsigned steps = offdiag + 1;
+  for (unsigned s = out.first_step(step_first); s < umin(steps, step_end); ++s) {
+    out.begin_step(s);
+    const bool diagonal = s == offdiag;
+    const unsigned partner = diagonal ? block : (block + 1 + s) % spans;
+#pragma unroll 1
+    for (unsigned u = 0; u < R; ++u) {  // not unrolled: own[] is indexed by the unrolled r only
+      const unsigned start = partner * span + u * B;
+      if (start >= a.n) break;  // the same in every thread
+      tiles.load(a, start);
+      const unsigned len = umin(B, a.n - start);
+      if (!diagonal) {
+        if (all_own_valid && len == B) {
+          tiles.for_each(B, [&](unsigned jl, const Point& q) { offer(start + jl, q, always); });
+        } else {
+          tiles.for_each(len, [&](unsigned jl, const Point& q) { offer(start + jl, q, own_valid); });
+        }
+      } else {
+        // Own rows before u meet the whole tile, row u meets it by the diagonal
+        // pattern, rows after u come later (the pair is met from their side).
+        if (u > 0) {
+          tiles.for_each(len, [&](unsigned jl, const Point& q) {
+            offer(start + jl, q, [&](unsigned r) { return r < u && here.valid(r); });
+          });
+        }
+        // Load-balanced pairing (section 3.4.1): thread t meets (t + d) % B for
+        // d = 1..B/2; at d = B/2 only the lower half, so each pair is met once.
+#pragma unroll
+        for (unsigned r = 0; r < R; ++r) {
+          if (r != u) continue;
+#pragma unroll 4
+          for (unsigned d = 1; d <= B / 2; ++d) {
+            const unsigned jl = (t + d) & (B - 1);
+            const bool valid = here.valid(r) && jl < len && (d < B / 2 || t < B / 2);
+            out.add(r, here.own(r), own[r], start + jl, tiles.at(jl), valid);
+          }
+        }
+
+      }
+    }
+    if (out.end_step(s)) return;  // output full: this block resumes at step s
+  }
+
+  }
   out.finish(here);
 }
 }  // namespace twobs_generated

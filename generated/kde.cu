@@ -278,6 +278,8 @@ struct Output {
     take(contribute(own, q), valid);
   }
 
+  // Nothing kept apart from the tally.
+  __device__ __forceinline__ void settle() {}
 
   __device__ __forceinline__ void take(const Contribution& c, bool valid) {
     const unsigned slot = valid ? c.slot : SLOTS;
@@ -285,9 +287,13 @@ struct Output {
     for (unsigned k = 0; k < SLOTS; ++k) tally[k] += slot == k ? c.amount : Tally(0);
   }
 
-  __device__ __forceinline__ bool end_step(unsigned) { return false; }
+  __device__ __forceinline__ bool end_step(unsigned) {
+    settle();
+    return false;
+  }
 
   __device__ __forceinline__ void finish(const Here&) {
+    settle();  // a visit may end inside a step
 #pragma unroll
     for (unsigned k = 0; k < SLOTS; ++k) {
       const Total total = block_sum<Total>(tally[k]);
@@ -339,9 +345,9 @@ extern "C" __global__ void __launch_bounds__(B) twobs_kde(
   [[maybe_unused]] const bool all_own_valid = first + B * R <= own_end;
   Output out(totals, here);
   Tiles tiles(smem);
-  [[maybe_unused]] const Offer offer{out, here, own};
   [[maybe_unused]] const auto always = [](unsigned) { return true; };
   [[maybe_unused]] const auto own_valid = [&](unsigned r) { return here.valid(r); };
+  [[maybe_unused]] const Offer offer{out, here, own};
   // Circulant pairing of spans of B x R points: block b meets the spans
   // b+1 .. b+M/2 (mod M), so every unordered pair of spans is visited once and
   // every block does the same work; the last step pairs the block's own points

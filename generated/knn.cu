@@ -63,9 +63,10 @@ __device__ float squared_distance(const Point& a, const Point& b) {
   return sum;
 }
 
-// Non-decreasing over every key, as a key map must be: no key the key
-// function makes is negative, and negative ones map to 0.
-__device__ float root(float k) { return sqrtf(fmaxf(k, 0.0f)); }
+// Non-decreasing over every key, and one value for every NaN key, as a key
+// map must be: no key the key function makes is negative, and negative ones
+// and NaNs map to 0 (not fmaxf, which passes a signaling NaN on the host).
+__device__ float root(float k) { return sqrtf(k > 0.0f ? k : 0.0f); }
 
 // A fast approximation of root (within 2^-20 of it, or NaN), to bracket a
 // histogram bucket with: on the GPU one approximate square root instruction.
@@ -80,15 +81,15 @@ __device__ float approx_root(float k) {
 }
 
 __device__ float distance(const Point& a, const Point& b) { return root(squared_distance(a, b)); }
-#line 34 "problems/distance.cu"
+#line 35 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_pair(const Point& twobs_a, const Point& twobs_b) { return distance(twobs_a, twobs_b); }
 #line 5 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_key(const Point& twobs_a, const Point& twobs_b) { return squared_distance(twobs_a, twobs_b); }
-#line 20 "problems/distance.cu"
+#line 21 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_map(Value twobs_k) { return root(twobs_k); }
-#line 24 "problems/distance.cu"
+#line 25 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_estimate(Value twobs_k) { return approx_root(twobs_k); }
-#line 92 "knn.cu"
+#line 93 "knn.cu"
 // The calls into the snippet above are rendered at the lines of the functions
 // they call, so that a parameter or return type that does not fit is reported there.
 
@@ -367,9 +368,9 @@ extern "C" __global__ void __launch_bounds__(B) twobs_knn(
   [[maybe_unused]] const bool all_own_valid = first + B * R <= own_end;
   Output out(values, indices, fresh, here);
   Tiles tiles(smem);
-  [[maybe_unused]] const Offer offer{out, here, own};
   [[maybe_unused]] const auto always = [](unsigned) { return true; };
   [[maybe_unused]] const auto own_valid = [&](unsigned r) { return here.valid(r); };
+  [[maybe_unused]] const Offer offer{out, here, own};
   // Every block walks all tiles, starting at its own so that blocks spread
   // over memory; a point is not paired with itself, so tiles that overlap the
   // block's own points test j != i.

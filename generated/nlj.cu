@@ -331,9 +331,9 @@ extern "C" __global__ void __launch_bounds__(B) twobs_nlj(
   [[maybe_unused]] const bool all_own_valid = first + B * R <= own_end;
   Output out(pool, page_owner, page_fill, next_page, num_pages, resume, overflow, here);
   Tiles tiles(smem);
-  [[maybe_unused]] const Offer offer{out, here, own};
   [[maybe_unused]] const auto always = [](unsigned) { return true; };
   [[maybe_unused]] const auto own_valid = [&](unsigned r) { return here.valid(r); };
+  [[maybe_unused]] const Offer offer{out, here, own};
   // Every block walks all tiles of the other set, starting at its own so that
   // blocks spread over memory.
   const unsigned tiles_total = (other.n + B - 1) / B;

@@ -65,9 +65,10 @@ __device__ float squared_distance(const Point& a, const Point& b) {
   return sum;
 }
 
-// Non-decreasing over every key, as a key map must be: no key the key
-// function makes is negative, and negative ones map to 0.
-__device__ float root(float k) { return sqrtf(fmaxf(k, 0.0f)); }
+// Non-decreasing over every key, and one value for every NaN key, as a key
+// map must be: no key the key function makes is negative, and negative ones
+// and NaNs map to 0 (not fmaxf, which passes a signaling NaN on the host).
+__device__ float root(float k) { return sqrtf(k > 0.0f ? k : 0.0f); }
 
 // A fast approximation of root (within 2^-20 of it, or NaN), to bracket a
 // histogram bucket with: on the GPU one approximate square root instruction.
@@ -82,15 +83,15 @@ __device__ float approx_root(float k) {
 }
 
 __device__ float distance(const Point& a, const Point& b) { return root(squared_distance(a, b)); }
-#line 34 "problems/distance.cu"
+#line 35 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_pair(const Point& twobs_a, const Point& twobs_b) { return distance(twobs_a, twobs_b); }
 #line 5 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_key(const Point& twobs_a, const Point& twobs_b) { return squared_distance(twobs_a, twobs_b); }
-#line 20 "problems/distance.cu"
+#line 21 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_map(Value twobs_k) { return root(twobs_k); }
-#line 24 "problems/distance.cu"
+#line 25 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_estimate(Value twobs_k) { return approx_root(twobs_k); }
-#line 94 "selfjoin.cu"
+#line 95 "selfjoin.cu"
 // The calls into the snippet above are rendered at the lines of the functions
 // they call, so that a parameter or return type that does not fit is reported there.
 
@@ -212,20 +213,75 @@ constexpr unsigned PASS = 0, FAIL = 1;  // the slots of a threshold's test
 // `value <= THRESHOLD`, exactly the keys up to it pass.
 __shared__ Key twobs_last_pass;
 
+// The threshold as one saturating multiply-add a key, for a count to add on
+// the FMA pipe instead of comparing and selecting on the ALU:
+// sat(k * scale + offset) is exactly 1 for a key that is counted and 0 for
+// one that is not. With e the last passing key and f the next, 1 / (f - e)
+// is a power of two S, and S (f - k) is at least 1 up to e and at most 0
+// from f on; one rounding keeps it so, and sat sends NaN to 0. Where a NaN
+// key passes, the count counts failures instead, S (k - e), and takes them
+// from the pairs it met. `on` is false where no such S exists (an edge
+// within 2^-103 of 0, or not finite): the count then tests keys as pairs do.
+struct Weights {
+  Key scale, offset;
+  bool on;
+  bool counts_fails;
+};
+__shared__ Weights twobs_weights;
 
-__device__ __forceinline__ void prepare_contribution() {
-  if (TWOBS_THREAD == 0) twobs_last_pass = largest_key([](Key twobs_k) { return twobs_map(twobs_k) <= THRESHOLD; });
+// a * b + c rounded once and clamped to [0, 1], NaN to 0: one FFMA.SAT.
+__device__ __forceinline__ float saturated_fma(float a, float b, float c) { return __saturatef(__fmaf_rn(a, b, c)); }
+__device__ __forceinline__ double saturated_fma(double a, double b, double c) { return fmin(fmax(fma(a, b, c), 0.0), 1.0); }
+__device__ __forceinline__ Key weigh_key(Key twobs_k, const Weights& twobs_w) {
+  return saturated_fma(twobs_k, twobs_w.scale, twobs_w.offset);
 }
 
-// The slot of a key, from the edge; and from its value, which the key probe
-// checks it against. A NaN key is tested on its value (map may send it anywhere).
+// The slot of a key, from its value, which the key probe checks the rest against.
 __device__ __forceinline__ unsigned value_slot(Key twobs_k) { return twobs_map(twobs_k) <= THRESHOLD ? PASS : FAIL; }
+
+// The weights of edge e, found with the very instruction the count uses: the
+// weight is monotone in the key, so the two keys either side of the edge
+// and NaN having the right weights proves every key's.
+__device__ Weights weights_of(Key twobs_e) {
+  const Key inf = key_infinity(Key(0));
+  const Key f = key_of_rank(key_rank(twobs_e) + 1, Key(0));  // only used where e is finite
+  const Key s = Key(1) / (f - twobs_e);
+  Weights w = {Key(0), Key(0), false, value_slot(inf - inf) == PASS};
+  if (!(twobs_e > -inf && twobs_e < inf && f < inf && s < inf)) return w;
+  w.scale = w.counts_fails ? s : -s;
+  w.offset = w.counts_fails ? -(s * twobs_e) : s * f;
+  const Key below = w.counts_fails ? Key(0) : Key(1), above = Key(1) - below;
+  w.on = weigh_key(twobs_e, w) == below && weigh_key(f, w) == above && weigh_key(inf - inf, w) == Key(0);
+  return w;
+}
+
+__device__ __forceinline__ void prepare_contribution() {
+  if (TWOBS_THREAD == 0) {
+    twobs_last_pass = largest_key([](Key twobs_k) { return twobs_map(twobs_k) <= THRESHOLD; });
+    twobs_weights = weights_of(twobs_last_pass);
+  }
+}
+
+// The slot of a key, from the edge. A NaN key is tested on its value (map
+// may send it anywhere).
 __device__ __forceinline__ unsigned key_slot_fast(Key twobs_k, Key twobs_edge) { return twobs_k <= twobs_edge ? PASS : FAIL; }
 __device__ __forceinline__ unsigned key_slot(Key twobs_k) {
   return twobs_k == twobs_k ? key_slot_fast(twobs_k, twobs_last_pass) : value_slot(twobs_k);
 }
 __device__ __forceinline__ unsigned key_edges() { return 1; }
 __device__ __forceinline__ Key key_edge(unsigned) { return twobs_last_pass; }
+
+// Whether a count on keys would weigh its pairs: the probe checks the weights only then.
+__device__ __forceinline__ bool key_weighed() { return twobs_weights.on; }
+
+// What the key probe checks on every key: its slot from the edge and, where
+// a count would weigh it, its weight, against its value's slot.
+__device__ __forceinline__ bool key_agrees(Key twobs_k) {
+  const unsigned twobs_slot = value_slot(twobs_k);
+  const unsigned twobs_counted = twobs_weights.counts_fails ? FAIL : PASS;
+  return key_slot(twobs_k) == twobs_slot &&
+         (!twobs_weights.on || weigh_key(twobs_k, twobs_weights) == (twobs_slot == twobs_counted ? Key(1) : Key(0)));
+}
 
 // Whether the pair belongs to the output, tested on the key.
 __device__ __forceinline__ bool passes(const Point& twobs_a, const Point& twobs_b) {
@@ -456,9 +512,9 @@ extern "C" __global__ void __launch_bounds__(B) twobs_selfjoin(
   [[maybe_unused]] const bool all_own_valid = first + B * R <= own_end;
   Output out(pool, page_owner, page_fill, next_page, num_pages, resume, overflow, here);
   Tiles tiles(smem);
-  [[maybe_unused]] const Offer offer{out, here, own};
   [[maybe_unused]] const auto always = [](unsigned) { return true; };
   [[maybe_unused]] const auto own_valid = [&](unsigned r) { return here.valid(r); };
+  [[maybe_unused]] const Offer offer{out, here, own};
   // Circulant pairing of spans of B x R points: block b meets the spans
   // b+1 .. b+M/2 (mod M), so every unordered pair of spans is visited once and
   // every block does the same work; the last step pairs the block's own points

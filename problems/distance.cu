@@ -15,9 +15,10 @@ __device__ float squared_distance(const Point& a, const Point& b) {
   return sum;
 }
 
-// Non-decreasing over every key, as a key map must be: no key the key
-// function makes is negative, and negative ones map to 0.
-__device__ float root(float k) { return sqrtf(fmaxf(k, 0.0f)); }
+// Non-decreasing over every key, and one value for every NaN key, as a key
+// map must be: no key the key function makes is negative, and negative ones
+// and NaNs map to 0 (not fmaxf, which passes a signaling NaN on the host).
+__device__ float root(float k) { return sqrtf(k > 0.0f ? k : 0.0f); }
 
 // A fast approximation of root (within 2^-20 of it, or NaN), to bracket a
 // histogram bucket with: on the GPU one approximate square root instruction.

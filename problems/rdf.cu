@@ -40,9 +40,10 @@ __device__ float squared_min_image_distance(float3 a, float3 b) {
   return fmaf(d.z, d.z, fmaf(d.y, d.y, d.x * d.x));  // two roundings fewer than the plain sum, and two instructions
 }
 
-// Non-decreasing over every key, as a key map must be: no key the key
-// function makes is negative, and negative ones map to 0.
-__device__ float root(float k) { return sqrtf(fmaxf(k, 0.0f)); }
+// Non-decreasing over every key, and one value for every NaN key, as a key
+// map must be: no key the key function makes is negative, and negative ones
+// and NaNs map to 0 (not fmaxf, which passes a signaling NaN on the host).
+__device__ float root(float k) { return sqrtf(k > 0.0f ? k : 0.0f); }
 
 // A fast approximation of root (within 2^-20 of it, or NaN), to bracket a
 // shell with: on the GPU one approximate square root instruction.

@@ -72,6 +72,20 @@ struct Offer {
     out.offer(here, own, j, q, valid);
   }
 };
+{%- if tally == "weights" %}
+
+// Weighs the pairs of a thread's own points with tile point q, as Offer
+// offers them (output/offer_weights.cu).
+struct Weigh {
+  Output& out;
+  const Point (&own)[R];
+
+  template <class Valid>
+  __device__ __forceinline__ void operator()(unsigned, const Point& q, const Valid& valid) const {
+    out.weigh(own, q, valid);
+  }
+};
+{%- endif %}
 
 // ------------------------------------------------------------------ kernel: {{ names.visit }}
 extern "C" __global__ void __launch_bounds__(B) {{ kernel_name }}(
@@ -98,10 +112,22 @@ extern "C" __global__ void __launch_bounds__(B) {{ kernel_name }}(
   [[maybe_unused]] const bool all_own_valid = first + B * R <= own_end;
   Output out({% for name in output_args %}{{ name }}, {% endfor %}here);
   Tiles tiles(smem);
-  [[maybe_unused]] const Offer offer{out, here, own};
   [[maybe_unused]] const auto always = [](unsigned) { return true; };
   [[maybe_unused]] const auto own_valid = [&](unsigned r) { return here.valid(r); };
+{%- if tally == "weights" %}
+  // The walk is chosen once, the same in every thread, so that no pair tests
+  // which: weights where the threshold has them, else exact tests.
+  if (out.weighs()) {
+    [[maybe_unused]] const Weigh offer{out, own};
 {{ fragments.visit }}
+  } else {
+    [[maybe_unused]] const Offer offer{out, here, own};
+{{ fragments.visit }}
+  }
+{%- else %}
+  [[maybe_unused]] const Offer offer{out, here, own};
+{{ fragments.visit }}
+{%- endif %}
   out.finish(here);
 }
 }  // namespace twobs_generated

@@ -1,5 +1,6 @@
 // twobs key probe for {{ problem_name }}: the slot each key gets from the key
-// edges, against the slot of its value, for keys of the given ranks.
+// edges (and a count's weight), against the slot of its value, for keys of
+// the given ranks.
 {% include "common/types.cu" %}
 {% include "common/snippet.cu" %}
 namespace twobs_generated {  // no name of the user's can clash with what follows
@@ -13,15 +14,17 @@ constexpr unsigned B = 256;
 // bit pattern, NaNs included, where the ranks cover 2^32).
 extern "C" __global__ void __launch_bounds__(B) twobs_check_keys(unsigned long long first, unsigned long long count,
                                                                  unsigned long long* mismatches,
-                                                                 unsigned long long* first_bad) {
+                                                                 unsigned long long* first_bad,
+                                                                 unsigned long long* weighed) {
   prepare_contribution();
   __syncthreads();
+  if (blockIdx.x == 0 && threadIdx.x == 0) *weighed = key_weighed() ? 1 : 0;
   unsigned long long found = 0, bad = ~0ull;
   const unsigned long long step = static_cast<unsigned long long>(gridDim.x) * B;
   for (unsigned long long r = first + static_cast<unsigned long long>(blockIdx.x) * B + threadIdx.x; r < first + count;
        r += step) {
     const Key k = key_of_rank(r, Key(0));
-    if (key_slot(k) != value_slot(k)) {
+    if (!key_agrees(k)) {
       ++found;
       bad = bad < r ? bad : r;
     }

@@ -17,12 +17,22 @@ fn cache() -> Cache {
 const STRIDE: (u64, u64, u64) = (0, (1u64 << 32) / 4099, 4099);
 const AROUND: u64 = 512;
 
-fn check(problem: &Problem, params: &[&str]) {
+/// Checks the keys of `problem` with `params`; `weighed`: whether a count
+/// weighs its pairs there, so that the weights were checked too.
+fn check_weighed(problem: &Problem, params: &[&str], weighed: bool) {
     let params = problem.bind(&params.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
     let got = check_keys(problem, &params, &cache(), STRIDE, AROUND).unwrap().expect("tested on keys");
-    println!("{} {params:?}: {} keys checked, {} mismatches", problem.name, got.checked, got.mismatches);
+    println!(
+        "{} {params:?}: {} keys checked, {} mismatches, weighed {}",
+        problem.name, got.checked, got.mismatches, got.weighed
+    );
     assert!(got.checked > 1_000_000);
     assert_eq!(got.mismatches, 0, "{} {params:?}: first mismatch at rank {:?}", problem.name, got.first_bad);
+    assert_eq!(got.weighed, weighed, "{} {params:?}", problem.name);
+}
+
+fn check(problem: &Problem, params: &[&str]) {
+    check_weighed(problem, params, false);
 }
 
 #[test]
@@ -38,14 +48,18 @@ fn histogram_edges_give_every_key_its_values_bucket() {
 }
 
 #[test]
-fn threshold_edges_give_every_key_its_values_test() {
+fn threshold_edges_give_every_key_its_values_test_and_weight() {
+    // Weights wherever the edge is finite and at least 2^-103 from 0: not
+    // where no key passes (r = 0), the edge is denormal (r = 1e-20, the
+    // edge about 1e-40), every finite key passes (r = 3e38), or the edge
+    // is 0 (eps = 0), where the kernel tests keys as pairs do.
     let tpcf = built_in("2pcf").unwrap();
-    for r in ["r=0.1", "r=0.2", "r=0.0", "r=1e-20", "r=3e38"] {
-        check(&tpcf, &[r]);
+    for (r, weighed) in [("r=0.1", true), ("r=0.2", true), ("r=0.0", false), ("r=1e-20", false), ("r=3e38", false)] {
+        check_weighed(&tpcf, &[r], weighed);
     }
     let join = built_in("selfjoin").unwrap();
-    for eps in ["eps=0.05", "eps=0.2257", "eps=0"] {
-        check(&join, &[eps]);
+    for (eps, weighed) in [("eps=0.05", true), ("eps=0.2257", true), ("eps=0", false)] {
+        check_weighed(&join, &[eps], weighed);
     }
 }
 

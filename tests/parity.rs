@@ -372,21 +372,23 @@ fn main() {
             add(IndexChoice::Grid, format!("{}/grid-pool-of-{pool}-pairs", s.name), s, opts, a, b, &gpu);
         }
     }
-    // Key edges against values for every one of the 2^32 float keys, on the GPU.
-    let key_cases: [(&str, &[&str]); 11] = [
-        ("sdh", &["bins=1"]),
-        ("sdh", &["bins=50"]),
-        ("sdh", &["bins=97"]),
-        ("sdh", &["bins=500"]),
-        ("sdh", &["bins=4000"]),
-        ("rdf", &["bins=53", "box=1"]),
-        ("rdf", &["bins=500", "box=0", "r_max=1.0"]),
-        ("2pcf", &["r=0.1"]),
-        ("2pcf", &["r=0.2"]),
-        ("selfjoin", &["eps=0.05"]),
-        ("selfjoin", &["eps=0.2257"]),
+    // Key edges against values for every one of the 2^32 float keys, on the
+    // GPU; and a threshold's weights (a count's), where it has them.
+    let key_cases: [(&str, &[&str], bool); 12] = [
+        ("sdh", &["bins=1"], false),
+        ("sdh", &["bins=50"], false),
+        ("sdh", &["bins=97"], false),
+        ("sdh", &["bins=500"], false),
+        ("sdh", &["bins=4000"], false),
+        ("rdf", &["bins=53", "box=1"], false),
+        ("rdf", &["bins=500", "box=0", "r_max=1.0"], false),
+        ("2pcf", &["r=0.1"], true),
+        ("2pcf", &["r=0.2"], true),
+        ("2pcf", &["r=1e-20"], false),
+        ("selfjoin", &["eps=0.05"], true),
+        ("selfjoin", &["eps=0.2257"], true),
     ];
-    for (name, params) in key_cases {
+    for (name, params, weighed) in key_cases {
         let gpu = gpu.clone();
         let params: Vec<String> = params.iter().map(|s| s.to_string()).collect();
         trials.push(Trial::ignorable_test(format!("keys/{name}-{}", params.join("-")), move || {
@@ -404,6 +406,9 @@ fn main() {
                     got.mismatches, got.checked, got.first_bad
                 )
                 .into());
+            }
+            if got.weighed != weighed {
+                return Err(format!("weights {}, expected {}", got.weighed, weighed).into());
             }
             Ok(Completion::Completed)
         }));

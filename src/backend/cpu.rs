@@ -164,15 +164,15 @@ pub fn check_keys(
 ) -> Result<Option<KeyCheck>, CpuError> {
     let Some(probe) = codegen::render_key_probe(problem, params, true) else { return Ok(None) };
     let Library { lib, .. } = library(&probe, &format!("{}-keys", problem.name), cache)?;
-    type CheckFn = unsafe extern "C" fn(u64, u64, u64, u64, *mut u64, *mut u64) -> u64;
-    let (mut mismatches, mut first_bad) = (0u64, u64::MAX);
+    type CheckFn = unsafe extern "C" fn(u64, u64, u64, u64, *mut u64, *mut u64, *mut u64) -> u64;
+    let (mut mismatches, mut first_bad, mut weighed) = (0u64, u64::MAX, 0u64);
     // SAFETY: the probe template gives twobs_check_keys this signature; it
-    // writes only the two counters it is given.
+    // writes only the three counters it is given.
     let checked = unsafe {
         let f: CheckFn = *lib.get(b"twobs_check_keys").expect("the probe defines twobs_check_keys");
-        f(first, count, stride, around, &mut mismatches, &mut first_bad)
+        f(first, count, stride, around, &mut mismatches, &mut first_bad, &mut weighed)
     };
-    Ok(Some(KeyCheck { checked, mismatches, first_bad: (mismatches > 0).then_some(first_bad) }))
+    Ok(Some(KeyCheck { checked, mismatches, first_bad: (mismatches > 0).then_some(first_bad), weighed: weighed != 0 }))
 }
 
 impl CpuDriver {

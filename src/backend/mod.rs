@@ -15,4 +15,7 @@ pub struct KeyCheck {
     pub mismatches: u64,
     /// The lowest rank of a mismatching key.
     pub first_bad: Option<u64>,
+    /// Whether a count on these keys weighs its pairs, so that every key's
+    /// weight was checked too (`templates/contribution/threshold_key.cu`).
+    pub weighed: bool,
 }

@@ -14,10 +14,11 @@ __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const P
   return {0u, key_slot(twobs_key(twobs_a, twobs_b)) == PASS ? 1u : 0u};
 }
 
-// What a thread reads once, after the set-up: the edge, kept in a register.
+// What a thread reads once, after the set-up: the edge and the weights, kept in registers.
 struct Setup {
   Key last_pass;
-  __device__ __forceinline__ Setup() : last_pass(twobs_last_pass) {}
+  Weights weights;
+  __device__ __forceinline__ Setup() : last_pass(twobs_last_pass), weights(twobs_weights) {}
 };
 
 // Sure unless the key is NaN, which is tested on its value.
@@ -26,4 +27,10 @@ __device__ __forceinline__ bool contribute_fast(const Point& twobs_a, const Poin
   const Key twobs_k = twobs_key(twobs_a, twobs_b);
   twobs_c = {0u, key_slot_fast(twobs_k, twobs_s.last_pass) == PASS ? 1u : 0u};
   return twobs_k == twobs_k;
+}
+
+// The pair's weight where the weights are on: 1 when it is counted (it
+// passes, or it fails where the count counts failures), else 0.
+__device__ __forceinline__ Key weigh(const Point& twobs_a, const Point& twobs_b, const Setup& twobs_s) {
+  return weigh_key(twobs_key(twobs_a, twobs_b), twobs_s.weights);
 }

@@ -1,5 +1,5 @@
 // twobs CPU key probe for {{ problem_name }}: the slot each key gets from the
-// key edges, against the slot of its value.
+// key edges (and a count's weight), against the slot of its value.
 {% include "cpu/prelude.h" %}
 #define TWOBS_THREAD 0u
 #define TWOBS_THREADS 1u
@@ -11,17 +11,19 @@ namespace twobs_generated {  // no name of the user's can clash with what follow
 
 static void check(unsigned long long r, uint64_t* mismatches, uint64_t* first_bad) {
   const Key k = key_of_rank(r, Key(0));
-  if (key_slot(k) != value_slot(k)) {
+  if (!key_agrees(k)) {
     ++*mismatches;
     if (r < *first_bad) *first_bad = r;
   }
 }
 
 // Checks `count` keys of ranks first, first + stride, ..., and every key within
-// `around` ranks of each edge; returns how many keys it checked.
+// `around` ranks of each edge; returns how many keys it checked, and sets
+// `weighed` where a count would weigh its pairs (and their weights were checked).
 extern "C" uint64_t twobs_check_keys(uint64_t first, uint64_t count, uint64_t stride, uint64_t around,
-                                     uint64_t* mismatches, uint64_t* first_bad) {
+                                     uint64_t* mismatches, uint64_t* first_bad, uint64_t* weighed) {
   prepare_contribution();
+  *weighed = key_weighed() ? 1 : 0;
   uint64_t checked = 0;
   for (uint64_t s = 0; s < count; ++s, ++checked) check(first + s * stride, mismatches, first_bad);
   for (unsigned e = 0; e < key_edges(); ++e) {

@@ -28,17 +28,26 @@ struct Output {
   __device__ __forceinline__ unsigned first_step(unsigned from) const { return from; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
+{% if stage.tally == "weights" -%}
+{% include "output/offer_weights.cu" %}
+{%- else -%}
 {% include "output/offer_totals.cu" %}
-
+  // Nothing kept apart from the tally.
+  __device__ __forceinline__ void settle() {}
+{% endif %}
   __device__ __forceinline__ void take(const Contribution& c, bool valid) {
     const unsigned slot = valid ? c.slot : SLOTS;
 #pragma unroll
     for (unsigned k = 0; k < SLOTS; ++k) tally[k] += slot == k ? c.amount : Tally(0);
   }
 
-  __device__ __forceinline__ bool end_step(unsigned) { return false; }
+  __device__ __forceinline__ bool end_step(unsigned) {
+    settle();
+    return false;
+  }
 
   __device__ __forceinline__ void finish(const Here&) {
+    settle();  // a visit may end inside a step
 #pragma unroll
     for (unsigned k = 0; k < SLOTS; ++k) {
       const Total total = block_sum<Total>(tally[k]);

@@ -13,10 +13,12 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaStream, DriverError};
 use serde::Serialize;
 
-use super::{OutputChoice, PushArg, Template, Total};
+use super::{OutputChoice, OutputStage, PushArg, Template, Total};
 use crate::device::Device;
 use crate::model::{self, CopyProblem, CopyRow};
 use crate::outcome::Totals;
+use crate::spec::{Output, Problem, Scalar};
+use crate::stage::contribution::Test;
 use crate::stage::{KernelParam, Source};
 
 /// Every total is 8 bytes: a 64-bit count or an f64 sum.
@@ -53,13 +55,42 @@ impl Store {
         }
     }
 
-    pub fn fragment(self) -> (Template, serde_json::Value) {
+    pub fn fragment(self, tally: Tally) -> (Template, serde_json::Value) {
         match self {
-            Store::Registers => (Template::OutputRegister, serde_json::json!({})),
+            Store::Registers => (Template::OutputRegister, serde_json::json!({ "tally": tally })),
             Store::Shared { copies, counter } => {
                 (Template::OutputShared, serde_json::json!({ "copies": copies, "counter": counter.c_type() }))
             }
             Store::Global => (Template::OutputGlobal, serde_json::json!({})),
+        }
+    }
+}
+
+/// How a thread tallies its pairs in registers (`templates/output/register.cu`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tally {
+    /// Each pair's slot and amount from the contribution, made exact where a
+    /// lane of the warp is unsure (`output/offer_totals.cu`).
+    Slots,
+    /// A count on f32 keys: each pair's weight, 1 or 0 from one saturating
+    /// multiply-add, summed in a float and moved into the integer tally each
+    /// step (`output/offer_weights.cu`, `contribution/threshold_key.cu`).
+    Weights,
+}
+
+impl Tally {
+    /// The rule: weights wherever a count is tested on f32 keys in
+    /// registers. A pair then costs two instructions on the FMA pipe instead
+    /// of a compare, a select and an add on the ALU pipe, which issues at
+    /// half the rate, and no NaN test; the kernel tests pairs exactly where
+    /// an edge has no weights (within 2^-103 of 0, or not finite).
+    pub fn choose(problem: &Problem, test: Test, output: OutputStage) -> Tally {
+        match (test, &problem.output, problem.function.returns, output) {
+            (Test::Keys, Output::Count { .. }, Scalar::F32, OutputStage::Totals { store: Store::Registers, .. }) => {
+                Tally::Weights
+            }
+            _ => Tally::Slots,
         }
     }
 }
