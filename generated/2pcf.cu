@@ -9,13 +9,13 @@
 // plan for 2pcf on h100: 1000000 points, 499999500000 pairs (lower_triangle)
 //   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
 //   output class  TypeI           output 8 B fits in registers (alpha = 16 B)
-//   test          keys            distance(a, b) is root(squared_distance(a, b)): each pair is tested on the key, one comparison against an edge found by bisection at start with root's own arithmetic
+//   test          keys            distance(a, b) is root(squared_distance(a, b)): each pair is tested on the key, one comparison against an edge found by bisection at start with root's own arithmetic; the count in registers adds each pair's weight instead, one saturating multiply-add (1 up to the edge, 0 past it), where the edge has one
 //   output        register        Type-I: accumulate in registers, reduce once per block
 //   input_cache   register_shm    register_shm: measured on an H200 (docs/bench/h200-issue10-sweep.md)
 //   block_size    256             256 threads a block: measured on an H200 (docs/bench/h200-issue10-sweep.md)
 //   points/thread 2               2 own points per thread (~40 registers): measured on an H200 (docs/bench/h200-issue10-sweep.md)
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
-//   resources                     grid 1954 blocks; 3076 B shared per block (3072 B tile + 0 B output + 4 B key edges); ~40 registers per thread (estimate)
+//   resources                     grid 1954 blocks; 3088 B shared per block (3072 B tile + 0 B output + 16 B key test); ~40 registers per thread (estimate)
 //   occupancy                     6 blocks = 1536 threads per multiprocessor (limited by Registers); R = 3 rounds
 //
 //   copy model (eq. 1-5): H_S = 1 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 5325
@@ -223,6 +223,22 @@ constexpr unsigned PASS = 0, FAIL = 1;  // the slots of a threshold's test
 // `value < THRESHOLD`, exactly the keys up to it pass.
 __shared__ Key twobs_last_pass;
 
+__device__ __forceinline__ Key find_last_pass() {
+  return largest_key([](Key twobs_k) { return twobs_map(twobs_k) < THRESHOLD; });
+}
+
+// The slot of a key, from its value, which the key probe checks the rest against.
+__device__ __forceinline__ unsigned value_slot(Key twobs_k) { return twobs_map(twobs_k) < THRESHOLD ? PASS : FAIL; }
+
+// The slot of a key, from the edge. A NaN key is tested on its value (map
+// may send it anywhere).
+__device__ __forceinline__ unsigned key_slot_fast(Key twobs_k, Key twobs_edge) { return twobs_k <= twobs_edge ? PASS : FAIL; }
+__device__ __forceinline__ unsigned key_slot(Key twobs_k) {
+  return twobs_k == twobs_k ? key_slot_fast(twobs_k, twobs_last_pass) : value_slot(twobs_k);
+}
+__device__ __forceinline__ unsigned key_edges() { return 1; }
+__device__ __forceinline__ Key key_edge(unsigned) { return twobs_last_pass; }
+
 // The threshold as one saturating multiply-add a key, for a count to add on
 // the FMA pipe instead of comparing and selecting on the ALU:
 // sat(k * scale + offset) is exactly 1 for a key that is counted and 0 for
@@ -231,7 +247,7 @@ __shared__ Key twobs_last_pass;
 // from f on; one rounding keeps it so, and sat sends NaN to 0. Where a NaN
 // key passes, the count counts failures instead, S (k - e), and takes them
 // from the pairs it met. `on` is false where no such S exists (an edge
-// within 2^-103 of 0, or not finite): the count then tests keys as pairs do.
+// within about 2^-104 of 0, or not finite): the count then tests keys.
 struct Weights {
   Key scale, offset;
   bool on;
@@ -245,9 +261,6 @@ __device__ __forceinline__ double saturated_fma(double a, double b, double c) { 
 __device__ __forceinline__ Key weigh_key(Key twobs_k, const Weights& twobs_w) {
   return saturated_fma(twobs_k, twobs_w.scale, twobs_w.offset);
 }
-
-// The slot of a key, from its value, which the key probe checks the rest against.
-__device__ __forceinline__ unsigned value_slot(Key twobs_k) { return twobs_map(twobs_k) < THRESHOLD ? PASS : FAIL; }
 
 // The weights of edge e, found with the very instruction the count uses: the
 // weight is monotone in the key, so the two keys either side of the edge
@@ -267,25 +280,16 @@ __device__ Weights weights_of(Key twobs_e) {
 
 __device__ __forceinline__ void prepare_contribution() {
   if (TWOBS_THREAD == 0) {
-    twobs_last_pass = largest_key([](Key twobs_k) { return twobs_map(twobs_k) < THRESHOLD; });
+    twobs_last_pass = find_last_pass();
     twobs_weights = weights_of(twobs_last_pass);
   }
 }
 
-// The slot of a key, from the edge. A NaN key is tested on its value (map
-// may send it anywhere).
-__device__ __forceinline__ unsigned key_slot_fast(Key twobs_k, Key twobs_edge) { return twobs_k <= twobs_edge ? PASS : FAIL; }
-__device__ __forceinline__ unsigned key_slot(Key twobs_k) {
-  return twobs_k == twobs_k ? key_slot_fast(twobs_k, twobs_last_pass) : value_slot(twobs_k);
-}
-__device__ __forceinline__ unsigned key_edges() { return 1; }
-__device__ __forceinline__ Key key_edge(unsigned) { return twobs_last_pass; }
-
-// Whether a count on keys would weigh its pairs: the probe checks the weights only then.
+// Whether the count weighs its pairs: the probe checks the weights only then.
 __device__ __forceinline__ bool key_weighed() { return twobs_weights.on; }
 
 // What the key probe checks on every key: its slot from the edge and, where
-// a count would weigh it, its weight, against its value's slot.
+// the count weighs it, its weight, against its value's slot.
 __device__ __forceinline__ bool key_agrees(Key twobs_k) {
   const unsigned twobs_slot = value_slot(twobs_k);
   const unsigned twobs_counted = twobs_weights.counts_fails ? FAIL : PASS;
@@ -487,7 +491,7 @@ struct Output {
   }
 
   __device__ __forceinline__ void finish(const Here&) {
-    settle();  // a visit may end inside a step
+    settle();  // end_step settled every step: this keeps pairs offered outside one
 #pragma unroll
     for (unsigned k = 0; k < SLOTS; ++k) {
       const Total total = block_sum<Total>(tally[k]);

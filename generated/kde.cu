@@ -15,7 +15,7 @@
 //   block_size    256             256 threads a block: measured on an H200 (docs/bench/h200-issue10-sweep.md)
 //   points/thread 2               2 own points per thread (~40 registers): measured on an H200 (docs/bench/h200-issue10-sweep.md)
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
-//   resources                     grid 1954 blocks; 3072 B shared per block (3072 B tile + 0 B output + 0 B key edges); ~40 registers per thread (estimate)
+//   resources                     grid 1954 blocks; 3072 B shared per block (3072 B tile + 0 B output + 0 B key test); ~40 registers per thread (estimate)
 //   occupancy                     6 blocks = 1536 threads per multiprocessor (limited by Registers); R = 3 rounds
 //
 //   copy model (eq. 1-5): H_S = 1 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 2663
@@ -293,7 +293,7 @@ struct Output {
   }
 
   __device__ __forceinline__ void finish(const Here&) {
-    settle();  // a visit may end inside a step
+    settle();  // end_step settled every step: this keeps pairs offered outside one
 #pragma unroll
     for (unsigned k = 0; k < SLOTS; ++k) {
       const Total total = block_sum<Total>(tally[k]);

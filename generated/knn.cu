@@ -14,7 +14,7 @@
 //   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
 //   block_size    256             a tile of 256 points amortizes each barrier without large per-block output state
 //   points/thread 1               one own point per thread (~48 registers): more measured no faster while the pair arithmetic, not the loads, bounds the loop
-//   resources                     grid 3907 blocks; 3072 B shared per block (3072 B tile + 0 B output + 0 B key edges); ~48 registers per thread (estimate)
+//   resources                     grid 3907 blocks; 3072 B shared per block (3072 B tile + 0 B output + 0 B key test); ~48 registers per thread (estimate)
 //   occupancy                     5 blocks = 1280 threads per multiprocessor (limited by Registers); R = 6 rounds
 //
 // Launch: 3907 blocks of 256 threads, 3072 B dynamic shared memory.

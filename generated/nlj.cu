@@ -14,7 +14,7 @@
 //   input_cache   register_shm    tiles in shared memory: the lowest-latency cache, free for input since the output is not there
 //   block_size    256             a tile of 256 points amortizes each barrier without large per-block output state
 //   points/thread 1               one own point per thread (~32 registers): more measured no faster while the pair arithmetic, not the loads, bounds the loop
-//   resources                     grid 3907 blocks; 1024 B shared per block (1024 B tile + 0 B output + 0 B key edges); ~32 registers per thread (estimate)
+//   resources                     grid 3907 blocks; 1024 B shared per block (1024 B tile + 0 B output + 0 B key test); ~32 registers per thread (estimate)
 //   occupancy                     8 blocks = 2048 threads per multiprocessor (limited by Threads); R = 4 rounds
 //   page_size     512             512 pairs of 2 x u32 per page; the runner sizes the pool
 //

@@ -17,7 +17,7 @@
 //   copies        16              measured on this kind of GPU (the copy model below is shown for comparison)
 //   counter       unsigned        32-bit counters, native shared atomics: a copy counts at most 512 own points x 1000000 partners = 512000000 < 2^32 pairs
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
-//   resources                     grid 1954 blocks; 35136 B shared per block (3072 B tile + 32064 B output + 0 B key edges); ~40 registers per thread (estimate)
+//   resources                     grid 1954 blocks; 35136 B shared per block (3072 B tile + 32064 B output + 0 B key test); ~40 registers per thread (estimate)
 //   occupancy                     6 blocks = 1536 threads per multiprocessor (limited by Registers); R = 3 rounds
 //
 //   copy model (eq. 1-5): H_S = 500 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 5325

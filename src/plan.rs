@@ -16,7 +16,7 @@ use crate::spec::{Params, Problem, Sets};
 use crate::stage::KernelParam;
 use crate::stage::contribution::{self, Test};
 use crate::stage::input::{self, InputCache};
-use crate::stage::output::totals::{CopyModel, Counter, Store};
+use crate::stage::output::totals::{CopyModel, Counter, Store, Tallying};
 use crate::stage::output::{Collect, OutputChoice, OutputClass, OutputStage, Total, dob};
 use crate::stage::visit::{Diagonal, Visit};
 
@@ -522,6 +522,12 @@ impl Plan {
         })?;
         let rounds = model::rounds(total_threads, occupancy, dev);
 
+        let test_why = match Tallying::choose(problem, test, output) {
+            Tallying::Weights => format!(
+                "{test_why}; the count in registers adds each pair's weight instead, one saturating multiply-add (1 up to the edge, 0 past it), where the edge has one"
+            ),
+            Tallying::Slots => test_why,
+        };
         decisions.push(Decision { what: Choice::Test, choice: test.name().into(), why: test_why });
         decisions.push(Decision { what: Choice::Output, choice: choice.name().into(), why: output_why });
         decisions.push(Decision { what: Choice::InputCache, choice: input_cache.name().into(), why: input_why });
@@ -731,7 +737,7 @@ impl fmt::Display for Plan {
         let l = &self.launch;
         writeln!(
             f,
-            "  {:<13} {:<15} grid {} blocks; {} B shared per block ({} B tile + {} B output + {} B key edges); ~{} registers per thread (estimate)",
+            "  {:<13} {:<15} grid {} blocks; {} B shared per block ({} B tile + {} B output + {} B key test); ~{} registers per thread (estimate)",
             "resources",
             "",
             l.grid,

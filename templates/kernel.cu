@@ -72,7 +72,7 @@ struct Offer {
     out.offer(here, own, j, q, valid);
   }
 };
-{%- if tally == "weights" %}
+{%- if tallying == "weights" %}
 
 // Weighs the pairs of a thread's own points with tile point q, as Offer
 // offers them (output/offer_weights.cu).
@@ -114,7 +114,7 @@ extern "C" __global__ void __launch_bounds__(B) {{ kernel_name }}(
   Tiles tiles(smem);
   [[maybe_unused]] const auto always = [](unsigned) { return true; };
   [[maybe_unused]] const auto own_valid = [&](unsigned r) { return here.valid(r); };
-{%- if tally == "weights" %}
+{%- if tallying == "weights" %}
   // The walk is chosen once, the same in every thread, so that no pair tests
   // which: weights where the threshold has them, else exact tests.
   if (out.weighs()) {

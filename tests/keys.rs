@@ -49,17 +49,64 @@ fn histogram_edges_give_every_key_its_values_bucket() {
 
 #[test]
 fn threshold_edges_give_every_key_its_values_test_and_weight() {
-    // Weights wherever the edge is finite and at least 2^-103 from 0: not
-    // where no key passes (r = 0), the edge is denormal (r = 1e-20, the
-    // edge about 1e-40), every finite key passes (r = 3e38), or the edge
-    // is 0 (eps = 0), where the kernel tests keys as pairs do.
+    // A count weighs its pairs wherever the edge is finite and about 2^-104
+    // or more from 0: not where no key passes (r = 0), the edge is denormal
+    // (r = 1e-20, the edge about 1e-40) or every finite key passes
+    // (r = 3e38). The built-ins' NaN keys pass, so these count failures.
     let tpcf = built_in("2pcf").unwrap();
     for (r, weighed) in [("r=0.1", true), ("r=0.2", true), ("r=0.0", false), ("r=1e-20", false), ("r=3e38", false)] {
         check_weighed(&tpcf, &[r], weighed);
     }
+    // Pairs are tested, never weighed.
     let join = built_in("selfjoin").unwrap();
-    for (eps, weighed) in [("eps=0.05", true), ("eps=0.2257", true), ("eps=0", false)] {
-        check_weighed(&join, &[eps], weighed);
+    for eps in ["eps=0.05", "eps=0.2257", "eps=0"] {
+        check(&join, &[eps]);
+    }
+}
+
+/// A user's count on keys: a signed key (a.x - b.x) under `map`, counted
+/// below `threshold`.
+fn signed_count(map: &str, threshold: &str) -> (tempfile::TempDir, Problem) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("f.cu"),
+        format!(
+            "__device__ float dx(float2 a, float2 b) {{ return a.x - b.x; }}\n\
+             __device__ float m(float k) {{ return {map}; }}\n\
+             __device__ float f(float2 a, float2 b) {{ return m(dx(a, b)); }}\n"
+        ),
+    )
+    .unwrap();
+    let spec = dir.path().join("t.xml");
+    std::fs::write(
+        &spec,
+        format!(
+            r#"<problem name="signed"><summary>s</summary><input sets="1" type="f32" dims="2"/>
+<function file="f.cu" name="f" key="dx" map="m"/>
+<output kind="count" threshold="{threshold}" compare="lt"/></problem>"#
+        ),
+    )
+    .unwrap();
+    let p = Problem::parse(&std::fs::read_to_string(&spec).unwrap(), &spec, &Disk).unwrap();
+    (dir, p)
+}
+
+#[test]
+fn a_count_weighs_passes_where_nan_fails_and_negative_edges() {
+    // Maps that keep NaN a NaN, which fails: the weights count passes,
+    // sat(S f - S k). Edges below zero, near zero, at binade bounds, large.
+    for map in ["k", "k * 3.0f + 1.0f"] {
+        for threshold in ["-0.3", "-2.0", "-1e-30", "0.5", "4.0", "1e30"] {
+            println!("map {map}, threshold {threshold}");
+            let (_dir, p) = signed_count(map, threshold);
+            check_weighed(&p, &[], true);
+        }
+    }
+    // The edge a denormal (within 2^-104 of 0), or -inf (only -inf passes): exact tests.
+    for threshold in ["1e-40", "-1e-40", "-3.4028235e38"] {
+        println!("map k, threshold {threshold}");
+        let (_dir, p) = signed_count("k", threshold);
+        check_weighed(&p, &[], false);
     }
 }
 

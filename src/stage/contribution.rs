@@ -116,7 +116,7 @@ impl Test {
     }
 
     /// Static shared memory the test takes per block: the threshold's key
-    /// edge, or a log-spaced histogram's value edges.
+    /// edge (and a count's weights), or a log-spaced histogram's value edges.
     pub fn shared_bytes(self, problem: &Problem, params: &Params) -> u32 {
         let value = problem.function.returns.bytes();
         match (self, &problem.output) {
@@ -125,6 +125,8 @@ impl Test {
             }
             (Test::Values, _) => 0,
             (Test::Keys, Output::Histogram { .. }) => 0,
+            // The edge, and the weights' scale, offset and two flags (`contribution/count_key.cu`).
+            (Test::Keys, Output::Count { .. }) => 4 * value,
             (Test::Keys, _) => value,
         }
     }

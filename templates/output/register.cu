@@ -28,7 +28,7 @@ struct Output {
   __device__ __forceinline__ unsigned first_step(unsigned from) const { return from; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-{% if stage.tally == "weights" -%}
+{% if stage.tallying == "weights" -%}
 {% include "output/offer_weights.cu" %}
 {%- else -%}
 {% include "output/offer_totals.cu" %}
@@ -47,7 +47,7 @@ struct Output {
   }
 
   __device__ __forceinline__ void finish(const Here&) {
-    settle();  // a visit may end inside a step
+    settle();  // end_step settled every step: this keeps pairs offered outside one
 #pragma unroll
     for (unsigned k = 0; k < SLOTS; ++k) {
       const Total total = block_sum<Total>(tally[k]);

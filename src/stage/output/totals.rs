@@ -55,9 +55,9 @@ impl Store {
         }
     }
 
-    pub fn fragment(self, tally: Tally) -> (Template, serde_json::Value) {
+    pub fn fragment(self, tallying: Tallying) -> (Template, serde_json::Value) {
         match self {
-            Store::Registers => (Template::OutputRegister, serde_json::json!({ "tally": tally })),
+            Store::Registers => (Template::OutputRegister, serde_json::json!({ "tallying": tallying })),
             Store::Shared { copies, counter } => {
                 (Template::OutputShared, serde_json::json!({ "copies": copies, "counter": counter.c_type() }))
             }
@@ -69,7 +69,7 @@ impl Store {
 /// How a thread tallies its pairs in registers (`templates/output/register.cu`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Tally {
+pub enum Tallying {
     /// Each pair's slot and amount from the contribution, made exact where a
     /// lane of the warp is unsure (`output/offer_totals.cu`).
     Slots,
@@ -79,18 +79,18 @@ pub enum Tally {
     Weights,
 }
 
-impl Tally {
+impl Tallying {
     /// The rule: weights wherever a count is tested on f32 keys in
     /// registers. A pair then costs two instructions on the FMA pipe instead
     /// of a compare, a select and an add on the ALU pipe, which issues at
     /// half the rate, and no NaN test; the kernel tests pairs exactly where
-    /// an edge has no weights (within 2^-103 of 0, or not finite).
-    pub fn choose(problem: &Problem, test: Test, output: OutputStage) -> Tally {
+    /// an edge has no weights (within about 2^-104 of 0, or not finite).
+    pub fn choose(problem: &Problem, test: Test, output: OutputStage) -> Tallying {
         match (test, &problem.output, problem.function.returns, output) {
             (Test::Keys, Output::Count { .. }, Scalar::F32, OutputStage::Totals { store: Store::Registers, .. }) => {
-                Tally::Weights
+                Tallying::Weights
             }
-            _ => Tally::Slots,
+            _ => Tallying::Slots,
         }
     }
 }
