@@ -7,6 +7,10 @@
 //! Fragment contract, beyond [`super`]'s: the contribution fragment defines
 //! `SLOTS`, `Tally` (a thread's own accumulator), `Total` (the 64-bit total)
 //! and `Contribution contribute(a, b)` with a slot (SLOTS: nothing) and an amount.
+//! Where a count is tallied by weights ([`Tallying::Weights`]), the register
+//! output also defines `bool weighs()` (the same in every thread) and
+//! `weigh(own, q, valid)`, and the kernel walks its pairs with `weigh` where
+//! `weighs()` (`templates/kernel.cu`'s `Weigh`).
 
 use std::sync::Arc;
 
