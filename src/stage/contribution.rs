@@ -287,7 +287,7 @@ pub fn histogram_edges(problem: &Problem, params: &Params) -> Vec<f64> {
 
 /// A log-spaced histogram's edges: min (max / min)^(k / bins) in f64, each
 /// rounded once to the value type; the first is min and the last max exactly.
-/// Bucket k holds edges[k] <= value < edges[k + 1], on both backends.
+/// Bucket k holds `edges[k] <= value < edges[k + 1]`, on both backends.
 pub fn log_edges(problem: &Problem, params: &Params) -> Vec<Value> {
     let Output::Histogram { bins, min, max, .. } = &problem.output else { return vec![] };
     let returns = problem.function.returns;
