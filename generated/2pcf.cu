@@ -432,7 +432,7 @@ struct Output {
   __device__ __forceinline__ unsigned first_step(unsigned from) const { return from; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-  // A count on keys by weights (threshold_key.cu): each pair adds its weight,
+  // A count on keys by weights (count_key.cu): each pair adds its weight,
   // exactly 1 or 0, to a float, which holds every whole number up to 2^24
   // exactly; each step moves it into the integer tally. A step meets at
   // most B x R x R pairs (a lower triangle's span), far below that.

@@ -351,8 +351,10 @@ pub fn render(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, reg
     let block_size = plan.launch.block_size;
     let mut cx = common(problem, params, block_size);
     let (kind, kind_cx) = contribution::fragment(problem, params, plan.test);
-    let tallying = Tallying::choose(problem, plan.test, plan.output);
-    let (output, output_cx) = plan.output.fragment(tallying);
+    // A count by weights walks its pairs one of two ways (output/offer_weights.cu):
+    // the kernel and the register output both read it.
+    cx.insert("tallying".into(), json!(Tallying::choose(problem, plan.test, plan.output)));
+    let (output, output_cx) = plan.output.fragment();
     let diagonal = plan.diagonal.map(|d| render_fragment(&cx, d.fragment(), json!({}))).unwrap_or_default();
     let visit = plan.shape.visit;
     let (own, walk) = match plan.index {
@@ -396,8 +398,6 @@ pub fn render(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, reg
         }),
     );
     cx.insert("block_size".into(), block_size.into());
-    // A count by weights walks its pairs one of two ways (output/offer_weights.cu).
-    cx.insert("tallying".into(), json!(tallying));
     cx.insert("points_per_thread".into(), plan.launch.points_per_thread.into());
     cx.insert("tile_bytes".into(), plan.launch.tile_bytes.into());
     // A grid's kernel names points in cell order; the drain maps them back

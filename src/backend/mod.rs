@@ -16,6 +16,6 @@ pub struct KeyCheck {
     /// The lowest rank of a mismatching key.
     pub first_bad: Option<u64>,
     /// Whether a count on these keys weighs its pairs, so that every key's
-    /// weight was checked too (`templates/contribution/threshold_key.cu`).
+    /// weight was checked too (`templates/contribution/count_key.cu`).
     pub weighed: bool,
 }

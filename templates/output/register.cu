@@ -28,7 +28,7 @@ struct Output {
   __device__ __forceinline__ unsigned first_step(unsigned from) const { return from; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-{% if stage.tallying == "weights" -%}
+{% if tallying == "weights" -%}
 {% include "output/offer_weights.cu" %}
 {%- else -%}
 {% include "output/offer_totals.cu" %}

@@ -280,9 +280,9 @@ impl OutputStage {
     }
 
     /// The stage's fragment and what it renders with.
-    pub fn fragment(self, tallying: totals::Tallying) -> (Template, serde_json::Value) {
+    pub fn fragment(self) -> (Template, serde_json::Value) {
         match self {
-            OutputStage::Totals { store, .. } => store.fragment(tallying),
+            OutputStage::Totals { store, .. } => store.fragment(),
             OutputStage::Dob { page_pairs } => (Template::OutputDob, serde_json::json!({ "page_pairs": page_pairs })),
             OutputStage::TopK { .. } => (Template::OutputTopK, serde_json::json!({})),
         }

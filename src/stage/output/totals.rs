@@ -59,9 +59,9 @@ impl Store {
         }
     }
 
-    pub fn fragment(self, tallying: Tallying) -> (Template, serde_json::Value) {
+    pub fn fragment(self) -> (Template, serde_json::Value) {
         match self {
-            Store::Registers => (Template::OutputRegister, serde_json::json!({ "tallying": tallying })),
+            Store::Registers => (Template::OutputRegister, serde_json::json!({})),
             Store::Shared { copies, counter } => {
                 (Template::OutputShared, serde_json::json!({ "copies": copies, "counter": counter.c_type() }))
             }
@@ -79,7 +79,7 @@ pub enum Tallying {
     Slots,
     /// A count on f32 keys: each pair's weight, 1 or 0 from one saturating
     /// multiply-add, summed in a float and moved into the integer tally each
-    /// step (`output/offer_weights.cu`, `contribution/threshold_key.cu`).
+    /// step (`output/offer_weights.cu`, `contribution/count_key.cu`).
     Weights,
 }
 
