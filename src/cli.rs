@@ -496,6 +496,17 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
             if sets_per_frame == 1 { "" } else { "s" }
         ),
     };
+    // Where the result, the report and the plot go is checked before the
+    // input is read: a large input takes a while to read or draw.
+    let out = result_target(&problem, &args)?;
+    if let Some(path) = &args.plot {
+        report::check_plot(&problem, path)?;
+    }
+    let report_target = match args.report.as_deref() {
+        None => None,
+        Some("-") => Some(ResultTarget::new(Destination::Stdout, Some(Format::Json))?),
+        Some(path) => Some(ResultTarget::new(Destination::File(path.into()), Some(Format::Json))?),
+    };
     let mut frames = read_frames_of(&given, &components, &opts, args.frames)?;
     if frames.len() > 1 && !matches!(problem.output, Output::Count { .. } | Output::Sum | Output::Histogram { .. }) {
         anyhow::bail!(
@@ -563,16 +574,6 @@ fn run_command(args: RunArgs) -> anyhow::Result<()> {
         verify: args.verify,
         index: args.index,
         cache: Cache::user(),
-    };
-    let out = result_target(&problem, &args)?;
-    if let Some(path) = &args.plot {
-        report::check_plot(&problem, path)?;
-    }
-    // The report, like the result, is checked writable before anything runs.
-    let report_target = match args.report.as_deref() {
-        None => None,
-        Some("-") => Some(ResultTarget::new(Destination::Stdout, Some(Format::Json))?),
-        Some(path) => Some(ResultTarget::new(Destination::File(path.into()), Some(Format::Json))?),
     };
     let exec = run::execute_frames(&problem, &params, &frames, &run_opts)?;
     if !args.quiet {
