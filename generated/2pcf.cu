@@ -78,7 +78,7 @@ __device__ float squared_distance(const Point& a, const Point& b) {
 // and NaNs map to 0 (not fmaxf, which passes a signaling NaN on the host).
 __device__ float root(float k) { return sqrtf(k > 0.0f ? k : 0.0f); }
 
-// A fast approximation of root (within 2^-20 of it, or NaN), to bracket a
+// A fast approximation of root (within 2^-21 of it, or NaN), to bracket a
 // histogram bucket with: on the GPU one approximate square root instruction.
 __device__ float approx_root(float k) {
 #ifdef __CUDA_ARCH__
@@ -325,6 +325,11 @@ __device__ __forceinline__ bool contribute_fast(const Point& twobs_a, const Poin
   const Key twobs_k = twobs_key(twobs_a, twobs_b);
   twobs_c = {0u, key_slot_fast(twobs_k, twobs_s.last_pass) == PASS ? 1u : 0u};
   return twobs_k == twobs_k;
+}
+
+// The exact answer where contribute_fast was unsure (a NaN key).
+__device__ __forceinline__ Contribution contribute_unsure(const Point& twobs_a, const Point& twobs_b) {
+  return contribute(twobs_a, twobs_b);
 }
 
 // The pair's weight where the weights are on: 1 when it is counted (it

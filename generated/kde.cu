@@ -152,6 +152,11 @@ __device__ __forceinline__ bool contribute_fast(const Point& twobs_a, const Poin
   return true;
 }
 
+// Never called: the fast answer is always sure.
+__device__ __forceinline__ Contribution contribute_unsure(const Point& twobs_a, const Point& twobs_b) {
+  return contribute(twobs_a, twobs_b);
+}
+
 
 // ------------------------------------------------------------------ input stage: register_shm
 // Register-SHM: each thread keeps its own points in registers; the block
@@ -265,8 +270,8 @@ struct Output {
     if (!__all_sync(FULL_WARP, all)) {
 #pragma unroll
       for (unsigned r = 0; r < R; ++r) {
-        Contribution again;
-        if (!contribute_fast(own[r], q, setup, again)) c[r] = contribute(own[r], q);
+        Contribution again;  // the same fast answer again: cheaper than keeping R flags through the loop
+        if (!contribute_fast(own[r], q, setup, again)) c[r] = contribute_unsure(own[r], q);
       }
     }
 #pragma unroll

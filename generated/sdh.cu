@@ -82,7 +82,7 @@ __device__ float squared_distance(const Point& a, const Point& b) {
 // and NaNs map to 0 (not fmaxf, which passes a signaling NaN on the host).
 __device__ float root(float k) { return sqrtf(k > 0.0f ? k : 0.0f); }
 
-// A fast approximation of root (within 2^-20 of it, or NaN), to bracket a
+// A fast approximation of root (within 2^-21 of it, or NaN), to bracket a
 // histogram bucket with: on the GPU one approximate square root instruction.
 __device__ float approx_root(float k) {
 #ifdef __CUDA_ARCH__
@@ -250,19 +250,27 @@ typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 // by SCALE (1 - 2^-20) and by SCALE (1 + 2^-20), brackets the scaled value,
 // and the bucket floor(value x SCALE) is non-decreasing in the value: where
 // both ends of the bracket floor to one bucket, that is the key's. Elsewhere
-// (a pair within about 2^-20 of a bucket edge, a NaN) the value decides. The
+// (a pair within about 2^-20 of a bucket edge, a NaN) the value decides,
+// unless the bracket's lower end is past the last bucket already. The
 // lower edge is 0 (min = 0), so the bracket needs no subtraction. The keys
 // probe checks every float key against its value's bucket.
 constexpr float SCALE_BELOW = 288.67484f;  // rounded down
 constexpr float SCALE_ABOVE = 288.67545f;  // rounded up
 static_assert(LO == Value(0), "the bracket is for histograms from 0");
 
-// 2^23 + floor(x s) in a float, for |x s| < 2^22; outside that range still
-// non-decreasing in x s. One multiply-add rounded down on the GPU; on the CPU
-// the product of two floats is exact in double.
+// 2^23, floor_scaled's addend, and minus its bits (mod 2^32), read as
+// operands from constant memory: written as literals, ptxas re-creates both
+// in registers in every step of the pair loop (about 0.4 instructions a pair).
+__constant__ float FLOOR_BASE = 8388608.0f;
+__constant__ unsigned FLOOR_BASE_BITS_NEGATED = 0xB5000000u;
+
+// 2^23 + floor(x s) in a float, exactly for 0 <= x s < 2^23; below 0 a float
+// under 2^23 (no bucket), above at least 2^24, and non-decreasing in x s.
+// One multiply-add rounded down on the GPU; on the CPU the product of two
+// floats is exact in double.
 __device__ __forceinline__ float floor_scaled(float x, float s) {
 #ifdef __CUDA_ARCH__
-  return __fmaf_rd(x, s, 8388608.0f);
+  return __fmaf_rd(x, s, FLOOR_BASE);
 #else
   return static_cast<float>(std::floor(static_cast<double>(x) * static_cast<double>(s)) + 8388608.0);
 #endif
@@ -276,13 +284,23 @@ __device__ __forceinline__ unsigned bucket_of_key_fast(float twobs_k, bool& twob
   const float twobs_above = floor_scaled(twobs_e, SCALE_ABOVE);
   twobs_sure = twobs_below == twobs_above;
   // Past the last bucket, and below 0 (bits under 2^23's, or a sign), is no bucket.
-  return min(__float_as_uint(twobs_below) - 0x4B000000u, SLOTS);
+  return min(__float_as_uint(twobs_below) + FLOOR_BASE_BITS_NEGATED, SLOTS);
+}
+
+// The bucket of a key the bracket is unsure of. Where the bracket's lower
+// end is past the last bucket, so is the value (RDF's pairs beyond r_max,
+// most of its unsure ones); elsewhere the value decides.
+__device__ __forceinline__ unsigned bucket_of_unsure_key(float twobs_k) {
+  constexpr float PAST_LAST = 8388608.0f + static_cast<float>(SLOTS);  // floor_scaled's bucket SLOTS
+  static_assert(SLOTS < (1u << 23), "the bracket's floors are exact below 2^23");
+  const float twobs_below = floor_scaled(twobs_estimate(twobs_k), SCALE_BELOW);
+  return twobs_below >= PAST_LAST ? SLOTS : bucket_of(twobs_map(twobs_k));
 }
 
 __device__ __forceinline__ unsigned bucket_of_key(float twobs_k) {
   bool twobs_sure;
   const unsigned twobs_slot = bucket_of_key_fast(twobs_k, twobs_sure);
-  return twobs_sure ? twobs_slot : bucket_of(twobs_map(twobs_k));
+  return twobs_sure ? twobs_slot : bucket_of_unsure_key(twobs_k);
 }
 
 // The bucket of a key, and of its value, which the key probe checks it
@@ -320,6 +338,11 @@ __device__ __forceinline__ bool contribute_fast(const Point& twobs_a, const Poin
   bool twobs_sure;
   twobs_c = {bucket_of_key_fast(twobs_key(twobs_a, twobs_b), twobs_sure), 1u};
   return twobs_sure;
+}
+
+// The exact answer where contribute_fast was unsure.
+__device__ __forceinline__ Contribution contribute_unsure(const Point& twobs_a, const Point& twobs_b) {
+  return {bucket_of_unsure_key(twobs_key(twobs_a, twobs_b)), 1u};
 }
 
 // ------------------------------------------------------------------ input stage: register_shm
@@ -442,8 +465,8 @@ struct Output {
     if (!__all_sync(FULL_WARP, all)) {
 #pragma unroll
       for (unsigned r = 0; r < R; ++r) {
-        Contribution again;
-        if (!contribute_fast(own[r], q, setup, again)) c[r] = contribute(own[r], q);
+        Contribution again;  // the same fast answer again: cheaper than keeping R flags through the loop
+        if (!contribute_fast(own[r], q, setup, again)) c[r] = contribute_unsure(own[r], q);
       }
     }
 #pragma unroll

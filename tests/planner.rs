@@ -285,6 +285,24 @@ fn a_forced_block_is_planned_within_the_registers_its_launch_bounds_allow() {
 }
 
 #[test]
+fn histograms_bucket_on_keys_only_where_the_bracket_floors_exactly() {
+    // Fewer than 2^23 buckets, each wider than 2^-62: the bracket's floors are
+    // exact, and a subnormal key's flushed estimate lands in bucket 0.
+    let test = |params: &[&str]| {
+        let p = plan("sdh", "h200", 1_000_000, params, Forced::default()).unwrap();
+        let why = p.decisions.iter().find(|d| d.what == twobs::plan::Choice::Test).unwrap().why.clone();
+        (p.test, why)
+    };
+    assert_eq!(test(&["bins=8388607"]).0, Test::Keys);
+    for params in [&["bins=8388608"][..], &["bins=2", "r_max=1e-19"][..]] {
+        let (t, why) = test(params);
+        assert_eq!(t, Test::Values, "{params:?}");
+        assert!(why.contains("fewer than 2^23") && why.contains("wider than 2^-62"), "{why}");
+    }
+    assert_eq!(test(&["bins=2", "r_max=1e-18"]).0, Test::Keys);
+}
+
+#[test]
 fn histograms_bucket_on_keys_only_with_a_proven_estimate() {
     // The built-in, by name or as its file: the estimate is proven, buckets come from keys.
     assert_eq!(plan("sdh", "h200", 1_000_000, &[], Forced::default()).unwrap().test, Test::Keys);

@@ -140,7 +140,7 @@ pub struct KeyMap {
     /// `__device__ Value map(Value key)`: the value of a key, non-decreasing.
     pub map: String,
     /// `__device__ Value estimate(Value key)`: a fast approximation of `map`,
-    /// within 2^-20 of it (or NaN), that brackets a histogram bucket.
+    /// within 2^-21 of it (or NaN), that brackets a histogram bucket.
     pub estimate: Option<String>,
     /// The estimate is proven on every float key by the key probes (the
     /// built-ins'), so the planner buckets on keys without being asked.

@@ -87,6 +87,11 @@ __device__ __forceinline__ bool contribute_fast(const Point& twobs_a, const Poin
   return twobs_k == twobs_k;
 }
 
+// The exact answer where contribute_fast was unsure (a NaN key).
+__device__ __forceinline__ Contribution contribute_unsure(const Point& twobs_a, const Point& twobs_b) {
+  return contribute(twobs_a, twobs_b);
+}
+
 // The pair's weight where the weights are on: 1 when it is counted (it
 // passes, or it fails where the count counts failures), else 0.
 __device__ __forceinline__ Key weigh(const Point& twobs_a, const Point& twobs_b, const Setup& twobs_s) {

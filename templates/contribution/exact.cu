@@ -7,3 +7,8 @@ __device__ __forceinline__ bool contribute_fast(const Point& twobs_a, const Poin
   twobs_c = contribute(twobs_a, twobs_b);
   return true;
 }
+
+// Never called: the fast answer is always sure.
+__device__ __forceinline__ Contribution contribute_unsure(const Point& twobs_a, const Point& twobs_b) {
+  return contribute(twobs_a, twobs_b);
+}

@@ -12,6 +12,7 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __constant__ const  // read-only, as on the GPU; internal linkage at namespace scope
 #define __shared__ static thread_local
 {% for t in vector_types %}
 struct {{ t.prefix }}1 { {{ t.c }} x; };

@@ -11,8 +11,8 @@
     if (!__all_sync(FULL_WARP, all)) {
 #pragma unroll
       for (unsigned r = 0; r < R; ++r) {
-        Contribution again;
-        if (!contribute_fast(own[r], q, setup, again)) c[r] = contribute(own[r], q);
+        Contribution again;  // the same fast answer again: cheaper than keeping R flags through the loop
+        if (!contribute_fast(own[r], q, setup, again)) c[r] = contribute_unsure(own[r], q);
       }
     }
 #pragma unroll
