@@ -261,8 +261,9 @@ static_assert(LO == Value(0), "the bracket is for histograms from 0");
 // 2^23, floor_scaled's addend, and minus its bits (mod 2^32), read as
 // operands from constant memory: written as literals, ptxas re-creates both
 // in registers in every step of the pair loop (about 0.4 instructions a pair).
-__constant__ float FLOOR_BASE = 8388608.0f;
-__constant__ unsigned FLOOR_BASE_BITS_NEGATED = 0xB5000000u;
+constexpr float FLOOR_ZERO = 8388608.0f;  // 2^23: floor_scaled's bucket 0
+__constant__ float FLOOR_BASE = FLOOR_ZERO;
+__constant__ unsigned FLOOR_BASE_BITS_NEGATED = 0u - 0x4B000000u;  // the bits of FLOOR_ZERO
 
 // 2^23 + floor(x s) in a float, exactly for 0 <= x s < 2^23; below 0 a float
 // under 2^23 (no bucket), above at least 2^24, and non-decreasing in x s.
@@ -272,7 +273,7 @@ __device__ __forceinline__ float floor_scaled(float x, float s) {
 #ifdef __CUDA_ARCH__
   return __fmaf_rd(x, s, FLOOR_BASE);
 #else
-  return static_cast<float>(std::floor(static_cast<double>(x) * static_cast<double>(s)) + 8388608.0);
+  return static_cast<float>(std::floor(static_cast<double>(x) * static_cast<double>(s)) + FLOOR_ZERO);
 #endif
 }
 
@@ -291,7 +292,7 @@ __device__ __forceinline__ unsigned bucket_of_key_fast(float twobs_k, bool& twob
 // end is past the last bucket, so is the value (RDF's pairs beyond r_max,
 // most of its unsure ones); elsewhere the value decides.
 __device__ __forceinline__ unsigned bucket_of_unsure_key(float twobs_k) {
-  constexpr float PAST_LAST = 8388608.0f + static_cast<float>(SLOTS);  // floor_scaled's bucket SLOTS
+  constexpr float PAST_LAST = FLOOR_ZERO + static_cast<float>(SLOTS);  // floor_scaled's bucket SLOTS
   static_assert(SLOTS < (1u << 23), "the bracket's floors are exact below 2^23");
   const float twobs_below = floor_scaled(twobs_estimate(twobs_k), SCALE_BELOW);
   return twobs_below >= PAST_LAST ? SLOTS : bucket_of(twobs_map(twobs_k));
