@@ -9,28 +9,42 @@
 // box's smallest width has every component below half its box length, so
 // this finds it for every pair the histogram can count (the runner refuses
 // an r_max above that). The box is a compile-time constant: a cube's tilt
-// terms vanish.
+// terms vanish, and so do a unit box's multiplies.
 // A template on the box's type too, so that an open box (lx = 0) never
-// instantiates, nor checks, the divisions by its lengths.
+// instantiates, nor checks, the reciprocals of its lengths.
 //
-// nearest(x) is rintf(x) for |x| < 2^22 (adding and taking off 1.5 x 2^23
-// rounds to the nearest integer, ties to even), on the FP32 pipe: rintf is a
-// conversion instruction, which Hopper issues at an eighth of the FP32 rate.
-// Separations of points in the box are a few box lengths at most.
-__device__ __forceinline__ float nearest(float x) { return (x + 12582912.0f) - 12582912.0f; }
+// The number of edges to take off is the component times the length's
+// reciprocal (a constant), rounded to the nearest integer: a division would
+// cost a dozen instructions a component, more than the rest of the pair.
+// Where this rounds otherwise than the quotient would, the component is
+// within a few ulps of half the length: either image is then, to rounding, a
+// minimum one. Each edge comes off in one fused multiply-add, one rounding.
+//
+// nearest<unit>(x, s) is rintf(x s) for |x s| < 2^22: the product plus 1.5 x 2^23,
+// rounded once (to the nearest integer, ties to even), less 1.5 x 2^23; all on
+// the FP32 pipe, where rintf is a conversion instruction, which Hopper issues
+// at an eighth of the FP32 rate. Separations of points in the box are a few
+// box lengths at most. Where s is 1 (a unit box), the same sum without the
+// product: one operand fewer for ptxas to hold in a register.
+template <bool unit>
+__device__ __forceinline__ float nearest(float x, float s) {
+  constexpr float M = 12582912.0f;
+  return (unit ? x + M : fmaf(x, s, M)) - M;
+}
 
 template <bool periodic, typename Box = PeriodicBox<float>>
 __device__ float3 min_image(float3 d) {
   constexpr Box box = params::box;
   if constexpr (periodic) {
-    const float nz = nearest(d.z / box.lz);
-    if (box.xz != 0.0f) d.x -= (box.xz * box.lz) * nz;
-    if (box.yz != 0.0f) d.y -= (box.yz * box.lz) * nz;
-    d.z -= box.lz * nz;
-    const float ny = nearest(d.y / box.ly);
-    if (box.xy != 0.0f) d.x -= (box.xy * box.ly) * ny;
-    d.y -= box.ly * ny;
-    d.x -= box.lx * nearest(d.x / box.lx);
+    constexpr float per_lx = 1.0f / box.lx, per_ly = 1.0f / box.ly, per_lz = 1.0f / box.lz;
+    const float nz = nearest<box.lz == 1.0f>(d.z, per_lz);
+    if (box.xz != 0.0f) d.x = fmaf(-(box.xz * box.lz), nz, d.x);
+    if (box.yz != 0.0f) d.y = fmaf(-(box.yz * box.lz), nz, d.y);
+    d.z = fmaf(-box.lz, nz, d.z);
+    const float ny = nearest<box.ly == 1.0f>(d.y, per_ly);
+    if (box.xy != 0.0f) d.x = fmaf(-(box.xy * box.ly), ny, d.x);
+    d.y = fmaf(-box.ly, ny, d.y);
+    d.x = fmaf(-box.lx, nearest<box.lx == 1.0f>(d.x, per_lx), d.x);
   }
   return d;
 }

@@ -58,6 +58,12 @@ CASES = [
     # User specs (issue 10: they should gain as much as the built-ins).
     ("manhattan (README's user spec, 4-D L1, 64 buckets)", "examples/manhattan/manhattan.xml", False, []),
     ("periodic RDF as a user spec (rintf, sqrtf, 500 shells)", "examples/periodic_rdf/periodic_rdf.xml", False, []),
+    # Boxes other than the unit cube (the points lie in its unit corner):
+    # their lengths' reciprocals are not exact.
+    ("RDF 1M x 1M, 500 shells, periodic box 2.5, r_max = 1", "rdf", True, ["--param", "box=2.5", "--param", "r_max=1"]),
+    ("RDF 1M x 1M, 500 shells, triclinic box 2.5,2.5,2.5,0.1,0,0, r_max = 1", "rdf", True,
+     ["--param", "box=2.5,2.5,2.5,0.1,0,0", "--param", "r_max=1"]),
+    ("kernel density sum, h = 0.05", "kde", False, []),
 ]
 ONLY = {int(x) for x in os.environ.get("BENCH_CASES", ",".join(str(i) for i in range(len(CASES)))).split(",") if x}
 
@@ -117,9 +123,12 @@ def torch_baseline(problem, two, args):
         x = a[s : s + rows]
         if problem == "nlj":
             return ((x[:, None] - b[None, :]).abs() <= int(params["d"])).nonzero()
-        if (problem == "rdf" and params.get("box") == "1") or problem == "periodic_rdf":
+        box = params.get("box", "1") if problem == "rdf" else "1" if problem == "periodic_rdf" else "0"
+        if "," in box:
+            raise ValueError("no PyTorch baseline for a box of several lengths")
+        if float(box) > 0:  # a cube of side L, the separations to their nearest images
             d = x[:, None, :] - b[None, :, :]
-            d = (d - torch.round(d)).norm(dim=2)
+            d = (d - float(box) * torch.round(d / float(box))).norm(dim=2)
         elif problem == "manhattan":
             d = torch.cdist(x, b, p=1)
         else:
@@ -132,6 +141,8 @@ def torch_baseline(problem, two, args):
             return torch.histc(d, bins=int(params["bins"]), min=0.0, max=3 ** 0.5)
         if problem == "rdf":
             return torch.histc(d, bins=500, min=0.0, max=float(params["r_max"]))
+        if problem == "kde":
+            return torch.exp(-(d * d) / (2 * 0.05 ** 2)).sum()
         if problem == "2pcf":
             return (d < float(params["r"])).sum()
         if problem == "knn":
