@@ -49,6 +49,9 @@ pub struct Device {
     pub tuning: Option<Tuning>,
     /// Shapes measured for one problem (by name) by `twobs tune PROBLEM`.
     pub tuned_problems: BTreeMap<String, Tuning>,
+    /// The shapes of the kernels that walk a grid's units, measured on this
+    /// kind of GPU (`twobs tune` times brute force's tiles only).
+    pub grid_tuning: Option<Tuning>,
 }
 
 /// Where the other points of each pair are cached (the input stage's rules
@@ -95,20 +98,34 @@ impl std::fmt::Display for KernelShape {
     }
 }
 
-/// Measured on the H200 (`scripts/sweep-variants.py`,
-/// docs/bench/h200-issue10-sweep.md): B = 256 ran best or within 4% among
-/// 256, 512 and 1024; R = 2 beat R = 1 by 18% (2PCF) and R = 4 and 8 by
-/// 2-40%; 16 and 32 lane copies ran within 5% of each other and 1.5x faster
-/// than the copy model's 2 at B = 64 (the model sees collisions, not bank
-/// conflicts); tiles in shared memory beside the copies 1.5x faster than the
-/// read-only cache.
+/// Brute force's tiles on Hopper, measured on the H200 against the planner's
+/// earlier B = 256, R = 2 and R = 4 at B = 256 and 1024, R = 8 at B = 256
+/// (scripts/shape-bench.sh, docs/bench/h200-issue10-c14/shape-bench.md): B =
+/// 512, R = 4 ran fastest or within 2% on SDH (50 and 500 buckets), RDF (open
+/// and periodic boxes) and 2PCF over every pair, 0.4-7% faster than B = 256,
+/// R = 2. Each tile point read serves four pairs, which halves the warp votes
+/// and tile loads a pair. 16 and 32 lane copies ran within 5% of each other
+/// and 1.5x faster than the copy model's 2 at B = 64 (the model sees
+/// collisions, not bank conflicts: docs/bench/h200-issue10-sweep.md).
 fn hopper_sweep() -> Tuning {
+    let shape =
+        |copies| KernelShape { block_size: 512, points_per_thread: 4, copies, input_cache: InputCache::RegisterShm };
+    Tuning {
+        shared: shape(16),
+        registers: shape(1),
+        source: "measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)".into(),
+    }
+}
+
+/// The grid's kernels on Hopper: B = 256, R = 2 walked 2PCF's grid 1.5x faster
+/// than B = 512, R = 4 on the H200 (docs/bench/h200-issue10-tune-2/bench-ab-tuned.md).
+fn hopper_grid() -> Tuning {
     let shape =
         |copies| KernelShape { block_size: 256, points_per_thread: 2, copies, input_cache: InputCache::RegisterShm };
     Tuning {
         shared: shape(16),
         registers: shape(1),
-        source: "measured on an H200 (docs/bench/h200-issue10-sweep.md)".into(),
+        source: "measured on an H200's grids (docs/bench/h200-issue10-tune-2/bench-ab-tuned.md)".into(),
     }
 }
 
@@ -254,6 +271,7 @@ impl Device {
                 model: PASCAL_FIT,
                 tuning: None,
                 tuned_problems: BTreeMap::new(),
+                grid_tuning: None,
             },
             // A100 SXM4 80 GB (sm_80): 108 SMs, 192 KiB L1/shared per SM, up to 164 KiB shared.
             "a100" => Device {
@@ -277,6 +295,7 @@ impl Device {
                 model: UNMEASURED,
                 tuning: None,
                 tuned_problems: BTreeMap::new(),
+                grid_tuning: None,
             },
             // H100 SXM5 80 GB (sm_90): 132 SMs, 256 KiB L1/shared per SM, up to 228 KiB shared.
             "h100" => Device {
@@ -300,6 +319,7 @@ impl Device {
                 model: HOPPER_FIT,
                 tuning: Some(hopper_sweep()),
                 tuned_problems: BTreeMap::new(),
+                grid_tuning: Some(hopper_grid()),
             },
             // H200 SXM 141 GB: the H100's chip with faster, larger memory.
             "h200" => Device { name: "h200".into(), memory_bandwidth_gbs: 4800.0, ..Device::profile("h100")? },

@@ -650,10 +650,8 @@ impl Plan {
     }
 
     /// The plan of a kernel whose blocks walk a grid's units. `twobs tune`
-    /// times brute force's tiles, so the grid's kernels keep the shapes of
-    /// the device's kind, with which their runs were measured (on the H200
-    /// the tuned B = 512, R = 4 of counts walked 2PCF's grid 1.5x slower than
-    /// B = 256, R = 2: docs/bench/h200-issue10-tune-2/bench-ab-tuned.md).
+    /// times brute force's tiles, so the grid's kernels take the shapes
+    /// measured for grids on the device's kind (`Device::grid_tuning`).
     pub fn grid(
         problem: &Problem,
         params: &Params,
@@ -662,7 +660,7 @@ impl Plan {
         forced: Forced,
     ) -> Result<Plan, PlanError> {
         let kind = Device {
-            tuning: Device::closest_profile(dev.compute_capability).tuning,
+            tuning: Device::closest_profile(dev.compute_capability).grid_tuning,
             tuned_problems: Default::default(),
             ..dev.clone()
         };

@@ -205,6 +205,7 @@ fn limits_of(ordinal: usize) -> Result<Device, GpuError> {
         model: base.model,
         tuning: base.tuning,
         tuned_problems: base.tuned_problems,
+        grid_tuning: base.grid_tuning,
     })
 }
 
