@@ -11,23 +11,23 @@
 //   output class  TypeI           output 8 B fits in registers (alpha = 16 B)
 //   test          keys            distance(a, b) is root(squared_distance(a, b)): each pair is tested on the key, one comparison against an edge found by bisection at start with root's own arithmetic; the count in registers adds each pair's weight instead, one saturating multiply-add (1 up to the edge, 0 past it), where the edge has one
 //   output        register        Type-I: accumulate in registers, reduce once per block
-//   input_cache   register_shm    register_shm: measured on an H200 (docs/bench/h200-issue10-sweep.md)
-//   block_size    256             256 threads a block: measured on an H200 (docs/bench/h200-issue10-sweep.md)
-//   points/thread 2               2 own points per thread (~40 registers): measured on an H200 (docs/bench/h200-issue10-sweep.md)
+//   input_cache   register_shm    register_shm: measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
+//   block_size    512             512 threads a block: measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
+//   points/thread 4               4 own points per thread (~40 registers): measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
-//   resources                     grid 1954 blocks; 3088 B shared per block (3072 B tile + 0 B output + 16 B key test); ~40 registers per thread (estimate)
-//   occupancy                     6 blocks = 1536 threads per multiprocessor (limited by Registers); R = 3 rounds
+//   resources                     grid 489 blocks; 6160 B shared per block (6144 B tile + 0 B output + 16 B key test); ~40 registers per thread (estimate)
+//   occupancy                     3 blocks = 1536 threads per multiprocessor (limited by Registers); R = 2 rounds
 //
-//   copy model (eq. 1-5): H_S = 1 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 5325
+//   copy model (eq. 1-5): H_S = 1 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 13697
 //     copies   k  shared/block  blocks/SM  threads/SM  rounds R  L(k)/C_L     R x L
-//          1  32          3076          6        1536         3    1.916       5.7
-//          2  16          3080          6        1536         3    1.436       4.3
-//          4   8          3088          6        1536         3    1.196       3.6
-//          8   4          3104          6        1536         3    1.076       3.2
-//         16   2          3136          6        1536         3    1.019       3.1
-//         32   1          3200          6        1536         3    1.000       3.0  <- least
+//          1  32          6148          3        1536         2    1.916       3.8
+//          2  16          6152          3        1536         2    1.436       2.9
+//          4   8          6160          3        1536         2    1.196       2.4
+//          8   4          6176          3        1536         2    1.076       2.2
+//         16   2          6208          3        1536         2    1.019       2.0
+//         32   1          6272          3        1536         2    1.000       2.0  <- least
 //
-// Launch: 1954 blocks of 256 threads, 3072 B dynamic shared memory.
+// Launch: 489 blocks of 512 threads, 6144 B dynamic shared memory.
 // Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
 // Regenerate: twobs gen problems/2pcf.xml --device h100 --dims 3
 // ------------------------------------------------------------------ types
@@ -107,9 +107,9 @@ __device__ __forceinline__ Value twobs_estimate(Value twobs_k) { return approx_r
 // that no name of the user's can clash with it.
 namespace twobs_generated {
 // ------------------------------------------------------------------ launch shape
-constexpr unsigned B = 256;  // threads per block = points per tile
-constexpr unsigned R = 2;  // own points per thread: each tile point serves R pairs
-[[maybe_unused]] constexpr unsigned TILE_BYTES = 3072;  // the input tile's shared memory; the output's follows
+constexpr unsigned B = 512;  // threads per block = points per tile
+constexpr unsigned R = 4;  // own points per thread: each tile point serves R pairs
+[[maybe_unused]] constexpr unsigned TILE_BYTES = 6144;  // the input tile's shared memory; the output's follows
 [[maybe_unused]] constexpr bool UNORDERED_PAIRS = true;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
 #define TWOBS_THREAD threadIdx.x  // fragments that set up shared state split it over the block
@@ -287,6 +287,8 @@ __device__ __forceinline__ void prepare_contribution() {
 
 // Whether the count weighs its pairs: the probe checks the weights only then.
 __device__ __forceinline__ bool key_weighed() { return twobs_weights.on; }
+// No estimate: nothing to measure.
+__device__ __forceinline__ double key_estimate_error(Key) { return 0.0; }
 
 // What the key probe checks on every key: its slot from the edge and, where
 // the count weighs it, its weight, against its value's slot.
@@ -358,8 +360,8 @@ struct Tiles {
 
   __device__ __forceinline__ explicit Tiles(unsigned char* smem) {
     x = reinterpret_cast<float*>(smem + 0);
-    y = reinterpret_cast<float*>(smem + 1024);
-    z = reinterpret_cast<float*>(smem + 2048);
+    y = reinterpret_cast<float*>(smem + 2048);
+    z = reinterpret_cast<float*>(smem + 4096);
   }
 
   __device__ __forceinline__ static void copy16(const void* from, void* to, unsigned bytes) {

@@ -9,27 +9,27 @@
 // plan for rdf on h100: 1000000 points, 499999500000 pairs (lower_triangle)
 //   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
 //   output class  TypeII          output 4000 B: above alpha = 16 B, within beta = 232448 B of shared memory per block
-//   test          keys            min_image_distance(a, b) is root(squared_min_image_distance(a, b)): each pair's bucket comes from approx_root(key) scaled by 1 -/+ 2^-20, which brackets the value; root only where the bracket spans a bucket edge
-//   output        aop             16 copies by lane id (AOP) per block (the copy model's choice is shown below): measured on an H200 (docs/bench/h200-issue10-sweep.md)
-//   input_cache   register_shm    register_shm: measured on an H200 (docs/bench/h200-issue10-sweep.md)
-//   block_size    256             256 threads a block: measured on an H200 (docs/bench/h200-issue10-sweep.md)
-//   points/thread 2               2 own points per thread (~40 registers): measured on an H200 (docs/bench/h200-issue10-sweep.md)
+//   test          keys            min_image_distance(a, b) is root(squared_min_image_distance(a, b)): each pair's bucket comes from approx_root(key), within 2^-23 of the value (as measured on every key on sm_90), scaled by 1 -/+ 2^-22, which brackets the value; root only where the bracket spans a bucket edge
+//   output        aop             16 copies by lane id (AOP) per block (the copy model's choice is shown below): measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
+//   input_cache   register_shm    register_shm: measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
+//   block_size    512             512 threads a block: measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
+//   points/thread 4               4 own points per thread (~40 registers): measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
 //   copies        16              measured on this kind of GPU (the copy model below is shown for comparison)
-//   counter       unsigned        32-bit counters, native shared atomics: a copy counts at most 512 own points x 1000000 partners = 512000000 < 2^32 pairs
+//   counter       unsigned        32-bit counters, native shared atomics: a copy counts at most 2048 own points x 1000000 partners = 2048000000 < 2^32 pairs
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
-//   resources                     grid 1954 blocks; 35136 B shared per block (3072 B tile + 32064 B output + 0 B key test); ~40 registers per thread (estimate)
-//   occupancy                     6 blocks = 1536 threads per multiprocessor (limited by Registers); R = 3 rounds
+//   resources                     grid 489 blocks; 38208 B shared per block (6144 B tile + 32064 B output + 0 B key test); ~40 registers per thread (estimate)
+//   occupancy                     3 blocks = 1536 threads per multiprocessor (limited by Registers); R = 2 rounds
 //
-//   copy model (eq. 1-5): H_S = 500 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 5325
+//   copy model (eq. 1-5): H_S = 500 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 13697
 //     copies   k  shared/block  blocks/SM  threads/SM  rounds R  L(k)/C_L     R x L
-//          1  32          5072          6        1536         3    1.044       3.1
-//          2  16          7072          6        1536         3    1.008       3.0
-//          4   8         11072          6        1536         3    1.002       3.0
-//          8   4         19072          6        1536         3    1.000       3.0
-//         16   2         35072          6        1536         3    1.000       3.0  <- least
-//         32   1         67072          3         768         5    1.000       5.0
+//          1  32          8144          3        1536         2    1.044       2.1
+//          2  16         10144          3        1536         2    1.008       2.0
+//          4   8         14144          3        1536         2    1.002       2.0
+//          8   4         22144          3        1536         2    1.000       2.0
+//         16   2         38144          3        1536         2    1.000       2.0
+//         32   1         70144          3        1536         2    1.000       2.0  <- least
 //
-// Launch: 1954 blocks of 256 threads, 35136 B dynamic shared memory.
+// Launch: 489 blocks of 512 threads, 38208 B dynamic shared memory.
 // Compile: NVRTC --std=c++17 --fmad=false --gpu-architecture=sm_90
 // Regenerate: twobs gen problems/rdf.xml --device h100
 // ------------------------------------------------------------------ types
@@ -71,28 +71,42 @@ namespace params {
 // box's smallest width has every component below half its box length, so
 // this finds it for every pair the histogram can count (the runner refuses
 // an r_max above that). The box is a compile-time constant: a cube's tilt
-// terms vanish.
+// terms vanish, and so do a unit box's multiplies.
 // A template on the box's type too, so that an open box (lx = 0) never
-// instantiates, nor checks, the divisions by its lengths.
+// instantiates, nor checks, the reciprocals of its lengths.
 //
-// nearest(x) is rintf(x) for |x| < 2^22 (adding and taking off 1.5 x 2^23
-// rounds to the nearest integer, ties to even), on the FP32 pipe: rintf is a
-// conversion instruction, which Hopper issues at an eighth of the FP32 rate.
-// Separations of points in the box are a few box lengths at most.
-__device__ __forceinline__ float nearest(float x) { return (x + 12582912.0f) - 12582912.0f; }
+// The number of edges to take off is the component times the length's
+// reciprocal (a constant), rounded to the nearest integer: a division would
+// cost a dozen instructions a component, more than the rest of the pair.
+// Where this rounds otherwise than the quotient would, the component is
+// within a few ulps of half the length: either image is then, to rounding, a
+// minimum one. Each edge comes off in one fused multiply-add, one rounding.
+//
+// nearest<unit>(x, s) is rintf(x s) for |x s| < 2^22: the product plus 1.5 x 2^23,
+// rounded once (to the nearest integer, ties to even), less 1.5 x 2^23; all on
+// the FP32 pipe, where rintf is a conversion instruction, which Hopper issues
+// at an eighth of the FP32 rate. Separations of points in the box are a few
+// box lengths at most. Where s is 1 (a unit box), the same sum without the
+// product: one operand fewer for ptxas to hold in a register.
+template <bool unit>
+__device__ __forceinline__ float nearest(float x, float s) {
+  constexpr float M = 12582912.0f;
+  return (unit ? x + M : fmaf(x, s, M)) - M;
+}
 
 template <bool periodic, typename Box = PeriodicBox<float>>
 __device__ float3 min_image(float3 d) {
   constexpr Box box = params::box;
   if constexpr (periodic) {
-    const float nz = nearest(d.z / box.lz);
-    if (box.xz != 0.0f) d.x -= (box.xz * box.lz) * nz;
-    if (box.yz != 0.0f) d.y -= (box.yz * box.lz) * nz;
-    d.z -= box.lz * nz;
-    const float ny = nearest(d.y / box.ly);
-    if (box.xy != 0.0f) d.x -= (box.xy * box.ly) * ny;
-    d.y -= box.ly * ny;
-    d.x -= box.lx * nearest(d.x / box.lx);
+    constexpr float per_lx = 1.0f / box.lx, per_ly = 1.0f / box.ly, per_lz = 1.0f / box.lz;
+    const float nz = nearest<box.lz == 1.0f>(d.z, per_lz);
+    if (box.xz != 0.0f) d.x = fmaf(-(box.xz * box.lz), nz, d.x);
+    if (box.yz != 0.0f) d.y = fmaf(-(box.yz * box.lz), nz, d.y);
+    d.z = fmaf(-box.lz, nz, d.z);
+    const float ny = nearest<box.ly == 1.0f>(d.y, per_ly);
+    if (box.xy != 0.0f) d.x = fmaf(-(box.xy * box.ly), ny, d.x);
+    d.y = fmaf(-box.ly, ny, d.y);
+    d.x = fmaf(-box.lx, nearest<box.lx == 1.0f>(d.x, per_lx), d.x);
   }
   return d;
 }
@@ -120,15 +134,15 @@ __device__ float approx_root(float k) {
 }
 
 __device__ float min_image_distance(float3 a, float3 b) { return root(squared_min_image_distance(a, b)); }
-#line 60 "problems/rdf.cu"
+#line 74 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_pair(const Point& twobs_a, const Point& twobs_b) { return min_image_distance(twobs_a, twobs_b); }
-#line 38 "problems/rdf.cu"
+#line 52 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_key(const Point& twobs_a, const Point& twobs_b) { return squared_min_image_distance(twobs_a, twobs_b); }
-#line 46 "problems/rdf.cu"
+#line 60 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_map(Value twobs_k) { return root(twobs_k); }
-#line 50 "problems/rdf.cu"
+#line 64 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_estimate(Value twobs_k) { return approx_root(twobs_k); }
-#line 132 "rdf.cu"
+#line 146 "rdf.cu"
 // The calls into the snippet above are rendered at the lines of the functions
 // they call, so that a parameter or return type that does not fit is reported there.
 
@@ -136,9 +150,9 @@ __device__ __forceinline__ Value twobs_estimate(Value twobs_k) { return approx_r
 // that no name of the user's can clash with it.
 namespace twobs_generated {
 // ------------------------------------------------------------------ launch shape
-constexpr unsigned B = 256;  // threads per block = points per tile
-constexpr unsigned R = 2;  // own points per thread: each tile point serves R pairs
-[[maybe_unused]] constexpr unsigned TILE_BYTES = 3072;  // the input tile's shared memory; the output's follows
+constexpr unsigned B = 512;  // threads per block = points per tile
+constexpr unsigned R = 4;  // own points per thread: each tile point serves R pairs
+[[maybe_unused]] constexpr unsigned TILE_BYTES = 6144;  // the input tile's shared memory; the output's follows
 [[maybe_unused]] constexpr bool UNORDERED_PAIRS = true;  // a pair is (min, max), not (own, other)
 [[maybe_unused]] constexpr unsigned FULL_WARP = 0xffffffffu;
 #define TWOBS_THREAD threadIdx.x  // fragments that set up shared state split it over the block
@@ -271,16 +285,17 @@ __device__ Key largest_key(Passes passes) {
 typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per launch
 typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 
-// A key's bucket without its value. The spec's estimate of the value, scaled
-// by SCALE (1 - 2^-20) and by SCALE (1 + 2^-20), brackets the scaled value,
-// and the bucket floor(value x SCALE) is non-decreasing in the value: where
-// both ends of the bracket floor to one bucket, that is the key's. Elsewhere
-// (a pair within about 2^-20 of a bucket edge, a NaN) the value decides,
-// unless the bracket's lower end is past the last bucket already. The
-// lower edge is 0 (min = 0), so the bracket needs no subtraction. The keys
-// probe checks every float key against its value's bucket.
-constexpr float SCALE_BELOW = 999.999f;  // rounded down
-constexpr float SCALE_ABOVE = 1000.001f;  // rounded up
+// A key's bucket without its value. The spec's estimate of the value, within
+// 2^-23 of it, scaled by SCALE (1 - 2^-22) and by SCALE (1 + 2^-22), brackets
+// the scaled value, and the bucket floor(value x SCALE) is non-decreasing in
+// the value: where both ends of the bracket floor to one bucket, that is the
+// key's. Elsewhere (a pair within about 2^-22 of a bucket edge, a NaN) the
+// value decides, unless the bracket's lower end is past the last bucket
+// already. The lower edge is 0 (min = 0), so the bracket needs no
+// subtraction. The keys probe checks every float key against its value's
+// bucket.
+constexpr float SCALE_BELOW = 999.99976f;  // rounded down
+constexpr float SCALE_ABOVE = 1000.00024f;  // rounded up
 static_assert(LO == Value(0), "the bracket is for histograms from 0");
 
 // 2^23, floor_scaled's addend, and minus its bits (mod 2^32), read as
@@ -340,6 +355,17 @@ __device__ __forceinline__ bool key_weighed() { return false; }
 
 // What the key probe checks on every key.
 __device__ __forceinline__ bool key_agrees(Key twobs_k) { return key_slot(twobs_k) == value_slot(twobs_k); }
+// And what it measures, the bracket's premise: how far the estimate of a
+// positive normal key's value lies from that value, relatively. Elsewhere 0:
+// zeros, subnormals, infinities, negatives and NaNs, like a NaN estimate, are
+// the bracket's own cases, which key_agrees checks.
+__device__ __forceinline__ double key_estimate_error(Key twobs_k) {
+  const unsigned twobs_exponent = (__float_as_uint(twobs_k) >> 23) & 0xffu;
+  if (__float_as_uint(twobs_k) >> 31 || twobs_exponent == 0 || twobs_exponent == 0xffu) return 0.0;
+  const double twobs_v = twobs_map(twobs_k), twobs_e = twobs_estimate(twobs_k);
+  if (!(twobs_v > 0.0) || twobs_e != twobs_e) return 0.0;
+  return (twobs_e > twobs_v ? twobs_e - twobs_v : twobs_v - twobs_e) / twobs_v;
+}
 __device__ __forceinline__ Key key_edge(unsigned twobs_j) {
   return smallest_key([twobs_j](Key twobs_k) { return (twobs_map(twobs_k) - LO) * SCALE >= Value(twobs_j); });
 }
@@ -391,8 +417,8 @@ struct Tiles {
 
   __device__ __forceinline__ explicit Tiles(unsigned char* smem) {
     x = reinterpret_cast<float*>(smem + 0);
-    y = reinterpret_cast<float*>(smem + 1024);
-    z = reinterpret_cast<float*>(smem + 2048);
+    y = reinterpret_cast<float*>(smem + 2048);
+    z = reinterpret_cast<float*>(smem + 4096);
   }
 
   __device__ __forceinline__ static void copy16(const void* from, void* to, unsigned bytes) {

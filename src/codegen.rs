@@ -350,7 +350,7 @@ fn finish(problem: &Problem, rendered: String, entry: String, file_name: String)
 pub fn render(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, regenerate: &str) -> Kernel {
     let block_size = plan.launch.block_size;
     let mut cx = common(problem, params, block_size);
-    let (kind, kind_cx) = contribution::fragment(problem, params, plan.test);
+    let (kind, kind_cx) = contribution::fragment(problem, params, plan.test, Some(dev.compute_capability));
     // A count by weights walks its pairs one of two ways (output/offer_weights.cu):
     // the kernel and the register output both read it.
     cx.insert("tallying".into(), json!(Tallying::choose(problem, plan.test, plan.output)));
@@ -428,7 +428,7 @@ pub fn render_cpu(problem: &Problem, params: &Params, shape: &Shape, index: Inde
     let mut cx = common(problem, params, 1);
     cx.insert("f64_mode".into(), f64_mode.into());
     // The oracle tests values, the definition.
-    let (kind, kind_cx) = contribution::fragment(problem, params, Test::Values);
+    let (kind, kind_cx) = contribution::fragment(problem, params, Test::Values, None);
     let fragments = json!({
         "contribution": render_fragment(&cx, kind, kind_cx),
         "visit": match index {
@@ -461,21 +461,20 @@ pub fn render_probe(problem: &Problem, params: &Params, test: Test) -> Kernel {
     finish(problem, render_template(Template::Probe, cx), "twobs_probe".into(), format!("{}-probe.cu", problem.name))
 }
 
-/// The key probe of a problem tested on keys, for the GPU (`cpu` false) or the
-/// host: every key's slot from the edges against its value's
-/// (`backend::cuda::check_keys`, `backend::cpu::check_keys`). None where pairs
-/// are tested on values.
-pub fn render_key_probe(problem: &Problem, params: &Params, cpu: bool) -> Option<Kernel> {
+/// The key probe of a problem tested on keys, for a GPU of compute
+/// capability `gpu` (None: the host): every key's slot from the edges
+/// against its value's (`backend::cuda::check_keys`,
+/// `backend::cpu::check_keys`). None where pairs are tested on values.
+pub fn render_key_probe(problem: &Problem, params: &Params, gpu: Option<(u32, u32)>) -> Option<Kernel> {
     if !Test::keys_possible(problem, params) {
         return None;
     }
     let mut cx = common(problem, params, 1);
-    let (kind, kind_cx) = contribution::fragment(problem, params, Test::Keys);
+    let (kind, kind_cx) = contribution::fragment(problem, params, Test::Keys, gpu);
     cx.insert("fragments".into(), json!({ "contribution": render_fragment(&cx, kind, kind_cx) }));
-    let (template, file) = if cpu {
-        (Template::CpuKeysProbe, format!("{}-keys.cpp", problem.name))
-    } else {
-        (Template::KeysProbe, format!("{}-keys.cu", problem.name))
+    let (template, file) = match gpu {
+        None => (Template::CpuKeysProbe, format!("{}-keys.cpp", problem.name)),
+        Some(_) => (Template::KeysProbe, format!("{}-keys.cu", problem.name)),
     };
     Some(finish(problem, render_template(template, cx), "twobs_check_keys".into(), file))
 }

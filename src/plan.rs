@@ -492,7 +492,7 @@ impl Plan {
                 return Err(PlanError::NoKeys { problem: problem.name.clone() });
             }
             Some(t) => (t, "forced".to_owned()),
-            None => Test::choose(problem, params),
+            None => Test::choose(problem, params, dev.compute_capability),
         };
         let contribution_shared_bytes = test.shared_bytes(problem, params);
         if shared_bytes + contribution_shared_bytes > dev.shared_per_block_optin {

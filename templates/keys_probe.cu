@@ -11,15 +11,18 @@ constexpr unsigned B = 256;
 {{ fragments.contribution }}
 
 // Checks the keys of ranks first, first + 1, ... first + count - 1 (every
-// bit pattern, NaNs included, where the ranks cover 2^32).
+// bit pattern, NaNs included, where the ranks cover 2^32), and measures a
+// histogram's estimate on them.
 extern "C" __global__ void __launch_bounds__(B) twobs_check_keys(unsigned long long first, unsigned long long count,
                                                                  unsigned long long* mismatches,
                                                                  unsigned long long* first_bad,
-                                                                 unsigned long long* weighed) {
+                                                                 unsigned long long* weighed,
+                                                                 unsigned long long* worst_estimate_error) {
   prepare_contribution();
   __syncthreads();
   if (blockIdx.x == 0 && threadIdx.x == 0) *weighed = key_weighed() ? 1 : 0;
   unsigned long long found = 0, bad = ~0ull;
+  double worst = 0.0;  // the estimate's largest relative error: its bits order as it does
   const unsigned long long step = static_cast<unsigned long long>(gridDim.x) * B;
   for (unsigned long long r = first + static_cast<unsigned long long>(blockIdx.x) * B + threadIdx.x; r < first + count;
        r += step) {
@@ -28,7 +31,9 @@ extern "C" __global__ void __launch_bounds__(B) twobs_check_keys(unsigned long l
       ++found;
       bad = bad < r ? bad : r;
     }
+    worst = fmax(worst, key_estimate_error(k));
   }
+  if (worst > 0.0) atomicMax(worst_estimate_error, static_cast<unsigned long long>(__double_as_longlong(worst)));
   if (found != 0) {
     atomicAdd(mismatches, found);
     atomicMin(first_bad, bad);

@@ -192,7 +192,7 @@ fn the_probe_counts_the_pair_functions_floating_point_instructions() {
         let p = built_in(name).unwrap();
         let params = p.bind(&[]).unwrap();
         twobs::backend::nvrtc::fp_instructions(
-            &codegen::render_probe(&p, &params, Test::choose(&p, &params).0),
+            &codegen::render_probe(&p, &params, Test::choose(&p, &params, (9, 0)).0),
             "sm_90",
         )
         .unwrap()

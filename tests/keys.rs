@@ -29,6 +29,8 @@ fn check_weighed(problem: &Problem, params: &[&str], weighed: bool) {
     assert!(got.checked > 1_000_000);
     assert_eq!(got.mismatches, 0, "{} {params:?}: first mismatch at rank {:?}", problem.name, got.first_bad);
     assert_eq!(got.weighed, weighed, "{} {params:?}", problem.name);
+    // On the host the built-ins' estimate is sqrtf, their map's own value.
+    assert_eq!(got.estimate_error, 0.0, "{} {params:?}", problem.name);
 }
 
 fn check(problem: &Problem, params: &[&str]) {
@@ -133,4 +135,34 @@ fn a_broken_promise_is_caught() {
     let params = p.bind(&[]).unwrap();
     let got = check_keys(&p, &params, &cache(), STRIDE, AROUND).unwrap().unwrap();
     assert!(got.mismatches > 0, "{got:?}");
+}
+
+#[test]
+fn the_probe_measures_a_histograms_estimate() {
+    // An estimate 2^-22 above the value, within the spec's promise of 2^-21:
+    // every key still gets its value's bucket, and the probe measures 2^-22
+    // (the product's rounding aside).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("f.cu"),
+        "__device__ float sq(float2 a, float2 b) { const float d = a.x - b.x; return d * d; }\n\
+         __device__ float root(float k) { return sqrtf(k > 0.0f ? k : 0.0f); }\n\
+         __device__ float high(float k) { return sqrtf(k) * 1.0000002384185791f; }\n\
+         __device__ float f(float2 a, float2 b) { return root(sq(a, b)); }\n",
+    )
+    .unwrap();
+    let spec = dir.path().join("t.xml");
+    std::fs::write(
+        &spec,
+        r#"<problem name="high"><summary>s</summary><input sets="1" type="f32" dims="2"/>
+<function file="f.cu" name="f" symmetric="true" key="sq" map="root" estimate="high"/>
+<output kind="histogram" bins="97" min="0" max="2"/></problem>"#,
+    )
+    .unwrap();
+    let p = Problem::parse(&std::fs::read_to_string(&spec).unwrap(), &spec, &Disk).unwrap();
+    let params = p.bind(&[]).unwrap();
+    let got = check_keys(&p, &params, &cache(), STRIDE, AROUND).unwrap().unwrap();
+    assert_eq!(got.mismatches, 0, "{got:?}");
+    let in_units = got.estimate_error * (1u64 << 22) as f64;
+    assert!((0.75..1.25).contains(&in_units), "{} x 2^-22: {got:?}", in_units);
 }

@@ -26,6 +26,7 @@ use twobs::index::{IndexChoice, IndexKind};
 use twobs::plan::{self, Forced, Shape};
 use twobs::problems::{BUILT_IN, built_in};
 use twobs::spec::{Disk, Problem, Sets};
+use twobs::stage::contribution::EstimateError;
 
 /// Points of a one-set case, and of the two sets of a two-set case: odd, and
 /// not a multiple of any block size.
@@ -416,6 +417,21 @@ fn main() {
             }
             if got.weighed != weighed {
                 return Err(format!("weights {}, expected {}", got.weighed, weighed).into());
+            }
+            // The bracket's premise on this GPU: its estimate within the error
+            // the kernels' brackets are built on, on every positive normal key.
+            let gpu = cuda::live_device(0).map_err(|e| e.to_string())?.compute_capability;
+            let premise = EstimateError::of(problem.function.key.as_ref().unwrap(), Some(gpu));
+            let estimates = matches!(problem.output, twobs::spec::Output::Histogram { .. });
+            if got.estimate_error > premise.relative() || estimates != (got.estimate_error > 0.0) {
+                return Err(format!(
+                    "the estimate is within {:.4} x 2^-24 of the value on sm_{}{}; the bracket takes 2^-{}",
+                    got.estimate_error * (1u64 << 24) as f64,
+                    gpu.0,
+                    gpu.1,
+                    premise.log2()
+                )
+                .into());
             }
             Ok(Completion::Completed)
         }));

@@ -9,7 +9,7 @@ pub mod pieces;
 
 /// What a key probe found: keys whose slot from the key edges differs from
 /// their value's (`cpu::check_keys`, `cuda::check_keys`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct KeyCheck {
     pub checked: u64,
     pub mismatches: u64,
@@ -18,4 +18,8 @@ pub struct KeyCheck {
     /// Whether a count on these keys weighs its pairs, so that every key's
     /// weight was checked too (`templates/contribution/count_key.cu`).
     pub weighed: bool,
+    /// A histogram's estimate's largest error relative to the map's value,
+    /// over the positive normal keys checked (0 where there is no estimate):
+    /// what the bracket is built on (`EstimateError`).
+    pub estimate_error: f64,
 }

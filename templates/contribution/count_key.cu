@@ -47,6 +47,8 @@ __device__ __forceinline__ void prepare_contribution() {
 
 // Whether the count weighs its pairs: the probe checks the weights only then.
 __device__ __forceinline__ bool key_weighed() { return twobs_weights.on; }
+// No estimate: nothing to measure.
+__device__ __forceinline__ double key_estimate_error(Key) { return 0.0; }
 
 // What the key probe checks on every key: its slot from the edge and, where
 // the count weighs it, its weight, against its value's slot.

@@ -3,14 +3,15 @@
 typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per launch
 typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 
-// A key's bucket without its value. The spec's estimate of the value, scaled
-// by SCALE (1 - 2^-20) and by SCALE (1 + 2^-20), brackets the scaled value,
-// and the bucket floor(value x SCALE) is non-decreasing in the value: where
-// both ends of the bracket floor to one bucket, that is the key's. Elsewhere
-// (a pair within about 2^-20 of a bucket edge, a NaN) the value decides,
-// unless the bracket's lower end is past the last bucket already. The
-// lower edge is 0 (min = 0), so the bracket needs no subtraction. The keys
-// probe checks every float key against its value's bucket.
+// A key's bucket without its value. The spec's estimate of the value, within
+// 2^-{{ stage.estimate_error }} of it, scaled by SCALE (1 - 2^-{{ stage.bracket }}) and by SCALE (1 + 2^-{{ stage.bracket }}), brackets
+// the scaled value, and the bucket floor(value x SCALE) is non-decreasing in
+// the value: where both ends of the bracket floor to one bucket, that is the
+// key's. Elsewhere (a pair within about 2^-{{ stage.bracket }} of a bucket edge, a NaN) the
+// value decides, unless the bracket's lower end is past the last bucket
+// already. The lower edge is 0 (min = 0), so the bracket needs no
+// subtraction. The keys probe checks every float key against its value's
+// bucket.
 constexpr float SCALE_BELOW = {{ stage.scale_below }};  // rounded down
 constexpr float SCALE_ABOVE = {{ stage.scale_above }};  // rounded up
 static_assert(LO == Value(0), "the bracket is for histograms from 0");
@@ -72,6 +73,17 @@ __device__ __forceinline__ bool key_weighed() { return false; }
 
 // What the key probe checks on every key.
 __device__ __forceinline__ bool key_agrees(Key twobs_k) { return key_slot(twobs_k) == value_slot(twobs_k); }
+// And what it measures, the bracket's premise: how far the estimate of a
+// positive normal key's value lies from that value, relatively. Elsewhere 0:
+// zeros, subnormals, infinities, negatives and NaNs, like a NaN estimate, are
+// the bracket's own cases, which key_agrees checks.
+__device__ __forceinline__ double key_estimate_error(Key twobs_k) {
+  const unsigned twobs_exponent = (__float_as_uint(twobs_k) >> 23) & 0xffu;
+  if (__float_as_uint(twobs_k) >> 31 || twobs_exponent == 0 || twobs_exponent == 0xffu) return 0.0;
+  const double twobs_v = twobs_map(twobs_k), twobs_e = twobs_estimate(twobs_k);
+  if (!(twobs_v > 0.0) || twobs_e != twobs_e) return 0.0;
+  return (twobs_e > twobs_v ? twobs_e - twobs_v : twobs_v - twobs_e) / twobs_v;
+}
 __device__ __forceinline__ Key key_edge(unsigned twobs_j) {
   return smallest_key([twobs_j](Key twobs_k) { return (twobs_map(twobs_k) - LO) * SCALE >= Value(twobs_j); });
 }

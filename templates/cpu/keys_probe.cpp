@@ -9,29 +9,32 @@ namespace twobs_generated {  // no name of the user's can clash with what follow
 
 {{ fragments.contribution }}
 
-static void check(unsigned long long r, uint64_t* mismatches, uint64_t* first_bad) {
+static void check(unsigned long long r, uint64_t* mismatches, uint64_t* first_bad, double* worst) {
   const Key k = key_of_rank(r, Key(0));
   if (!key_agrees(k)) {
     ++*mismatches;
     if (r < *first_bad) *first_bad = r;
   }
+  *worst = std::max(*worst, key_estimate_error(k));
 }
 
 // Checks `count` keys of ranks first, first + stride, ..., and every key within
 // `around` ranks of each edge; returns how many keys it checked, and sets
-// `weighed` where a count would weigh its pairs (and their weights were checked).
+// `weighed` where a count would weigh its pairs (and their weights were checked),
+// and `worst_estimate_error` to a histogram's estimate's largest relative error.
 extern "C" uint64_t twobs_check_keys(uint64_t first, uint64_t count, uint64_t stride, uint64_t around,
-                                     uint64_t* mismatches, uint64_t* first_bad, uint64_t* weighed) {
+                                     uint64_t* mismatches, uint64_t* first_bad, uint64_t* weighed,
+                                     double* worst_estimate_error) {
   prepare_contribution();
   *weighed = key_weighed() ? 1 : 0;
   uint64_t checked = 0;
-  for (uint64_t s = 0; s < count; ++s, ++checked) check(first + s * stride, mismatches, first_bad);
+  for (uint64_t s = 0; s < count; ++s, ++checked) check(first + s * stride, mismatches, first_bad, worst_estimate_error);
   for (unsigned e = 0; e < key_edges(); ++e) {
     const Key edge = key_edge(e);
     if (edge != edge) continue;  // no key passes: nothing to look around
     const unsigned long long at = key_rank(edge);
     for (unsigned long long r = at > around ? at - around : 0; r <= at + around; ++r, ++checked) {
-      check(r, mismatches, first_bad);
+      check(r, mismatches, first_bad, worst_estimate_error);
     }
   }
   return checked;

@@ -32,6 +32,7 @@ use crate::index::{self, Grid, IndexChoice, IndexError, IndexKind, Layout, Runs,
 use crate::outcome::Outcome;
 use crate::plan::{Forced, Plan, PlanError, Points, Shape};
 use crate::spec::{Params, Problem, Sets};
+use crate::stage::contribution::Test;
 use crate::stage::input::{DeviceBlock, PAD_POINTS};
 use crate::stage::output::download::{self, Staging};
 use crate::stage::output::{self, Collect, OutputStage, Partial};
@@ -1135,10 +1136,13 @@ pub fn check_keys(
     ordinal: usize,
     (first, count): (u64, u64),
 ) -> Result<Option<KeyCheck>, GpuError> {
-    let Some(probe) = codegen::render_key_probe(problem, params, false) else { return Ok(None) };
+    if !Test::keys_possible(problem, params) {
+        return Ok(None);
+    }
     usable()?;
     let ctx = context(ordinal)?;
     let dev = device_of(ordinal)?;
+    let probe = codegen::render_key_probe(problem, params, Some(dev.compute_capability)).expect("keys are possible");
     let (cubin, _) = nvrtc::cubin(&probe, &dev.arch(), cache)?;
     let module = ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec())).doing("loading the key probe")?;
     let func = module.load_function(&probe.entry).doing("finding the key probe")?;
@@ -1146,17 +1150,25 @@ pub fn check_keys(
     let mut mismatches = stream.alloc_zeros::<u64>(1).doing("allocating GPU memory")?;
     let mut first_bad = stream.clone_htod(&[u64::MAX]).doing("allocating GPU memory")?;
     let mut weighed = stream.alloc_zeros::<u64>(1).doing("allocating GPU memory")?;
+    let mut worst = stream.alloc_zeros::<u64>(1).doing("allocating GPU memory")?;
     let cfg = LaunchConfig { grid_dim: (dev.multiprocessors * 16, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
     let mut builder = stream.launch_builder(&func);
-    builder.arg(&first).arg(&count).arg(&mut mismatches).arg(&mut first_bad).arg(&mut weighed);
+    builder.arg(&first).arg(&count).arg(&mut mismatches).arg(&mut first_bad).arg(&mut weighed).arg(&mut worst);
     // SAFETY: the probe's signature is (u64 first, u64 count, u64* mismatches, u64* first_bad,
-    // u64* weighed), as pushed.
+    // u64* weighed, u64* worst_estimate_error: a double's bits), as pushed.
     unsafe { builder.launch(cfg) }.doing("launching the key probe")?;
     let found = stream.clone_dtoh(&mismatches).doing("reading the key probe")?[0];
     let bad = stream.clone_dtoh(&first_bad).doing("reading the key probe")?[0];
     let weighed = stream.clone_dtoh(&weighed).doing("reading the key probe")?[0] != 0;
+    let estimate_error = f64::from_bits(stream.clone_dtoh(&worst).doing("reading the key probe")?[0]);
     stream.synchronize().doing("running the key probe")?;
-    Ok(Some(KeyCheck { checked: count, mismatches: found, first_bad: (found > 0).then_some(bad), weighed }))
+    Ok(Some(KeyCheck {
+        checked: count,
+        mismatches: found,
+        first_bad: (found > 0).then_some(bad),
+        weighed,
+        estimate_error,
+    }))
 }
 
 #[cfg(test)]
