@@ -78,8 +78,9 @@ __device__ float squared_distance(const Point& a, const Point& b) {
 // and NaNs map to 0 (not fmaxf, which passes a signaling NaN on the host).
 __device__ float root(float k) { return sqrtf(k > 0.0f ? k : 0.0f); }
 
-// A fast approximation of root (within 2^-21 of it, or NaN), to bracket a
-// histogram bucket with: on the GPU one approximate square root instruction.
+// A fast approximation of root (within 2^-21 of it, or NaN; 2^-23 on sm_90,
+// measured on every key), to bracket a histogram bucket with: on the GPU one
+// approximate square root instruction.
 __device__ float approx_root(float k) {
 #ifdef __CUDA_ARCH__
   float r;
@@ -91,15 +92,15 @@ __device__ float approx_root(float k) {
 }
 
 __device__ float distance(const Point& a, const Point& b) { return root(squared_distance(a, b)); }
-#line 35 "problems/distance.cu"
+#line 36 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_pair(const Point& twobs_a, const Point& twobs_b) { return distance(twobs_a, twobs_b); }
 #line 5 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_key(const Point& twobs_a, const Point& twobs_b) { return squared_distance(twobs_a, twobs_b); }
 #line 21 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_map(Value twobs_k) { return root(twobs_k); }
-#line 25 "problems/distance.cu"
+#line 26 "problems/distance.cu"
 __device__ __forceinline__ Value twobs_estimate(Value twobs_k) { return approx_root(twobs_k); }
-#line 103 "2pcf.cu"
+#line 104 "2pcf.cu"
 // The calls into the snippet above are rendered at the lines of the functions
 // they call, so that a parameter or return type that does not fit is reported there.
 

@@ -78,9 +78,12 @@ namespace params {
 // The number of edges to take off is the component times the length's
 // reciprocal (a constant), rounded to the nearest integer: a division would
 // cost a dozen instructions a component, more than the rest of the pair.
-// Where this rounds otherwise than the quotient would, the component is
-// within a few ulps of half the length: either image is then, to rounding, a
-// minimum one. Each edge comes off in one fused multiply-add, one rounding.
+// This rounds otherwise than the quotient would only where the component is
+// within about 2^-24 of itself of an odd multiple of half the length: the
+// image left is then within a few ulps of -/+ half the length, and either is,
+// to rounding, a minimum one. (At an r_max of exactly half the width such a
+// pair may fall either side of the last edge, as with a division.) Each edge
+// comes off in one fused multiply-add, one rounding.
 //
 // nearest<unit>(x, s) is rintf(x s) for |x s| < 2^22: the product plus 1.5 x 2^23,
 // rounded once (to the nearest integer, ties to even), less 1.5 x 2^23; all on
@@ -121,8 +124,9 @@ __device__ float squared_min_image_distance(float3 a, float3 b) {
 // and NaNs map to 0 (not fmaxf, which passes a signaling NaN on the host).
 __device__ float root(float k) { return sqrtf(k > 0.0f ? k : 0.0f); }
 
-// A fast approximation of root (within 2^-21 of it, or NaN), to bracket a
-// shell with: on the GPU one approximate square root instruction.
+// A fast approximation of root (within 2^-21 of it, or NaN; 2^-23 on sm_90,
+// measured on every key), to bracket a shell with: on the GPU one approximate
+// square root instruction.
 __device__ float approx_root(float k) {
 #ifdef __CUDA_ARCH__
   float r;
@@ -134,15 +138,15 @@ __device__ float approx_root(float k) {
 }
 
 __device__ float min_image_distance(float3 a, float3 b) { return root(squared_min_image_distance(a, b)); }
-#line 74 "problems/rdf.cu"
+#line 78 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_pair(const Point& twobs_a, const Point& twobs_b) { return min_image_distance(twobs_a, twobs_b); }
-#line 52 "problems/rdf.cu"
+#line 55 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_key(const Point& twobs_a, const Point& twobs_b) { return squared_min_image_distance(twobs_a, twobs_b); }
-#line 60 "problems/rdf.cu"
+#line 63 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_map(Value twobs_k) { return root(twobs_k); }
-#line 64 "problems/rdf.cu"
+#line 68 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_estimate(Value twobs_k) { return approx_root(twobs_k); }
-#line 146 "rdf.cu"
+#line 150 "rdf.cu"
 // The calls into the snippet above are rendered at the lines of the functions
 // they call, so that a parameter or return type that does not fit is reported there.
 
@@ -294,6 +298,9 @@ typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 // already. The lower edge is 0 (min = 0), so the bracket needs no
 // subtraction. The keys probe checks every float key against its value's
 // bucket.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
+#error "this bracket trusts sqrt.approx as measured on sm_90 only: generate the kernel for this GPU (twobs gen --device)"
+#endif
 constexpr float SCALE_BELOW = 999.99976f;  // rounded down
 constexpr float SCALE_ABOVE = 1000.00024f;  // rounded up
 static_assert(LO == Value(0), "the bracket is for histograms from 0");
@@ -363,7 +370,8 @@ __device__ __forceinline__ double key_estimate_error(Key twobs_k) {
   const unsigned twobs_exponent = (__float_as_uint(twobs_k) >> 23) & 0xffu;
   if (__float_as_uint(twobs_k) >> 31 || twobs_exponent == 0 || twobs_exponent == 0xffu) return 0.0;
   const double twobs_v = twobs_map(twobs_k), twobs_e = twobs_estimate(twobs_k);
-  if (!(twobs_v > 0.0) || twobs_e != twobs_e) return 0.0;
+  if (!(twobs_v > 0.0) || twobs_e != twobs_e || twobs_e == twobs_v) return 0.0;
+  if (twobs_v > 3.4028234663852886e38) return 1.0 / 0.0;  // a finite estimate of an infinite value
   return (twobs_e > twobs_v ? twobs_e - twobs_v : twobs_v - twobs_e) / twobs_v;
 }
 __device__ __forceinline__ Key key_edge(unsigned twobs_j) {

@@ -20,8 +20,9 @@ __device__ float squared_distance(const Point& a, const Point& b) {
 // and NaNs map to 0 (not fmaxf, which passes a signaling NaN on the host).
 __device__ float root(float k) { return sqrtf(k > 0.0f ? k : 0.0f); }
 
-// A fast approximation of root (within 2^-21 of it, or NaN), to bracket a
-// histogram bucket with: on the GPU one approximate square root instruction.
+// A fast approximation of root (within 2^-21 of it, or NaN; 2^-23 on sm_90,
+// measured on every key), to bracket a histogram bucket with: on the GPU one
+// approximate square root instruction.
 __device__ float approx_root(float k) {
 #ifdef __CUDA_ARCH__
   float r;

@@ -16,9 +16,12 @@
 // The number of edges to take off is the component times the length's
 // reciprocal (a constant), rounded to the nearest integer: a division would
 // cost a dozen instructions a component, more than the rest of the pair.
-// Where this rounds otherwise than the quotient would, the component is
-// within a few ulps of half the length: either image is then, to rounding, a
-// minimum one. Each edge comes off in one fused multiply-add, one rounding.
+// This rounds otherwise than the quotient would only where the component is
+// within about 2^-24 of itself of an odd multiple of half the length: the
+// image left is then within a few ulps of -/+ half the length, and either is,
+// to rounding, a minimum one. (At an r_max of exactly half the width such a
+// pair may fall either side of the last edge, as with a division.) Each edge
+// comes off in one fused multiply-add, one rounding.
 //
 // nearest<unit>(x, s) is rintf(x s) for |x s| < 2^22: the product plus 1.5 x 2^23,
 // rounded once (to the nearest integer, ties to even), less 1.5 x 2^23; all on
@@ -59,8 +62,9 @@ __device__ float squared_min_image_distance(float3 a, float3 b) {
 // and NaNs map to 0 (not fmaxf, which passes a signaling NaN on the host).
 __device__ float root(float k) { return sqrtf(k > 0.0f ? k : 0.0f); }
 
-// A fast approximation of root (within 2^-21 of it, or NaN), to bracket a
-// shell with: on the GPU one approximate square root instruction.
+// A fast approximation of root (within 2^-21 of it, or NaN; 2^-23 on sm_90,
+// measured on every key), to bracket a shell with: on the GPU one approximate
+// square root instruction.
 __device__ float approx_root(float k) {
 #ifdef __CUDA_ARCH__
   float r;

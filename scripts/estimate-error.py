@@ -2,7 +2,7 @@
 """How far the built-ins' estimate of a distance is from the distance, on every float key.
 
 The estimate is one `sqrt.approx.ftz.f32` (problems/distance.cu, approx_root);
-the bracket of a bucket from keys (src/stage/contribution.rs, BRACKET) must
+the bracket of a bucket from keys (src/stage/contribution.rs, EstimateError) must
 reach past its error plus the rounding of value x scale. This runs on the
 GPU (CuPy) over all 2^32 bit patterns and prints, for the positive normal
 keys, the largest relative error of the estimate against the exact square

@@ -659,11 +659,7 @@ impl Plan {
         points: Points,
         forced: Forced,
     ) -> Result<Plan, PlanError> {
-        let kind = Device {
-            tuning: Device::closest_profile(dev.compute_capability).grid_tuning,
-            tuned_problems: Default::default(),
-            ..dev.clone()
-        };
+        let kind = Device { tuning: dev.grid_tuning.clone(), tuned_problems: Default::default(), ..dev.clone() };
         Ok(Plan::new(problem, params, &kind, points, forced)?.on_grid())
     }
 

@@ -425,7 +425,7 @@ fn main() {
             let estimates = matches!(problem.output, twobs::spec::Output::Histogram { .. });
             if got.estimate_error > premise.relative() || estimates != (got.estimate_error > 0.0) {
                 return Err(format!(
-                    "the estimate is within {:.4} x 2^-24 of the value on sm_{}{}; the bracket takes 2^-{}",
+                    "the estimate is within {:.4} x 2^-24 of the value on sm_{}{}; the bracket assumes an error of 2^-{}",
                     got.estimate_error * (1u64 << 24) as f64,
                     gpu.0,
                     gpu.1,

@@ -269,8 +269,7 @@ fn worst_value(scalar: Scalar) -> &'static str {
 
 /// How far a histogram's estimate may lie from its map's value v,
 /// relatively, on every key (or be NaN): what the bracket of a bucket from
-/// keys is built on. It flushes subnormal keys to 0, whose values, under
-/// 2^-63, fall in bucket 0 wherever the scale is below MAX_KEY_SCALE.
+/// keys is built on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EstimateError {
@@ -282,7 +281,10 @@ pub enum EstimateError {
     /// 1.9995 x 2^-24 of `sqrtf` on every normal key, measured over all 2^32
     /// keys on the H200 (`scripts/estimate-error.py`); H100 and H200 are
     /// one chip. Bounded here by 2^-23, and checked on the GPU the suite
-    /// runs on (tests/parity.rs, `keys/*`).
+    /// runs on (tests/parity.rs, `keys/*`). Kernels built on it refuse to
+    /// compile for another GPU. It flushes subnormal keys to 0, whose
+    /// values, under 2^-63, fall in bucket 0 wherever the scale is below
+    /// MAX_KEY_SCALE.
     SqrtApproxOnSm90,
 }
 
@@ -304,8 +306,10 @@ impl EstimateError {
         }
     }
 
+    /// The relative error p, exactly (a power of two, so that the
+    /// bracket's scales S (1 -/+ 2p) are exact in f64 before their rounding).
     pub fn relative(self) -> f64 {
-        (-(self.log2() as f64)).exp2()
+        1.0 / (1u64 << self.log2()) as f64
     }
 
     /// How far the bracket of a bucket from keys reaches each side of the

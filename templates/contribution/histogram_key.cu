@@ -12,6 +12,11 @@ typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 // already. The lower edge is 0 (min = 0), so the bracket needs no
 // subtraction. The keys probe checks every float key against its value's
 // bucket.
+{%- if stage.estimate_error == 23 %}
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
+#error "this bracket trusts sqrt.approx as measured on sm_90 only: generate the kernel for this GPU (twobs gen --device)"
+#endif
+{%- endif %}
 constexpr float SCALE_BELOW = {{ stage.scale_below }};  // rounded down
 constexpr float SCALE_ABOVE = {{ stage.scale_above }};  // rounded up
 static_assert(LO == Value(0), "the bracket is for histograms from 0");
@@ -81,7 +86,8 @@ __device__ __forceinline__ double key_estimate_error(Key twobs_k) {
   const unsigned twobs_exponent = (__float_as_uint(twobs_k) >> 23) & 0xffu;
   if (__float_as_uint(twobs_k) >> 31 || twobs_exponent == 0 || twobs_exponent == 0xffu) return 0.0;
   const double twobs_v = twobs_map(twobs_k), twobs_e = twobs_estimate(twobs_k);
-  if (!(twobs_v > 0.0) || twobs_e != twobs_e) return 0.0;
+  if (!(twobs_v > 0.0) || twobs_e != twobs_e || twobs_e == twobs_v) return 0.0;
+  if (twobs_v > 3.4028234663852886e38) return 1.0 / 0.0;  // a finite estimate of an infinite value
   return (twobs_e > twobs_v ? twobs_e - twobs_v : twobs_v - twobs_e) / twobs_v;
 }
 __device__ __forceinline__ Key key_edge(unsigned twobs_j) {
