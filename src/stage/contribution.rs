@@ -269,7 +269,9 @@ fn worst_value(scalar: Scalar) -> &'static str {
 
 /// How far a histogram's estimate may lie from its map's value v,
 /// relatively, on every key (or be NaN): what the bracket of a bucket from
-/// keys is built on.
+/// keys is built on. An estimate may flush subnormal keys to 0 (the
+/// built-ins' does), whose values, under 2^-63, fall in bucket 0 wherever the
+/// scale is below MAX_KEY_SCALE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EstimateError {
@@ -282,9 +284,7 @@ pub enum EstimateError {
     /// keys on the H200 (`scripts/estimate-error.py`); H100 and H200 are
     /// one chip. Bounded here by 2^-23, and checked on the GPU the suite
     /// runs on (tests/parity.rs, `keys/*`). Kernels built on it refuse to
-    /// compile for another GPU. It flushes subnormal keys to 0, whose
-    /// values, under 2^-63, fall in bucket 0 wherever the scale is below
-    /// MAX_KEY_SCALE.
+    /// compile for another GPU.
     SqrtApproxOnSm90,
 }
 
