@@ -108,25 +108,20 @@ impl std::fmt::Display for KernelShape {
 /// and 1.5x faster than the copy model's 2 at B = 64 (the model sees
 /// collisions, not bank conflicts: docs/bench/h200-issue10-sweep.md).
 fn hopper_sweep() -> Tuning {
-    let shape =
-        |copies| KernelShape { block_size: 512, points_per_thread: 4, copies, input_cache: InputCache::RegisterShm };
-    Tuning {
-        shared: shape(16),
-        registers: shape(1),
-        source: "measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)".into(),
-    }
+    shared_tiles(512, 4, "measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)")
 }
 
 /// The grid's kernels on Hopper: B = 256, R = 2 walked 2PCF's grid 1.5x faster
 /// than B = 512, R = 4 on the H200 (docs/bench/h200-issue10-tune-2/bench-ab-tuned.md).
 fn hopper_grid() -> Tuning {
-    let shape =
-        |copies| KernelShape { block_size: 256, points_per_thread: 2, copies, input_cache: InputCache::RegisterShm };
-    Tuning {
-        shared: shape(16),
-        registers: shape(1),
-        source: "measured on an H200's grids (docs/bench/h200-issue10-tune-2/bench-ab-tuned.md)".into(),
-    }
+    shared_tiles(256, 2, "measured on an H200's grids (docs/bench/h200-issue10-tune-2/bench-ab-tuned.md)")
+}
+
+/// B threads of R own points, tiles in shared memory; 16 lane copies where
+/// totals are shared, none where they are in registers.
+fn shared_tiles(block_size: u32, points_per_thread: u32, source: &str) -> Tuning {
+    let shape = |copies| KernelShape { block_size, points_per_thread, copies, input_cache: InputCache::RegisterShm };
+    Tuning { shared: shape(16), registers: shape(1), source: source.into() }
 }
 
 /// Fitted to the paper's Table 5 (theoretical column): with C_L = 1 the copy

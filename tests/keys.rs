@@ -66,31 +66,38 @@ fn threshold_edges_give_every_key_its_values_test_and_weight() {
     }
 }
 
-/// A user's count on keys: a signed key (a.x - b.x) under `map`, counted
-/// below `threshold`.
-fn signed_count(map: &str, threshold: &str) -> (tempfile::TempDir, Problem) {
+/// A user's spec of 2-D points: `snippet` in f.cu beside t.xml, whose
+/// `<function>` takes `function`'s attributes after `file="f.cu" name="f"`,
+/// and whose output is `output`.
+fn user_problem(snippet: &str, function: &str, output: &str) -> (tempfile::TempDir, Problem) {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("f.cu"),
-        format!(
-            "__device__ float dx(float2 a, float2 b) {{ return a.x - b.x; }}\n\
-             __device__ float m(float k) {{ return {map}; }}\n\
-             __device__ float f(float2 a, float2 b) {{ return m(dx(a, b)); }}\n"
-        ),
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("f.cu"), snippet).unwrap();
     let spec = dir.path().join("t.xml");
     std::fs::write(
         &spec,
         format!(
-            r#"<problem name="signed"><summary>s</summary><input sets="1" type="f32" dims="2"/>
-<function file="f.cu" name="f" key="dx" map="m"/>
-<output kind="count" threshold="{threshold}" compare="lt"/></problem>"#
+            r#"<problem name="user"><summary>s</summary><input sets="1" type="f32" dims="2"/>
+<function file="f.cu" name="f" {function}/>
+{output}</problem>"#
         ),
     )
     .unwrap();
     let p = Problem::parse(&std::fs::read_to_string(&spec).unwrap(), &spec, &Disk).unwrap();
     (dir, p)
+}
+
+/// A user's count on keys: a signed key (a.x - b.x) under `map`, counted
+/// below `threshold`.
+fn signed_count(map: &str, threshold: &str) -> (tempfile::TempDir, Problem) {
+    user_problem(
+        &format!(
+            "__device__ float dx(float2 a, float2 b) {{ return a.x - b.x; }}\n\
+             __device__ float m(float k) {{ return {map}; }}\n\
+             __device__ float f(float2 a, float2 b) {{ return m(dx(a, b)); }}\n"
+        ),
+        r#"key="dx" map="m""#,
+        &format!(r#"<output kind="count" threshold="{threshold}" compare="lt"/>"#),
+    )
 }
 
 #[test]
@@ -115,23 +122,13 @@ fn a_count_weighs_passes_where_nan_fails_and_negative_edges() {
 #[test]
 fn a_broken_promise_is_caught() {
     // A map that decreases: the edges cannot describe it, and the probe says so.
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("f.cu"),
+    let (_dir, p) = user_problem(
         "__device__ float sq(float2 a, float2 b) { const float d = a.x - b.x; return d * d; }\n\
          __device__ float flip(float k) { return 1.0f - k; }\n\
          __device__ float f(float2 a, float2 b) { return flip(sq(a, b)); }\n",
-    )
-    .unwrap();
-    let spec = dir.path().join("t.xml");
-    std::fs::write(
-        &spec,
-        r#"<problem name="broken"><summary>s</summary><input sets="1" type="f32" dims="2"/>
-<function file="f.cu" name="f" symmetric="true" key="sq" map="flip"/>
-<output kind="count" threshold="0.5" compare="lt"/></problem>"#,
-    )
-    .unwrap();
-    let p = Problem::parse(&std::fs::read_to_string(&spec).unwrap(), &spec, &Disk).unwrap();
+        r#"symmetric="true" key="sq" map="flip""#,
+        r#"<output kind="count" threshold="0.5" compare="lt"/>"#,
+    );
     let params = p.bind(&[]).unwrap();
     let got = check_keys(&p, &params, &cache(), STRIDE, AROUND).unwrap().unwrap();
     assert!(got.mismatches > 0, "{got:?}");
@@ -142,24 +139,14 @@ fn the_probe_measures_a_histograms_estimate() {
     // An estimate 2^-22 above the value, within the spec's promise of 2^-21:
     // every key still gets its value's bucket, and the probe measures 2^-22
     // (the product's rounding aside).
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("f.cu"),
+    let (_dir, p) = user_problem(
         "__device__ float sq(float2 a, float2 b) { const float d = a.x - b.x; return d * d; }\n\
          __device__ float root(float k) { return sqrtf(k > 0.0f ? k : 0.0f); }\n\
          __device__ float high(float k) { return sqrtf(k) * 1.0000002384185791f; }\n\
          __device__ float f(float2 a, float2 b) { return root(sq(a, b)); }\n",
-    )
-    .unwrap();
-    let spec = dir.path().join("t.xml");
-    std::fs::write(
-        &spec,
-        r#"<problem name="high"><summary>s</summary><input sets="1" type="f32" dims="2"/>
-<function file="f.cu" name="f" symmetric="true" key="sq" map="root" estimate="high"/>
-<output kind="histogram" bins="97" min="0" max="2"/></problem>"#,
-    )
-    .unwrap();
-    let p = Problem::parse(&std::fs::read_to_string(&spec).unwrap(), &spec, &Disk).unwrap();
+        r#"symmetric="true" key="sq" map="root" estimate="high""#,
+        r#"<output kind="histogram" bins="97" min="0" max="2"/>"#,
+    );
     let params = p.bind(&[]).unwrap();
     let got = check_keys(&p, &params, &cache(), STRIDE, AROUND).unwrap().unwrap();
     assert_eq!(got.mismatches, 0, "{got:?}");

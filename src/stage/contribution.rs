@@ -118,7 +118,7 @@ impl Test {
                         k.map,
                         k.key,
                         error.log2(),
-                        error.log2() - 1,
+                        error.bracket_log2(),
                         k.map
                     ),
                 )
@@ -180,7 +180,7 @@ pub fn fragment(
                     serde_json::json!({
                         "bins": whole_expr(bins), "lo": lo.c_literal(), "scale": scale.c_literal(),
                         "scale_below": Value::F32(below).c_literal(), "scale_above": Value::F32(above).c_literal(),
-                        "estimate_error": error.log2(), "bracket": error.log2() - 1,
+                        "estimate_error": error.log2(), "bracket": error.bracket_log2(),
                     }),
                 )
             }
@@ -324,6 +324,11 @@ impl EstimateError {
     /// own f32 SCALE, and each floor takes e x scale exactly and rounds once.
     pub fn bracket(self) -> f64 {
         2.0 * self.relative()
+    }
+
+    /// The bracket, 2^-bracket_log2.
+    pub fn bracket_log2(self) -> u32 {
+        self.log2() - 1
     }
 
     /// The f32 scales of the bracket, scale (1 - bracket) rounded down and
