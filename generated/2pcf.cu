@@ -9,13 +9,13 @@
 // plan for 2pcf on h100: 1000000 points, 499999500000 pairs (lower_triangle)
 //   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
 //   output class  TypeI           output 8 B fits in registers (alpha = 16 B)
-//   test          keys            distance(a, b) is root(squared_distance(a, b)): each pair is tested on the key, one comparison against an edge found by bisection at start with root's own arithmetic; the count in registers adds each pair's weight instead, one saturating multiply-add (1 up to the edge, 0 past it), where the edge has one
+//   test          keys            distance(a, b) is root(squared_distance(a, b)): each pair is tested on the key, one comparison against an edge found by bisection at start with root's own arithmetic; the count in registers adds each pair's indicator, 1 or 0 from that one comparison, counting failures where a NaN key passes
 //   output        register        Type-I: accumulate in registers, reduce once per block
 //   input_cache   register_shm    register_shm: measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
 //   block_size    512             512 threads a block: measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
 //   points/thread 4               4 own points per thread (~40 registers): measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
-//   resources                     grid 489 blocks; 6160 B shared per block (6144 B tile + 0 B output + 16 B key test); ~40 registers per thread (estimate)
+//   resources                     grid 489 blocks; 6156 B shared per block (6144 B tile + 0 B output + 12 B key test); ~40 registers per thread (estimate)
 //   occupancy                     3 blocks = 1536 threads per multiprocessor (limited by Registers); R = 2 rounds
 //
 //   copy model (eq. 1-5): H_S = 1 elements, C_L = 1, C_LP = 0.03 (fitted to SDH times measured on an H100), gamma = 13697
@@ -205,15 +205,13 @@ __device__ Key smallest_key(Passes passes) {
   return key_of_rank(hi, Key(0));
 }
 
-// The largest key k with passes(k), for passes true and then false along the
-// keys: +inf when every key passes, NaN when none does (a comparison
-// `k <= edge` is then false for every key).
-template <class Passes>
-__device__ Key largest_key(Passes passes) {
-  const Key first_fail = smallest_key([&passes](Key twobs_k) { return !passes(twobs_k); });
+// The key before first_fail, the smallest key that fails (as smallest_key
+// gives it): the largest key that passes, +inf when none fails, NaN when
+// every key does (a comparison `k <= edge` is then false for every key).
+__device__ __forceinline__ Key key_before(Key first_fail) {
   const Key inf = key_infinity(Key(0));
-  if (first_fail != first_fail) return inf;       // none fails
-  if (first_fail == -inf) return inf - inf;        // every key fails: NaN
+  if (first_fail != first_fail) return inf;  // none fails
+  if (first_fail == -inf) return inf - inf;   // every key fails: NaN
   return key_of_rank(key_rank(first_fail) - 1, Key(0));
 }
 
@@ -224,9 +222,12 @@ constexpr unsigned PASS = 0, FAIL = 1;  // the slots of a threshold's test
 // `value < THRESHOLD`, exactly the keys up to it pass.
 __shared__ Key twobs_last_pass;
 
-__device__ __forceinline__ Key find_last_pass() {
-  return largest_key([](Key twobs_k) { return twobs_map(twobs_k) < THRESHOLD; });
+// The smallest key whose value fails: -inf when every key fails, NaN when
+// none does (a comparison `k >= edge` is then false for every key).
+__device__ __forceinline__ Key find_first_fail() {
+  return smallest_key([](Key twobs_k) { return !(twobs_map(twobs_k) < THRESHOLD); });
 }
+__device__ __forceinline__ Key find_last_pass() { return key_before(find_first_fail()); }
 
 // The slot of a key, from its value, which the key probe checks the rest against.
 __device__ __forceinline__ unsigned value_slot(Key twobs_k) { return twobs_map(twobs_k) < THRESHOLD ? PASS : FAIL; }
@@ -240,64 +241,46 @@ __device__ __forceinline__ unsigned key_slot(Key twobs_k) {
 __device__ __forceinline__ unsigned key_edges() { return 1; }
 __device__ __forceinline__ Key key_edge(unsigned) { return twobs_last_pass; }
 
-// The threshold as one saturating multiply-add a key, for a count to add on
-// the FMA pipe instead of comparing and selecting on the ALU:
-// sat(k * scale + offset) is exactly 1 for a key that is counted and 0 for
-// one that is not. With e the last passing key and f the next, 1 / (f - e)
-// is a power of two S, and S (f - k) is at least 1 up to e and at most 0
-// from f on; one rounding keeps it so, and sat sends NaN to 0. Where a NaN
-// key passes, the count counts failures instead, S (k - e), and takes them
-// from the pairs it met. `on` is false where no such S exists (an edge
-// within about 2^-104 of 0, or not finite): the count then tests keys.
-struct Weights {
-  Key scale, offset;
-  bool on;
-  bool counts_fails;
-};
-__shared__ Weights twobs_weights;
-
-// a * b + c rounded once and clamped to [0, 1], NaN to 0: one FFMA.SAT.
-__device__ __forceinline__ float saturated_fma(float a, float b, float c) { return __saturatef(__fmaf_rn(a, b, c)); }
-__device__ __forceinline__ double saturated_fma(double a, double b, double c) { return fmin(fmax(fma(a, b, c), 0.0), 1.0); }
-__device__ __forceinline__ Key weigh_key(Key twobs_k, const Weights& twobs_w) {
-  return saturated_fma(twobs_k, twobs_w.scale, twobs_w.offset);
-}
-
-// The weights of edge e, found with the very instruction the count uses: the
-// weight is monotone in the key, so the two keys either side of the edge
-// and NaN having the right weights proves every key's.
-__device__ Weights weights_of(Key twobs_e) {
-  const Key inf = key_infinity(Key(0));
-  const Key f = key_of_rank(key_rank(twobs_e) + 1, Key(0));  // only used where e is finite
-  const Key s = Key(1) / (f - twobs_e);
-  Weights w = {Key(0), Key(0), false, value_slot(inf - inf) == PASS};
-  if (!(twobs_e > -inf && twobs_e < inf && f < inf && s < inf)) return w;
-  w.scale = w.counts_fails ? s : -s;
-  w.offset = w.counts_fails ? -(s * twobs_e) : s * f;
-  const Key below = w.counts_fails ? Key(0) : Key(1), above = Key(1) - below;
-  w.on = weigh_key(twobs_e, w) == below && weigh_key(f, w) == above && weigh_key(inf - inf, w) == Key(0);
-  return w;
-}
+// A count by indicators: each pair adds 1 where it is counted and 0 where
+// not, one comparison of its key with an edge (one FSET on the GPU, which
+// reads one register fewer than a multiply-add of the key). An ordered
+// comparison is false for a NaN key, so the NaN keys, which have one value
+// (docs/spec.md), must be the ones not counted:
+// - where a NaN key passes (the built-ins' do: their map sends NaN to 0), the
+//   count counts failures, k >= first_fail, and takes them from the pairs it
+//   met;
+// - else it counts passes, k <= last_pass.
+// Either edge may be NaN (no key fails, no key passes) or infinite (every key
+// does), and the comparison is still exactly the key's test.
+__shared__ Key twobs_first_fail;
+__shared__ bool twobs_counts_fails;
 
 __device__ __forceinline__ void prepare_contribution() {
   if (TWOBS_THREAD == 0) {
-    twobs_last_pass = find_last_pass();
-    twobs_weights = weights_of(twobs_last_pass);
+    twobs_first_fail = find_first_fail();
+    twobs_last_pass = key_before(twobs_first_fail);
+    twobs_counts_fails = value_slot(key_infinity(Key(0)) - key_infinity(Key(0))) == PASS;
   }
 }
 
-// Whether the count weighs its pairs: the probe checks the weights only then.
-__device__ __forceinline__ bool key_weighed() { return twobs_weights.on; }
+// The pair's indicator: 1 where the count counts the key (FAILS: a failure,
+// else a pass), 0 elsewhere and for NaN.
+template <bool FAILS>
+__device__ __forceinline__ Key key_counted(Key twobs_k, Key twobs_first_fail, Key twobs_last_pass) {
+  return (FAILS ? twobs_k >= twobs_first_fail : twobs_k <= twobs_last_pass) ? Key(1) : Key(0);
+}
+
 // No estimate: nothing to measure.
 __device__ __forceinline__ double key_estimate_error(Key) { return 0.0; }
 
-// What the key probe checks on every key: its slot from the edge and, where
-// the count weighs it, its weight, against its value's slot.
+// What the key probe checks on every key: its slot from the edge, and the
+// indicator the count adds, against its value's slot.
 __device__ __forceinline__ bool key_agrees(Key twobs_k) {
   const unsigned twobs_slot = value_slot(twobs_k);
-  const unsigned twobs_counted = twobs_weights.counts_fails ? FAIL : PASS;
-  return key_slot(twobs_k) == twobs_slot &&
-         (!twobs_weights.on || weigh_key(twobs_k, twobs_weights) == (twobs_slot == twobs_counted ? Key(1) : Key(0)));
+  const Key twobs_counted = twobs_counts_fails ? key_counted<true>(twobs_k, twobs_first_fail, twobs_last_pass)
+                                               : key_counted<false>(twobs_k, twobs_first_fail, twobs_last_pass);
+  const unsigned twobs_counts = twobs_counts_fails ? FAIL : PASS;
+  return key_slot(twobs_k) == twobs_slot && twobs_counted == (twobs_slot == twobs_counts ? Key(1) : Key(0));
 }
 
 // A count is a total of one slot: a pair adds 1 when its key passes, else 0
@@ -315,11 +298,12 @@ __device__ __forceinline__ Contribution contribute(const Point& twobs_a, const P
   return {0u, key_slot(twobs_key(twobs_a, twobs_b)) == PASS ? 1u : 0u};
 }
 
-// What a thread reads once, after the set-up: the edge and the weights, kept in registers.
+// What a thread reads once, after the set-up: the edges, kept in registers.
 struct Setup {
-  Key last_pass;
-  Weights weights;
-  __device__ __forceinline__ Setup() : last_pass(twobs_last_pass), weights(twobs_weights) {}
+  Key last_pass, first_fail;
+  bool counts_fails;
+  __device__ __forceinline__ Setup()
+      : last_pass(twobs_last_pass), first_fail(twobs_first_fail), counts_fails(twobs_counts_fails) {}
 };
 
 // Sure unless the key is NaN, which is tested on its value.
@@ -335,10 +319,10 @@ __device__ __forceinline__ Contribution contribute_unsure(const Point& twobs_a, 
   return contribute(twobs_a, twobs_b);
 }
 
-// The pair's weight where the weights are on: 1 when it is counted (it
-// passes, or it fails where the count counts failures), else 0.
-__device__ __forceinline__ Key weigh(const Point& twobs_a, const Point& twobs_b, const Setup& twobs_s) {
-  return weigh_key(twobs_key(twobs_a, twobs_b), twobs_s.weights);
+// The pair's indicator (key_counted).
+template <bool FAILS>
+__device__ __forceinline__ Key counted(const Point& twobs_a, const Point& twobs_b, const Setup& twobs_s) {
+  return key_counted<FAILS>(twobs_key(twobs_a, twobs_b), twobs_s.first_fail, twobs_s.last_pass);
 }
 
 // ------------------------------------------------------------------ input stage: register_shm
@@ -390,8 +374,8 @@ struct Tiles {
   template <class F>
   __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
     unsigned j = 0;
-    // Unrolled a little: a full tile of a constant length would otherwise unroll whole.
-#pragma unroll 2
+    // Unrolled a little (Tallying::tile_runs_unrolled): a full tile of a constant length would otherwise unroll whole.
+#pragma unroll 4
     for (; j + RUN <= len; j += RUN) {
       const Run<float> run_x = *reinterpret_cast<const Run<float>*>(x + j);
       const Run<float> run_y = *reinterpret_cast<const Run<float>*>(y + j);
@@ -440,50 +424,40 @@ struct Output {
   __device__ __forceinline__ unsigned first_step(unsigned from) const { return from; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-  // A count on keys by weights (count_key.cu): each pair adds its weight,
-  // exactly 1 or 0, to a float, which holds every whole number up to 2^24
-  // exactly; each step moves it into the integer tally. A step meets at
-  // most B x R x R pairs (a lower triangle's span), far below that.
-  static_assert(B * R * R < (1u << 24), "a step's weights stay exact in a float");
-  Key weights = Key(0);  // the step's counted pairs
-  Tally met = 0;         // the step's weighed pairs, where failures are counted
+  // A count by indicators (count_key.cu): each pair adds its 1 or 0 to a
+  // float, which holds every whole number up to 2^24 exactly; each step
+  // moves it into the integer tally. A step meets at most B x R x R pairs (a
+  // lower triangle's span), far below that.
+  static_assert(B * R * R < (1u << 24), "a step's indicators stay exact in a float");
+  Key counted = Key(0);  // the step's counted pairs
+  Tally met = 0;         // the step's pairs, where failures are counted
 
-  // Whether pairs are weighed (`weigh`), the same in every thread: the
-  // kernel walks its pairs with `weigh` where the threshold has weights,
-  // with `offer` where it has not.
-  __device__ __forceinline__ bool weighs() const { return setup.weights.on; }
+  // Whether the count counts failures, the same in every thread: the kernel
+  // walks its pairs with count<true> then, else with count<false>.
+  __device__ __forceinline__ bool counts_fails() const { return setup.counts_fails; }
 
-  // The pairs of every own point with tile point q, weighed.
-  template <class Valid>
-  __device__ __forceinline__ void weigh(const Point (&own)[R], const Point& q, const Valid& valid) {
+  // The pairs of every own point with tile point q, counted.
+  template <bool FAILS, class Valid>
+  __device__ __forceinline__ void count(const Point (&own)[R], const Point& q, const Valid& valid) {
 #pragma unroll
     for (unsigned r = 0; r < R; ++r) {
       if (valid(r)) {
-        weights += twobs_generated::weigh(own[r], q, setup);
-        ++met;
+        counted += twobs_generated::counted<FAILS>(own[r], q, setup);
+        if (FAILS) ++met;
       }
     }
   }
 
-  // The pairs of every own point with tile point (j, q), each tested exactly
-  // (where the threshold has no weights).
-  template <class Valid>
-  __device__ __forceinline__ void offer(const Here&, const Point (&own)[R], unsigned, const Point& q,
-                                        const Valid& valid) {
-#pragma unroll
-    for (unsigned r = 0; r < R; ++r) take(contribute(own[r], q), valid(r));
-  }
-
-  // One pair, where a visit pattern offers pairs one at a time.
+  // One pair, where a visit pattern offers pairs one at a time (tested exactly).
   __device__ __forceinline__ void add(unsigned, unsigned, const Point& own, unsigned, const Point& q, bool valid) {
     take(contribute(own, q), valid);
   }
 
-  // Moves the step's weights into the tally.
+  // Moves the step's count into the tally.
   __device__ __forceinline__ void settle() {
-    const Tally counted = static_cast<Tally>(weights);
-    tally[0] += setup.weights.counts_fails ? met - counted : counted;
-    weights = Key(0);
+    const Tally step = static_cast<Tally>(counted);
+    tally[0] += setup.counts_fails ? met - step : step;
+    counted = Key(0);
     met = 0;
   }
 
@@ -522,15 +496,16 @@ struct Offer {
   }
 };
 
-// Weighs the pairs of a thread's own points with tile point q, as Offer
-// offers them (output/offer_weights.cu).
-struct Weigh {
+// Counts the pairs of a thread's own points with tile point q, as Offer
+// offers them (output/offer_indicators.cu): failures where FAILS, else passes.
+template <bool FAILS>
+struct Count {
   Output& out;
   const Point (&own)[R];
 
   template <class Valid>
   __device__ __forceinline__ void operator()(unsigned, const Point& q, const Valid& valid) const {
-    out.weigh(own, q, valid);
+    out.template count<FAILS>(own, q, valid);
   }
 };
 
@@ -566,9 +541,9 @@ extern "C" __global__ void __launch_bounds__(B) twobs_2pcf(
   [[maybe_unused]] const auto always = [](unsigned) { return true; };
   [[maybe_unused]] const auto own_valid = [&](unsigned r) { return here.valid(r); };
   // The walk is chosen once, the same in every thread, so that no pair tests
-  // which: weights where the threshold has them, else exact tests.
-  if (out.weighs()) {
-    [[maybe_unused]] const Weigh offer{out, own};
+  // which comparison counts it.
+  if (out.counts_fails()) {
+    [[maybe_unused]] const Count<true> offer{out, own};
   // Circulant pairing of spans of B x R points: block b meets the spans
   // b+1 .. b+M/2 (mod M), so every unordered pair of spans is visited once and
   // every block does the same work; the last step pairs the block's own points
@@ -620,7 +595,7 @@ extern "C" __global__ void __launch_bounds__(B) twobs_2pcf(
   }
 
   } else {
-    [[maybe_unused]] const Offer offer{out, here, own};
+    [[maybe_unused]] const Count<false> offer{out, own};
   // Circulant pairing of spans of B x R points: block b meets the spans
   // b+1 .. b+M/2 (mod M), so every unordered pair of spans is visited once and
   // every block does the same work; the last step pairs the block's own points

@@ -153,7 +153,7 @@ struct Tiles {
   template <class F>
   __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
     unsigned j = 0;
-    // Unrolled a little: a full tile of a constant length would otherwise unroll whole.
+    // Unrolled a little (Tallying::tile_runs_unrolled): a full tile of a constant length would otherwise unroll whole.
 #pragma unroll 2
     for (; j + RUN <= len; j += RUN) {
       const Run<int> run_key = *reinterpret_cast<const Run<int>*>(key + j);

@@ -274,15 +274,13 @@ __device__ Key smallest_key(Passes passes) {
   return key_of_rank(hi, Key(0));
 }
 
-// The largest key k with passes(k), for passes true and then false along the
-// keys: +inf when every key passes, NaN when none does (a comparison
-// `k <= edge` is then false for every key).
-template <class Passes>
-__device__ Key largest_key(Passes passes) {
-  const Key first_fail = smallest_key([&passes](Key twobs_k) { return !passes(twobs_k); });
+// The key before first_fail, the smallest key that fails (as smallest_key
+// gives it): the largest key that passes, +inf when none fails, NaN when
+// every key does (a comparison `k <= edge` is then false for every key).
+__device__ __forceinline__ Key key_before(Key first_fail) {
   const Key inf = key_infinity(Key(0));
-  if (first_fail != first_fail) return inf;       // none fails
-  if (first_fail == -inf) return inf - inf;        // every key fails: NaN
+  if (first_fail != first_fail) return inf;  // none fails
+  if (first_fail == -inf) return inf - inf;   // every key fails: NaN
   return key_of_rank(key_rank(first_fail) - 1, Key(0));
 }
 
@@ -357,8 +355,6 @@ __device__ __forceinline__ unsigned bucket_of_key(float twobs_k) {
 __device__ __forceinline__ unsigned key_slot(Key twobs_k) { return bucket_of_key(twobs_k); }
 __device__ __forceinline__ unsigned value_slot(Key twobs_k) { return bucket_of(twobs_map(twobs_k)); }
 __device__ __forceinline__ unsigned key_edges() { return SLOTS + 1; }
-// Buckets have no weights.
-__device__ __forceinline__ bool key_weighed() { return false; }
 
 // What the key probe checks on every key.
 __device__ __forceinline__ bool key_agrees(Key twobs_k) { return key_slot(twobs_k) == value_slot(twobs_k); }
@@ -454,7 +450,7 @@ struct Tiles {
   template <class F>
   __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
     unsigned j = 0;
-    // Unrolled a little: a full tile of a constant length would otherwise unroll whole.
+    // Unrolled a little (Tallying::tile_runs_unrolled): a full tile of a constant length would otherwise unroll whole.
 #pragma unroll 2
     for (; j + RUN <= len; j += RUN) {
       const Run<float> run_x = *reinterpret_cast<const Run<float>*>(x + j);

@@ -195,15 +195,13 @@ __device__ Key smallest_key(Passes passes) {
   return key_of_rank(hi, Key(0));
 }
 
-// The largest key k with passes(k), for passes true and then false along the
-// keys: +inf when every key passes, NaN when none does (a comparison
-// `k <= edge` is then false for every key).
-template <class Passes>
-__device__ Key largest_key(Passes passes) {
-  const Key first_fail = smallest_key([&passes](Key twobs_k) { return !passes(twobs_k); });
+// The key before first_fail, the smallest key that fails (as smallest_key
+// gives it): the largest key that passes, +inf when none fails, NaN when
+// every key does (a comparison `k <= edge` is then false for every key).
+__device__ __forceinline__ Key key_before(Key first_fail) {
   const Key inf = key_infinity(Key(0));
-  if (first_fail != first_fail) return inf;       // none fails
-  if (first_fail == -inf) return inf - inf;        // every key fails: NaN
+  if (first_fail != first_fail) return inf;  // none fails
+  if (first_fail == -inf) return inf - inf;   // every key fails: NaN
   return key_of_rank(key_rank(first_fail) - 1, Key(0));
 }
 
@@ -214,9 +212,12 @@ constexpr unsigned PASS = 0, FAIL = 1;  // the slots of a threshold's test
 // `value <= THRESHOLD`, exactly the keys up to it pass.
 __shared__ Key twobs_last_pass;
 
-__device__ __forceinline__ Key find_last_pass() {
-  return largest_key([](Key twobs_k) { return twobs_map(twobs_k) <= THRESHOLD; });
+// The smallest key whose value fails: -inf when every key fails, NaN when
+// none does (a comparison `k >= edge` is then false for every key).
+__device__ __forceinline__ Key find_first_fail() {
+  return smallest_key([](Key twobs_k) { return !(twobs_map(twobs_k) <= THRESHOLD); });
 }
+__device__ __forceinline__ Key find_last_pass() { return key_before(find_first_fail()); }
 
 // The slot of a key, from its value, which the key probe checks the rest against.
 __device__ __forceinline__ unsigned value_slot(Key twobs_k) { return twobs_map(twobs_k) <= THRESHOLD ? PASS : FAIL; }
@@ -239,9 +240,8 @@ __device__ __forceinline__ bool passes(const Point& twobs_a, const Point& twobs_
   return key_slot(twobs_key(twobs_a, twobs_b)) == PASS;
 }
 
-// What the key probe checks on every key; pairs are tested, not weighed.
+// What the key probe checks on every key.
 __device__ __forceinline__ bool key_agrees(Key twobs_k) { return key_slot(twobs_k) == value_slot(twobs_k); }
-__device__ __forceinline__ bool key_weighed() { return false; }
 // No estimate: nothing to measure.
 __device__ __forceinline__ double key_estimate_error(Key) { return 0.0; }
 
@@ -290,7 +290,7 @@ struct Tiles {
   template <class F>
   __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
     unsigned j = 0;
-    // Unrolled a little: a full tile of a constant length would otherwise unroll whole.
+    // Unrolled a little (Tallying::tile_runs_unrolled): a full tile of a constant length would otherwise unroll whole.
 #pragma unroll 2
     for (; j + RUN <= len; j += RUN) {
       const Run<float> run_x = *reinterpret_cast<const Run<float>*>(x + j);

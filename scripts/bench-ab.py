@@ -64,6 +64,9 @@ CASES = [
     ("RDF 1M x 1M, 500 shells, triclinic box 2.5,2.5,2.5,0.1,0,0, r_max = 1", "rdf", True,
      ["--param", "box=2.5,2.5,2.5,0.1,0,0", "--param", "r_max=1"]),
     ("kernel density sum, h = 0.05", "kde", False, []),
+    # A user's count on keys whose NaN fails (the kernel counts passes; the
+    # built-ins' counts count failures). The spec is written at start.
+    ("close pairs as a user spec (squared distance < 0.01, its own key)", "close_pairs", False, []),
 ]
 ONLY = {int(x) for x in os.environ.get("BENCH_CASES", ",".join(str(i) for i in range(len(CASES)))).split(",") if x}
 
@@ -99,6 +102,24 @@ def run(binary, problem, two, args):
 
 
 BAND = []
+
+
+def close_pairs_spec():
+    """A user's spec counting pairs whose squared distance is under 0.01, tested on that key itself."""
+    os.makedirs(os.path.join(OUT, "close_pairs"), exist_ok=True)
+    with open(os.path.join(OUT, "close_pairs", "close.cu"), "w") as f:
+        f.write("__device__ float sq(float3 a, float3 b) {\n"
+                "  const float x = a.x - b.x, y = a.y - b.y, z = a.z - b.z;\n"
+                "  return fmaf(z, z, fmaf(y, y, x * x));\n}\n"
+                "__device__ float same(float k) { return k; }\n"
+                "__device__ float close(float3 a, float3 b) { return same(sq(a, b)); }\n")
+    path = os.path.join(OUT, "close_pairs", "close_pairs.xml")
+    with open(path, "w") as f:
+        f.write('<problem name="close_pairs"><summary>pairs closer than 0.1</summary>\n'
+                '<input sets="1" type="f32" dims="3"/>\n'
+                '<function file="close.cu" name="close" symmetric="true" key="sq" map="same"/>\n'
+                '<output kind="count" threshold="0.01" compare="lt"/></problem>\n')
+    return path
 
 
 def torch_baseline(problem, two, args):
@@ -145,6 +166,8 @@ def torch_baseline(problem, two, args):
             return torch.exp(-(d * d) / (2 * 0.05 ** 2)).sum()
         if problem == "2pcf":
             return (d < float(params["r"])).sum()
+        if problem == "close_pairs":
+            return (d * d < 0.01).sum()
         if problem == "knn":
             return d.topk(int(params["k"]) + 1, largest=False).indices  # the point itself comes first
         if problem == "selfjoin":
@@ -179,6 +202,8 @@ def main():
     for index, (label, problem, two, args) in enumerate(CASES):
         if index not in ONLY:
             continue
+        if problem == "close_pairs":
+            problem = close_pairs_spec()
         runs = {name: [] for name, _ in BINARIES}
         for name, binary in BINARIES:  # warm: compile once, outside the timings
             run(binary, problem, two, args)

@@ -17,11 +17,11 @@ floor() {  # NAME PAIRS MARKER-ARGS -- GEN-ARGS
   "$TWOBS" gen "$@" --device h200 --check --cubin "$LOG/$name.cubin" >/dev/null 2>"$LOG/$name.log" || { echo "$name: gen failed"; return; }
   python3 scripts/sass-floor.py "$LOG/$name.cubin" --pairs-total "$pairs" "${marker[@]}" | tee "$LOG/$name.json" | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d.pop(\"opcodes\"); print(\"$name\", json.dumps(d))"
 }
-# Markers, once a pair: the approximate sqrt of a bucket from keys, the
-# saturating multiply-add of a count's weight (the weighed walk; the walk
-# of exact tests, for edges without weights, has FSETP.GTU).
+# Markers, once a pair: the approximate sqrt of a bucket from keys, and the
+# comparison that makes a count's indicator (the built-ins count failures,
+# k >= first_fail).
 floor sdh-50 $one --marker MUFU.SQRT -- sdh --param bins=50
 floor sdh-500 $one --marker MUFU.SQRT -- sdh --param bins=500
 floor rdf-open $two --marker MUFU.SQRT -- rdf --points 1000000x1000000 --param box=0 --param r_max=0.5
 floor rdf-periodic $two --marker MUFU.SQRT -- rdf --points 1000000x1000000
-floor 2pcf $one --marker FFMA.SAT -- 2pcf --param r=0.1
+floor 2pcf $one --marker FSET.BF.GE.AND -- 2pcf --param r=0.1

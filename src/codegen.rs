@@ -351,9 +351,11 @@ pub fn render(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, reg
     let block_size = plan.launch.block_size;
     let mut cx = common(problem, params, block_size);
     let (kind, kind_cx) = contribution::fragment(problem, params, plan.test, Some(dev.compute_capability));
-    // A count by weights walks its pairs one of two ways (output/offer_weights.cu):
-    // the kernel and the register output both read it.
-    cx.insert("tallying".into(), json!(Tallying::choose(problem, plan.test, plan.output)));
+    // A count by indicators walks its pairs one of two ways (output/offer_indicators.cu):
+    // the kernel and the register output both read it, and the input's tile loop its unrolling.
+    let tallying = Tallying::choose(problem, plan.test, plan.output);
+    cx.insert("tallying".into(), json!(tallying));
+    cx.insert("tile_runs_unrolled".into(), tallying.tile_runs_unrolled().into());
     let (output, output_cx) = plan.output.fragment();
     let diagonal = plan.diagonal.map(|d| render_fragment(&cx, d.fragment(), json!({}))).unwrap_or_default();
     let visit = plan.shape.visit;

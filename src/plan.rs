@@ -523,8 +523,8 @@ impl Plan {
         let rounds = model::rounds(total_threads, occupancy, dev);
 
         let test_why = match Tallying::choose(problem, test, output) {
-            Tallying::Weights => format!(
-                "{test_why}; the count in registers adds each pair's weight instead, one saturating multiply-add (1 up to the edge, 0 past it), where the edge has one"
+            Tallying::Indicators => format!(
+                "{test_why}; the count in registers adds each pair's indicator, 1 or 0 from that one comparison, counting failures where a NaN key passes"
             ),
             Tallying::Slots => test_why,
         };

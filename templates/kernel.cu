@@ -72,17 +72,18 @@ struct Offer {
     out.offer(here, own, j, q, valid);
   }
 };
-{%- if tallying == "weights" %}
+{%- if tallying == "indicators" %}
 
-// Weighs the pairs of a thread's own points with tile point q, as Offer
-// offers them (output/offer_weights.cu).
-struct Weigh {
+// Counts the pairs of a thread's own points with tile point q, as Offer
+// offers them (output/offer_indicators.cu): failures where FAILS, else passes.
+template <bool FAILS>
+struct Count {
   Output& out;
   const Point (&own)[R];
 
   template <class Valid>
   __device__ __forceinline__ void operator()(unsigned, const Point& q, const Valid& valid) const {
-    out.weigh(own, q, valid);
+    out.template count<FAILS>(own, q, valid);
   }
 };
 {%- endif %}
@@ -114,14 +115,14 @@ extern "C" __global__ void __launch_bounds__(B) {{ kernel_name }}(
   Tiles tiles(smem);
   [[maybe_unused]] const auto always = [](unsigned) { return true; };
   [[maybe_unused]] const auto own_valid = [&](unsigned r) { return here.valid(r); };
-{%- if tallying == "weights" %}
+{%- if tallying == "indicators" %}
   // The walk is chosen once, the same in every thread, so that no pair tests
-  // which: weights where the threshold has them, else exact tests.
-  if (out.weighs()) {
-    [[maybe_unused]] const Weigh offer{out, own};
+  // which comparison counts it.
+  if (out.counts_fails()) {
+    [[maybe_unused]] const Count<true> offer{out, own};
 {{ fragments.visit }}
   } else {
-    [[maybe_unused]] const Offer offer{out, here, own};
+    [[maybe_unused]] const Count<false> offer{out, own};
 {{ fragments.visit }}
   }
 {%- else %}

@@ -1,5 +1,5 @@
 // twobs key probe for {{ problem_name }}: the slot each key gets from the key
-// edges (and a count's weight), against the slot of its value, for keys of
+// edges (and a count's indicator), against the slot of its value, for keys of
 // the given ranks.
 {% include "common/types.cu" %}
 {% include "common/snippet.cu" %}
@@ -16,11 +16,9 @@ constexpr unsigned B = 256;
 extern "C" __global__ void __launch_bounds__(B) twobs_check_keys(unsigned long long first, unsigned long long count,
                                                                  unsigned long long* mismatches,
                                                                  unsigned long long* first_bad,
-                                                                 unsigned long long* weighed,
                                                                  unsigned long long* worst_estimate_error) {
   prepare_contribution();
   __syncthreads();
-  if (blockIdx.x == 0 && threadIdx.x == 0) *weighed = key_weighed() ? 1 : 0;
   unsigned long long found = 0, bad = ~0ull;
   double worst = 0.0;  // the estimate's largest relative error: its bits order as it does
   const unsigned long long step = static_cast<unsigned long long>(gridDim.x) * B;

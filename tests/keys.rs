@@ -17,24 +17,15 @@ fn cache() -> Cache {
 const STRIDE: (u64, u64, u64) = (0, (1u64 << 32) / 4099, 4099);
 const AROUND: u64 = 512;
 
-/// Checks the keys of `problem` with `params`; `weighed`: whether a count
-/// weighs its pairs there, so that the weights were checked too.
-fn check_weighed(problem: &Problem, params: &[&str], weighed: bool) {
+/// Checks the keys of `problem` with `params` (a count's indicators too).
+fn check(problem: &Problem, params: &[&str]) {
     let params = problem.bind(&params.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
     let got = check_keys(problem, &params, &cache(), STRIDE, AROUND).unwrap().expect("tested on keys");
-    println!(
-        "{} {params:?}: {} keys checked, {} mismatches, weighed {}",
-        problem.name, got.checked, got.mismatches, got.weighed
-    );
+    println!("{} {params:?}: {} keys checked, {} mismatches", problem.name, got.checked, got.mismatches);
     assert!(got.checked > 1_000_000);
     assert_eq!(got.mismatches, 0, "{} {params:?}: first mismatch at rank {:?}", problem.name, got.first_bad);
-    assert_eq!(got.weighed, weighed, "{} {params:?}", problem.name);
     // On the host the built-ins' estimate is sqrtf, their map's own value.
     assert_eq!(got.estimate_error, 0.0, "{} {params:?}", problem.name);
-}
-
-fn check(problem: &Problem, params: &[&str]) {
-    check_weighed(problem, params, false);
 }
 
 #[test]
@@ -50,16 +41,14 @@ fn histogram_edges_give_every_key_its_values_bucket() {
 }
 
 #[test]
-fn threshold_edges_give_every_key_its_values_test_and_weight() {
-    // A count weighs its pairs wherever the edge is finite and about 2^-104
-    // or more from 0: not where no key passes (r = 0), the edge is denormal
-    // (r = 1e-20, the edge about 1e-40) or every finite key passes
-    // (r = 3e38). The built-ins' NaN keys pass, so these count failures.
+fn threshold_edges_give_every_key_its_values_test_and_indicator() {
+    // The built-ins' NaN keys pass, so their counts count failures, from the
+    // first failing key on: where it is 0 (r = 0), subnormal (r = 1e-20, the
+    // edge about 1e-40), or where every finite key passes (r = 3e38).
     let tpcf = built_in("2pcf").unwrap();
-    for (r, weighed) in [("r=0.1", true), ("r=0.2", true), ("r=0.0", false), ("r=1e-20", false), ("r=3e38", false)] {
-        check_weighed(&tpcf, &[r], weighed);
+    for r in ["r=0.1", "r=0.2", "r=0.0", "r=1e-20", "r=3e38"] {
+        check(&tpcf, &[r]);
     }
-    // Pairs are tested, never weighed.
     let join = built_in("selfjoin").unwrap();
     for eps in ["eps=0.05", "eps=0.2257", "eps=0"] {
         check(&join, &[eps]);
@@ -101,21 +90,29 @@ fn signed_count(map: &str, threshold: &str) -> (tempfile::TempDir, Problem) {
 }
 
 #[test]
-fn a_count_weighs_passes_where_nan_fails_and_negative_edges() {
-    // Maps that keep NaN a NaN, which fails: the weights count passes,
-    // sat(S f - S k). Edges below zero, near zero, at binade bounds, large.
+fn a_count_counts_passes_where_nan_fails_and_any_edge() {
+    // Maps that keep NaN a NaN, which fails: the count counts passes, up to
+    // the last passing key. Edges below zero, near zero, subnormal, at binade
+    // bounds, large, and -inf (only -inf passes).
     for map in ["k", "k * 3.0f + 1.0f"] {
-        for threshold in ["-0.3", "-2.0", "-1e-30", "0.5", "4.0", "1e30"] {
+        for threshold in ["-0.3", "-2.0", "-1e-30", "0.5", "4.0", "1e30", "1e-40", "-1e-40", "-3.4028235e38"] {
             println!("map {map}, threshold {threshold}");
             let (_dir, p) = signed_count(map, threshold);
-            check_weighed(&p, &[], true);
+            check(&p, &[]);
         }
     }
-    // The edge a denormal (within 2^-104 of 0), or -inf (only -inf passes): exact tests.
-    for threshold in ["1e-40", "-1e-40", "-3.4028235e38"] {
-        println!("map k, threshold {threshold}");
-        let (_dir, p) = signed_count("k", threshold);
-        check_weighed(&p, &[], false);
+}
+
+#[test]
+fn a_counts_edges_may_be_nan_or_infinite() {
+    // Below 0.5 passes. Where NaN passes the count counts failures, from the
+    // first failing key: -inf where every other key fails, NaN where none
+    // does. Where NaN fails it counts passes, up to the last passing key: NaN
+    // where none passes, +inf where every other key does.
+    for map in ["k != k ? 0.0f : 1.0f", "k != k ? 0.0f : 0.0f", "k != k ? k : 1.0f", "k != k ? k : 0.0f"] {
+        println!("map {map}");
+        let (_dir, p) = signed_count(map, "0.5");
+        check(&p, &[]);
     }
 }
 

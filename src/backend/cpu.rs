@@ -164,21 +164,15 @@ pub fn check_keys(
 ) -> Result<Option<KeyCheck>, CpuError> {
     let Some(probe) = codegen::render_key_probe(problem, params, None) else { return Ok(None) };
     let Library { lib, .. } = library(&probe, &format!("{}-keys", problem.name), cache)?;
-    type CheckFn = unsafe extern "C" fn(u64, u64, u64, u64, *mut u64, *mut u64, *mut u64, *mut f64) -> u64;
-    let (mut mismatches, mut first_bad, mut weighed, mut estimate_error) = (0u64, u64::MAX, 0u64, 0f64);
+    type CheckFn = unsafe extern "C" fn(u64, u64, u64, u64, *mut u64, *mut u64, *mut f64) -> u64;
+    let (mut mismatches, mut first_bad, mut estimate_error) = (0u64, u64::MAX, 0f64);
     // SAFETY: the probe template gives twobs_check_keys this signature; it
-    // writes only the four results it is given.
+    // writes only the three results it is given.
     let checked = unsafe {
         let f: CheckFn = *lib.get(b"twobs_check_keys").expect("the probe defines twobs_check_keys");
-        f(first, count, stride, around, &mut mismatches, &mut first_bad, &mut weighed, &mut estimate_error)
+        f(first, count, stride, around, &mut mismatches, &mut first_bad, &mut estimate_error)
     };
-    Ok(Some(KeyCheck {
-        checked,
-        mismatches,
-        first_bad: (mismatches > 0).then_some(first_bad),
-        weighed: weighed != 0,
-        estimate_error,
-    }))
+    Ok(Some(KeyCheck { checked, mismatches, first_bad: (mismatches > 0).then_some(first_bad), estimate_error }))
 }
 
 impl CpuDriver {

@@ -15,9 +15,6 @@ pub struct KeyCheck {
     pub mismatches: u64,
     /// The lowest rank of a mismatching key.
     pub first_bad: Option<u64>,
-    /// Whether a count on these keys weighs its pairs, so that every key's
-    /// weight was checked too (`templates/contribution/count_key.cu`).
-    pub weighed: bool,
     /// A histogram's estimate's largest error relative to the map's value,
     /// over the positive normal keys checked (0 where there is no estimate):
     /// what the bracket is built on (`EstimateError`).

@@ -134,7 +134,7 @@ impl Test {
     }
 
     /// Static shared memory the test takes per block: the threshold's key
-    /// edge (and a count's weights), or a log-spaced histogram's value edges.
+    /// edge (a count's two edges and its flag), or a log-spaced histogram's value edges.
     pub fn shared_bytes(self, problem: &Problem, params: &Params) -> u32 {
         let value = problem.function.returns.bytes();
         match (self, &problem.output) {
@@ -143,8 +143,8 @@ impl Test {
             }
             (Test::Values, _) => 0,
             (Test::Keys, Output::Histogram { .. }) => 0,
-            // The edge, and the weights' scale, offset and two flags (`contribution/count_key.cu`).
-            (Test::Keys, Output::Count { .. }) => 4 * value,
+            // The two edges and a flag (`contribution/count_key.cu`).
+            (Test::Keys, Output::Count { .. }) => 3 * value,
             (Test::Keys, _) => value,
         }
     }

@@ -73,8 +73,6 @@ __device__ __forceinline__ unsigned bucket_of_key(float twobs_k) {
 __device__ __forceinline__ unsigned key_slot(Key twobs_k) { return bucket_of_key(twobs_k); }
 __device__ __forceinline__ unsigned value_slot(Key twobs_k) { return bucket_of(twobs_map(twobs_k)); }
 __device__ __forceinline__ unsigned key_edges() { return SLOTS + 1; }
-// Buckets have no weights.
-__device__ __forceinline__ bool key_weighed() { return false; }
 
 // What the key probe checks on every key.
 __device__ __forceinline__ bool key_agrees(Key twobs_k) { return key_slot(twobs_k) == value_slot(twobs_k); }

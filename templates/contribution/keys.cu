@@ -46,14 +46,12 @@ __device__ Key smallest_key(Passes passes) {
   return key_of_rank(hi, Key(0));
 }
 
-// The largest key k with passes(k), for passes true and then false along the
-// keys: +inf when every key passes, NaN when none does (a comparison
-// `k <= edge` is then false for every key).
-template <class Passes>
-__device__ Key largest_key(Passes passes) {
-  const Key first_fail = smallest_key([&passes](Key twobs_k) { return !passes(twobs_k); });
+// The key before first_fail, the smallest key that fails (as smallest_key
+// gives it): the largest key that passes, +inf when none fails, NaN when
+// every key does (a comparison `k <= edge` is then false for every key).
+__device__ __forceinline__ Key key_before(Key first_fail) {
   const Key inf = key_infinity(Key(0));
-  if (first_fail != first_fail) return inf;       // none fails
-  if (first_fail == -inf) return inf - inf;        // every key fails: NaN
+  if (first_fail != first_fail) return inf;  // none fails
+  if (first_fail == -inf) return inf - inf;   // every key fails: NaN
   return key_of_rank(key_rank(first_fail) - 1, Key(0));
 }

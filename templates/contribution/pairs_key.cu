@@ -8,8 +8,7 @@ __device__ __forceinline__ bool passes(const Point& twobs_a, const Point& twobs_
   return key_slot(twobs_key(twobs_a, twobs_b)) == PASS;
 }
 
-// What the key probe checks on every key; pairs are tested, not weighed.
+// What the key probe checks on every key.
 __device__ __forceinline__ bool key_agrees(Key twobs_k) { return key_slot(twobs_k) == value_slot(twobs_k); }
-__device__ __forceinline__ bool key_weighed() { return false; }
 // No estimate: nothing to measure.
 __device__ __forceinline__ double key_estimate_error(Key) { return 0.0; }

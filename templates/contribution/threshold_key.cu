@@ -6,9 +6,12 @@ constexpr unsigned PASS = 0, FAIL = 1;  // the slots of a threshold's test
 // `value {{ stage.compare }} THRESHOLD`, exactly the keys up to it pass.
 __shared__ Key twobs_last_pass;
 
-__device__ __forceinline__ Key find_last_pass() {
-  return largest_key([](Key twobs_k) { return twobs_map(twobs_k) {{ stage.compare }} THRESHOLD; });
+// The smallest key whose value fails: -inf when every key fails, NaN when
+// none does (a comparison `k >= edge` is then false for every key).
+__device__ __forceinline__ Key find_first_fail() {
+  return smallest_key([](Key twobs_k) { return !(twobs_map(twobs_k) {{ stage.compare }} THRESHOLD); });
 }
+__device__ __forceinline__ Key find_last_pass() { return key_before(find_first_fail()); }
 
 // The slot of a key, from its value, which the key probe checks the rest against.
 __device__ __forceinline__ unsigned value_slot(Key twobs_k) { return twobs_map(twobs_k) {{ stage.compare }} THRESHOLD ? PASS : FAIL; }

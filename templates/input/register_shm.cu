@@ -46,8 +46,8 @@ struct Tiles {
   template <class F>
   __device__ __forceinline__ void for_each(unsigned len, F&& f) const {
     unsigned j = 0;
-    // Unrolled a little: a full tile of a constant length would otherwise unroll whole.
-#pragma unroll 2
+    // Unrolled a little (Tallying::tile_runs_unrolled): a full tile of a constant length would otherwise unroll whole.
+#pragma unroll {{ tile_runs_unrolled }}
     for (; j + RUN <= len; j += RUN) {
 {%- for c in components %}
       const Run<{{ c.ctype }}> run_{{ c.name }} = *reinterpret_cast<const Run<{{ c.ctype }}>*>({{ c.name }} + j);

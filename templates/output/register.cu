@@ -28,8 +28,8 @@ struct Output {
   __device__ __forceinline__ unsigned first_step(unsigned from) const { return from; }
   __device__ __forceinline__ void begin_step(unsigned) {}
 
-{% if tallying == "weights" -%}
-{% include "output/offer_weights.cu" %}
+{% if tallying == "indicators" -%}
+{% include "output/offer_indicators.cu" %}
 {%- else -%}
 {% include "output/offer_totals.cu" %}
   // Nothing kept apart from the tally.

@@ -1149,26 +1149,18 @@ pub fn check_keys(
     let stream = ctx.default_stream();
     let mut mismatches = stream.alloc_zeros::<u64>(1).doing("allocating GPU memory")?;
     let mut first_bad = stream.clone_htod(&[u64::MAX]).doing("allocating GPU memory")?;
-    let mut weighed = stream.alloc_zeros::<u64>(1).doing("allocating GPU memory")?;
     let mut worst = stream.alloc_zeros::<u64>(1).doing("allocating GPU memory")?;
     let cfg = LaunchConfig { grid_dim: (dev.multiprocessors * 16, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
     let mut builder = stream.launch_builder(&func);
-    builder.arg(&first).arg(&count).arg(&mut mismatches).arg(&mut first_bad).arg(&mut weighed).arg(&mut worst);
+    builder.arg(&first).arg(&count).arg(&mut mismatches).arg(&mut first_bad).arg(&mut worst);
     // SAFETY: the probe's signature is (u64 first, u64 count, u64* mismatches, u64* first_bad,
-    // u64* weighed, u64* worst_estimate_error: a double's bits), as pushed.
+    // u64* worst_estimate_error: a double's bits), as pushed.
     unsafe { builder.launch(cfg) }.doing("launching the key probe")?;
     let found = stream.clone_dtoh(&mismatches).doing("reading the key probe")?[0];
     let bad = stream.clone_dtoh(&first_bad).doing("reading the key probe")?[0];
-    let weighed = stream.clone_dtoh(&weighed).doing("reading the key probe")?[0] != 0;
     let estimate_error = f64::from_bits(stream.clone_dtoh(&worst).doing("reading the key probe")?[0]);
     stream.synchronize().doing("running the key probe")?;
-    Ok(Some(KeyCheck {
-        checked: count,
-        mismatches: found,
-        first_bad: (found > 0).then_some(bad),
-        weighed,
-        estimate_error,
-    }))
+    Ok(Some(KeyCheck { checked: count, mismatches: found, first_bad: (found > 0).then_some(bad), estimate_error }))
 }
 
 #[cfg(test)]

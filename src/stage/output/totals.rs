@@ -7,10 +7,10 @@
 //! Fragment contract, beyond [`super`]'s: the contribution fragment defines
 //! `SLOTS`, `Tally` (a thread's own accumulator), `Total` (the 64-bit total)
 //! and `Contribution contribute(a, b)` with a slot (SLOTS: nothing) and an amount.
-//! Where a count is tallied by weights ([`Tallying::Weights`]), the register
-//! output also defines `bool weighs()` (the same in every thread) and
-//! `weigh(own, q, valid)`, and the kernel walks its pairs with `weigh` where
-//! `weighs()` (`templates/kernel.cu`'s `Weigh`).
+//! Where a count is tallied by indicators ([`Tallying::Indicators`]), the
+//! register output also defines `bool counts_fails()` (the same in every
+//! thread) and `count<FAILS>(own, q, valid)`, and the kernel walks its pairs
+//! with `count<counts_fails()>` (`templates/kernel.cu`'s `Count`).
 
 use std::sync::Arc;
 
@@ -77,24 +77,38 @@ pub enum Tallying {
     /// Each pair's slot and amount from the contribution, made exact where a
     /// lane of the warp is unsure (`output/offer_totals.cu`).
     Slots,
-    /// A count on f32 keys: each pair's weight, 1 or 0 from one saturating
-    /// multiply-add, summed in a float and moved into the integer tally each
-    /// step (`output/offer_weights.cu`, `contribution/count_key.cu`).
-    Weights,
+    /// A count on f32 keys: each pair's indicator, 1 or 0 from one
+    /// comparison of its key with an edge, summed in a float and moved into
+    /// the integer tally each step (`output/offer_indicators.cu`,
+    /// `contribution/count_key.cu`).
+    Indicators,
 }
 
 impl Tallying {
-    /// The rule: weights wherever a count is tested on f32 keys in
-    /// registers. A pair then costs two instructions on the FMA pipe instead
-    /// of a compare, a select and an add on the ALU pipe, which issues at
-    /// half the rate, and no NaN test; the kernel tests pairs exactly where
-    /// an edge has no weights (within about 2^-104 of 0, or not finite).
+    /// The rule: indicators wherever a count is tested on f32 keys in
+    /// registers. A pair then costs one FSET and one FADD, and no NaN test
+    /// (the comparison's NaN is 0, and the count counts failures where NaN
+    /// keys pass). Before, a saturating multiply-add made the same 1 or 0
+    /// (c11): it reads three registers to FSET's two, and on the H200 its
+    /// loop read two registers of one bank in 71 of 267 instructions against
+    /// 40, and ran 2% slower (`docs/performance.md`, c15).
     pub fn choose(problem: &Problem, test: Test, output: OutputStage) -> Tallying {
         match (test, &problem.output, problem.function.returns, output) {
             (Test::Keys, Output::Count { .. }, Scalar::F32, OutputStage::Totals { store: Store::Registers, .. }) => {
-                Tallying::Weights
+                Tallying::Indicators
             }
             _ => Tallying::Slots,
+        }
+    }
+
+    /// Runs of 4 tile points the pair loop unrolls (`input/register_shm.cu`):
+    /// 4 where a count adds indicators, a loop without a branch (2PCF ran
+    /// 0.1376 s against 0.1404 s at 2 on the H200), and 2 where pairs vote
+    /// and may branch (SDH ran 6-12% slower at 4).
+    pub fn tile_runs_unrolled(self) -> u32 {
+        match self {
+            Tallying::Indicators => 4,
+            Tallying::Slots => 2,
         }
     }
 }
