@@ -21,17 +21,22 @@ constexpr float SCALE_BELOW = {{ stage.scale_below }};  // rounded down
 constexpr float SCALE_ABOVE = {{ stage.scale_above }};  // rounded up
 static_assert(LO == Value(0), "the bracket is for histograms from 0");
 
-// 2^23, floor_scaled's addend, and minus its bits (mod 2^32), read as
+// 2^24 - SLOTS, floor_scaled's addend, and minus its bits (mod 2^32), read as
 // operands from constant memory: written as literals, ptxas re-creates both
 // in registers in every step of the pair loop (about 0.4 instructions a pair).
-constexpr float FLOOR_ZERO = 8388608.0f;  // 2^23: floor_scaled's bucket 0
+// Past the last bucket the sum reaches 2^24, where floats lie 2 or more apart,
+// so that the bracket's two ends of a pair there agree more often (RDF's
+// pairs beyond r_max, most of its pairs).
+static_assert(SLOTS < (1u << 23), "the bracket's floors are exact below 2^23 buckets");
+constexpr float FLOOR_ZERO = 16777216.0f - static_cast<float>(SLOTS);  // floor_scaled's bucket 0
 __constant__ float FLOOR_BASE = FLOOR_ZERO;
-__constant__ unsigned FLOOR_BASE_BITS_NEGATED = 0u - 0x4B000000u;  // the bits of FLOOR_ZERO
+// The bits of FLOOR_ZERO: 2^24's less SLOTS, the floats below 2^24 being 1 apart.
+__constant__ unsigned FLOOR_BASE_BITS_NEGATED = 0u - (0x4B800000u - SLOTS);
 
-// 2^23 + floor(x s) in a float, exactly for 0 <= x s < 2^23; below 0 a float
-// under 2^23 (no bucket), above at least 2^24, and non-decreasing in x s.
-// One multiply-add rounded down on the GPU; on the CPU the product of two
-// floats is exact in double.
+// FLOOR_ZERO + floor(x s) in a float, exactly for 0 <= x s < SLOTS; below 0
+// a float under FLOOR_ZERO (no bucket), from SLOTS on at least 2^24 (no
+// bucket), and non-decreasing in x s. One multiply-add rounded down on the
+// GPU; on the CPU the product of two floats is exact in double.
 __device__ __forceinline__ float floor_scaled(float x, float s) {
 #ifdef __CUDA_ARCH__
   return __fmaf_rd(x, s, FLOOR_BASE);
@@ -47,7 +52,7 @@ __device__ __forceinline__ unsigned bucket_of_key_fast(float twobs_k, bool& twob
   const float twobs_below = floor_scaled(twobs_e, SCALE_BELOW);
   const float twobs_above = floor_scaled(twobs_e, SCALE_ABOVE);
   twobs_sure = twobs_below == twobs_above;
-  // Past the last bucket, and below 0 (bits under 2^23's, or a sign), is no bucket.
+  // Past the last bucket, and below 0 (bits under FLOOR_ZERO's, or a sign), is no bucket.
   return min(__float_as_uint(twobs_below) + FLOOR_BASE_BITS_NEGATED, SLOTS);
 }
 
@@ -55,8 +60,7 @@ __device__ __forceinline__ unsigned bucket_of_key_fast(float twobs_k, bool& twob
 // end is past the last bucket, so is the value (RDF's pairs beyond r_max,
 // most of its unsure ones); elsewhere the value decides.
 __device__ __forceinline__ unsigned bucket_of_unsure_key(float twobs_k) {
-  constexpr float PAST_LAST = FLOOR_ZERO + static_cast<float>(SLOTS);  // floor_scaled's bucket SLOTS
-  static_assert(SLOTS < (1u << 23), "the bracket's floors are exact below 2^23");
+  constexpr float PAST_LAST = FLOOR_ZERO + static_cast<float>(SLOTS);  // 2^24: floor_scaled's bucket SLOTS
   const float twobs_below = floor_scaled(twobs_estimate(twobs_k), SCALE_BELOW);
   return twobs_below >= PAST_LAST ? SLOTS : bucket_of(twobs_map(twobs_k));
 }
