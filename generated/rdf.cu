@@ -9,7 +9,7 @@
 // plan for rdf on h100: 1000000 points, 499999500000 pairs (lower_triangle)
 //   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
 //   output class  TypeII          output 4000 B: above alpha = 16 B, within beta = 232448 B of shared memory per block
-//   test          keys            min_image_distance(a, b) is root(squared_min_image_distance(a, b)): each pair's bucket comes from approx_root(key), within 2^-23 of the value (as measured on every key on sm_90), scaled by 1 -/+ 2^-22, which brackets the value; root only where the bracket spans a bucket edge
+//   test          keys            min_image_distance(a, b) is root(squared_min_image_distance(a, b)): each pair's bucket comes from approx_root(key), within 2^-23 of the value (as measured on every key on sm_90), scaled by (1 -/+ 2^-24) / (1 +/- 2^-23), which brackets the value; root only where the bracket spans a bucket edge
 //   output        aop             16 copies by lane id (AOP) per block (the copy model's choice is shown below): measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
 //   input_cache   register_shm    register_shm: measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
 //   block_size    512             512 threads a block: measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
@@ -288,19 +288,20 @@ typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per l
 typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 
 // A key's bucket without its value. The spec's estimate of the value, within
-// 2^-23 of it, scaled by SCALE (1 - 2^-22) and by SCALE (1 + 2^-22), brackets
-// the scaled value, and the bucket floor(value x SCALE) is non-decreasing in
+// p = 2^-23 of it, scaled by SCALE (1 - 2^-24) / (1 + p) and by SCALE
+// (1 + 2^-24) / (1 - p) (EstimateError::bracket_scales), brackets the value
+// scaled and rounded, and the bucket floor(value x SCALE) is non-decreasing in
 // the value: where both ends of the bracket floor to one bucket, that is the
-// key's. Elsewhere (a pair within about 2^-22 of a bucket edge, a NaN) the
-// value decides, unless the bracket's lower end is past the last bucket
+// key's. Elsewhere (a pair within about 2^-23 of a bucket edge, a NaN)
+// the value decides, unless the bracket's lower end is past the last bucket
 // already. The lower edge is 0 (min = 0), so the bracket needs no
 // subtraction. The keys probe checks every float key against its value's
 // bucket.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #error "this bracket trusts sqrt.approx as measured on sm_90 only: generate the kernel for this GPU (twobs gen --device)"
 #endif
-constexpr float SCALE_BELOW = 999.99976f;  // rounded down
-constexpr float SCALE_ABOVE = 1000.00024f;  // rounded up
+constexpr float SCALE_BELOW = 999.9998f;  // rounded down
+constexpr float SCALE_ABOVE = 1000.0002f;  // rounded up
 static_assert(LO == Value(0), "the bracket is for histograms from 0");
 
 // 2^24 - SLOTS, floor_scaled's addend, and minus its bits (mod 2^32), read as

@@ -113,12 +113,12 @@ impl Test {
                 (
                     Test::Keys,
                     format!(
-                        "{}(a, b) is {}({}(a, b)): each pair's bucket comes from {estimate}(key), within 2^-{} of the value ({within}), scaled by 1 -/+ 2^-{}, which brackets the value; {} only where the bracket spans a bucket edge",
+                        "{}(a, b) is {}({}(a, b)): each pair's bucket comes from {estimate}(key), within 2^-{} of the value ({within}), scaled by (1 -/+ 2^-24) / (1 +/- 2^-{}), which brackets the value; {} only where the bracket spans a bucket edge",
                         problem.function.name,
                         k.map,
                         k.key,
                         error.log2(),
-                        error.bracket_log2(),
+                        error.log2(),
                         k.map
                     ),
                 )
@@ -180,7 +180,7 @@ pub fn fragment(
                     serde_json::json!({
                         "bins": whole_expr(bins), "lo": lo.c_literal(), "scale": scale.c_literal(),
                         "scale_below": Value::F32(below).c_literal(), "scale_above": Value::F32(above).c_literal(),
-                        "estimate_error": error.log2(), "bracket": error.bracket_log2(),
+                        "estimate_error": error.log2(),
                     }),
                 )
             }
@@ -306,35 +306,27 @@ impl EstimateError {
         }
     }
 
-    /// The relative error p, exactly (a power of two, so that the
-    /// bracket's scales S (1 -/+ 2p) are exact in f64 before their rounding).
+    /// The relative error p, exactly: a power of two.
     pub fn relative(self) -> f64 {
         1.0 / (1u64 << self.log2()) as f64
     }
 
-    /// How far the bracket of a bucket from keys reaches each side of the
-    /// estimate e, relatively: twice the estimate's error p. The bucket is
-    /// floor(v S) with v S rounded once (u = 2^-24), and v lies within
-    /// [e / (1 + p), e / (1 - p)], so the rounded product lies in
-    /// [e S (1 - u) / (1 + p), e S (1 + u) / (1 - p)]. That is inside
-    /// [e S (1 - 2p), e S (1 + 2p)] because (1 - 2p)(1 + p) <= 1 - u and
-    /// (1 + 2p)(1 - p) >= 1 + u for 2u <= p <= 1/4 (here p = 8u or 2u). The
-    /// rest of the chain: e >= 0 (a negative or NaN estimate never makes a
-    /// bucket sure), the f32 scales are rounded outward from S, the bucket's
-    /// own f32 SCALE, and each floor takes e x scale exactly and rounds once.
-    pub fn bracket(self) -> f64 {
-        2.0 * self.relative()
-    }
-
-    /// The bracket, 2^-bracket_log2.
-    pub fn bracket_log2(self) -> u32 {
-        self.log2() - 1
-    }
-
-    /// The f32 scales of the bracket, scale (1 - bracket) rounded down and
-    /// scale (1 + bracket) rounded up.
+    /// The f32 scales of the bracket of a bucket from keys, below and above
+    /// the bucket scale S: S (1 - u) / (1 + p) rounded down and S (1 + u) /
+    /// (1 - p) rounded up, with p the estimate's error and u = 2^-24. The
+    /// bucket is floor(v S) with v S rounded once (within u of it, or under
+    /// 2^-126 and so in bucket 0), and v lies within [e / (1 + p), e / (1 - p)]
+    /// of the estimate e, so the rounded product lies within
+    /// [e S (1 - u) / (1 + p), e S (1 + u) / (1 - p)]: each end reaches about
+    /// p + u past e S. The rest of the chain: e >= 0 (a negative or NaN
+    /// estimate never makes a bucket sure), the bucket's own f32 SCALE is S,
+    /// and each floor takes e x scale exactly and rounds once. The f64
+    /// quotients are moved out by 2^-50 before their rounding, more than
+    /// their own rounding can move them.
     pub fn bracket_scales(self, scale: f64) -> (f32, f32) {
-        let (below, above) = (scale * (1.0 - self.bracket()), scale * (1.0 + self.bracket()));
+        let (p, u, slack) = (self.relative(), f64::from(f32::EPSILON) / 2.0, 1.0 / (1u64 << 50) as f64);
+        let below = scale * (1.0 - u) / (1.0 + p) * (1.0 - slack);
+        let above = scale * (1.0 + u) / (1.0 - p) * (1.0 + slack);
         let down = |x: f64| {
             let f = x as f32;
             if f as f64 > x { f.next_down() } else { f }
