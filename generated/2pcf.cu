@@ -482,22 +482,8 @@ struct Output {
   }
 };
 
-// Offers the pairs of a thread's own points with tile point (j, q);
-// valid(r) says whether own point r's pair is in the visit. Every lane of
-// the warp offers together (the output may vote).
-struct Offer {
-  Output& out;
-  const Here& here;
-  const Point (&own)[R];
-
-  template <class Valid>
-  __device__ __forceinline__ void operator()(unsigned j, const Point& q, const Valid& valid) const {
-    out.offer(here, own, j, q, valid);
-  }
-};
-
-// Counts the pairs of a thread's own points with tile point q, as Offer
-// offers them (output/offer_indicators.cu): failures where FAILS, else passes.
+// Counts the pairs of a thread's own points with tile point q, where other
+// outputs offer them (output/offer_indicators.cu): failures where FAILS, else passes.
 template <bool FAILS>
 struct Count {
   Output& out;

@@ -9,7 +9,7 @@
 // plan for sdh on h100: 1000000 points, 499999500000 pairs (lower_triangle)
 //   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
 //   output class  TypeII          output 4000 B: above alpha = 16 B, within beta = 232448 B of shared memory per block
-//   test          keys            distance(a, b) is root(squared_distance(a, b)): each pair's bucket comes from approx_root(key), within 2^-23 of the value (as measured on every key on sm_90), scaled by (1 -/+ 2^-24) / (1 +/- 2^-23), which brackets the value; root only where the bracket spans a bucket edge
+//   test          keys            distance(a, b) is root(squared_distance(a, b)): each pair's bucket comes from approx_root(key), within 2^-23 of the value (as measured on every key on sm_90), scaled by 1 / (1 + 2^-23) and (1 + 2^-24) / (1 - 2^-23), which brackets the value; root only where the bracket spans a bucket edge
 //   output        aop             16 copies by lane id (AOP) per block (the copy model's choice is shown below): measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
 //   input_cache   register_shm    register_shm: measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
 //   block_size    512             512 threads a block: measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
@@ -176,12 +176,13 @@ __device__ __forceinline__ int guess_index(double x) {
 
 // bucket = floor((v - LO) * SCALE) in Value arithmetic, SCALE = bins / (max - min)
 // rounded once on the host; values outside [min, max) and NaN fall in no
-// bucket (SLOTS).
+// bucket (SLOTS). Below min is tested on the value: a product that
+// underflows to -0 (SCALE < 1) would pass x >= 0.
 __device__ __forceinline__ void prepare_buckets() {}
 
 __device__ __forceinline__ unsigned bucket_of(Value v) {
   const Value x = (v - LO) * SCALE;
-  return (x >= Value(0) && x < Value(SLOTS)) ? static_cast<unsigned>(x) : SLOTS;
+  return (v >= LO && x < Value(SLOTS)) ? static_cast<unsigned>(x) : SLOTS;
 }
 
 // Keys (the spec's key map): the value of a pair is map(key) with map
@@ -246,11 +247,11 @@ typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per l
 typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 
 // A key's bucket without its value. The spec's estimate of the value, within
-// p = 2^-23 of it, scaled by SCALE (1 - 2^-24) / (1 + p) and by SCALE
-// (1 + 2^-24) / (1 - p) (EstimateError::bracket_scales), brackets the value
+// p = 2^-23 of it, scaled by SCALE / (1 + p) and by SCALE (1 + 2^-24) /
+// (1 - p) (EstimateError::bracket_scales), brackets the bucket of the value
 // scaled and rounded, and the bucket floor(value x SCALE) is non-decreasing in
 // the value: where both ends of the bracket floor to one bucket, that is the
-// key's. Elsewhere (a pair within about 2^-23 of a bucket edge, a NaN)
+// key's. Elsewhere (a pair within about p + 2^-24 of a bucket edge, a NaN)
 // the value decides, unless the bracket's lower end is past the last bucket
 // already. The lower edge is 0 (min = 0), so the bracket needs no
 // subtraction. The keys probe checks every float key against its value's

@@ -16,7 +16,7 @@ shows cost issue slots.
 Usage:
   LD_LIBRARY_PATH=target/nvrtc/nvidia/cu13/lib scripts/issue-rate.py build DIR   (here: NVRTC 13.0, as twobs)
   scripts/issue-rate.py run DIR/issue-rate.cubin                                  (on the device)
-  PATH="$(scripts/sass-tools.sh):$PATH" scripts/issue-rate.py banks CUBIN KERNEL[:MARKER]...   (e.g. twobs_2pcf:FFMA.SAT)
+  PATH="$(scripts/sass-tools.sh):$PATH" scripts/issue-rate.py banks CUBIN KERNEL[:MARKER]...   (e.g. twobs_2pcf:FSET.BF.GE.AND)
 """
 import os
 import re
@@ -41,7 +41,7 @@ def build(out_dir):
 
 def innermost_loop(cubin, name, marker=None):
     """The SASS of a loop of the kernel with no loop inside (from a backward branch's target to the branch):
-    the shortest, or where an opcode `marker` is given (a pair's, say FFMA.SAT), the one with the fewest
+    the shortest, or where an opcode `marker` is given (a pair's, say FSET.BF.GE.AND), the one with the fewest
     instructions a marker."""
     sass = subprocess.run(["cuobjdump", "-sass", "-fun", name, cubin], check=True, capture_output=True, text=True).stdout
     loops = [(int(t, 16), int(a, 16)) for a, t in re.findall(r"/\*([0-9a-f]{4,})\*/\s+@!?P\d\s+BRA 0x([0-9a-f]+)", sass)

@@ -59,6 +59,20 @@ struct Here {
 {{ fragments.input }}
 // ------------------------------------------------------------------ output stage: {{ names.output }}
 {{ fragments.output }}
+{%- if tallying == "indicators" %}
+// Counts the pairs of a thread's own points with tile point q, where other
+// outputs offer them (output/offer_indicators.cu): failures where FAILS, else passes.
+template <bool FAILS>
+struct Count {
+  Output& out;
+  const Point (&own)[R];
+
+  template <class Valid>
+  __device__ __forceinline__ void operator()(unsigned, const Point& q, const Valid& valid) const {
+    out.template count<FAILS>(own, q, valid);
+  }
+};
+{%- else %}
 // Offers the pairs of a thread's own points with tile point (j, q);
 // valid(r) says whether own point r's pair is in the visit. Every lane of
 // the warp offers together (the output may vote).
@@ -70,20 +84,6 @@ struct Offer {
   template <class Valid>
   __device__ __forceinline__ void operator()(unsigned j, const Point& q, const Valid& valid) const {
     out.offer(here, own, j, q, valid);
-  }
-};
-{%- if tallying == "indicators" %}
-
-// Counts the pairs of a thread's own points with tile point q, as Offer
-// offers them (output/offer_indicators.cu): failures where FAILS, else passes.
-template <bool FAILS>
-struct Count {
-  Output& out;
-  const Point (&own)[R];
-
-  template <class Valid>
-  __device__ __forceinline__ void operator()(unsigned, const Point& q, const Valid& valid) const {
-    out.template count<FAILS>(own, q, valid);
   }
 };
 {%- endif %}

@@ -8,6 +8,7 @@ use twobs::backend::cpu::check_keys;
 use twobs::cache::Cache;
 use twobs::problems::built_in;
 use twobs::spec::{Disk, Problem};
+use twobs::stage::contribution::EstimateError;
 
 fn cache() -> Cache {
     Cache::at(concat!(env!("CARGO_TARGET_TMPDIR"), "/twobs-cache"))
@@ -42,9 +43,11 @@ fn histogram_edges_give_every_key_its_values_bucket() {
 
 #[test]
 fn threshold_edges_give_every_key_its_values_test_and_indicator() {
-    // The built-ins' NaN keys pass, so their counts count failures, from the
-    // first failing key on: where it is 0 (r = 0), subnormal (r = 1e-20, the
-    // edge about 1e-40), or where every finite key passes (r = 3e38).
+    // The built-ins' NaN keys pass (root(NaN) is 0) where 0 passes, so those
+    // counts count failures, from the first failing key on: subnormal
+    // (r = 1e-20, the edge about 1e-40), or +inf where every finite key
+    // passes (r = 3e38). At r = 0 nothing passes, NaN neither: that count
+    // counts passes, up to a last passing key that is NaN.
     let tpcf = built_in("2pcf").unwrap();
     for r in ["r=0.1", "r=0.2", "r=0.0", "r=1e-20", "r=3e38"] {
         check(&tpcf, &[r]);
@@ -129,6 +132,34 @@ fn a_broken_promise_is_caught() {
     let params = p.bind(&[]).unwrap();
     let got = check_keys(&p, &params, &cache(), STRIDE, AROUND).unwrap().unwrap();
     assert!(got.mismatches > 0, "{got:?}");
+}
+
+#[test]
+fn a_value_below_the_histogram_has_no_bucket_even_where_its_product_is_minus_zero() {
+    // Buckets wider than 1 (scale < 1) over a signed key: a tiny negative
+    // value times the scale rounds to -0, which is not in bucket 0 (the value
+    // is below min), on the value's path as on the bracket's.
+    for (bins, max) in [("1", "4"), ("10", "1000")] {
+        let (_dir, p) = user_problem(
+            "__device__ float dx(float2 a, float2 b) { return a.x - b.x; }\n\
+             __device__ float same(float k) { return k; }\n\
+             __device__ float f(float2 a, float2 b) { return same(dx(a, b)); }\n",
+            r#"key="dx" map="same" estimate="same""#,
+            &format!(r#"<output kind="histogram" bins="{bins}" min="0" max="{max}"/>"#),
+        );
+        let params = p.bind(&[]).unwrap();
+        let got = check_keys(&p, &params, &cache(), STRIDE, AROUND).unwrap().unwrap();
+        assert_eq!(got.mismatches, 0, "bins {bins}, max {max}: {got:?}");
+    }
+}
+
+#[test]
+fn the_brackets_scales_reach_the_error_below_and_the_error_and_a_rounding_above() {
+    // S = 250 on sm_90 (p = 2^-23): S / (1 + p) rounded down, 2 floats under
+    // S; S (1 + 2^-24) / (1 - p) rounded up, 3 floats over S, where without
+    // the value's own rounding (2^-24) it would be 2, and with 2p, 4.
+    let (below, above) = EstimateError::SqrtApproxOnSm90.bracket_scales(250.0);
+    assert_eq!((below.to_bits(), above.to_bits()), (0x4379fffe, 0x437a0003), "{below} {above}");
 }
 
 #[test]

@@ -113,10 +113,11 @@ impl Test {
                 (
                     Test::Keys,
                     format!(
-                        "{}(a, b) is {}({}(a, b)): each pair's bucket comes from {estimate}(key), within 2^-{} of the value ({within}), scaled by (1 -/+ 2^-24) / (1 +/- 2^-{}), which brackets the value; {} only where the bracket spans a bucket edge",
+                        "{}(a, b) is {}({}(a, b)): each pair's bucket comes from {estimate}(key), within 2^-{} of the value ({within}), scaled by 1 / (1 + 2^-{}) and (1 + 2^-24) / (1 - 2^-{}), which brackets the value; {} only where the bracket spans a bucket edge",
                         problem.function.name,
                         k.map,
                         k.key,
+                        error.log2(),
                         error.log2(),
                         error.log2(),
                         k.map
@@ -312,20 +313,22 @@ impl EstimateError {
     }
 
     /// The f32 scales of the bracket of a bucket from keys, below and above
-    /// the bucket scale S: S (1 - u) / (1 + p) rounded down and S (1 + u) /
-    /// (1 - p) rounded up, with p the estimate's error and u = 2^-24. The
-    /// bucket is floor(v S) with v S rounded once (within u of it, or under
-    /// 2^-126 and so in bucket 0), and v lies within [e / (1 + p), e / (1 - p)]
-    /// of the estimate e, so the rounded product lies within
-    /// [e S (1 - u) / (1 + p), e S (1 + u) / (1 - p)]: each end reaches about
-    /// p + u past e S. The rest of the chain: e >= 0 (a negative or NaN
-    /// estimate never makes a bucket sure), the bucket's own f32 SCALE is S,
-    /// and each floor takes e x scale exactly and rounds once. The f64
-    /// quotients are moved out by 2^-50 before their rounding, more than
-    /// their own rounding can move them.
+    /// the bucket scale S: S / (1 + p) rounded down and S (1 + u) / (1 - p)
+    /// rounded up, with p the estimate's error and u = 2^-24. The bucket is
+    /// floor(fl(w)), w = v S rounded once (within u of w, or under 2^-126 and
+    /// so in bucket 0), and v lies within [e / (1 + p), e / (1 - p)] of the
+    /// estimate e. Below: e S / (1 + p) <= w, and floor(fl(w)) >= floor(w),
+    /// a whole number under 2^24 being a float (above 2^24 the bucket is past
+    /// the last anyway). Above: fl(w) <= w (1 + u) <= e S (1 + u) / (1 - p).
+    /// So the ends reach about p and p + u past e S. The rest of the chain:
+    /// a NaN estimate is never sure; a negative one, whose value is negative
+    /// too (p < 1), is sure only past the last bucket, like the value; the
+    /// bucket's own f32 SCALE is S; and each floor takes e x scale exactly and
+    /// rounds once. The f64 quotients are moved out by 2^-50 before their
+    /// rounding, more than their own rounding can move them.
     pub fn bracket_scales(self, scale: f64) -> (f32, f32) {
         let (p, u, slack) = (self.relative(), f64::from(f32::EPSILON) / 2.0, 1.0 / (1u64 << 50) as f64);
-        let below = scale * (1.0 - u) / (1.0 + p) * (1.0 - slack);
+        let below = scale / (1.0 + p) * (1.0 - slack);
         let above = scale * (1.0 + u) / (1.0 - p) * (1.0 + slack);
         let down = |x: f64| {
             let f = x as f32;

@@ -40,11 +40,12 @@ __device__ __forceinline__ unsigned bucket_of(Value v) {
 
 // bucket = floor((v - LO) * SCALE) in Value arithmetic, SCALE = bins / (max - min)
 // rounded once on the host; values outside [min, max) and NaN fall in no
-// bucket (SLOTS).
+// bucket (SLOTS). Below min is tested on the value: a product that
+// underflows to -0 (SCALE < 1) would pass x >= 0.
 __device__ __forceinline__ void prepare_buckets() {}
 
 __device__ __forceinline__ unsigned bucket_of(Value v) {
   const Value x = (v - LO) * SCALE;
-  return (x >= Value(0) && x < Value(SLOTS)) ? static_cast<unsigned>(x) : SLOTS;
+  return (v >= LO && x < Value(SLOTS)) ? static_cast<unsigned>(x) : SLOTS;
 }
 {%- endif %}

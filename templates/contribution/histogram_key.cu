@@ -4,11 +4,11 @@ typedef unsigned Tally;            // a thread meets fewer than 2^32 pairs per l
 typedef unsigned long long Total;  // 64-bit totals in shared and global memory
 
 // A key's bucket without its value. The spec's estimate of the value, within
-// p = 2^-{{ stage.estimate_error }} of it, scaled by SCALE (1 - 2^-24) / (1 + p) and by SCALE
-// (1 + 2^-24) / (1 - p) (EstimateError::bracket_scales), brackets the value
+// p = 2^-{{ stage.estimate_error }} of it, scaled by SCALE / (1 + p) and by SCALE (1 + 2^-24) /
+// (1 - p) (EstimateError::bracket_scales), brackets the bucket of the value
 // scaled and rounded, and the bucket floor(value x SCALE) is non-decreasing in
 // the value: where both ends of the bracket floor to one bucket, that is the
-// key's. Elsewhere (a pair within about 2^-{{ stage.estimate_error }} of a bucket edge, a NaN)
+// key's. Elsewhere (a pair within about p + 2^-24 of a bucket edge, a NaN)
 // the value decides, unless the bracket's lower end is past the last bucket
 // already. The lower edge is 0 (min = 0), so the bracket needs no
 // subtraction. The keys probe checks every float key against its value's

@@ -20,8 +20,9 @@ static void check(unsigned long long r, uint64_t* mismatches, uint64_t* first_ba
 
 // Checks `count` keys of ranks first, first + stride, ..., and every key within
 // `around` ranks of each edge, of the infinities and of the zeros; returns how
-// many keys it checked, and sets `worst_estimate_error` to a histogram's
-// estimate's largest relative error.
+// many keys it checked (a key in two windows counts twice, as does its
+// mismatch), and sets `worst_estimate_error` to a histogram's estimate's
+// largest relative error.
 extern "C" uint64_t twobs_check_keys(uint64_t first, uint64_t count, uint64_t stride, uint64_t around,
                                      uint64_t* mismatches, uint64_t* first_bad, double* worst_estimate_error) {
   prepare_contribution();
