@@ -110,17 +110,11 @@ impl Test {
                     EstimateError::Promised => "as its spec promises".to_owned(),
                     EstimateError::SqrtApproxOnSm90 => format!("as measured on every key on sm_{}{}", gpu.0, gpu.1),
                 };
+                let (name, map, key, p) = (&problem.function.name, &k.map, &k.key, error.log2());
                 (
                     Test::Keys,
                     format!(
-                        "{}(a, b) is {}({}(a, b)): each pair's bucket comes from {estimate}(key), within 2^-{} of the value ({within}), scaled by 1 / (1 + 2^-{}) and (1 + 2^-24) / (1 - 2^-{}), which brackets the value; {} only where the bracket spans a bucket edge",
-                        problem.function.name,
-                        k.map,
-                        k.key,
-                        error.log2(),
-                        error.log2(),
-                        error.log2(),
-                        k.map
+                        "{name}(a, b) is {map}({key}(a, b)): each pair's bucket comes from {estimate}(key), within 2^-{p} of the value ({within}), scaled by 1 / (1 + 2^-{p}) and (1 + 2^-24) / (1 - 2^-{p}), which brackets the value; {map} only where the bracket spans a bucket edge"
                     ),
                 )
             }
