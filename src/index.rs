@@ -264,8 +264,9 @@ impl Layout {
             (keys.partition_point(|&x| x <= to) - keys.partition_point(|&x| x < from)) as u64
         };
         let met_around = |c: [i64; MAX_AXES]| -> u64 {
+            // No axis: one cell, which holds every point.
+            let Some(axis0) = self.axes.first() else { return keys.len() as u64 };
             let mut met = 0u64;
-            let axis0 = &self.axes[0];
             let (n0, c0) = (axis0.cells as i64, c[0]);
             'row: for offsets in 0..3u32.pow(k as u32 - 1) {
                 let mut n = c;
@@ -367,6 +368,13 @@ pub fn layout(
     Ok(Ok(match (&cutoff.value, &problem.output) {
         (Some(value), _) => {
             let (axes, cells) = fit_axes(params.eval(value).as_f64(), &spans, cap);
+            if axes.is_empty() && choice == IndexChoice::Auto {
+                // One cell would hold every point: the grid would visit every pair.
+                return Ok(Err(brute(format!(
+                    "cutoff {} over {over_names} leaves fewer than {MIN_CELLS} cells on every axis of the data: every pair",
+                    params.describe(value)
+                ))));
+            }
             Layout {
                 kind: IndexKind::Grid,
                 axes,
@@ -895,6 +903,52 @@ mod tests {
                 wrong.map(|q| met.get(q)),
                 wrong.map(|q| want[q])
             );
+        }
+    }
+
+    fn uniform(n: usize, dims: usize, scale: f64, rng: &mut rand::rngs::StdRng) -> PointSet {
+        PointSet {
+            columns: (0..dims)
+                .map(|_| Column::F32((0..n).map(|_| (scale * rng.random::<f64>()) as f32).collect()))
+                .collect(),
+            origin: "random".into(),
+            rows: None,
+        }
+    }
+
+    #[test]
+    fn a_layout_without_axes_estimates_every_pair_instead_of_panicking() {
+        // The crash of 8M-point SDH runs: a cutoff wider than the data gives
+        // no axis, and a sample of its pairs was asked of axes[0].
+        let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
+        let inputs = Inputs { a: uniform(3_001, 3, 1.0, &mut rng), b: None };
+        let layout = Layout { kind: IndexKind::Grid, axes: Vec::new(), cells: 1, cutoff: String::new() };
+        let n = 3_001u128;
+        assert_eq!(layout.estimated_pairs(&inputs, Visit::LowerTriangle), n * (n - 1) / 2);
+        assert_eq!(layout.estimated_pairs(&inputs, Visit::AllPairs), n * (n - 1));
+        let two = Inputs { a: uniform(700, 2, 1.0, &mut rng), b: Some(uniform(900, 2, 1.0, &mut rng)) };
+        assert_eq!(layout.estimated_pairs(&two, Visit::Cross), 700 * 900);
+        assert_eq!(layout.median_neighbours(&two), 900.0);
+    }
+
+    #[test]
+    fn a_cutoff_as_wide_as_the_data_takes_every_pair_with_the_reason() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
+        let problem = crate::problems::built_in("2pcf").expect("2pcf");
+        let inputs = Inputs { a: uniform(2_000, 3, 1.0, &mut rng), b: None };
+        let all = 2_000u128 * 1_999 / 2;
+        for r in ["0.5", "2", "1e30"] {
+            let params = problem.bind(&[format!("r={r}")]).expect("params");
+            let Ok(Err(brute)) = layout(&problem, &params, &inputs, all, IndexChoice::Auto) else {
+                panic!("r = {r}: no grid expected")
+            };
+            assert!(brute.why.contains("fewer than 4 cells"), "r = {r}: {}", brute.why);
+            // Forced, the grid is one cell, and its estimate is every pair.
+            let Ok(Ok(one)) = layout(&problem, &params, &inputs, all, IndexChoice::Grid) else {
+                panic!("r = {r}: --index grid is honoured with one cell")
+            };
+            assert!(one.axes.is_empty() && one.cells == 1);
+            assert_eq!(one.estimated_pairs(&inputs, Visit::LowerTriangle), all);
         }
     }
 }
