@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
-use crate::backend::cuda::{self, GpuOptions};
-use crate::backend::hybrid::{self, Hybrid};
+use crate::backend::cuda;
+use crate::schedule::{self, GpuOptions, Hybrid};
 use crate::backend::nvrtc;
 use crate::cache::Cache;
 use crate::codegen;
@@ -894,13 +894,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 );
                 print!("{}", p.plan);
                 if p.problem.cutoff.is_some() {
-                    let threads = hybrid::cpu_threads(DEFAULT_STREAMS);
+                    let workers = schedule::Workers::described(&p.device, 1, 0, DEFAULT_STREAMS, schedule::host_cores());
                     let points = p.plan.shape.points.a.max(p.plan.shape.points.b.unwrap_or(0)) as usize;
                     println!(
                         "  {:<13} {:<15} {}",
                         "hybrid",
                         "from the data",
-                        hybrid::describe(&hybrid::Rates::of(std::slice::from_ref(&p.device), threads), points)
+                        schedule::describe_hybrid(
+                            &schedule::Rates::of(&workers.gpus, workers.cpu_threads()),
+                            points
+                        )
                     );
                 }
                 if let (Some(value), IndexKind::None) =

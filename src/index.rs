@@ -199,6 +199,11 @@ const ESTIMATE_SAMPLE: usize = 1 << 14;
 const MEDIAN_QUERIES: usize = 1 << 12;
 
 impl Layout {
+    /// Rows of cells: the cells that share every axis but the first.
+    pub fn rows(&self) -> u64 {
+        self.cells / self.axes.first().map_or(1, |a| u64::from(a.cells))
+    }
+
     /// The pairs of points in neighbouring cells (what a grid of one cell per
     /// unit visits), estimated from an evenly strided sample of each set:
     /// exact for sets no larger than the sample. It looks up each sampled
@@ -564,16 +569,29 @@ pub fn choose(
     choice: IndexChoice,
     runs: Runs,
 ) -> Result<(Option<Grid>, Summary), IndexError> {
-    let layout = match layout(problem, params, inputs, all_pairs, choice)? {
-        Ok(layout) => layout,
-        Err(brute) => return Ok((None, brute)),
-    };
+    Ok(match layout(problem, params, inputs, all_pairs, choice)? {
+        Ok(layout) => sort_and_decide(&layout, inputs, visit, all_pairs, choice, runs),
+        Err(brute) => (None, brute),
+    })
+}
+
+/// The grid of `layout` on `inputs`, sorted on the host into units of
+/// `runs`, where it skips enough pairs (or `choice` forces it); None with
+/// the reason where it does not.
+pub fn sort_and_decide(
+    layout: &Layout,
+    inputs: &Inputs,
+    visit: Visit,
+    all_pairs: u128,
+    choice: IndexChoice,
+    runs: Runs,
+) -> (Option<Grid>, Summary) {
     let grid = build(layout.axes.clone(), inputs, visit, runs);
-    let summary = decide(&layout, grid.pairs, all_pairs, choice);
-    Ok(match summary.index {
+    let summary = decide(layout, grid.pairs, all_pairs, choice);
+    match summary.index {
         IndexKind::None => (None, summary),
         _ => (Some(grid), summary),
-    })
+    }
 }
 
 /// How a backend wants its units: at most `points` own points each, and

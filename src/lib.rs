@@ -5,7 +5,9 @@
 //! [`spec`] (XML -> Problem) -> [`index`] (a cut-off problem's grid over the
 //! data) -> [`plan`] (Problem + Device -> Plan, composed
 //! from the [`stage`] families with the [`model`]s) -> [`codegen`] (Plan ->
-//! CUDA source) -> [`backend`] (compiled module, run; [`cache`]) ->
+//! CUDA source) -> [`schedule`] (the index, the units and who runs them,
+//! decided on the host for described workers) -> [`backend`] (compiled
+//! module, run; [`cache`]) ->
 //! [`outcome`] -> [`report`] (result files through [`write`]). [`data`]
 //! reads and makes the input sets; [`run`] and [`verify`] drive a run; [`cli`]
 //! is the command line, the only place errors become `anyhow`.
@@ -24,6 +26,7 @@ pub mod plot;
 pub mod problems;
 pub mod report;
 pub mod run;
+pub mod schedule;
 pub mod spec;
 pub mod stage;
 pub mod tune;

@@ -7,7 +7,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::backend::cpu::{CpuDriver, CpuError};
-use crate::backend::cuda::{self, GpuError, GpuOptions, GpuTimings};
+use crate::backend::cuda::{self, GpuError, GpuTimings};
+use crate::schedule::{GpuOptions, Indexing, Schedule, ScheduleError, Workers};
 use crate::backend::nvrtc;
 use crate::cache::Cache;
 use crate::codegen;
@@ -58,6 +59,8 @@ pub enum RunError {
     Verify(#[from] VerifyError),
     #[error(transparent)]
     Index(#[from] IndexError),
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
 }
 
 #[derive(Debug, Clone)]
@@ -261,8 +264,14 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
         }
         Backend::Cpu => {
             let index_start = Instant::now();
-            let (grid, index) =
-                index::choose(problem, params, inputs, shape.visit, shape.pairs, opts.index, index::CPU_RUNS)?;
+            let schedule = Schedule::make(problem, params, inputs, opts.index, &opts.gpu, &Workers::cpu(threads))?;
+            let (grid, index) = match &schedule.indexing {
+                Indexing::Brute(summary) => (None, summary.clone()),
+                Indexing::Host { layout, runs } => {
+                    index::sort_and_decide(layout, inputs, shape.visit, shape.pairs, opts.index, *runs)
+                }
+                Indexing::Device(_) => unreachable!("a schedule without GPUs sorts its grid on the host"),
+            };
             let index_s = grid_tried.then(|| index_start.elapsed().as_secs_f64());
             let bar = progress_bar(index.pairs, opts.quiet);
             let driver = CpuDriver::compile(problem, params, &shape, index.index, opts.f64, &opts.cache)?;

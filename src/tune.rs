@@ -15,8 +15,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::backend::cuda::{self, GpuError, GpuOptions};
-use crate::backend::hybrid::Hybrid;
+use crate::backend::cuda::{self, GpuError};
+use crate::schedule::{GpuOptions, Hybrid};
 use crate::cache::Cache;
 use crate::data::Inputs;
 use crate::device::{Device, InputCache, KernelShape, TunedProfile, Tuning};

@@ -5,7 +5,8 @@ use indicatif::ProgressBar;
 use rand::{RngExt, SeedableRng};
 
 use crate::backend::cpu::{CpuDriver, CpuError};
-use crate::backend::cuda::{self, GpuError, GpuOptions};
+use crate::backend::cuda::{self, GpuError};
+use crate::schedule::GpuOptions;
 use crate::cache::Cache;
 use crate::data::Inputs;
 use crate::index::{IndexChoice, IndexKind};

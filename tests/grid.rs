@@ -7,7 +7,7 @@
 use indicatif::ProgressBar;
 use rand::{RngExt, SeedableRng};
 use twobs::backend::cpu::CpuDriver;
-use twobs::backend::cuda::GpuOptions;
+use twobs::schedule::GpuOptions;
 use twobs::cache::Cache;
 use twobs::data::{Column, Generator, Inputs, PointSet, synthesize};
 use twobs::index::{self, IndexChoice, IndexKind, Runs};

@@ -4,7 +4,7 @@
 //! small r). Fresh random inputs every run; the seed is printed.
 
 use rand::{RngExt, SeedableRng};
-use twobs::backend::cuda::GpuOptions;
+use twobs::schedule::GpuOptions;
 use twobs::cache::Cache;
 use twobs::data::{Column, Generator, Inputs, PointSet, synthesize};
 use twobs::problems::built_in;

@@ -111,9 +111,11 @@ pub(super) struct Built {
     pub(super) a: DeviceBlock,
     pub(super) b: Option<DeviceBlock>,
     pub(super) grid: DeviceGrid,
-    /// Each unit's pairs and steps, in the grid's order (most pairs first).
+    /// Each unit's pairs and steps of the GPU's share, most pairs first.
     pub(super) work: Vec<GridWork>,
+    /// Pairs of the whole grid, and of the GPU's share.
     pub(super) pairs: u128,
+    pub(super) share_pairs: u128,
 }
 
 fn launch_cfg(threads: u32, blocks: u32) -> LaunchConfig {
@@ -215,8 +217,18 @@ impl Builder {
     }
 }
 
+/// Which of the grid's units a GPU takes: all of them, or part `part` of
+/// consecutive rows split by their pairs in the proportions of `weights`
+/// (`schedule::split_rows`).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Share<'a> {
+    All,
+    Rows { part: usize, weights: &'a [f64] },
+}
+
 /// Builds the grid of `layout` on the GPU, from the sets it holds (`raw_a`,
-/// `raw_b`), with units of at most `run` own points.
+/// `raw_b`), with units of at most `run` own points; the GPU keeps the
+/// units of its `share`.
 #[allow(clippy::too_many_arguments, reason = "the grid's inputs, each once")]
 pub(super) fn build(
     builder: &Builder,
@@ -226,6 +238,7 @@ pub(super) fn build(
     b: Option<(&PointSet, &DeviceBlock)>,
     visit: Visit,
     (run, tile): (u32, u32),
+    share: Share,
 ) -> Result<Built, GpuError> {
     let doing = "making the grid's units";
     let cells = layout.cells as u32;
@@ -277,13 +290,21 @@ pub(super) fn build(
     // uint2* ranges, u64* pairs, u64* partners): total units, `stride` ranges each.
     unsafe { bld.launch(launch_cfg(256, total.div_ceil(256))) }.doing(doing)?;
 
-    // The units most pairs first (then by their own points, so the order is
-    // one for one grid), as the host's grid lists them.
+    // The units of its share (units are numbered in row order), most pairs
+    // first (then by their own points, so the order is one for one grid),
+    // as the host's grid lists them.
     let words = stream.clone_dtoh(&units).doing(doing)?;
     let pairs = stream.clone_dtoh(&pairs).doing(doing)?;
     let partners = stream.clone_dtoh(&partners).doing(doing)?;
     let total = total as usize;
-    let mut order: Vec<usize> = (0..total).collect();
+    let mine = match share {
+        Share::All => 0..total,
+        Share::Rows { part, weights } => {
+            let row_start = stream.clone_dtoh(&unit_start).doing(doing)?;
+            crate::schedule::split_rows(&row_start, &pairs[..total], weights)[part].clone()
+        }
+    };
+    let mut order: Vec<usize> = mine.collect();
     order.sort_unstable_by_key(|&u| (std::cmp::Reverse(pairs[u]), words[4 * u]));
     let sorted: Vec<u32> = order.iter().flat_map(|&u| words[4 * u..4 * u + 4].iter().copied()).collect();
     let tile = u64::from(tile);
@@ -296,6 +317,7 @@ pub(super) fn build(
         None => (None, None, None),
     };
     let mut grid = DeviceGrid::upload(stream, &sorted, |k| pairs[order[k]], ranges, (a.perm, perm_b)).doing(doing)?;
+    let share_pairs = order.iter().map(|&u| u128::from(pairs[u])).sum();
     if layout.kind == IndexKind::Rings {
         grid.rings = Some(DeviceRings {
             cell_start: b_start.unwrap_or(a.start),
@@ -304,5 +326,6 @@ pub(super) fn build(
         });
     }
     stream.synchronize().doing(doing)?;
-    Ok(Built { a: a.block, b: b_block, grid, pairs: pairs.iter().map(|&p| p as u128).sum(), work })
+    let all_pairs = pairs[..total].iter().map(|&p| p as u128).sum();
+    Ok(Built { a: a.block, b: b_block, grid, pairs: all_pairs, share_pairs, work })
 }

@@ -11,7 +11,7 @@
 //! whole, while NVRTC compiles one kernel per GPU model (`kernels`). The
 //! output family merges what the GPUs found.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -21,16 +21,17 @@ use serde::Serialize;
 
 use super::KeyCheck;
 use super::cpu::{CpuDriver, CpuError};
-use super::hybrid::{self, CpuSide, Hybrid, Rates, Split};
+use super::hybrid::{self, CpuSide};
 use super::nvrtc::{self, NvrtcError};
 use super::pieces::{self, GridWork, Piece, Work};
 use crate::cache::Cache;
 use crate::codegen;
 use crate::data::{Inputs, PointSet};
 use crate::device::{Device, ProfileError, TunedProfile};
-use crate::index::{self, Grid, IndexChoice, IndexError, IndexKind, Layout, Runs, Summary};
+use crate::index::{self, Grid, IndexChoice, IndexError, IndexKind, Layout, Summary};
 use crate::outcome::Outcome;
 use crate::plan::{Forced, Plan, PlanError, Points, Shape};
+use crate::schedule::{self, GpuOptions, Hybrid, Indexing, Schedule, ScheduleError, Sharing, Split, Workers};
 use crate::spec::{Params, Problem, Sets};
 use crate::stage::contribution::Test;
 use crate::stage::input::{DeviceBlock, PAD_POINTS};
@@ -64,6 +65,8 @@ pub enum GpuError {
     Nvrtc(#[from] NvrtcError),
     #[error(transparent)]
     Index(#[from] IndexError),
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
     #[error(transparent)]
     Profile(#[from] ProfileError),
     #[error("the CPU's part of the run: {0}")]
@@ -210,23 +213,6 @@ fn limits_of(ordinal: usize) -> Result<Device, GpuError> {
     })
 }
 
-#[derive(Debug, Clone, Default)]
-pub struct GpuOptions {
-    /// GPU ordinals; all visible GPUs when None.
-    pub gpus: Option<Vec<usize>>,
-    /// Points per block; the whole set (as memory allows) when None.
-    pub block_points: Option<usize>,
-    /// Streams (host threads) per GPU.
-    pub streams: usize,
-    pub forced: Forced,
-    /// Pairs the direct output buffer holds; sized from a sample when None.
-    pub pool_pairs: Option<u64>,
-    /// Pairs in the smallest piece of work; `pieces::MIN_PIECE_PAIRS` when None.
-    pub piece_pairs: Option<u64>,
-    /// Whether the CPU's cores take part of a grid run (`backend::hybrid`).
-    pub hybrid: Hybrid,
-}
-
 /// Seconds in each stage, summed over streams and GPUs (CUDA events), and wall time.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct GpuTimings {
@@ -309,6 +295,8 @@ pub struct GpuRun {
     pub block_points: usize,
     /// Whether the blocks took a grid's units, and why.
     pub index: Summary,
+    /// What the run was scheduled to do.
+    pub schedule: Option<Schedule>,
 }
 
 /// Compiles the kernels of `forced` shapes for `problem` on `dev` at once,
@@ -334,8 +322,47 @@ fn blocks(n: usize, per: usize) -> Vec<(usize, usize)> {
     (0..n.div_ceil(per)).map(|k| (k * per, ((k + 1) * per).min(n))).collect()
 }
 
+/// The GPUs of `opts` (all visible ones where none are named) as a schedule
+/// sees them, with their ordinals.
+pub fn workers(opts: &GpuOptions) -> Result<(Vec<usize>, Workers), GpuError> {
+    usable()?;
+    nvrtc::available()?;
+    let count = CudaContext::device_count().doing("counting GPUs")? as usize;
+    let ordinals = opts.gpus.clone().unwrap_or_else(|| (0..count).collect());
+    if ordinals.is_empty() {
+        return Err(GpuError::NoGpuChosen);
+    }
+    if let Some(&ordinal) = ordinals.iter().find(|&&g| g >= count) {
+        return Err(GpuError::NoSuchGpu { ordinal, count });
+    }
+    let gpus: Vec<Device> = ordinals.iter().map(|&g| device_of(g)).collect::<Result<_, _>>()?;
+    // Blocks are sized from the smallest GPU's total memory while the
+    // contexts are made, then from its free memory.
+    let mut memory = usize::MAX;
+    for &g in &ordinals {
+        let cu = cudarc::driver::result::device::get(g as i32).doing("reading GPU memory")?;
+        // SAFETY: a device the driver just returned.
+        memory = memory.min(unsafe { cudarc::driver::result::device::total_mem(cu) }.doing("reading GPU memory")?);
+    }
+    let streams = opts.streams.max(1);
+    Ok((ordinals, Workers { gpus, gpu_memory: memory, streams, cores: schedule::host_cores() }))
+}
+
+/// What a run was asked: the problem on its inputs, with its options.
+#[derive(Clone, Copy)]
+struct Ask<'a> {
+    problem: &'a Problem,
+    params: &'a Params,
+    inputs: &'a Inputs,
+    choice: IndexChoice,
+    opts: &'a GpuOptions,
+    cache: &'a Cache,
+    progress: &'a ProgressBar,
+}
+
 /// Runs `problem` on `inputs` on the GPUs of `opts`; `index` says whether a
-/// cut-off problem's blocks may take the units of a grid.
+/// cut-off problem's blocks may take the units of a grid. The schedule is
+/// made here for this machine's GPUs, then run.
 pub fn run(
     problem: &Problem,
     params: &Params,
@@ -347,132 +374,167 @@ pub fn run(
 ) -> Result<GpuRun, GpuError> {
     let wall = Instant::now();
     // The driver's initialisation (the first call into it) counts with the contexts.
-    let driver_start = Instant::now();
-    usable()?;
-    nvrtc::available()?;
-    let count = CudaContext::device_count().doing("counting GPUs")? as usize;
-    let ordinals = opts.gpus.clone().unwrap_or_else(|| (0..count).collect());
-    if ordinals.is_empty() {
-        return Err(GpuError::NoGpuChosen);
-    }
-    if let Some(&ordinal) = ordinals.iter().find(|&&g| g >= count) {
-        return Err(GpuError::NoSuchGpu { ordinal, count });
-    }
-    let devices: Vec<Device> = ordinals.iter().map(|&g| device_of(g)).collect::<Result<_, _>>()?;
-    let driver_s = driver_start.elapsed().as_secs_f64();
+    let (ordinals, workers) = workers(opts)?;
+    let driver_s = wall.elapsed().as_secs_f64();
+    // The schedule's sample of the grid is made for these inputs: compute, not preparation.
+    let start = Instant::now();
+    let schedule = Schedule::make(problem, params, inputs, index, opts, &workers)?;
+    let schedule_s = start.elapsed().as_secs_f64();
+    let ask = Ask { problem, params, inputs, choice: index, opts, cache, progress };
+    let mut run = run_schedule(ask, &schedule, &ordinals, &workers.gpus, wall, schedule_s)?;
+    run.timings.context_s += driver_s;
+    Ok(run)
+}
 
-    // Blocks: as large as a quarter of the smallest GPU's memory allows, per
-    // set and stream: its total memory while the contexts are made, then its
-    // free memory (a GPU others use gets smaller blocks, and a recompile).
-    let n_a = inputs.a.len();
-    let n_b = inputs.other().len();
-    let streams = opts.streams.max(1);
-    let per_point = inputs.a.columns.iter().map(|c| c.scalar().bytes() as usize).sum::<usize>().max(1);
-    let block_points_for = |memory: usize| {
-        let fit = (memory / 4 / (2 * streams) / per_point).max(PAD_POINTS);
-        opts.block_points.unwrap_or(n_a.max(n_b)).min(fit).max(1)
+/// How the GPUs find their pairs, once the host's grid (where the schedule
+/// asks for one) is sorted: every pair, the host's grid, or a grid each GPU
+/// sorts from the layout.
+#[allow(clippy::large_enum_variant, reason = "one per run")]
+enum Found {
+    Brute(Summary),
+    Host(Grid, Summary),
+    Device(Layout),
+}
+
+/// Runs `schedule` on the GPUs `ordinals` (described by `devices`), from
+/// `wall`, the start of the run; making the schedule took `schedule_s`.
+fn run_schedule(
+    ask: Ask,
+    schedule: &Schedule,
+    ordinals: &[usize],
+    devices: &[Device],
+    wall: Instant,
+    schedule_s: f64,
+) -> Result<GpuRun, GpuError> {
+    let Ask { problem, params, inputs, choice, .. } = ask;
+    let (ordinals, devices) = (&ordinals[..schedule.gpus], &devices[..schedule.gpus]);
+    let shape = Shape::new(problem, params, plan_points(inputs));
+    let index_start = Instant::now();
+    let mut split = schedule.hybrid.clone();
+    let found = match &schedule.indexing {
+        Indexing::Brute(summary) => Found::Brute(summary.clone()),
+        Indexing::Device(layout) => Found::Device(layout.clone()),
+        Indexing::Host { layout, runs } => {
+            match index::sort_and_decide(layout, inputs, shape.visit, shape.pairs, choice, *runs) {
+                (Some(grid), summary) => Found::Host(grid, summary),
+                (None, summary) => {
+                    split = Split::gpus_alone(format!("the GPUs alone: the grid was not taken ({})", summary.why));
+                    Found::Brute(summary)
+                }
+            }
+        }
     };
-    let mut total = usize::MAX;
-    for &g in &ordinals {
-        let cu = cudarc::driver::result::device::get(g as i32).doing("reading GPU memory")?;
-        // SAFETY: a device the driver just returned.
-        total = total.min(unsafe { cudarc::driver::result::device::total_mem(cu) }.doing("reading GPU memory")?);
+    let host_index_s = index_start.elapsed().as_secs_f64();
+    let mut ready = prepare(ask, &found, &split, schedule.block_points, ordinals, devices, wall)?;
+    ready.timings.index_s = schedule_s + host_index_s;
+    if let Some(e) = ready.cpu_driver_error.take() {
+        split = Split::gpus_alone(format!("the GPUs alone: the CPU's driver did not build ({e})"));
     }
+    // The GPUs' own grids: sorted where the inputs lie, then taken where
+    // they skip enough, else every pair with brute force's kernels.
+    let (grid_work, summary) = match &found {
+        Found::Brute(summary) => (None, summary.clone()),
+        Found::Host(grid, summary) => {
+            let tile = ready.grid_tile();
+            let work = grid
+                .units
+                .iter()
+                .map(|u| GridWork::new(u.pairs, grid.partners(u), u.ranges[1] - u.ranges[0], tile))
+                .collect();
+            (Some(vec![(work, grid.pairs)]), summary.clone())
+        }
+        Found::Device(layout) => sort_on_gpus(ask, &mut ready, layout, schedule.sharing, devices)?,
+    };
+    if let Some(work) = &grid_work
+        && !ask.progress.is_hidden()
+    {
+        let pairs: u128 = work.iter().map(|(_, p)| p).sum();
+        ask.progress.set_length(pairs.min(u64::MAX as u128) as u64);
+    }
+    let host_grid = match &found {
+        Found::Host(grid, _) => Some(grid),
+        _ => None,
+    };
+    let mut run = compute(ask, ready, grid_work, summary, host_grid, &mut split, ordinals, devices, wall)?;
+    run.timings.hybrid = split;
+    run.schedule = Some(schedule.clone());
+    run.notes.splice(0..0, (schedule.gpus < ordinals_asked(ask.opts, schedule)).then(|| schedule.why_gpus.clone()));
+    Ok(run)
+}
+
+/// GPUs the run was given: those of `--gpus`, or every visible one (the
+/// schedule was made for them all).
+fn ordinals_asked(opts: &GpuOptions, schedule: &Schedule) -> usize {
+    opts.gpus.as_ref().map_or(schedule.gpus, Vec::len)
+}
+
+fn plan_points(inputs: &Inputs) -> Points {
+    Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) }
+}
+
+/// The GPUs made ready: contexts, kernels loaded, inputs resident where
+/// they fit, and the CPU's driver where it takes part.
+struct Ready {
+    contexts: Vec<Arc<CudaContext>>,
+    stagings: Vec<Option<Arc<Mutex<Staging>>>>,
+    residents: Vec<Option<Resident>>,
+    /// Each GPU's kernels (brute force's where a grid fell back to every pair).
+    compiled: Vec<KernelPair<Compiled>>,
+    /// Brute force's kernels, where a grid the GPUs sort may be found not worth it.
+    compiled_brute: Option<Result<Vec<KernelPair<Compiled>>, GpuError>>,
+    cpu_driver: Option<CpuDriver>,
+    cpu_driver_error: Option<CpuError>,
+    block_points: usize,
+    timings: GpuTimings,
+    /// Seconds of the resident uploads that ran after the kernels were ready.
+    upload_after_compile: f64,
+}
+
+impl Ready {
+    /// The grid kernel's tile (its block size).
+    fn grid_tile(&self) -> u64 {
+        self.compiled[0].0.as_ref().expect("the grid's kernel").plan.launch.block_size as u64
+    }
+}
+
+/// Makes the contexts on their own threads (which also upload inputs that
+/// fit a GPU whole) while NVRTC compiles here, and the host compiler the
+/// CPU's driver where the CPU takes part.
+fn prepare(
+    ask: Ask,
+    found: &Found,
+    split: &Split,
+    scheduled_block_points: usize,
+    ordinals: &[usize],
+    devices: &[Device],
+    wall: Instant,
+) -> Result<Ready, GpuError> {
+    let Ask { problem, params, inputs, choice, opts, cache, .. } = ask;
+    let (n_a, n_b) = (inputs.a.len(), inputs.other().len());
+    let streams = opts.streams.max(1);
     let whole = |points: usize| points >= n_a.max(n_b);
+    let block_points_for = |memory: usize| schedule::block_points(inputs, opts, memory, streams);
     // Pairs, and KNN lists too large to copy into pageable memory fast, come
     // back through pinned buffers.
     let collect = crate::stage::contribution::collect(problem, params);
     let downloads_staged = collect.bytes(n_a as u64, problem.function.returns).is_none_or(download::is_staged);
-
-    // The grid, where the spec's cutoff and the data make it worth it. It is
-    // made for these inputs, so it counts as compute, not preparation.
-    let choice = index;
-    let index_start = Instant::now();
-    let gpu_threads = ordinals.len() * streams;
-    let rates = Rates::of(&devices, hybrid::cpu_threads(gpu_threads));
-    let (indexing, one_gpu, mut split) =
-        choose_index(problem, params, inputs, choice, opts, &devices, block_points_for(total), &rates)?;
-    let (ordinals, devices) = match one_gpu {
-        Some(_) => (ordinals[..1].to_vec(), devices[..1].to_vec()),
-        None => (ordinals, devices),
-    };
-    let mut index_s = index_start.elapsed().as_secs_f64();
-    let mut grid_s = 0.0;
     // The grid kernel where a grid may be walked, and brute force's where every
-    // pair may be (auto decides after the GPU's grid is made).
-    let grid_kernel = !matches!(indexing, Indexing::Brute(_));
-    let brute_kernels = match &indexing {
-        Indexing::Brute(_) => true,
-        Indexing::Host(..) => false,
-        Indexing::Device(..) => choice != IndexChoice::Grid,
+    // pair may be (where a GPU's own grid is found not worth it).
+    let grid_kernel = !matches!(found, Found::Brute(_));
+    let brute_kernels = match found {
+        Found::Brute(_) => true,
+        Found::Host(..) => false,
+        Found::Device(..) => choice != IndexChoice::Grid,
     };
-
-    // Plans and kernels, per GPU (GPUs may differ): the problem's own kernel on
-    // one block, and the two-set kernel between blocks, where units need them.
-    let between_problem = problem.as_cross();
-    // Each set's blocks, and the units of work over them. With a grid
-    // (`grid_pairs`), each set is one block, and the problem's own kernel
-    // walks the grid's units.
-    let layout = |block_points: usize, grid_pairs: Option<u128>| {
-        let a_blocks = blocks(n_a, block_points);
-        let b_blocks = if inputs.b.is_some() { blocks(n_b, block_points) } else { a_blocks.clone() };
-        let groups = match grid_pairs {
-            Some(pairs) => vec![vec![Unit { kernel: KernelKind::Own, a_block: 0, b_block: 0, pairs }]],
-            None => crate::stage::visit::Visit::of(problem).units(&a_blocks, &b_blocks),
-        };
-        (a_blocks, b_blocks, groups)
-    };
-    let compile = |block_points: usize, on_grid: bool| -> Result<Vec<KernelPair<Compiled>>, GpuError> {
-        let (_, _, groups) = layout(block_points, on_grid.then_some(0));
-        let needs = |kind| groups.iter().flatten().any(|u| u.kernel == kind);
-        let own_points = Points {
-            a: block_points.min(n_a) as u64,
-            b: (problem.input.sets == Sets::Two).then_some(block_points.min(n_b) as u64),
-        };
-        let between_points = Points { a: block_points.min(n_a) as u64, b: Some(block_points.min(n_b) as u64) };
-        // GPUs share pieces of the same units, ranges of steps: every GPU's
-        // kernel walks as the first GPU's (its block size and points per thread).
-        let walk_as = |first: Option<&Compiled>| match first {
-            Some(c) => Forced {
-                block_size: Some(c.plan.launch.block_size),
-                points_per_thread: Some(c.plan.launch.points_per_thread),
-                ..opts.forced
-            },
-            None => opts.forced,
-        };
-        let mut kernels: Vec<KernelPair<Compiled>> = Vec::new();
-        for (i, dev) in devices.iter().enumerate() {
-            // One plan and one compilation serve every GPU of the same model.
-            let same = |d: &Device| Device { origin: dev.origin.clone(), ..d.clone() } == *dev;
-            if let Some(k) = devices[..i].iter().position(same) {
-                kernels.push(kernels[k].clone());
-                continue;
-            }
-            let (own_first, between_first) =
-                kernels.first().map_or((None, None), |(own, between)| (own.as_ref(), between.as_ref()));
-            let (own_forced, between_forced) = (walk_as(own_first), walk_as(between_first));
-            let make = |p: &Problem, points, forced| Compiled::new(p, params, dev, points, forced, on_grid, cache);
-            let own = if needs(KernelKind::Own) { Some(make(problem, own_points, own_forced)?) } else { None };
-            let between = if needs(KernelKind::Between) {
-                Some(make(&between_problem, between_points, between_forced)?)
-            } else {
-                None
-            };
-            kernels.push((own, between));
-        }
-        Ok(kernels)
-    };
-    // The contexts are made on their own threads while NVRTC compiles here;
-    // where the inputs fit a GPU whole, its thread uploads them meanwhile.
-    let mut block_points = if grid_kernel { n_a.max(n_b).max(1) } else { block_points_for(total) };
+    let compile = |block_points: usize, on_grid: bool| compile_kernels(ask, devices, block_points, on_grid);
+    let mut block_points = if grid_kernel { n_a.max(n_b).max(1) } else { scheduled_block_points };
     let mut compiled_at = 0.0;
     let (made, compiled, compiled_brute, cpu_driver, mut compile_s) = std::thread::scope(|s| {
         // The CPU's driver over the host's grid, where the CPU takes part,
         // built by the host compiler while NVRTC compiles.
-        let cpu_driver = match (&indexing, split.cpu) {
-            (Indexing::Host(_, summary), true) => {
-                let shape =
-                    Shape::new(problem, params, Points { a: n_a as u64, b: inputs.b.as_ref().map(|_| n_b as u64) });
+        let cpu_driver = match (found, split.cpu) {
+            (Found::Host(_, summary), true) => {
+                let shape = Shape::new(problem, params, plan_points(inputs));
                 Some(s.spawn(move || CpuDriver::compile(problem, params, &shape, summary.index, false, cache)))
             }
             _ => None,
@@ -480,7 +542,7 @@ pub fn run(
         let making: Vec<_> = ordinals
             .iter()
             .map(|&g| {
-                let (block_points_for, indexing) = (&block_points_for, &indexing);
+                let block_points_for = &block_points_for;
                 s.spawn(move || -> Result<Made, GpuError> {
                     let start = Instant::now();
                     let ctx = context(g)?;
@@ -489,19 +551,19 @@ pub fn run(
                     let free = ctx.mem_get_info().doing("reading free GPU memory")?.0;
                     let made_at = wall.elapsed().as_secs_f64();
                     let fits = block_points_for(free);
-                    let resident = match indexing {
+                    let resident = match found {
                         // The grid's kernel reads both sets whole, in cell order.
-                        Indexing::Host(..) | Indexing::Device(..) if !whole(fits) => {
+                        Found::Host(..) | Found::Device(..) if !whole(fits) => {
                             return Err(GpuError::GridDoesNotFit { ordinal: g, fits, points: n_a.max(n_b) });
                         }
-                        Indexing::Host(grid, summary) => {
+                        Found::Host(grid, summary) => {
                             Some(Resident::upload_grid(&ctx, grid, summary.index == IndexKind::Rings)?)
                         }
                         // The GPU sorts the inputs it holds.
-                        Indexing::Device(..) => Some(Resident::upload(&ctx, inputs)?),
+                        Found::Device(..) => Some(Resident::upload(&ctx, inputs)?),
                         // Where the upload fails (the GPU filled up meanwhile), the streams load blocks of their own.
-                        Indexing::Brute(_) if whole(fits) => Resident::upload(&ctx, inputs).ok(),
-                        Indexing::Brute(_) => None,
+                        Found::Brute(_) if whole(fits) => Resident::upload(&ctx, inputs).ok(),
+                        Found::Brute(_) => None,
                     };
                     Ok(Made {
                         ctx,
@@ -525,22 +587,27 @@ pub fn run(
         let cpu_driver = cpu_driver.map(|h| h.join().expect("CPU driver's build panicked"));
         (made, compiled, compiled_brute, cpu_driver, compile_s)
     });
-    let cpu_driver = match cpu_driver {
+    let (cpu_driver, cpu_driver_error) = match cpu_driver {
         Some(Ok(driver)) => {
             compile_s = compile_s.max(driver.compile_seconds);
-            Some(driver)
+            (Some(driver), None)
         }
         Some(Err(e)) if opts.hybrid == Hybrid::On => return Err(e.into()),
-        Some(Err(e)) => {
-            split = Split::gpus_alone(format!("the GPUs alone: the CPU's driver did not build ({e})"));
-            None
-        }
-        None => None,
+        Some(Err(e)) => (None, Some(e)),
+        None => (None, None),
     };
-    let mut contexts = Vec::new();
-    let mut stagings = Vec::new();
-    let mut residents = Vec::new();
-    let mut context_s: f64 = 0.0;
+    let mut ready = Ready {
+        contexts: Vec::new(),
+        stagings: Vec::new(),
+        residents: Vec::new(),
+        compiled: Vec::new(),
+        compiled_brute,
+        cpu_driver,
+        cpu_driver_error,
+        block_points,
+        timings: GpuTimings::default(),
+        upload_after_compile: 0.0,
+    };
     let mut free = usize::MAX;
     // Uploads hide behind the compilation and the slowest context; what ran
     // after both is compute time.
@@ -550,79 +617,207 @@ pub fn run(
         let m = m?;
         ready_at = ready_at.max(m.made_at);
         uploaded_at = uploaded_at.max(m.uploaded_at);
-        contexts.push(m.ctx);
-        stagings.push(m.staging);
-        residents.push(m.resident);
-        context_s = context_s.max(m.context_s);
+        ready.contexts.push(m.ctx);
+        ready.stagings.push(m.staging);
+        ready.residents.push(m.resident);
+        ready.timings.context_s = ready.timings.context_s.max(m.context_s);
         free = free.min(m.free);
     }
-    let mut compiled = compiled?;
+    ready.compiled = compiled?;
     if !grid_kernel && block_points_for(free) < block_points {
         block_points = block_points_for(free);
         let start = Instant::now();
-        compiled = compile(block_points, false)?;
+        ready.compiled = compile(block_points, false)?;
         compile_s += start.elapsed().as_secs_f64();
     }
-    // The GPU's own grid: sorted where the inputs lie (one GPU), then taken
-    // where it skips enough, else every pair with brute force's kernels.
-    let (grid_work, index) = match &indexing {
-        Indexing::Brute(summary) => (None, summary.clone()),
-        Indexing::Host(grid, summary) => {
-            let tile = compiled[0].0.as_ref().expect("the grid's kernel").plan.launch.block_size as u64;
-            let work = grid
-                .units
-                .iter()
-                .map(|u| GridWork::new(u.pairs, grid.partners(u), u.ranges[1] - u.ranges[0], tile))
-                .collect();
-            (Some((work, grid.pairs)), summary.clone())
-        }
-        Indexing::Device(layout) => {
-            let start = Instant::now();
-            let builder = grid::Builder::new(&contexts[0], &devices[0], cache)?;
-            compile_s += start.elapsed().as_secs_f64();
-            let start = Instant::now();
-            let plan = &compiled[0].0.as_ref().expect("the grid's kernel").plan;
-            let raw = residents[0].take().expect("the GPU holds the inputs it sorts");
-            let stream = contexts[0].new_stream().doing("creating a stream")?;
-            let built = grid::build(
-                &builder,
-                &stream,
-                layout,
-                (&inputs.a, &raw.a),
-                inputs.b.as_ref().map(|b| (b, raw.b.as_ref().expect("the other set, uploaded"))),
-                plan.shape.visit,
-                (plan.launch.block_size * plan.launch.points_per_thread, plan.launch.block_size),
-            )?;
-            let all_pairs = Shape::new(problem, params, plan.shape.points).pairs;
-            let summary = index::decide(layout, built.pairs, all_pairs, choice);
-            grid_s = start.elapsed().as_secs_f64();
-            index_s += grid_s;
-            if summary.index != IndexKind::None {
-                residents[0] =
-                    Some(Resident { a: built.a, b: built.b, upload_s: raw.upload_s, grid: Some(built.grid) });
-                (Some((built.work, built.pairs)), summary)
-            } else {
-                residents[0] = Some(raw);
-                compiled = compiled_brute.expect("brute force's kernels, where auto may fall back")?;
-                (None, summary)
-            }
-        }
+    ready.block_points = block_points;
+    ready.timings.compile_s = compile_s;
+    ready.upload_after_compile = (uploaded_at - ready_at).max(0.0);
+    Ok(ready)
+}
+
+/// Plans and kernels, per GPU (GPUs may differ): the problem's own kernel
+/// on one block, and the two-set kernel between blocks, where units need them.
+fn compile_kernels(
+    ask: Ask,
+    devices: &[Device],
+    block_points: usize,
+    on_grid: bool,
+) -> Result<Vec<KernelPair<Compiled>>, GpuError> {
+    let Ask { problem, params, inputs, opts, cache, .. } = ask;
+    let (n_a, n_b) = (inputs.a.len(), inputs.other().len());
+    let (_, _, groups) = units_of(problem, inputs, block_points, on_grid.then_some(0));
+    let needs = |kind| groups.iter().flatten().any(|u| u.kernel == kind);
+    let own_points = Points {
+        a: block_points.min(n_a) as u64,
+        b: (problem.input.sets == Sets::Two).then_some(block_points.min(n_b) as u64),
     };
-    if grid_work.is_some() && !progress.is_hidden() {
-        progress.set_length(index.pairs.min(u64::MAX as u128) as u64);
+    let between_points = Points { a: block_points.min(n_a) as u64, b: Some(block_points.min(n_b) as u64) };
+    let between_problem = problem.as_cross();
+    // GPUs share pieces of the same units, ranges of steps: every GPU's
+    // kernel walks as the first GPU's (its block size and points per thread).
+    let walk_as = |first: Option<&Compiled>| match first {
+        Some(c) => Forced {
+            block_size: Some(c.plan.launch.block_size),
+            points_per_thread: Some(c.plan.launch.points_per_thread),
+            ..opts.forced
+        },
+        None => opts.forced,
+    };
+    let mut kernels: Vec<KernelPair<Compiled>> = Vec::new();
+    for (i, dev) in devices.iter().enumerate() {
+        // One plan and one compilation serve every GPU of the same model.
+        let same = |d: &Device| Device { origin: dev.origin.clone(), ..d.clone() } == *dev;
+        if let Some(k) = devices[..i].iter().position(same) {
+            kernels.push(kernels[k].clone());
+            continue;
+        }
+        let (own_first, between_first) =
+            kernels.first().map_or((None, None), |(own, between)| (own.as_ref(), between.as_ref()));
+        let (own_forced, between_forced) = (walk_as(own_first), walk_as(between_first));
+        let make = |p: &Problem, points, forced| Compiled::new(p, params, dev, points, forced, on_grid, cache);
+        let own = if needs(KernelKind::Own) { Some(make(problem, own_points, own_forced)?) } else { None };
+        let between =
+            if needs(KernelKind::Between) { Some(make(&between_problem, between_points, between_forced)?) } else { None };
+        kernels.push((own, between));
     }
-    let upload_after_compile = (uploaded_at - ready_at).max(0.0);
+    Ok(kernels)
+}
+
+/// Points [lo, hi) of each block of a set.
+type Blocks = Vec<(usize, usize)>;
+
+/// Each GPU's units of a grid (one share for all where they share a queue), and their pairs.
+type GridShares = Vec<(Vec<GridWork>, u128)>;
+
+/// Each set's blocks, and the units of work over them. With a grid
+/// (`grid_pairs`), each set is one block, and the problem's own kernel
+/// walks the grid's units.
+fn units_of(
+    problem: &Problem,
+    inputs: &Inputs,
+    block_points: usize,
+    grid_pairs: Option<u128>,
+) -> (Blocks, Blocks, Vec<Vec<Unit>>) {
+    let a_blocks = blocks(inputs.a.len(), block_points);
+    let b_blocks = if inputs.b.is_some() { blocks(inputs.other().len(), block_points) } else { a_blocks.clone() };
+    let groups = match grid_pairs {
+        Some(pairs) => vec![vec![Unit { kernel: KernelKind::Own, a_block: 0, b_block: 0, pairs }]],
+        None => crate::stage::visit::Visit::of(problem).units(&a_blocks, &b_blocks),
+    };
+    (a_blocks, b_blocks, groups)
+}
+
+/// Each GPU's grid, sorted on the GPU from the inputs it holds, with the
+/// units of its share; where the grid does not skip enough (auto), every
+/// GPU falls back to every pair with brute force's kernels. Returns each
+/// GPU's units (None for brute force) and the index's summary.
+fn sort_on_gpus(
+    ask: Ask,
+    ready: &mut Ready,
+    layout: &Layout,
+    sharing: Sharing,
+    devices: &[Device],
+) -> Result<(Option<GridShares>, Summary), GpuError> {
+    let Ask { problem, params, inputs, choice, cache, .. } = ask;
+    let start = Instant::now();
+    let builders: Vec<Arc<grid::Builder>> = ready
+        .contexts
+        .iter()
+        .zip(devices)
+        .map(|(ctx, dev)| grid::Builder::new(ctx, dev, cache))
+        .collect::<Result<_, _>>()?;
+    ready.timings.compile_s += start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let plan = ready.compiled[0].0.as_ref().expect("the grid's kernel").plan.clone();
+    let run = (plan.launch.block_size * plan.launch.points_per_thread, plan.launch.block_size);
+    // GPUs split by rows in proportion to their FP32 issue rates.
+    let weights: Vec<f64> = devices.iter().map(Device::fp32_issue_rate).collect();
+    let raws: Vec<Resident> =
+        ready.residents.iter_mut().map(|r| r.take().expect("the GPU holds the inputs it sorts")).collect();
+    let built: Vec<Result<grid::Built, GpuError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = ready
+            .contexts
+            .iter()
+            .zip(&builders)
+            .zip(&raws)
+            .enumerate()
+            .map(|(part, ((ctx, builder), raw))| {
+                let weights = &weights;
+                s.spawn(move || -> Result<grid::Built, GpuError> {
+                    ctx.bind_to_thread().doing("binding the context")?;
+                    let stream = ctx.new_stream().doing("creating a stream")?;
+                    let share = match sharing {
+                        Sharing::Rows => grid::Share::Rows { part, weights },
+                        Sharing::Queue => grid::Share::All,
+                    };
+                    grid::build(
+                        builder,
+                        &stream,
+                        layout,
+                        (&inputs.a, &raw.a),
+                        inputs.b.as_ref().map(|b| (b, raw.b.as_ref().expect("the other set, uploaded"))),
+                        plan.shape.visit,
+                        run,
+                        share,
+                    )
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("a GPU's grid build panicked")).collect()
+    });
+    let built: Vec<grid::Built> = built.into_iter().collect::<Result<_, _>>()?;
+    let all_pairs = Shape::new(problem, params, plan.shape.points).pairs;
+    let summary = index::decide(layout, built[0].pairs, all_pairs, choice);
+    ready.timings.grid_s = start.elapsed().as_secs_f64();
+    ready.timings.index_s += ready.timings.grid_s;
+    if summary.index == IndexKind::None {
+        ready.residents = raws.into_iter().map(Some).collect();
+        ready.compiled = ready.compiled_brute.take().expect("brute force's kernels, where auto may fall back")?;
+        return Ok((None, summary));
+    }
+    let mut work = Vec::new();
+    for (resident, (built, raw)) in ready.residents.iter_mut().zip(built.into_iter().zip(raws)) {
+        work.push((built.work, built.share_pairs));
+        *resident = Some(Resident { a: built.a, b: built.b, upload_s: raw.upload_s, grid: Some(built.grid) });
+    }
+    Ok((Some(work), summary))
+}
+
+/// Loads the kernels, cuts the work into pieces, runs every GPU's streams
+/// (and the CPU's threads, where they take part) until the queues are
+/// empty, and merges what they found.
+#[allow(clippy::too_many_arguments, reason = "the run's parts, each once")]
+fn compute(
+    ask: Ask,
+    ready: Ready,
+    grid_work: Option<GridShares>,
+    index: Summary,
+    host_grid: Option<&Grid>,
+    split: &mut Split,
+    ordinals: &[usize],
+    devices: &[Device],
+    wall: Instant,
+) -> Result<GpuRun, GpuError> {
+    let Ask { problem, inputs, opts, cache, progress, .. } = ask;
+    let Ready {
+        contexts, stagings, mut residents, compiled, cpu_driver, block_points, mut timings, upload_after_compile, ..
+    } = ready;
+    let n_a = inputs.a.len();
+    let streams = opts.streams.max(1);
     // Every GPU holds the inputs whole, or every stream streams its blocks.
-    if !whole(block_points) || residents.iter().any(Option::is_none) {
+    let whole = block_points >= n_a.max(inputs.other().len());
+    if !whole || residents.iter().any(Option::is_none) {
         residents.iter_mut().for_each(|r| *r = None);
     }
-    let mut notes: Vec<String> = one_gpu.into_iter().collect();
-    if opts.block_points.is_none() && block_points < n_a.max(n_b) {
+    let mut notes = Vec::new();
+    if opts.block_points.is_none() && !whole {
         notes.push(format!("inputs do not fit the GPU at once: blocks of {block_points} points"));
     }
-    let (a_blocks, b_blocks, mut groups) = layout(block_points, grid_work.as_ref().map(|(_, pairs)| *pairs));
+    let grid_pairs = grid_work.as_ref().map(|w| w.iter().map(|(_, p)| p).sum());
+    let (a_blocks, b_blocks, groups) = units_of(problem, inputs, block_points, grid_pairs);
     let mut launchers: Vec<KernelPair<Launcher>> = Vec::new();
-    for ((own, between), (ctx, dev)) in compiled.into_iter().zip(contexts.iter().zip(&devices)) {
+    for ((own, between), (ctx, dev)) in compiled.into_iter().zip(contexts.iter().zip(devices)) {
         let own = own.map(|c| c.load(dev, ctx)).transpose()?;
         let between = between.map(|c| c.load(dev, ctx)).transpose()?;
         launchers.push((own, between));
@@ -635,62 +830,35 @@ pub fn run(
             let start = Instant::now();
             let drains = contexts
                 .iter()
-                .zip(&devices)
+                .zip(devices)
                 .map(|(ctx, dev)| dob_drain(ctx, dev, cache).map(Some))
                 .collect::<Result<_, _>>()?;
-            compile_s += start.elapsed().as_secs_f64();
+            timings.compile_s += start.elapsed().as_secs_f64();
             drains
         }
         _ => vec![None; contexts.len()],
     };
     // Everything before the first upload that a second run in this process
     // would not repeat, and the part of the resident upload it hid.
-    let prepare_s = wall.elapsed().as_secs_f64() - upload_after_compile - index_s;
-
-    // Units largest first, so that no stream is left with a big one at the end.
-    groups.sort_by_key(|g| std::cmp::Reverse(g.iter().map(|u| u.pairs).sum::<u128>()));
-    let workers = contexts.len() * streams;
-    let queue: Vec<Vec<Piece>> = if let Some((work, _)) = &grid_work {
-        // Consecutive units of the grid (most pairs first) per piece.
-        let plan = &launchers[0].0.as_ref().expect("the grid's kernel").plan;
-        let tile = plan.launch.block_size as u64;
-        let max_partners = launchers.iter().filter_map(|(own, _)| own.as_ref()?.plan.launch.partners_per_launch).min();
-        let unit = groups.into_iter().flatten().next().expect("the grid's unit");
-        let rings = index.index == IndexKind::Rings;
-        if rings && cpu_driver.is_none() {
-            // One launch searches for every query, and its lists come back once.
-            vec![pieces::cut_grid(unit, work, tile, None, 1, u128::MAX)]
-        } else {
-            // Where the CPU takes units from the back, the GPUs' pieces shrink
-            // to a 64th of the pairs, so that the two meet within a small piece.
-            let floor = if cpu_driver.is_some() { (unit.pairs / 64).max(1) } else { pieces::MIN_PIECE_PAIRS };
-            let min_pairs = opts.piece_pairs.map_or(floor, u128::from);
-            // A search's launch meets each own point's rings alone: no counters to bound.
-            let max_partners = if rings { None } else { max_partners };
-            pieces::cut_grid(unit, work, tile, max_partners, workers, min_pairs).into_iter().map(|p| vec![p]).collect()
-        }
-    } else if stage.refines_per_query() {
-        // Per-query lists are refined unit after unit of a query block, on one stream.
-        groups.into_iter().map(|g| g.into_iter().map(Piece::whole).collect()).collect()
-    } else {
-        let units: Vec<Unit> = groups.into_iter().flatten().collect();
-        let work = work(&launchers, &units, &a_blocks, &b_blocks);
-        let min_pairs = opts.piece_pairs.map_or(pieces::MIN_PIECE_PAIRS, u128::from);
-        pieces::cut(&work, workers, min_pairs).into_iter().map(|p| vec![p]).collect()
-    };
-    let piece_count = queue.iter().map(Vec::len).sum::<usize>() as u64;
+    timings.prepare_s = wall.elapsed().as_secs_f64() - upload_after_compile - timings.index_s;
+    let rings = index.index == IndexKind::Rings;
+    let queues = queues(&launchers, groups, grid_work, rings, cpu_driver.is_some(), &a_blocks, &b_blocks, opts);
+    let piece_count = queues.iter().map(|q| q.iter().map(Vec::len).sum::<usize>()).sum::<usize>() as u64;
     // No more streams than groups to share: an idle stream would only allocate
     // and free its buffers. A search of rings keeps every list of a GPU in one
     // stream's buffer.
     let streams_used = match index.index {
         IndexKind::Rings => 1,
-        _ => streams.min(queue.len().div_ceil(contexts.len())).max(1),
+        _ => {
+            let most = queues.iter().map(VecDeque::len).max().unwrap_or(0);
+            let per_gpu = if queues.len() == 1 { most.div_ceil(contexts.len()) } else { most };
+            streams.min(per_gpu).max(1)
+        }
     };
     let job = Job {
         inputs,
         a_blocks,
         b_blocks,
-        queue: Mutex::new(queue.into()),
         start: Instant::now(),
         opts,
         streams,
@@ -698,42 +866,35 @@ pub fn run(
         block_points,
         value: problem.function.returns,
     };
-
+    let queues: Vec<Mutex<VecDeque<Vec<Piece>>>> = queues.into_iter().map(Mutex::new).collect();
     // One host thread per GPU, which runs one per stream.
     // The CPU's threads, where it takes part, walk the host's grid; its first
     // claim is made before any stream starts, so that a forced split shows.
-    let host_grid = match &indexing {
-        Indexing::Host(grid, _) => Some(grid),
-        _ => None,
-    };
     let cpu_side = cpu_driver
         .as_ref()
         .zip(host_grid)
-        .map(|(d, g)| CpuSide::new(d.walker(inputs, Some(g)), g, &split, progress, job.start));
-    let first_claim = cpu_side.as_ref().and_then(|c| c.claim(&job.queue));
+        .map(|(d, g)| CpuSide::new(d.walker(inputs, Some(g)), g, split, progress, job.start));
+    let first_claim = cpu_side.as_ref().and_then(|c| c.claim(&queues[0]));
     let (results, cpu_results) = std::thread::scope(|s| {
         let cpu_handles: Vec<_> = cpu_side
             .iter()
             .flat_map(|side| {
-                let job = &job;
+                let queue = &queues[0];
                 (0..side.threads)
-                    .map(move |t| s.spawn(move || hybrid::cpu_worker(side, &job.queue, first_claim.filter(|_| t == 0))))
+                    .map(move |t| s.spawn(move || hybrid::cpu_worker(side, queue, first_claim.filter(|_| t == 0))))
             })
             .collect();
-        let handles: Vec<_> = contexts
-            .iter()
-            .zip(&launchers)
-            .zip(&residents)
-            .zip(&drains)
-            .zip(&stagings)
-            .map(|((((ctx, launch), resident), drain), staging)| {
+        let handles: Vec<_> = (0..contexts.len())
+            .map(|g| {
                 let job = &job;
                 let gpu = Gpu {
-                    ctx,
-                    launchers: launch,
-                    resident: resident.as_ref(),
-                    drain: drain.as_ref(),
-                    staging: staging.as_deref(),
+                    ctx: &contexts[g],
+                    launchers: &launchers[g],
+                    resident: residents[g].as_ref(),
+                    drain: drains[g].as_ref(),
+                    staging: stagings[g].as_deref(),
+                    // One queue for all, or each GPU its own (a split by rows).
+                    queue: &queues[g.min(queues.len() - 1)],
                 };
                 s.spawn(move || gpu_worker(job, gpu, stage, streams_used))
             })
@@ -745,19 +906,11 @@ pub fn run(
         (results, cpu_results)
     });
     let compute_end = job.start.elapsed().as_secs_f64();
-    let mut timings = GpuTimings {
-        context_s: driver_s + context_s,
-        compile_s,
-        index_s,
-        grid_s,
-        prepare_s,
-        pieces: piece_count,
-        ..Default::default()
-    };
+    timings.pieces = piece_count;
     // The resident inputs' upload, overlapped with the compilation.
     timings.upload_s += residents.iter().flatten().map(|r| r.upload_s).sum::<f64>();
     let mut parts = Vec::new();
-    for (r, &ordinal) in results.into_iter().zip(&ordinals) {
+    for (r, &ordinal) in results.into_iter().zip(ordinals) {
         let done = r?;
         for t in &done.streams {
             timings.add(t);
@@ -805,112 +958,62 @@ pub fn run(
         }
         collect => output::merge(collect, problem.function.returns, n_a, parts),
     };
-    timings.hybrid = split;
     timings.combine_s += combine.elapsed().as_secs_f64();
     timings.wall_s = wall.elapsed().as_secs_f64();
-    Ok(GpuRun { outcome, devices, plans, timings, notes, block_points, index })
+    Ok(GpuRun { outcome, devices: devices.to_vec(), plans, timings, notes, block_points, index, schedule: None })
 }
 
-/// How a run finds its pairs: every pair, a grid sorted on the host (which
-/// several GPUs must share: the GPU's sort orders a cell's points as its
-/// atomics fall), or a grid the one GPU sorts itself from the layout.
-#[allow(clippy::large_enum_variant, reason = "one per run")]
-enum Indexing {
-    Brute(Summary),
-    Host(Grid, Summary),
-    Device(Layout),
-}
-
-/// Fewest pairs (estimated) a grid shared by several GPUs must visit. The
-/// H200 host sorts 10M points in about 0.25 s, and one H200's grid kernel
-/// visits about 5e11 pairs a second (the 2-D join: 8.4e8 in 1.6 ms): below
-/// 2^36 pairs (0.13 s of kernel) a second GPU saves less than the host's
-/// sort costs, while one GPU sorts its own grid in milliseconds.
-const SEVERAL_GPUS_GRID_PAIRS: u128 = 1 << 36;
-
-/// How the run finds its pairs, why only the first of several GPUs runs
-/// (where it does), and whether the CPU's threads (at `rates`) take part. A
-/// unit is at most one block's own points (B x R of the kernel's plan) over
-/// a row of cells; the grid's kernel reads both sets whole, so blocks of
-/// `fits` points must hold them.
-#[allow(clippy::too_many_arguments, reason = "the run's inputs and options, each once")]
-fn choose_index(
-    problem: &Problem,
-    params: &Params,
-    inputs: &Inputs,
-    choice: IndexChoice,
+/// The queues of pieces: one that every GPU shares, or one per GPU where
+/// each walks its own share of a grid (`grid_work`: each GPU's units and
+/// their pairs). Units largest first, so that no stream is left with a big
+/// one at the end.
+#[allow(clippy::too_many_arguments, reason = "the run's parts, each once")]
+fn queues(
+    launchers: &[KernelPair<Launcher>],
+    mut groups: Vec<Vec<Unit>>,
+    grid_work: Option<GridShares>,
+    rings: bool,
+    with_cpu: bool,
+    a_blocks: &[(usize, usize)],
+    b_blocks: &[(usize, usize)],
     opts: &GpuOptions,
-    devices: &[Device],
-    fits: usize,
-    rates: &Rates,
-) -> Result<(Indexing, Option<String>, Split), GpuError> {
-    const NO_GRID: &str = "the GPUs alone: the CPU takes part in grid runs only (brute force's pieces are \
-                           ranges of a kernel's steps, which the CPU's driver does not walk)";
-    let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
-    let shape = Shape::new(problem, params, points);
-    let layout = match index::layout(problem, params, inputs, shape.pairs, choice)? {
-        Ok(layout) => layout,
-        Err(brute) => return Ok((Indexing::Brute(brute), None, Split::gpus_alone(NO_GRID))),
-    };
-    let most = inputs.a.len().max(inputs.other().len());
-    if fits < most {
-        let why = format!(
-            "the grid needs both sets whole on each GPU, and blocks of {fits} of the {most} points were asked for or fit"
-        );
-        return match choice {
-            IndexChoice::Grid => Err(IndexError::Unusable(why).into()),
-            _ => Ok((Indexing::Brute(Summary::brute(why, shape.pairs)), None, Split::gpus_alone(NO_GRID))),
-        };
-    }
-    let several = devices.len() > 1;
-    let rings = layout.kind == IndexKind::Rings;
-    // Several GPUs need one grid, sorted on the host: worth it only where the
-    // pairs keep them busy for longer than that sort takes. A search of rings
-    // runs on the GPU that holds its grid's cells.
-    // Forced pieces (--piece-pairs) are shared from two of them.
-    let least = opts.piece_pairs.map_or(SEVERAL_GPUS_GRID_PAIRS, |p| 2 * u128::from(p));
-    let estimate = (several && !rings).then(|| layout.estimated_pairs(inputs, shape.visit));
-    let host_for_gpus = estimate.is_some_and(|e| e >= least);
-    // The CPU's part: a sample of the grid's pairs only where every pair
-    // could make it pay.
-    let split = match (opts.hybrid, estimate) {
-        (Hybrid::Auto, None) if !hybrid::could_pay(rates, shape.pairs, most, host_for_gpus) => {
-            hybrid::decide(Hybrid::Auto, rates, shape.pairs, "every pair, at most", most, host_for_gpus)
+) -> Vec<VecDeque<Vec<Piece>>> {
+    let streams = opts.streams.max(1);
+    let Some(shares) = grid_work else {
+        groups.sort_by_key(|g| std::cmp::Reverse(g.iter().map(|u| u.pairs).sum::<u128>()));
+        if launchers[0].0.as_ref().or(launchers[0].1.as_ref()).is_some_and(|l| l.plan.output.refines_per_query()) {
+            // Per-query lists are refined unit after unit of a query block, on one stream.
+            return vec![groups.into_iter().map(|g| g.into_iter().map(Piece::whole).collect()).collect()];
         }
-        (Hybrid::Auto, _) => {
-            let e = estimate.unwrap_or_else(|| layout.estimated_pairs(inputs, shape.visit));
-            hybrid::decide(Hybrid::Auto, rates, e, "estimated from a sample", most, host_for_gpus)
-        }
-        (forced, Some(e)) => hybrid::decide(forced, rates, e, "estimated from a sample", most, host_for_gpus),
-        (forced, None) => hybrid::decide(forced, rates, shape.pairs, "every pair, at most", most, host_for_gpus),
+        let units: Vec<Unit> = groups.into_iter().flatten().collect();
+        let work = work(launchers, &units, a_blocks, b_blocks);
+        let min_pairs = opts.piece_pairs.map_or(pieces::MIN_PIECE_PAIRS, u128::from);
+        let workers = launchers.len() * streams;
+        return vec![pieces::cut(&work, workers, min_pairs).into_iter().map(|p| vec![p]).collect()];
     };
-    let first_alone = |why: String| format!("the first GPU alone: {why}");
-    let one_gpu = match estimate {
-        _ if !several => None,
-        _ if rings => Some(first_alone(format!(
-            "a KNN search of rings runs on the GPU that holds its grid's cells, not on {}",
-            devices.len()
-        ))),
-        // The CPU's grid is sorted on the host: every GPU may share it.
-        Some(e) if e < least && !split.cpu => Some(first_alone(format!(
-            "the grid's ~{e} pairs (estimated from a sample) are fewer than {least}, too few to be worth \
-             sorting on the host for {} GPUs",
-            devices.len()
-        ))),
-        _ => None,
-    };
-    if !split.cpu && !host_for_gpus {
-        // One GPU sorts its own grid (its units follow the compiled kernel's blocks).
-        return Ok((Indexing::Device(layout), one_gpu, split));
-    }
-    // The host sorts the grid: the GPUs share it, or the CPU walks it beside them.
-    let plan = Plan::grid(problem, params, &devices[0], points, opts.forced)?;
-    let runs = Runs { points: plan.launch.block_size * plan.launch.points_per_thread, whole_rows: true };
-    let (grid, summary) = index::choose(problem, params, inputs, shape.visit, shape.pairs, choice, runs)?;
-    Ok(match grid {
-        Some(grid) => (Indexing::Host(grid, summary), one_gpu, split),
-        None => (Indexing::Brute(summary), None, Split::gpus_alone(NO_GRID)),
-    })
+    // Consecutive units of the grid (most pairs first) per piece.
+    let plan = &launchers[0].0.as_ref().expect("the grid's kernel").plan;
+    let tile = plan.launch.block_size as u64;
+    let max_partners = launchers.iter().filter_map(|(own, _)| own.as_ref()?.plan.launch.partners_per_launch).min();
+    // One queue that every GPU shares, or a queue for each GPU's own share.
+    let workers = if shares.len() == 1 { launchers.len() * streams } else { streams };
+    shares
+        .into_iter()
+        .map(|(work, pairs)| {
+            let unit = Unit { kernel: KernelKind::Own, a_block: 0, b_block: 0, pairs };
+            if rings && !with_cpu {
+                // One launch searches for every query, and its lists come back once.
+                return VecDeque::from([pieces::cut_grid(unit, &work, tile, None, 1, u128::MAX)]);
+            }
+            // Where the CPU takes units from the back, the GPUs' pieces shrink
+            // to a 64th of the pairs, so that the two meet within a small piece.
+            let floor = if with_cpu { (pairs / 64).max(1) } else { pieces::MIN_PIECE_PAIRS };
+            let min_pairs = opts.piece_pairs.map_or(floor, u128::from);
+            // A search's launch meets each own point's rings alone: no counters to bound.
+            let max_partners = if rings { None } else { max_partners };
+            pieces::cut_grid(unit, &work, tile, max_partners, workers, min_pairs).into_iter().map(|p| vec![p]).collect()
+        })
+        .collect()
 }
 
 /// Every unit with the walk of its kernel (every GPU's kernels walk alike:

@@ -10,7 +10,8 @@ use indicatif::ProgressBar;
 use rand::{RngExt, SeedableRng};
 
 use super::kernels::{KernelPair, Launcher};
-use super::{DeviceGrid, Doing, GpuError, GpuOptions, GpuTimings, Resident};
+use super::{DeviceGrid, Doing, GpuError, GpuTimings, Resident};
+use crate::schedule::GpuOptions;
 use crate::backend::pieces::Piece;
 use crate::data::{Column, Inputs, PointSet};
 use crate::spec::Scalar;
@@ -28,8 +29,6 @@ pub(super) struct Job<'a> {
     pub(super) inputs: &'a Inputs,
     pub(super) a_blocks: Vec<(usize, usize)>,
     pub(super) b_blocks: Vec<(usize, usize)>,
-    /// Groups of pieces: a group runs in order on one stream.
-    pub(super) queue: Mutex<VecDeque<Vec<Piece>>>,
     /// When the compute began: streams time their pieces from it.
     pub(super) start: Instant,
     pub(super) opts: &'a GpuOptions,
@@ -78,6 +77,9 @@ pub(super) struct Gpu<'a> {
     pub(super) drain: Option<&'a CudaFunction>,
     /// Its pinned buffers for downloads of pairs.
     pub(super) staging: Option<&'a Mutex<Staging>>,
+    /// The groups of pieces it takes (a group runs in order on one stream):
+    /// one queue that every GPU shares, or its own share of a grid.
+    pub(super) queue: &'a Mutex<VecDeque<Vec<Piece>>>,
 }
 
 /// Runs `streams` stream threads on one GPU. Totals live in one buffer that
@@ -165,7 +167,7 @@ pub(super) fn stream_worker(
     totals: Option<&DeviceTotals>,
     origin: &CudaEvent,
 ) -> Result<StreamResult, GpuError> {
-    let Gpu { ctx, launchers, resident, drain, staging } = gpu;
+    let Gpu { ctx, launchers, resident, drain, staging, queue } = gpu;
     let setup = Instant::now();
     ctx.bind_to_thread().doing("binding the context")?;
     let stream = ctx.new_stream().doing("creating a stream")?;
@@ -208,7 +210,7 @@ pub(super) fn stream_worker(
     // after the stream's last piece (the CPU may have taken other queries).
     let searches_rings = resident.is_some_and(|r| r.grid.as_ref().is_some_and(|g| g.rings.is_some()));
     loop {
-        let Some(group) = job.queue.lock().expect("queue lock").pop_front() else { break };
+        let Some(group) = queue.lock().expect("queue lock").pop_front() else { break };
         let (q_start, q_end) = job.a_blocks[group[0].unit.a_block];
         if let StreamOutput::TopK(lists, _) = &mut out {
             lists.begin_query_block();
