@@ -7,7 +7,6 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
 use crate::backend::cuda;
-use crate::schedule::{self, GpuOptions, Hybrid};
 use crate::backend::nvrtc;
 use crate::cache::Cache;
 use crate::codegen;
@@ -19,6 +18,7 @@ use crate::plot;
 use crate::problems;
 use crate::report::{self, OutputOptions};
 use crate::run::{self, BackendChoice, RunOptions};
+use crate::schedule::{self, GpuOptions, Hybrid};
 use crate::spec::{Component, Element, Output, ParamKind, Params, Problem, Sets, Spacing};
 use crate::stage::contribution::{self, Test};
 use crate::stage::input::InputCache;
@@ -894,16 +894,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 );
                 print!("{}", p.plan);
                 if p.problem.cutoff.is_some() {
-                    let workers = schedule::Workers::described(&p.device, 1, 0, DEFAULT_STREAMS, schedule::host_cores());
+                    let workers =
+                        schedule::Workers::described(&p.device, 1, 0, DEFAULT_STREAMS, schedule::host_cores());
                     let points = p.plan.shape.points.a.max(p.plan.shape.points.b.unwrap_or(0)) as usize;
                     println!(
                         "  {:<13} {:<15} {}",
                         "hybrid",
                         "from the data",
-                        schedule::describe_hybrid(
-                            &schedule::Rates::of(&workers.gpus, workers.cpu_threads()),
-                            points
-                        )
+                        schedule::describe_hybrid(&schedule::Rates::of(&workers.gpus, workers.cpu_threads()), points)
                     );
                 }
                 if let (Some(value), IndexKind::None) =

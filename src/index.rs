@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::data::{Inputs, PointSet};
+use crate::data::{Column, Inputs, PointSet};
 use crate::spec::{CutoffOver, Element, Output, Params, Problem};
 use crate::stage::RingShape;
 use crate::stage::visit::Visit;
@@ -198,6 +198,67 @@ const ESTIMATE_SAMPLE: usize = 1 << 14;
 /// within about 2% of ranks of the whole set's.
 const MEDIAN_QUERIES: usize = 1 << 12;
 
+/// What a grid's layout and its estimates read of one set: its size, each
+/// component's range, and an evenly strided sample of at most
+/// [`ESTIMATE_SAMPLE`] points. Made from the points, or described (a size
+/// and a sample drawn as the points are) where they are not at hand: a
+/// schedule for 10^8 points reads 16k of them.
+#[derive(Debug, Clone)]
+pub struct SetShape {
+    pub len: usize,
+    /// Each component's (min, max) over the whole set.
+    pub ranges: Vec<(f64, f64)>,
+    pub sample: PointSet,
+}
+
+impl SetShape {
+    pub fn of(set: &PointSet) -> SetShape {
+        let rows: Vec<usize> = (0..set.len()).step_by(set.len().div_ceil(ESTIMATE_SAMPLE).max(1)).collect();
+        SetShape {
+            len: set.len(),
+            ranges: set.columns.iter().map(Column::min_max).collect(),
+            sample: set.subset(&rows, format!("a sample of {}", set.origin)),
+        }
+    }
+
+    /// A set of `len` points drawn as `sample` is (its ranges are the sample's).
+    pub fn described(len: usize, sample: PointSet) -> SetShape {
+        SetShape { len, ranges: sample.columns.iter().map(Column::min_max).collect(), sample }
+    }
+
+    /// Bytes of one point.
+    pub fn point_bytes(&self) -> usize {
+        self.sample.columns.iter().map(|c| c.scalar().bytes() as usize).sum::<usize>().max(1)
+    }
+}
+
+/// The shapes of a run's sets: A, and B for two sets.
+#[derive(Debug, Clone)]
+pub struct Shapes {
+    pub a: SetShape,
+    pub b: Option<SetShape>,
+}
+
+impl Shapes {
+    pub fn of(inputs: &Inputs) -> Shapes {
+        Shapes { a: SetShape::of(&inputs.a), b: inputs.b.as_ref().map(SetShape::of) }
+    }
+
+    /// The set the "other" point of each pair comes from.
+    pub fn other(&self) -> &SetShape {
+        self.b.as_ref().unwrap_or(&self.a)
+    }
+
+    /// Points of the larger set.
+    pub fn most(&self) -> usize {
+        self.a.len.max(self.other().len)
+    }
+
+    fn sets(&self) -> impl Iterator<Item = &SetShape> {
+        std::iter::once(&self.a).chain(self.b.as_ref())
+    }
+}
+
 impl Layout {
     /// Rows of cells: the cells that share every axis but the first.
     pub fn rows(&self) -> u64 {
@@ -205,12 +266,12 @@ impl Layout {
     }
 
     /// The pairs of points in neighbouring cells (what a grid of one cell per
-    /// unit visits), estimated from an evenly strided sample of each set:
-    /// exact for sets no larger than the sample. It looks up each sampled
-    /// point's 3^k neighbour cells among the other sample's sorted cells, so
-    /// it costs milliseconds however many cells the grid has.
-    pub fn estimated_pairs(&self, inputs: &Inputs, visit: Visit) -> u128 {
-        let (met, scales) = self.sampled_neighbours(inputs, ESTIMATE_SAMPLE);
+    /// unit visits), estimated from each set's sample: exact for sets no
+    /// larger than the sample. It looks up each sampled point's 3^k
+    /// neighbour cells among the other sample's sorted cells, so it costs
+    /// milliseconds however many cells the grid has.
+    pub fn estimated_pairs(&self, shapes: &Shapes, visit: Visit) -> u128 {
+        let (met, scales) = self.sampled_neighbours(shapes, ESTIMATE_SAMPLE);
         let sampled = met.len() as u64;
         let met: u64 = met.iter().sum();
         // One set: each sampled point met itself, and a lower triangle each pair twice.
@@ -224,8 +285,8 @@ impl Layout {
 
     /// The other set's points in the 3^k cells around the median query,
     /// estimated from the samples (a median needs fewer queries than a sum).
-    fn median_neighbours(&self, inputs: &Inputs) -> f64 {
-        let (mut met, scales) = self.sampled_neighbours(inputs, MEDIAN_QUERIES);
+    fn median_neighbours(&self, shapes: &Shapes) -> f64 {
+        let (mut met, scales) = self.sampled_neighbours(shapes, MEDIAN_QUERIES);
         if met.is_empty() {
             return 0.0;
         }
@@ -234,14 +295,13 @@ impl Layout {
         median as f64 * scales[1]
     }
 
-    /// For each of about `queries` sampled points of set A, the sampled
-    /// points of the other set (itself included, for one set) in the 3^k
-    /// cells around its own; and each sample's factor to its whole set.
-    /// Cells of a row (axis 0) have consecutive keys, so each of the 3^(k-1)
-    /// rows around a point is one or two ranges of the sorted keys; the
-    /// samples split over every core.
-    fn sampled_neighbours(&self, inputs: &Inputs, queries: usize) -> (Vec<u64>, [f64; 2]) {
-        let strided = |set: &PointSet, n: usize| (0..set.len()).step_by(set.len().div_ceil(n).max(1));
+    /// For about `queries` points of set A's sample (evenly strided), the
+    /// points of the other set's sample (itself included, for one set) in
+    /// the 3^k cells around its own; and each sample's factor to its whole
+    /// set. Cells of a row (axis 0) have consecutive keys, so each of the
+    /// 3^(k-1) rows around a point is one or two ranges of the sorted keys;
+    /// the samples split over every core.
+    fn sampled_neighbours(&self, shapes: &Shapes, queries: usize) -> (Vec<u64>, [f64; 2]) {
         let cell = |set: &PointSet, i: usize| -> [i64; MAX_AXES] {
             let mut c = [0; MAX_AXES];
             for (x, axis) in c.iter_mut().zip(&self.axes) {
@@ -251,14 +311,12 @@ impl Layout {
         };
         let key =
             |c: &[i64; MAX_AXES]| self.axes.iter().zip(c).rev().fold(0u64, |k, (a, &x)| k * a.cells as u64 + x as u64);
-        let other = inputs.other();
-        // Samples of a large set miss the cache at every point: every core reads them.
-        let spread = |set: &PointSet, n: usize, f: &(dyn Fn(usize) -> u64 + Sync)| -> Vec<u64> {
+        let other = &shapes.other().sample;
+        let spread = |rows: Vec<usize>, f: &(dyn Fn(usize) -> u64 + Sync)| -> Vec<u64> {
             use rayon::prelude::*;
-            let sampled: Vec<usize> = strided(set, n).collect();
-            sampled.par_iter().with_min_len(1 << 9).map(|&i| f(i)).collect()
+            rows.par_iter().with_min_len(1 << 9).map(|&i| f(i)).collect()
         };
-        let mut keys = spread(other, ESTIMATE_SAMPLE, &|i| key(&cell(other, i)));
+        let mut keys = spread((0..other.len()).collect(), &|i| key(&cell(other, i)));
         keys.sort_unstable();
         let k = self.axes.len();
         // Sampled keys in cells [lo, hi] of the row of cell `c` (axis 0 set aside).
@@ -296,9 +354,11 @@ impl Layout {
             }
             met
         };
-        let met = spread(&inputs.a, queries, &|i| met_around(cell(&inputs.a, i)));
-        let scale = |set: &PointSet, n: usize| set.len() as f64 / strided(set, n).count().max(1) as f64;
-        (met, [scale(&inputs.a, queries), scale(other, ESTIMATE_SAMPLE)])
+        let a = &shapes.a.sample;
+        let met = spread((0..a.len()).step_by(a.len().div_ceil(queries).max(1)).collect(), &|i| met_around(cell(a, i)));
+        let scale = |whole: usize, sampled: usize| whole as f64 / sampled.max(1) as f64;
+        let queried = met.len();
+        (met, [scale(shapes.a.len, queried), scale(shapes.other().len, other.len())])
     }
 }
 
@@ -307,7 +367,7 @@ impl Layout {
 pub fn layout(
     problem: &Problem,
     params: &Params,
-    inputs: &Inputs,
+    shapes: &Shapes,
     all_pairs: u128,
     choice: IndexChoice,
 ) -> Result<Result<Layout, Summary>, IndexError> {
@@ -342,8 +402,7 @@ pub fn layout(
             _ => Ok(Err(brute(why))),
         };
     }
-    let sets: Vec<&PointSet> = std::iter::once(&inputs.a).chain(inputs.b.as_ref()).collect();
-    let points: usize = sets.iter().map(|s| s.len()).sum();
+    let points: usize = shapes.sets().map(|s| s.len).sum();
     // Each covered component's origin, extent and, in a periodic box, length.
     let spans: Vec<Span> = over
         .iter()
@@ -351,9 +410,9 @@ pub fn layout(
             let (origin, extent, length) = match &periodic {
                 Some((_, b)) => (0.0, b.lengths[c], Some(b.lengths[c])),
                 None => {
-                    let (lo, hi) = sets
-                        .iter()
-                        .map(|s| s.columns[c].min_max())
+                    let (lo, hi) = shapes
+                        .sets()
+                        .map(|s| s.ranges[c])
                         .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), (a, b)| (l.min(a), h.max(b)));
                     (lo, hi - lo, None)
                 }
@@ -389,7 +448,7 @@ pub fn layout(
         }
         (None, Output::Knn { k }) => {
             let k = params.eval(k).as_f64() as u32;
-            let (side, axes, cells) = knn_side(k, &spans, cap, inputs);
+            let (side, axes, cells) = knn_side(k, &spans, cap, shapes);
             let target = ring_target(k, axes.len()).round();
             Layout {
                 kind: IndexKind::Rings,
@@ -496,8 +555,8 @@ fn ring_target(k: u32, axes: usize) -> f64 {
 /// points, 16k sampled, hold 0.3), the counts are taken over wider cells,
 /// where a query meets at least [`SAMPLED_MET`] sampled points, and scaled
 /// down to the ring by volume.
-fn knn_side(k: u32, spans: &[Span], cap: u64, inputs: &Inputs) -> (f64, Vec<Axis>, u64) {
-    let others = inputs.other().len().max(1) as f64;
+fn knn_side(k: u32, spans: &[Span], cap: u64, shapes: &Shapes) -> (f64, Vec<Axis>, u64) {
+    let others = shapes.other().len.max(1) as f64;
     let usable: Vec<&Span> = spans.iter().filter(|s| s.extent.is_finite() && s.extent > 0.0).collect();
     let dims = usable.len().clamp(1, MAX_AXES);
     let volume: f64 = usable.iter().map(|s| s.extent).product::<f64>().max(f64::MIN_POSITIVE);
@@ -519,7 +578,7 @@ fn knn_side(k: u32, spans: &[Span], cap: u64, inputs: &Inputs) -> (f64, Vec<Axis
         let layout = Layout { kind: IndexKind::Rings, axes: measured.0, cells: measured.1, cutoff: String::new() };
         let volume = |axes: &[Axis]| axes.iter().map(|a| a.side).product::<f64>();
         let ring_share = volume(&fitted.0) / volume(&layout.axes);
-        let met = layout.median_neighbours(inputs) * ring_share;
+        let met = layout.median_neighbours(shapes) * ring_share;
         if met <= 0.0 || (met / target - 1.0).abs() < 0.25 {
             break;
         }
@@ -569,7 +628,7 @@ pub fn choose(
     choice: IndexChoice,
     runs: Runs,
 ) -> Result<(Option<Grid>, Summary), IndexError> {
-    Ok(match layout(problem, params, inputs, all_pairs, choice)? {
+    Ok(match layout(problem, params, &Shapes::of(inputs), all_pairs, choice)? {
         Ok(layout) => sort_and_decide(&layout, inputs, visit, all_pairs, choice, runs),
         Err(brute) => (None, brute),
     })
@@ -852,22 +911,19 @@ fn sort(set: &PointSet, axes: &[Axis], cells: usize) -> Sorted {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::Column;
     use rand::{RngExt, SeedableRng};
 
     /// The sampled points of the other set in the 3^k cells around each
     /// sampled query, counted pair by pair: what the search of row runs must find.
-    fn met_pair_by_pair(layout: &Layout, inputs: &Inputs) -> Vec<u64> {
-        let rows =
-            |set: &PointSet| (0..set.len()).step_by(set.len().div_ceil(ESTIMATE_SAMPLE).max(1)).collect::<Vec<_>>();
+    fn met_pair_by_pair(layout: &Layout, shapes: &Shapes) -> Vec<u64> {
         let cells = |set: &PointSet, i: usize| -> Vec<i64> {
             layout.axes.iter().map(|a| a.cell(set.columns[a.component].get_f64(i)) as i64).collect()
         };
-        let others: Vec<Vec<i64>> = rows(inputs.other()).into_iter().map(|j| cells(inputs.other(), j)).collect();
-        rows(&inputs.a)
-            .into_iter()
+        let other = &shapes.other().sample;
+        let others: Vec<Vec<i64>> = (0..other.len()).map(|j| cells(other, j)).collect();
+        (0..shapes.a.sample.len())
             .map(|i| {
-                let c = cells(&inputs.a, i);
+                let c = cells(&shapes.a.sample, i);
                 let near = |o: &Vec<i64>| {
                     layout.axes.iter().zip(c.iter().zip(o)).all(|(a, (&x, &y))| {
                         let d = (x - y).abs();
@@ -912,8 +968,9 @@ mod tests {
                 axes,
                 cutoff: String::new(),
             };
-            let (met, _) = layout.sampled_neighbours(&inputs, ESTIMATE_SAMPLE);
-            let want = met_pair_by_pair(&layout, &inputs);
+            let shapes = Shapes::of(&inputs);
+            let (met, _) = layout.sampled_neighbours(&shapes, ESTIMATE_SAMPLE);
+            let want = met_pair_by_pair(&layout, &shapes);
             let wrong = (0..want.len()).find(|&q| met.get(q) != Some(&want[q]));
             assert!(
                 met.len() == want.len() && wrong.is_none(),
@@ -939,12 +996,12 @@ mod tests {
         // The crash of 8M-point SDH runs: a cutoff wider than the data gives
         // no axis, and a sample of its pairs was asked of axes[0].
         let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
-        let inputs = Inputs { a: uniform(3_001, 3, 1.0, &mut rng), b: None };
+        let inputs = Shapes::of(&Inputs { a: uniform(3_001, 3, 1.0, &mut rng), b: None });
         let layout = Layout { kind: IndexKind::Grid, axes: Vec::new(), cells: 1, cutoff: String::new() };
         let n = 3_001u128;
         assert_eq!(layout.estimated_pairs(&inputs, Visit::LowerTriangle), n * (n - 1) / 2);
         assert_eq!(layout.estimated_pairs(&inputs, Visit::AllPairs), n * (n - 1));
-        let two = Inputs { a: uniform(700, 2, 1.0, &mut rng), b: Some(uniform(900, 2, 1.0, &mut rng)) };
+        let two = Shapes::of(&Inputs { a: uniform(700, 2, 1.0, &mut rng), b: Some(uniform(900, 2, 1.0, &mut rng)) });
         assert_eq!(layout.estimated_pairs(&two, Visit::Cross), 700 * 900);
         assert_eq!(layout.median_neighbours(&two), 900.0);
     }
@@ -953,7 +1010,7 @@ mod tests {
     fn a_cutoff_as_wide_as_the_data_takes_every_pair_with_the_reason() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
         let problem = crate::problems::built_in("2pcf").expect("2pcf");
-        let inputs = Inputs { a: uniform(2_000, 3, 1.0, &mut rng), b: None };
+        let inputs = Shapes::of(&Inputs { a: uniform(2_000, 3, 1.0, &mut rng), b: None });
         let all = 2_000u128 * 1_999 / 2;
         for r in ["0.5", "2", "1e30"] {
             let params = problem.bind(&[format!("r={r}")]).expect("params");

@@ -8,14 +8,14 @@ use serde::Serialize;
 
 use crate::backend::cpu::{CpuDriver, CpuError};
 use crate::backend::cuda::{self, GpuError, GpuTimings};
-use crate::schedule::{GpuOptions, Indexing, Schedule, ScheduleError, Workers};
 use crate::backend::nvrtc;
 use crate::cache::Cache;
 use crate::codegen;
 use crate::data::Inputs;
-use crate::index::{self, IndexChoice, IndexError, Summary};
+use crate::index::{self, IndexChoice, IndexError, Shapes, Summary};
 use crate::outcome::Outcome;
 use crate::plan::{Plan, Points, Shape};
+use crate::schedule::{GpuOptions, Indexing, Schedule, ScheduleError, Workers};
 use crate::spec::{Params, Problem};
 use crate::verify::{self, VerifyError};
 
@@ -264,7 +264,8 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
         }
         Backend::Cpu => {
             let index_start = Instant::now();
-            let schedule = Schedule::make(problem, params, inputs, opts.index, &opts.gpu, &Workers::cpu(threads))?;
+            let workers = Workers::cpu(threads);
+            let schedule = Schedule::make(problem, params, &Shapes::of(inputs), opts.index, &opts.gpu, &workers)?;
             let (grid, index) = match &schedule.indexing {
                 Indexing::Brute(summary) => (None, summary.clone()),
                 Indexing::Host { layout, runs } => {

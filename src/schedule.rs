@@ -17,9 +17,8 @@ use std::ops::Range;
 
 use serde::Serialize;
 
-use crate::data::Inputs;
 use crate::device::Device;
-use crate::index::{self, CPU_RUNS, IndexChoice, IndexError, IndexKind, Layout, Runs, Summary};
+use crate::index::{self, CPU_RUNS, IndexChoice, IndexError, IndexKind, Layout, Runs, Shapes, Summary};
 use crate::plan::{Forced, Plan, PlanError, Points, Shape};
 use crate::spec::{Params, Problem};
 use crate::stage::input::PAD_POINTS;
@@ -168,23 +167,25 @@ const NO_GRID: &str = "the GPUs alone: the CPU takes part in grid runs only (bru
                        kernel's steps, which the CPU's driver does not walk)";
 
 impl Schedule {
-    /// The schedule of `problem` on `inputs` for `workers`, with the index
-    /// `choice` and the options asked for.
+    /// The schedule of `problem` on inputs of `shapes` for `workers`, with
+    /// the index `choice` and the options asked for.
     pub fn make(
         problem: &Problem,
         params: &Params,
-        inputs: &Inputs,
+        shapes: &Shapes,
         choice: IndexChoice,
         opts: &GpuOptions,
         workers: &Workers,
     ) -> Result<Schedule, ScheduleError> {
-        let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
+        let points = Points { a: shapes.a.len as u64, b: shapes.b.as_ref().map(|b| b.len as u64) };
         let shape = Shape::new(problem, params, points);
         let all = workers.gpus.len();
-        let most = inputs.a.len().max(inputs.other().len());
+        let most = shapes.most();
         // The CPU's threads read both sets whole.
-        let block_points =
-            if all == 0 { most } else { block_points(inputs, opts, workers.gpu_memory, workers.streams) };
+        let block_points = match all {
+            0 => most,
+            _ => block_points(shapes.a.point_bytes(), most, opts, workers.gpu_memory, workers.streams),
+        };
         let brute = |summary: Summary| Schedule {
             indexing: Indexing::Brute(summary),
             gpus: all,
@@ -194,7 +195,7 @@ impl Schedule {
             block_points,
             estimated_pairs: None,
         };
-        let layout = match index::layout(problem, params, inputs, shape.pairs, choice)? {
+        let layout = match index::layout(problem, params, shapes, shape.pairs, choice)? {
             Ok(layout) => layout,
             Err(summary) => return Ok(brute(summary)),
         };
@@ -224,7 +225,7 @@ impl Schedule {
         // A sample of the grid's pairs, where a decision turns on them: the
         // split over GPUs, or the CPU's share where every pair could make it pay.
         let could_pay = opts.hybrid == Hybrid::Auto && could_pay(&rates, shape.pairs, most);
-        let estimate = ((several && !rings) || could_pay).then(|| layout.estimated_pairs(inputs, shape.visit));
+        let estimate = ((several && !rings) || could_pay).then(|| layout.estimated_pairs(shapes, shape.visit));
         let hybrid = match estimate {
             Some(e) => decide(opts.hybrid, &rates, e, "estimated from a sample", most),
             None => decide(opts.hybrid, &rates, shape.pairs, "every pair, at most", most),
@@ -244,7 +245,10 @@ impl Schedule {
             estimated_pairs: estimate,
         };
         if hybrid.cpu {
-            let why = every_gpu(all, "pieces of the host's grid from the front of one queue, the CPU's threads units from its back");
+            let why = every_gpu(
+                all,
+                "pieces of the host's grid from the front of one queue, the CPU's threads units from its back",
+            );
             return Ok(schedule(host(layout)?, all, Sharing::Queue, why));
         }
         let first_alone = |why: String| format!("the first GPU alone: {why}");
@@ -252,7 +256,8 @@ impl Schedule {
             return Ok(schedule(Indexing::Device(layout), 1, Sharing::Queue, "one GPU sorts its own grid".into()));
         }
         if rings {
-            let why = first_alone(format!("a KNN search of rings runs on the GPU that holds its grid's cells, not on {all}"));
+            let why =
+                first_alone(format!("a KNN search of rings runs on the GPU that holds its grid's cells, not on {all}"));
             return Ok(schedule(Indexing::Device(layout), 1, Sharing::Queue, why));
         }
         let estimate = estimate.expect("several GPUs sample the grid");
@@ -290,7 +295,12 @@ impl Schedule {
                 if runs.whole_rows { " along a row" } else { " in one cell" }
             ),
             Indexing::Device(layout) => {
-                format!("a grid each GPU sorts for itself ({}; {} cells, {} rows)", layout.cutoff, layout.cells, layout.rows())
+                format!(
+                    "a grid each GPU sorts for itself ({}; {} cells, {} rows)",
+                    layout.cutoff,
+                    layout.cells,
+                    layout.rows()
+                )
             }
         };
         let mut lines = vec![("index", index), ("gpus", format!("{}: {}", self.gpus, self.why_gpus))];
@@ -312,12 +322,11 @@ fn every_gpu(count: usize, what: &str) -> String {
     }
 }
 
-/// Points per block of a set: the whole set (or `--block-points`), at most
-/// what a quarter of `memory` holds for both sets of every stream.
-pub fn block_points(inputs: &Inputs, opts: &GpuOptions, memory: usize, streams: usize) -> usize {
-    let per_point = inputs.a.columns.iter().map(|c| c.scalar().bytes() as usize).sum::<usize>().max(1);
-    let fit = (memory / 4 / (2 * streams.max(1)) / per_point).max(PAD_POINTS);
-    let most = inputs.a.len().max(inputs.other().len());
+/// Points per block of a set whose larger set has `most` points of
+/// `point_bytes` bytes: the whole set (or `--block-points`), at most what a
+/// quarter of `memory` holds for both sets of every stream.
+pub fn block_points(point_bytes: usize, most: usize, opts: &GpuOptions, memory: usize, streams: usize) -> usize {
+    let fit = (memory / 4 / (2 * streams.max(1)) / point_bytes.max(1)).max(PAD_POINTS);
     opts.block_points.unwrap_or(most).min(fit).max(1)
 }
 

@@ -16,7 +16,6 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use crate::backend::cuda::{self, GpuError};
-use crate::schedule::{GpuOptions, Hybrid};
 use crate::cache::Cache;
 use crate::data::Inputs;
 use crate::device::{Device, InputCache, KernelShape, TunedProfile, Tuning};
@@ -24,6 +23,7 @@ use crate::index::IndexChoice;
 use crate::outcome::Outcome;
 use crate::plan::{Forced, POINTS_PER_THREAD, Plan, PlanError, Points};
 use crate::run::RunError;
+use crate::schedule::{GpuOptions, Hybrid};
 use crate::spec::{Params, Problem};
 use crate::stage::output::totals::Store;
 use crate::stage::output::{OutputChoice, OutputStage};

@@ -6,12 +6,12 @@ use rand::{RngExt, SeedableRng};
 
 use crate::backend::cpu::{CpuDriver, CpuError};
 use crate::backend::cuda::{self, GpuError};
-use crate::schedule::GpuOptions;
 use crate::cache::Cache;
 use crate::data::Inputs;
 use crate::index::{IndexChoice, IndexKind};
 use crate::outcome::Outcome;
 use crate::plan::{Points, Shape};
+use crate::schedule::GpuOptions;
 use crate::spec::{Params, Problem};
 
 /// Inputs up to this many pairs are re-computed in full.

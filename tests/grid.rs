@@ -7,7 +7,6 @@
 use indicatif::ProgressBar;
 use rand::{RngExt, SeedableRng};
 use twobs::backend::cpu::CpuDriver;
-use twobs::schedule::GpuOptions;
 use twobs::cache::Cache;
 use twobs::data::{Column, Generator, Inputs, PointSet, synthesize};
 use twobs::index::{self, IndexChoice, IndexKind, Runs};
@@ -15,6 +14,7 @@ use twobs::outcome::Outcome;
 use twobs::plan::{Points, Shape};
 use twobs::problems::built_in;
 use twobs::run::{self, BackendChoice, Execution, RunOptions};
+use twobs::schedule::GpuOptions;
 use twobs::spec::{Disk, Problem};
 
 fn seed() -> u64 {
@@ -279,11 +279,12 @@ fn the_sample_estimate_of_a_grids_pairs() {
         let params = p.bind(&params.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
         let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
         let shape = Shape::new(&p, &params, points);
-        let layout = index::layout(&p, &params, &inputs, shape.pairs, IndexChoice::Grid).unwrap().unwrap();
+        let shapes = index::Shapes::of(&inputs);
+        let layout = index::layout(&p, &params, &shapes, shape.pairs, IndexChoice::Grid).unwrap().unwrap();
         let (grid, _) =
             index::choose(&p, &params, &inputs, shape.visit, shape.pairs, IndexChoice::Grid, index::CPU_RUNS).unwrap();
         let exact = grid.unwrap().pairs as f64;
-        let estimate = layout.estimated_pairs(&inputs, shape.visit) as f64;
+        let estimate = layout.estimated_pairs(&shapes, shape.visit) as f64;
         let what = format!("{name} {given} on {n} {generator:?} points: estimate {estimate}, grid {exact}");
         if n <= 1 << 14 {
             assert_eq!(estimate, exact, "{what}");

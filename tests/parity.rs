@@ -18,13 +18,13 @@ use indicatif::ProgressBar;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use twobs::backend::cpu::CpuDriver;
 use twobs::backend::cuda;
-use twobs::schedule::{GpuOptions, Hybrid};
 use twobs::backend::nvrtc;
 use twobs::cache::Cache;
 use twobs::data::{Generator, Inputs, synthesize};
 use twobs::index::{IndexChoice, IndexKind};
 use twobs::plan::{self, Forced, Shape};
 use twobs::problems::{BUILT_IN, built_in};
+use twobs::schedule::{GpuOptions, Hybrid};
 use twobs::spec::{Disk, Problem, Sets};
 use twobs::stage::contribution::EstimateError;
 

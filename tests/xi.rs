@@ -4,11 +4,11 @@
 //! small r). Fresh random inputs every run; the seed is printed.
 
 use rand::{RngExt, SeedableRng};
-use twobs::schedule::GpuOptions;
 use twobs::cache::Cache;
 use twobs::data::{Column, Generator, Inputs, PointSet, synthesize};
 use twobs::problems::built_in;
 use twobs::run::{BackendChoice, RunOptions};
+use twobs::schedule::GpuOptions;
 use twobs::spec::{Problem, Spacing};
 use twobs::stage::contribution::histogram_edges;
 use twobs::xi::{Estimator, count};

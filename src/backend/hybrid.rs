@@ -15,13 +15,13 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use indicatif::ProgressBar;
 use super::cpu::Walker;
 use super::pieces::{self, Piece};
 use crate::data::Column;
 use crate::index::Grid;
 use crate::schedule::Split;
 use crate::stage::output::Partial;
+use indicatif::ProgressBar;
 
 /// The smallest claim: a few hundred microseconds of one thread, so that
 /// claims cost nothing beside their work.

@@ -28,7 +28,7 @@ use crate::cache::Cache;
 use crate::codegen;
 use crate::data::{Inputs, PointSet};
 use crate::device::{Device, ProfileError, TunedProfile};
-use crate::index::{self, Grid, IndexChoice, IndexError, IndexKind, Layout, Summary};
+use crate::index::{self, Grid, IndexChoice, IndexError, IndexKind, Layout, Shapes, Summary};
 use crate::outcome::Outcome;
 use crate::plan::{Forced, Plan, PlanError, Points, Shape};
 use crate::schedule::{self, GpuOptions, Hybrid, Indexing, Schedule, ScheduleError, Sharing, Split, Workers};
@@ -378,7 +378,7 @@ pub fn run(
     let driver_s = wall.elapsed().as_secs_f64();
     // The schedule's sample of the grid is made for these inputs: compute, not preparation.
     let start = Instant::now();
-    let schedule = Schedule::make(problem, params, inputs, index, opts, &workers)?;
+    let schedule = Schedule::make(problem, params, &Shapes::of(inputs), index, opts, &workers)?;
     let schedule_s = start.elapsed().as_secs_f64();
     let ask = Ask { problem, params, inputs, choice: index, opts, cache, progress };
     let mut run = run_schedule(ask, &schedule, &ordinals, &workers.gpus, wall, schedule_s)?;
@@ -513,7 +513,8 @@ fn prepare(
     let (n_a, n_b) = (inputs.a.len(), inputs.other().len());
     let streams = opts.streams.max(1);
     let whole = |points: usize| points >= n_a.max(n_b);
-    let block_points_for = |memory: usize| schedule::block_points(inputs, opts, memory, streams);
+    let point_bytes = inputs.a.columns.iter().map(|c| c.scalar().bytes() as usize).sum();
+    let block_points_for = |memory: usize| schedule::block_points(point_bytes, n_a.max(n_b), opts, memory, streams);
     // Pairs, and KNN lists too large to copy into pageable memory fast, come
     // back through pinned buffers.
     let collect = crate::stage::contribution::collect(problem, params);
@@ -677,8 +678,11 @@ fn compile_kernels(
         let (own_forced, between_forced) = (walk_as(own_first), walk_as(between_first));
         let make = |p: &Problem, points, forced| Compiled::new(p, params, dev, points, forced, on_grid, cache);
         let own = if needs(KernelKind::Own) { Some(make(problem, own_points, own_forced)?) } else { None };
-        let between =
-            if needs(KernelKind::Between) { Some(make(&between_problem, between_points, between_forced)?) } else { None };
+        let between = if needs(KernelKind::Between) {
+            Some(make(&between_problem, between_points, between_forced)?)
+        } else {
+            None
+        };
         kernels.push((own, between));
     }
     Ok(kernels)
@@ -801,7 +805,15 @@ fn compute(
 ) -> Result<GpuRun, GpuError> {
     let Ask { problem, inputs, opts, cache, progress, .. } = ask;
     let Ready {
-        contexts, stagings, mut residents, compiled, cpu_driver, block_points, mut timings, upload_after_compile, ..
+        contexts,
+        stagings,
+        mut residents,
+        compiled,
+        cpu_driver,
+        block_points,
+        mut timings,
+        upload_after_compile,
+        ..
     } = ready;
     let n_a = inputs.a.len();
     let streams = opts.streams.max(1);
