@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Mutex;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
@@ -10,9 +11,9 @@ use crate::backend::cuda;
 use crate::backend::nvrtc;
 use crate::cache::Cache;
 use crate::codegen;
-use crate::data::{self, InputOptions, Inputs, Outside, PointSet, read_frames, read_input};
+use crate::data::{self, Generator, InputOptions, Inputs, Outside, PointSet, read_frames, read_input, synthesize};
 use crate::device::{Device, PROFILE_NAMES, TunedProfile};
-use crate::index::{IndexChoice, IndexKind};
+use crate::index::{self, IndexChoice, IndexKind};
 use crate::plan::{Forced, Plan, Points};
 use crate::plot;
 use crate::problems;
@@ -49,6 +50,8 @@ enum Command {
         /// Print the plan as JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        schedule: ScheduleArgs,
     },
     /// Write the CUDA kernel for a problem.
     Gen {
@@ -695,6 +698,64 @@ struct Target {
     forced: ForcedArgs,
 }
 
+/// `twobs plan --schedule`: the schedule of a run on a described machine.
+#[derive(Args)]
+struct ScheduleArgs {
+    /// Also print the schedule of a run of --points uniform points on a
+    /// described machine: the index, which GPUs take part and how, the CPU's share.
+    #[arg(long)]
+    schedule: bool,
+    /// With --schedule: GPUs of the --device profile.
+    #[arg(long, default_value_t = 1, value_name = "N", requires = "schedule")]
+    gpu_count: usize,
+    /// With --schedule: the host's cores (this machine's by default).
+    #[arg(long, value_name = "N", requires = "schedule")]
+    cores: Option<usize>,
+    /// With --schedule: whether the CPU's cores take part (as `twobs run --hybrid`).
+    #[arg(long, value_enum, default_value = "auto", requires = "schedule")]
+    hybrid: Hybrid,
+}
+
+impl ScheduleArgs {
+    /// The schedule of `p`'s points, drawn uniformly (a sample of them), on
+    /// the described machine.
+    fn print(&self, p: &Planned) -> anyhow::Result<()> {
+        let components = p.problem.input.components();
+        let set = |n: u64, seed: u64| -> anyhow::Result<index::SetShape> {
+            let sample = synthesize(Generator::Uniform, n.min(1 << 14), &components, seed)?;
+            Ok(index::SetShape::described(n as usize, sample))
+        };
+        let points = p.plan.shape.points;
+        let shapes = index::Shapes { a: set(points.a, 7)?, b: points.b.map(|b| set(b, 8)).transpose()? };
+        let cores = self.cores.unwrap_or_else(schedule::host_cores);
+        let memory = described_memory(&p.device);
+        let workers = schedule::Workers::described(&p.device, self.gpu_count, memory, DEFAULT_STREAMS, cores);
+        let opts = GpuOptions { streams: DEFAULT_STREAMS, hybrid: self.hybrid, ..Default::default() };
+        let made = schedule::Schedule::make(&p.problem, &p.params, &shapes, IndexChoice::Auto, &opts, &workers)?;
+        println!(
+            "\nschedule on {} x {} ({} GiB each) beside {cores} cores, for uniform points (a sample of 2^14 a set):",
+            self.gpu_count,
+            p.device.name,
+            memory >> 30
+        );
+        for (what, why) in made.describe() {
+            println!("  {what:<13} {why}");
+        }
+        Ok(())
+    }
+}
+
+/// The memory of one GPU of `device`'s profile, for a described machine.
+fn described_memory(device: &Device) -> usize {
+    let gib = match device.name.to_lowercase() {
+        n if n.contains("h200") => 141,
+        n if n.contains("h100") || n.contains("a100") => 80,
+        n if n.contains("titan") => 12,
+        _ => 16,
+    };
+    gib << 30
+}
+
 struct Planned {
     problem: Problem,
     params: Params,
@@ -876,7 +937,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => run_command(args)?,
         Command::Tune(args) => tune_command(args)?,
         Command::Xi(args) => xi_command(args)?,
-        Command::Plan { target, json } => {
+        Command::Plan { target, json, schedule } => {
             let p = target.plan()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&p.plan)?);
@@ -914,6 +975,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         p.params.describe(value)
                     );
                 }
+            }
+            if schedule.schedule {
+                schedule.print(&p)?;
             }
         }
         Command::Gen { target, out_dir, check, cubin } => {
@@ -981,11 +1045,57 @@ fn remove_partial_files_on_interrupt() {
 
 pub fn main() -> ExitCode {
     remove_partial_files_on_interrupt();
-    match run(Cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
+    guarded(|| run(Cli::parse()))
+}
+
+/// The exit status of an internal error (a panic): EX_SOFTWARE of sysexits.h.
+pub const INTERNAL_ERROR: u8 = 70;
+
+/// Runs a command: its error becomes `error: ...` and status 1; a panic in
+/// it, or in a thread it joined, becomes one line that says where and asks
+/// for a report, and status [`INTERNAL_ERROR`]. Partial files are removed
+/// as the panic unwinds (`write::file_atomically`). TWOBS_BACKTRACE=1 also
+/// prints the panic's own message and a backtrace.
+pub fn guarded(command: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
+    static FIRST_PANIC: Mutex<Option<String>> = Mutex::new(None);
+    let backtrace = std::env::var_os("TWOBS_BACKTRACE").is_some_and(|v| v != "0");
+    std::panic::set_hook(Box::new(move |info| {
+        let mut first = FIRST_PANIC.lock().unwrap_or_else(|e| e.into_inner());
+        if first.is_none() {
+            let message = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            let at = info.location().map_or(String::new(), |l| format!(" at {}:{}:{}", l.file(), l.line(), l.column()));
+            *first = Some(format!("{message}{at}"));
+        }
+        if backtrace {
+            eprintln!("{info}\n{}", std::backtrace::Backtrace::force_capture());
+        }
+    }));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(command));
+    let _ = std::panic::take_hook();
+    match outcome {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+        Err(_) => {
+            crate::write::remove_partial_files();
+            let what = FIRST_PANIC.lock().unwrap_or_else(|e| e.into_inner()).take();
+            eprintln!("{}", internal_error_line(what.as_deref().unwrap_or("a panic")));
+            ExitCode::from(INTERNAL_ERROR)
+        }
     }
+}
+
+/// The one line an internal error prints.
+pub fn internal_error_line(what: &str) -> String {
+    format!(
+        "twobs: internal error: {what}. This is a bug in twobs {}, not in your input; no result was written. Please report it with the command you ran (TWOBS_BACKTRACE=1 adds a backtrace).",
+        env!("CARGO_PKG_VERSION")
+    )
 }

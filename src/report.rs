@@ -361,6 +361,9 @@ pub fn present(
             }
         ));
     }
+    if let Some((_, gpus)) = exec.schedule.iter().find(|(k, _)| *k == "gpus").filter(|_| t.gpu.is_some()) {
+        say(format!("  GPUs: {gpus}"));
+    }
     if let Some(g) = t.gpu.as_ref().filter(|_| exec.index.index != IndexKind::None) {
         let h = &g.hybrid;
         say(format!(
@@ -413,6 +416,7 @@ pub fn present(
         "pairs": u64::try_from(exec.shape.pairs).map_or_else(|_| json!(exec.shape.pairs.to_string()), |p| json!(p)),
         "conventions": conventions(problem, exec.shape.visit, opts.symmetric),
         "index": exec.index,
+        "schedule": exec.schedule.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
         "result": result,
         "timings": t,
         "plans": exec.plans,

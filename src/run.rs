@@ -123,6 +123,8 @@ pub struct Execution {
     pub timings: Timings,
     /// The GPU plans (diagonal kernel, kernel between blocks).
     pub plans: Vec<Plan>,
+    /// What the schedule decided, a line a decision (`Schedule::describe`).
+    pub schedule: Vec<(&'static str, String)>,
     /// What --verify compared.
     pub verified: Option<String>,
 }
@@ -259,6 +261,7 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
                     verify_s: None,
                 },
                 plans: run.plans,
+                schedule: run.schedule.as_ref().map(Schedule::describe).unwrap_or_default(),
                 verified: None,
             }
         }
@@ -300,6 +303,7 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
                     ..Default::default()
                 },
                 plans: vec![],
+                schedule: schedule.describe(),
                 verified: None,
             }
         }

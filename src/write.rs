@@ -166,6 +166,10 @@ impl Partial {
 impl Drop for Partial {
     fn drop(&mut self) {
         PARTIAL.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| p != &self.0);
+        // A panic while writing: the half-written file goes with it.
+        if std::thread::panicking() {
+            let _ = std::fs::remove_file(&self.0);
+        }
     }
 }
 

@@ -227,6 +227,16 @@ fn case(
         if run.devices.len() != expected {
             return Err(format!("{} of {asked} GPUs ran, not {expected}: {:?}", run.devices.len(), run.notes).into());
         }
+        // Every GPU that ran took a share, and with the CPU's they are the grid's pairs, each once.
+        let per_gpu: Vec<u128> = run.timings.per_gpu.iter().map(|g| g.pairs).collect();
+        let taken = per_gpu.iter().sum::<u128>() + run.timings.hybrid.cpu_pairs;
+        if run.index.index == IndexKind::Grid && (per_gpu.contains(&0) || taken != run.index.pairs) {
+            return Err(format!(
+                "the GPUs took {per_gpu:?} pairs (the CPU {}), the grid {}",
+                run.timings.hybrid.cpu_pairs, run.index.pairs
+            )
+            .into());
+        }
     }
     let shape = Shape::new(problem, &params, plan::points_of(problem.input.sets, a, b));
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
