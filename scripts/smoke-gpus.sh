@@ -22,12 +22,12 @@ done
 cmd() {
   local name=$1
   shift
-  local start=$(date +%s.%N)
-  "$TWOBS" run "$@" --backend cuda --quiet --report "$LOG/$name.json" --out "$LOG/$name.out.csv" >"$LOG/$name.log" 2>&1
+  local start=$(date +%s%N)
+  "$TWOBS" run "$@" --backend cuda --quiet --report "$LOG/$name.json" --out "$LOG/$name.out.npy" >"$LOG/$name.log" 2>&1
   local rc=$?
-  printf '%-28s rc %s  %6.2f s  %s\n' "$name" "$rc" "$(echo "$(date +%s.%N) - $start" | bc)" \
+  printf '%-28s rc %s  %6d ms  %s\n' "$name" "$rc" "$(( ($(date +%s%N) - start) / 1000000 ))" \
     "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["schedule"].get("gpus","")[:150], "| compute", round(r["timings"]["compute_s"],3))' "$LOG/$name.json" 2>/dev/null || tail -c 300 "$LOG/$name.log")"
-  rm -f "$LOG/$name.out.csv"
+  rm -f "$LOG/$name.out.npy"
 }
 cmd sdh-1000 sdh --input uniform:1000
 cmd sdh-8M sdh --input uniform:8000000 --param bins=500
