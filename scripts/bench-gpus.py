@@ -39,6 +39,9 @@ CASES = [
     ("RDF 5M x 5M, 500 shells, open box", "rdf", 5_000_000, 2, ["--param", "box=0", "--param", "r_max=0.5"]),
     # About 32 neighbours a point: pi eps^2 N = 32 in the unit square.
     ("selfjoin 10M 2-D, eps 0.001009", "selfjoin", 10_000_000, 1, ["--param", "eps=0.001009"]),
+    ("selfjoin 30M 2-D, eps 0.000583", "selfjoin", 30_000_000, 1, ["--param", "eps=0.000583"]),
+    # A cut-off histogram big enough to split: ~670 neighbours an atom within r_max.
+    ("RDF 20M atoms, periodic, r_max 0.02", "rdf", 20_000_000, 1, ["--param", "r_max=0.02", "--param", "bins=200"]),
 ]
 ONLY = {int(x) for x in os.environ.get("BENCH_CASES", ",".join(str(i) for i in range(len(CASES)))).split(",") if x}
 
@@ -76,6 +79,9 @@ def run(binary, problem, n, sets, args, gpus):
     return {
         "variant": r["plans"][0]["variant"],
         "compute_s": t["compute_s"],
+        "index_s": t.get("index_s"),
+        "combine_s": g.get("combine_s"),
+        "download_s": g.get("download_s"),
         "kernel_s": g["kernel_s"],
         "setup_s": g["setup_s"],
         "context_s": g["context_s"],
@@ -113,16 +119,17 @@ def main():
     digests = {}
     for r in rows:
         digests.setdefault(r["case"], set()).add(r.get("digest"))
-    table = ["| case | binary | GPUs | compute (s) | kernel (s, summed over GPUs) | whole run (s) | speed-up (compute) | speed-up (whole) | per GPU: share, busy / idle (s) | same result |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+    table = ["| case | binary | GPUs | compute (s) | index (s) | kernel (s, summed over GPUs) | download, combine (s) | whole run (s) | speed-up (compute) | speed-up (whole) | per GPU: share, busy / idle (s) | same result |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
     for r in rows:
         if "error" in r:
-            table.append(f"| {r['case']} | {r['binary']} | {r['gpus']} | {r['error']} | | | | | | |")
+            table.append(f"| {r['case']} | {r['binary']} | {r['gpus']} | {r['error']} | | | | | | | | |")
             continue
         per = "; ".join(f"GPU {g['ordinal']}: {100 * g['share']:.1f}%, {g['busy_s']:.2f} / {g['idle_s']:.2f}" for g in r["per_gpu"] if "busy_s" in g)
         same = "yes" if len(digests[r["case"]]) == 1 else "NO"
         table.append(
-            f"| {r['case']} | {r['binary']} | {r['gpus']} | {r['compute_s']:.3f} | {r['kernel_s']:.3f} | {r['total_s']:.3f} | "
+            f"| {r['case']} | {r['binary']} | {r['gpus']} | {r['compute_s']:.3f} | {r['index_s'] or 0:.3f} | {r['kernel_s']:.3f} | "
+            f"{r['download_s'] or 0:.3f}, {r['combine_s'] or 0:.3f} | {r['total_s']:.3f} | "
             f"{r.get('speedup', 1):.3f}x | {r.get('speedup_total', 1):.3f}x | {per} | {same} |")
     text = "\n".join(table) + "\n"
     open(os.path.join(OUT, "bench-gpus.md"), "w").write(text)

@@ -244,21 +244,26 @@ impl Schedule {
             block_points: most,
             estimated_pairs: estimate,
         };
-        if hybrid.cpu {
-            let why = every_gpu(
-                all,
-                "pieces of the host's grid from the front of one queue, the CPU's threads units from its back",
-            );
-            return Ok(schedule(host(layout)?, all, Sharing::Queue, why));
-        }
         let first_alone = |why: String| format!("the first GPU alone: {why}");
+        // A search of rings writes every list of its GPU in one buffer, which
+        // one GPU's lists fill (and the CPU's rows overwrite).
+        let why_rings =
+            (rings && several).then(|| first_alone(format!("a KNN search of rings runs on one GPU, not on {all}")));
+        if hybrid.cpu {
+            let gpus = if why_rings.is_some() { 1 } else { all };
+            let why = why_rings.unwrap_or_else(|| {
+                every_gpu(
+                    all,
+                    "pieces of the host's grid from the front of one queue, the CPU's threads units from its back",
+                )
+            });
+            return Ok(schedule(host(layout)?, gpus, Sharing::Queue, why));
+        }
+        if let Some(why) = why_rings {
+            return Ok(schedule(Indexing::Device(layout), 1, Sharing::Queue, why));
+        }
         if !several {
             return Ok(schedule(Indexing::Device(layout), 1, Sharing::Queue, "one GPU sorts its own grid".into()));
-        }
-        if rings {
-            let why =
-                first_alone(format!("a KNN search of rings runs on the GPU that holds its grid's cells, not on {all}"));
-            return Ok(schedule(Indexing::Device(layout), 1, Sharing::Queue, why));
         }
         let estimate = estimate.expect("several GPUs sample the grid");
         // Forced pieces (--piece-pairs) are shared from two of them.

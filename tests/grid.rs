@@ -226,7 +226,13 @@ fn auto_keeps_brute_force_where_the_grid_skips_too_little_and_says_why() {
     let inputs = Inputs { a: synthetic(&p, Generator::Uniform, 2000, seed()), b: None };
     let far = run(&p, &["r=0.6".into()], &inputs, IndexChoice::Auto);
     assert_eq!(far.index.index, IndexKind::None);
-    assert!(far.index.why.contains("too many to be worth a grid"), "{}", far.index.why);
+    assert!(far.index.why.contains("fewer than 4 cells on every axis"), "{}", far.index.why);
+    // In 1-D, 4 cells of 0.25 visit 5/8 of the pairs: the grid is made, then not taken.
+    let line = p.with_dims(1).unwrap();
+    let one_d = Inputs { a: synthetic(&line, Generator::Uniform, 2000, seed()), b: None };
+    let wide = run(&line, &["r=0.245".into()], &one_d, IndexChoice::Auto);
+    assert_eq!(wide.index.index, IndexKind::None);
+    assert!(wide.index.why.contains("too many to be worth a grid"), "{}", wide.index.why);
     let near = run(&p, &["r=0.05".into()], &inputs, IndexChoice::Auto);
     assert_eq!(near.index.index, IndexKind::Grid, "{}", near.index.why);
     assert!(near.index.pairs < far.index.pairs / 20, "{}", near.index.why);

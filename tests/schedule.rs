@@ -120,6 +120,9 @@ fn knn_searches_rings_on_the_first_gpu() {
         let Indexing::Device(layout) = &s.indexing else { panic!("{:?}", s.describe()) };
         assert_eq!(layout.kind, IndexKind::Rings);
         assert_eq!(s.gpus, 1, "{}", s.why_gpus);
+        // The CPU beside it walks the host's rings, still beside one GPU.
+        let on = schedule(&p, &params, &shapes, &h200s(gpus, 64), Hybrid::On);
+        assert!(matches!(on.indexing, Indexing::Host { .. }) && on.hybrid.cpu && on.gpus == 1, "{}", on.why_gpus);
     }
 }
 
