@@ -42,6 +42,8 @@ CASES = [
     ("selfjoin 30M 2-D, eps 0.000583", "selfjoin", 30_000_000, 1, ["--param", "eps=0.000583"]),
     # A cut-off histogram big enough to split: ~670 neighbours an atom within r_max.
     ("RDF 20M atoms, periodic, r_max 0.02", "rdf", 20_000_000, 1, ["--param", "r_max=0.02", "--param", "bins=200"]),
+    # ~3,300 neighbours an atom: about a second of one H200's grid kernels.
+    ("RDF 50M atoms, periodic, r_max 0.025", "rdf", 50_000_000, 1, ["--param", "r_max=0.025", "--param", "bins=250"]),
 ]
 ONLY = {int(x) for x in os.environ.get("BENCH_CASES", ",".join(str(i) for i in range(len(CASES)))).split(",") if x}
 
