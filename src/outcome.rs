@@ -10,12 +10,74 @@ pub enum Outcome {
     /// One total per slot: a count (one slot), a histogram's buckets, a sum (one slot).
     Totals(Totals),
     /// (i, j) index pairs: i < j for a symmetric one-set problem; (a, b) for two sets.
-    Pairs(Vec<[u32; 2]>),
+    Pairs(PairList),
     /// For each query, K neighbour indices and their values (of the pair
     /// function's type, as computed), best first; a query with fewer than K
     /// partners is padded with index u32::MAX and the type's worst value
     /// (+inf, or the largest integer).
     Knn { k: usize, ids: Vec<u32>, values: Column },
+}
+
+/// Index pairs in the lists they were found in: a big join's streams and
+/// GPUs return gigabytes of pairs, which are written and read where they
+/// lie instead of being copied into one list (a copy into fresh memory that
+/// cost a two-GPU join more than its kernels). Small lists are gathered
+/// into one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PairList {
+    parts: Vec<Vec<[u32; 2]>>,
+}
+
+/// Pairs a list must hold to be kept as it is, not gathered with the small ones.
+const KEPT_LIST_PAIRS: usize = 1 << 20;
+
+impl PairList {
+    pub fn from_parts(lists: Vec<Vec<[u32; 2]>>) -> PairList {
+        let (mut parts, small): (Vec<_>, Vec<_>) = lists.into_iter().partition(|l| l.len() >= KEPT_LIST_PAIRS);
+        let gathered: Vec<[u32; 2]> = small.into_iter().flatten().collect();
+        if !gathered.is_empty() {
+            parts.push(gathered);
+        }
+        PairList { parts }
+    }
+
+    pub fn len(&self) -> usize {
+        self.parts.iter().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every pair, list after list.
+    pub fn iter(&self) -> impl Iterator<Item = &[u32; 2]> + '_ {
+        self.parts.iter().flatten()
+    }
+
+    /// The lists, as found.
+    pub fn parts(&self) -> &[Vec<[u32; 2]>] {
+        &self.parts
+    }
+
+    /// Every pair in one list, in order (a copy).
+    pub fn to_vec(&self) -> Vec<[u32; 2]> {
+        self.iter().copied().collect()
+    }
+}
+
+impl IntoIterator for PairList {
+    type Item = [u32; 2];
+    type IntoIter = std::iter::Flatten<std::vec::IntoIter<Vec<[u32; 2]>>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.parts.into_iter().flatten()
+    }
+}
+
+impl From<Vec<[u32; 2]>> for PairList {
+    fn from(pairs: Vec<[u32; 2]>) -> PairList {
+        PairList { parts: if pairs.is_empty() { Vec::new() } else { vec![pairs] } }
+    }
 }
 
 /// Totals per slot: 64-bit counts, or f64 sums.
@@ -109,7 +171,7 @@ impl Outcome {
                 ))
             }
             (Outcome::Pairs(g), Outcome::Pairs(c)) => {
-                let (mut g, mut c) = (g.clone(), c.clone());
+                let (mut g, mut c) = (g.to_vec(), c.to_vec());
                 g.sort_unstable();
                 c.sort_unstable();
                 if g == c {
@@ -169,7 +231,8 @@ mod tests {
         let counts = |x: u64| Outcome::Totals(Totals::Counts(vec![x, 1]));
         assert!(counts(5).difference(&counts(5)).is_none());
         assert!(counts(5).difference(&counts(6)).is_some());
-        assert!(Outcome::Pairs(vec![[1, 2], [0, 3]]).difference(&Outcome::Pairs(vec![[0, 3], [1, 2]])).is_none());
-        assert!(Outcome::Pairs(vec![[1, 2], [1, 2]]).difference(&Outcome::Pairs(vec![[1, 2], [0, 3]])).is_some());
+        let pairs = |v: Vec<[u32; 2]>| Outcome::Pairs(v.into());
+        assert!(pairs(vec![[1, 2], [0, 3]]).difference(&pairs(vec![[0, 3], [1, 2]])).is_none());
+        assert!(pairs(vec![[1, 2], [1, 2]]).difference(&pairs(vec![[1, 2], [0, 3]])).is_some());
     }
 }

@@ -13,7 +13,7 @@ use npyz::WriterBuilder;
 use serde_json::json;
 
 use crate::data::Column;
-use crate::outcome::Totals;
+use crate::outcome::{PairList, Totals};
 
 /// A result that could not be written, or a destination that cannot take one.
 #[derive(Debug, thiserror::Error)]
@@ -317,7 +317,7 @@ pub fn scalar(target: &Target, name: &str, total: &Totals) -> Result<(), WriteEr
 /// an N x 2 npy of u32 written from memory as it lies: the header, then the
 /// pairs' bytes. No copy is made of a result that may fill most of the
 /// host's memory. None where the target is not npy.
-pub fn pairs_as_found(target: &Target, pairs: &[[u32; 2]]) -> Option<Result<(), WriteError>> {
+pub fn pairs_as_found(target: &Target, pairs: &PairList) -> Option<Result<(), WriteError>> {
     if target.format != Format::Npy {
         return None;
     }
@@ -327,13 +327,17 @@ pub fn pairs_as_found(target: &Target, pairs: &[[u32; 2]]) -> Option<Result<(), 
     let unpadded = 10 + dict.len() + 1;
     dict.push_str(&" ".repeat(unpadded.next_multiple_of(64) - unpadded));
     dict.push('\n');
-    // SAFETY: [u32; 2] is eight bytes without padding.
-    let bytes = unsafe { std::slice::from_raw_parts(pairs.as_ptr().cast::<u8>(), std::mem::size_of_val(pairs)) };
     Some(target.write(|w| {
         w.write_all(b"\x93NUMPY\x01\x00")?;
         w.write_all(&(dict.len() as u16).to_le_bytes())?;
         w.write_all(dict.as_bytes())?;
-        w.write_all(bytes)
+        for part in pairs.parts() {
+            // SAFETY: [u32; 2] is eight bytes without padding.
+            let bytes =
+                unsafe { std::slice::from_raw_parts(part.as_ptr().cast::<u8>(), std::mem::size_of_val(&part[..])) };
+            w.write_all(bytes)?;
+        }
+        Ok(())
     }))
 }
 

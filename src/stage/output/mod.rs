@@ -33,7 +33,7 @@ use serde::Serialize;
 use super::{KernelParam, PushArg, Template};
 use crate::data::Column;
 use crate::device::Device;
-use crate::outcome::{Outcome, Totals};
+use crate::outcome::{Outcome, PairList, Totals};
 use crate::spec::Scalar;
 
 /// alpha: the largest output a thread keeps in registers (a float4 / int4).
@@ -344,36 +344,6 @@ pub enum Partial {
 /// Merges the workers' partial results into the outcome of `queries` query
 /// points: totals add slot by slot, pairs concatenate in order, each query's
 /// list (of `value`s) comes from the worker that finished it.
-/// The lists one after another, in one allocation filled on every core: a
-/// big join's streams and GPUs return gigabytes of pairs, which one thread
-/// copied into fresh pages at a few GB/s.
-fn concatenated(mut lists: Vec<Vec<[u32; 2]>>) -> Vec<[u32; 2]> {
-    use rayon::prelude::*;
-    if lists.len() <= 1 {
-        return lists.pop().unwrap_or_default();
-    }
-    let total = lists.iter().map(Vec::len).sum();
-    let mut all: Vec<[u32; 2]> = Vec::with_capacity(total);
-    let mut spare = &mut all.spare_capacity_mut()[..total];
-    let mut parts = Vec::with_capacity(lists.len());
-    for list in &lists {
-        let (to, rest) = spare.split_at_mut(list.len());
-        parts.push((to, list.as_slice()));
-        spare = rest;
-    }
-    const CHUNK: usize = 1 << 16;
-    parts.into_par_iter().for_each(|(to, from)| {
-        to.par_chunks_mut(CHUNK).zip(from.par_chunks(CHUNK)).for_each(|(to, from)| {
-            for (t, f) in to.iter_mut().zip(from) {
-                t.write(*f);
-            }
-        });
-    });
-    // SAFETY: the parts cover the first `total` elements, each written above.
-    unsafe { all.set_len(total) };
-    all
-}
-
 pub fn merge(collect: Collect, value: Scalar, queries: usize, parts: Vec<Partial>) -> Outcome {
     match collect {
         Collect::Totals { slots, total } => {
@@ -392,7 +362,7 @@ pub fn merge(collect: Collect, value: Scalar, queries: usize, parts: Vec<Partial
                     _ => unreachable!("partials of one collect"),
                 })
                 .collect();
-            Outcome::Pairs(concatenated(lists))
+            Outcome::Pairs(PairList::from_parts(lists))
         }
         Collect::Knn { k } => {
             let k = k as usize;
@@ -436,21 +406,27 @@ mod tests {
             Partial::Pairs(vec![[3, 4], [5, 6], [7, 8]]),
             Partial::Pairs(vec![[9, 10], [11, 12]]),
         ];
-        let Outcome::Pairs(mut all) = merge(Collect::Pairs, Scalar::F32, 0, parts) else {
+        let Outcome::Pairs(all) = merge(Collect::Pairs, Scalar::F32, 0, parts) else {
             panic!("pairs merge into pairs")
         };
+        let mut all = all.to_vec();
         all.sort_unstable();
         assert_eq!(all, vec![[1, 2], [3, 4], [5, 6], [7, 8], [9, 10], [11, 12]]);
         let Outcome::Pairs(none) = merge(Collect::Pairs, Scalar::F32, 0, vec![]) else {
             panic!("pairs merge into pairs")
         };
         assert!(none.is_empty());
-        // Lists longer than a chunk of the parallel copy, in order.
-        let long: Vec<Vec<[u32; 2]>> =
-            [70_001u32, 0, 1, 200_000].iter().map(|&n| (0..n).map(|i| [n, i]).collect()).collect();
-        let want: Vec<[u32; 2]> = long.iter().flatten().copied().collect();
-        let parts = long.into_iter().map(Partial::Pairs).collect();
+        // Long lists are kept as found (no copy), short ones gathered: every pair once.
+        let lists: Vec<Vec<[u32; 2]>> =
+            [1_500_000u32, 0, 1, 2_000_000, 70_000].iter().map(|&n| (0..n).map(|i| [n, i]).collect()).collect();
+        let mut want: Vec<[u32; 2]> = lists.iter().flatten().copied().collect();
+        let parts = lists.into_iter().map(Partial::Pairs).collect();
         let Outcome::Pairs(all) = merge(Collect::Pairs, Scalar::F32, 0, parts) else { panic!("pairs") };
-        assert_eq!(all, want);
+        assert_eq!(all.parts().len(), 3, "two long lists kept, the short ones gathered");
+        assert_eq!(all.len(), want.len());
+        let mut got = all.to_vec();
+        got.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(got, want);
     }
 }
