@@ -37,27 +37,11 @@ pub fn collect(problem: &Problem, params: &Params) -> Collect {
     }
 }
 
-/// How a pair is tested.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Test {
-    /// On its value, the definition: what the CPU backend, the oracle, does.
-    Values,
-    /// On the spec's key: a threshold against the edge key found by
-    /// bisection at start, a bucket from the spec's estimate of the value.
-    Keys,
-}
+/// How a pair is tested (the enum is the families' shared word, in `stage`;
+/// the rules that choose it are the contribution's).
+pub use super::Test;
 
 impl Test {
-    pub const ALL: [Test; 2] = [Test::Values, Test::Keys];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Test::Values => "values",
-            Test::Keys => "keys",
-        }
-    }
-
     /// Whether pairs may be tested on keys: a key map, and a count, pairs, or a
     /// plain f32 histogram from 0 whose value the spec can estimate.
     pub fn keys_possible(problem: &Problem, params: &Params) -> bool {

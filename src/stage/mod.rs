@@ -21,6 +21,30 @@ pub mod visit;
 use cudarc::driver::{CudaSlice, LaunchArgs, PushKernelArg};
 use serde::Serialize;
 
+/// How a pair is tested. Its rules live with the contribution
+/// (`Test::choose`); the output family reads it too (a count on keys adds
+/// indicators), so it stands here, where neither family reaches into the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Test {
+    /// On its value, the definition: what the CPU backend, the oracle, does.
+    Values,
+    /// On the spec's key: a threshold against the edge key found by
+    /// bisection at start, a bucket from the spec's estimate of the value.
+    Keys,
+}
+
+impl Test {
+    pub const ALL: [Test; 2] = [Test::Values, Test::Keys];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Test::Values => "values",
+            Test::Keys => "keys",
+        }
+    }
+}
+
 /// One side of a pair: set A (the points each thread owns), or the other set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -22,8 +22,7 @@ use crate::device::Device;
 use crate::model::{self, CopyProblem, CopyRow};
 use crate::outcome::Totals;
 use crate::spec::{Output, Problem, Scalar};
-use crate::stage::contribution::Test;
-use crate::stage::{KernelParam, Source};
+use crate::stage::{KernelParam, Source, Test};
 
 /// Every total is 8 bytes: a 64-bit count or an f64 sum.
 pub const SLOT_BYTES: u32 = 8;
