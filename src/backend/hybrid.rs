@@ -16,10 +16,10 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use super::cpu::Walker;
-use super::pieces::{self, Piece};
 use crate::data::Column;
 use crate::index::Grid;
 use crate::schedule::Split;
+use crate::schedule::pieces::{self, Piece};
 use crate::stage::output::Partial;
 use indicatif::ProgressBar;
 

@@ -5,7 +5,6 @@ pub mod cpu;
 pub mod cuda;
 pub mod hybrid;
 pub mod nvrtc;
-pub mod pieces;
 
 /// What a key probe found: keys whose slot from the key edges differs from
 /// their value's (`cpu::check_keys`, `cuda::check_keys`).

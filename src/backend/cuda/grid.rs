@@ -12,12 +12,12 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr
 
 use super::{DeviceGrid, DeviceRings, Doing, GpuError};
 use crate::backend::nvrtc;
-use crate::backend::pieces::GridWork;
 use crate::cache::{Cache, Key, Memo};
 use crate::codegen;
 use crate::data::PointSet;
 use crate::device::Device;
 use crate::index::{self, IndexKind, Layout};
+use crate::schedule::pieces::GridWork;
 use crate::spec::Scalar;
 use crate::stage::input::{DeviceBlock, PAD_POINTS};
 use crate::stage::visit::Visit;

@@ -4,7 +4,7 @@
 //! The input is cut into blocks of points. Each unit of work is a pair of
 //! blocks (the visit family says which): the problem's own kernel on the
 //! diagonal, and the same problem between two sets (A = one block, B =
-//! another) off it. Units are cut into pieces (`backend::pieces`), ranges of
+//! another) off it. Units are cut into pieces (`schedule::pieces`), ranges of
 //! steps over every block of a launch, which every stream of every GPU takes
 //! from one queue (`workers`). [`run`] prepares the GPUs in parallel:
 //! contexts on their own threads, which also upload inputs that fit a GPU
@@ -23,7 +23,6 @@ use super::KeyCheck;
 use super::cpu::{CpuDriver, CpuError};
 use super::hybrid::{self, CpuSide};
 use super::nvrtc::{self, NvrtcError};
-use super::pieces::{self, GridWork, Piece, Work};
 use crate::cache::Cache;
 use crate::codegen;
 use crate::data::{Inputs, PointSet};
@@ -31,13 +30,14 @@ use crate::device::{Device, ProfileError, TunedProfile};
 use crate::index::{self, Grid, IndexChoice, IndexError, IndexKind, Layout, Shapes, Summary};
 use crate::outcome::Outcome;
 use crate::plan::{Forced, Plan, PlanError, Points, Shape};
+use crate::schedule::pieces::{self, GridWork, Piece};
 use crate::schedule::{self, GpuOptions, Hybrid, Indexing, Schedule, ScheduleError, Sharing, Split, Workers};
 use crate::spec::{Params, Problem, Sets};
 use crate::stage::contribution::Test;
 use crate::stage::input::{DeviceBlock, PAD_POINTS};
 use crate::stage::output::download::{self, Staging};
 use crate::stage::output::{self, Collect, OutputStage, Partial};
-use crate::stage::visit::{KernelKind, Unit, Walk};
+use crate::stage::visit::{KernelKind, Unit};
 use crate::stage::{GridArgs, RingArgs, RingShape};
 use kernels::{Compiled, KernelPair, Launcher, dob_drain};
 use workers::{Gpu, GpuResult, Job, busy, gpu_worker};
@@ -247,7 +247,7 @@ pub struct GpuTimings {
     pub launches: u64,
     /// Extra launches after the direct output buffer filled up.
     pub overflow_relaunches: u64,
-    /// Pieces of work the queue was cut into (`backend::pieces`).
+    /// Pieces of work the queue was cut into (`schedule::pieces`).
     pub pieces: u64,
     /// What each GPU did, in the order of `--gpus`.
     pub per_gpu: Vec<GpuWork>,
@@ -691,8 +691,7 @@ fn compile_kernels(
 /// Points [lo, hi) of each block of a set.
 type Blocks = Vec<(usize, usize)>;
 
-/// Each GPU's units of a grid (one share for all where they share a queue), and their pairs.
-type GridShares = Vec<(Vec<GridWork>, u128)>;
+use crate::schedule::pieces::GridShares;
 
 /// Each set's blocks, and the units of work over them. With a grid
 /// (`grid_pairs`), each set is one block, and the problem's own kernel
@@ -854,7 +853,13 @@ fn compute(
     // would not repeat, and the part of the resident upload it hid.
     timings.prepare_s = wall.elapsed().as_secs_f64() - upload_after_compile - timings.index_s;
     let rings = index.index == IndexKind::Rings;
-    let queues = queues(&launchers, groups, grid_work, rings, cpu_driver.is_some(), &a_blocks, &b_blocks, opts);
+    // Each GPU's kernels (own, between), as the pieces' cut reads them.
+    let kernel_plans: Vec<[Option<&Plan>; 2]> = launchers
+        .iter()
+        .map(|(own, between)| [own.as_ref().map(|l| &l.plan), between.as_ref().map(|l| &l.plan)])
+        .collect();
+    let cut = pieces::Cut { streams, piece_pairs: opts.piece_pairs, with_cpu: cpu_driver.is_some(), rings };
+    let queues = pieces::queues(&kernel_plans, groups, grid_work, [&a_blocks, &b_blocks], cut);
     let piece_count = queues.iter().map(|q| q.iter().map(Vec::len).sum::<usize>()).sum::<usize>() as u64;
     // No more streams than groups to share: an idle stream would only allocate
     // and free its buffers. A search of rings keeps every list of a GPU in one
@@ -973,94 +978,6 @@ fn compute(
     timings.combine_s += combine.elapsed().as_secs_f64();
     timings.wall_s = wall.elapsed().as_secs_f64();
     Ok(GpuRun { outcome, devices: devices.to_vec(), plans, timings, notes, block_points, index, schedule: None })
-}
-
-/// The queues of pieces: one that every GPU shares, or one per GPU where
-/// each walks its own share of a grid (`grid_work`: each GPU's units and
-/// their pairs). Units largest first, so that no stream is left with a big
-/// one at the end.
-#[allow(clippy::too_many_arguments, reason = "the run's parts, each once")]
-fn queues(
-    launchers: &[KernelPair<Launcher>],
-    mut groups: Vec<Vec<Unit>>,
-    grid_work: Option<GridShares>,
-    rings: bool,
-    with_cpu: bool,
-    a_blocks: &[(usize, usize)],
-    b_blocks: &[(usize, usize)],
-    opts: &GpuOptions,
-) -> Vec<VecDeque<Vec<Piece>>> {
-    let streams = opts.streams.max(1);
-    let Some(shares) = grid_work else {
-        groups.sort_by_key(|g| std::cmp::Reverse(g.iter().map(|u| u.pairs).sum::<u128>()));
-        if launchers[0].0.as_ref().or(launchers[0].1.as_ref()).is_some_and(|l| l.plan.output.refines_per_query()) {
-            // Per-query lists are refined unit after unit of a query block, on one stream.
-            return vec![groups.into_iter().map(|g| g.into_iter().map(Piece::whole).collect()).collect()];
-        }
-        let units: Vec<Unit> = groups.into_iter().flatten().collect();
-        let work = work(launchers, &units, a_blocks, b_blocks);
-        let min_pairs = opts.piece_pairs.map_or(pieces::MIN_PIECE_PAIRS, u128::from);
-        let workers = launchers.len() * streams;
-        return vec![pieces::cut(&work, workers, min_pairs).into_iter().map(|p| vec![p]).collect()];
-    };
-    // Consecutive units of the grid (most pairs first) per piece.
-    let plan = &launchers[0].0.as_ref().expect("the grid's kernel").plan;
-    let tile = plan.launch.block_size as u64;
-    let max_partners = launchers.iter().filter_map(|(own, _)| own.as_ref()?.plan.launch.partners_per_launch).min();
-    // One queue that every GPU shares, or a queue for each GPU's own share.
-    let workers = if shares.len() == 1 { launchers.len() * streams } else { streams };
-    shares
-        .into_iter()
-        .map(|(work, pairs)| {
-            let unit = Unit { kernel: KernelKind::Own, a_block: 0, b_block: 0, pairs };
-            if rings && !with_cpu {
-                // One launch searches for every query, and its lists come back once.
-                return VecDeque::from([pieces::cut_grid(unit, &work, tile, None, 1, u128::MAX)]);
-            }
-            // Where the CPU takes units from the back, the GPUs' pieces shrink
-            // to a 64th of the pairs, so that the two meet within a small piece.
-            let floor = if with_cpu { (pairs / 64).max(1) } else { pieces::MIN_PIECE_PAIRS };
-            let min_pairs = opts.piece_pairs.map_or(floor, u128::from);
-            // A search's launch meets each own point's rings alone: no counters to bound.
-            let max_partners = if rings { None } else { max_partners };
-            pieces::cut_grid(unit, &work, tile, max_partners, workers, min_pairs).into_iter().map(|p| vec![p]).collect()
-        })
-        .collect()
-}
-
-/// Every unit with the walk of its kernel (every GPU's kernels walk alike:
-/// their block size and points per thread are the first GPU's) and the
-/// tightest bound of any GPU's counters for it.
-fn work(
-    launchers: &[KernelPair<Launcher>],
-    units: &[Unit],
-    a_blocks: &[(usize, usize)],
-    b_blocks: &[(usize, usize)],
-) -> Vec<Work> {
-    let len = |(lo, hi): (usize, usize)| (hi - lo) as u64;
-    units
-        .iter()
-        .map(|&unit| {
-            let plans = launchers.iter().map(|(own, between)| {
-                let launcher = match unit.kernel {
-                    KernelKind::Own => own.as_ref(),
-                    KernelKind::Between => between.as_ref(),
-                };
-                &launcher.expect("a kernel is compiled for every kind of unit").plan
-            });
-            let max_partners = plans.clone().filter_map(|p| p.launch.partners_per_launch).min();
-            let plan = plans.clone().next().expect("at least one GPU");
-            let walk = Walk {
-                visit: plan.shape.visit,
-                n_a: len(a_blocks[unit.a_block]),
-                // One set: the own kernel pairs the block with itself (b_blocks are A's).
-                n_other: len(b_blocks[unit.b_block]),
-                block_size: plan.launch.block_size as u64,
-                points_per_thread: plan.launch.points_per_thread as u64,
-            };
-            Work { unit, walk, max_partners }
-        })
-        .collect()
 }
 
 /// A GPU's context, made on its own thread, and what that thread found and uploaded.

@@ -11,9 +11,9 @@ use rand::{RngExt, SeedableRng};
 
 use super::kernels::{KernelPair, Launcher};
 use super::{DeviceGrid, Doing, GpuError, GpuTimings, Resident};
-use crate::backend::pieces::Piece;
 use crate::data::{Column, Inputs, PointSet};
 use crate::schedule::GpuOptions;
+use crate::schedule::pieces::Piece;
 use crate::spec::Scalar;
 use crate::stage::input::DeviceBlock;
 use crate::stage::output::dob::{self, DeviceDob, PairNames};

@@ -11,7 +11,8 @@
 
 use std::collections::VecDeque;
 
-use crate::stage::visit::{Unit, Walk};
+use crate::plan::Plan;
+use crate::stage::visit::{KernelKind, Unit, Walk};
 
 /// One launch's worth of work: steps [first, end) of every block of `unit`,
 /// or of the grid's units `grid_units` (one block each) where the run walks a grid.
@@ -134,6 +135,101 @@ pub fn cut(work: &[Work], workers: usize, min_pairs: u128) -> Vec<Piece> {
         }
     }
     pieces
+}
+
+/// Each GPU's units of a grid (one share for all where they share a queue), and their pairs.
+pub type GridShares = Vec<(Vec<GridWork>, u128)>;
+
+/// How a run's queues are cut: streams per GPU, `--piece-pairs`, whether
+/// the CPU's threads take units from the back, whether a KNN search of rings runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Cut {
+    pub streams: usize,
+    pub piece_pairs: Option<u64>,
+    pub with_cpu: bool,
+    pub rings: bool,
+}
+
+/// The queues of pieces: one that every GPU shares (units of blocks, or one
+/// grid for all), or one per GPU where each walks its own share of a grid
+/// (`grid_work`). `kernels` holds each GPU's plans, of its own kernel and of
+/// the kernel between two blocks. Units largest first, so that no stream is
+/// left with a big one at the end.
+pub fn queues(
+    kernels: &[[Option<&Plan>; 2]],
+    mut groups: Vec<Vec<Unit>>,
+    grid_work: Option<GridShares>,
+    [a_blocks, b_blocks]: [&[(usize, usize)]; 2],
+    cut: Cut,
+) -> Vec<VecDeque<Vec<Piece>>> {
+    let streams = cut.streams.max(1);
+    let Some(shares) = grid_work else {
+        groups.sort_by_key(|g| std::cmp::Reverse(g.iter().map(|u| u.pairs).sum::<u128>()));
+        if kernels[0].iter().flatten().next().is_some_and(|p| p.output.refines_per_query()) {
+            // Per-query lists are refined unit after unit of a query block, on one stream.
+            return vec![groups.into_iter().map(|g| g.into_iter().map(Piece::whole).collect()).collect()];
+        }
+        let units: Vec<Unit> = groups.into_iter().flatten().collect();
+        let work = work(kernels, &units, a_blocks, b_blocks);
+        let min_pairs = cut.piece_pairs.map_or(MIN_PIECE_PAIRS, u128::from);
+        return vec![self::cut(&work, kernels.len() * streams, min_pairs).into_iter().map(|p| vec![p]).collect()];
+    };
+    // Consecutive units of the grid (most pairs first) per piece.
+    let plan = kernels[0][0].expect("the grid's kernel");
+    let tile = plan.launch.block_size as u64;
+    let max_partners = kernels.iter().filter_map(|[own, _]| (*own)?.launch.partners_per_launch).min();
+    // One queue that every GPU shares, or a queue for each GPU's own share.
+    let workers = if shares.len() == 1 { kernels.len() * streams } else { streams };
+    shares
+        .into_iter()
+        .map(|(work, pairs)| {
+            let unit = Unit { kernel: KernelKind::Own, a_block: 0, b_block: 0, pairs };
+            if cut.rings && !cut.with_cpu {
+                // One launch searches for every query, and its lists come back once.
+                return VecDeque::from([cut_grid(unit, &work, tile, None, 1, u128::MAX)]);
+            }
+            // Where the CPU takes units from the back, the GPUs' pieces shrink
+            // to a 64th of the pairs, so that the two meet within a small piece.
+            let floor = if cut.with_cpu { (pairs / 64).max(1) } else { MIN_PIECE_PAIRS };
+            let min_pairs = cut.piece_pairs.map_or(floor, u128::from);
+            // A search's launch meets each own point's rings alone: no counters to bound.
+            let max_partners = if cut.rings { None } else { max_partners };
+            cut_grid(unit, &work, tile, max_partners, workers, min_pairs).into_iter().map(|p| vec![p]).collect()
+        })
+        .collect()
+}
+
+/// Every unit with the walk of its kernel (every GPU's kernels walk alike:
+/// their block size and points per thread are the first GPU's) and the
+/// tightest bound of any GPU's counters for it.
+fn work(
+    kernels: &[[Option<&Plan>; 2]],
+    units: &[Unit],
+    a_blocks: &[(usize, usize)],
+    b_blocks: &[(usize, usize)],
+) -> Vec<Work> {
+    let len = |(lo, hi): (usize, usize)| (hi - lo) as u64;
+    units
+        .iter()
+        .map(|&unit| {
+            let side = match unit.kernel {
+                KernelKind::Own => 0,
+                KernelKind::Between => 1,
+            };
+            let plans = kernels.iter().map(|k| k[side].expect("a kernel is compiled for every kind of unit"));
+            let max_partners = plans.clone().filter_map(|p| p.launch.partners_per_launch).min();
+            let plan = plans.clone().next().expect("at least one GPU");
+            let walk = Walk {
+                visit: plan.shape.visit,
+                n_a: len(a_blocks[unit.a_block]),
+                // One set: the own kernel pairs the block with itself (b_blocks are A's).
+                n_other: len(b_blocks[unit.b_block]),
+                block_size: plan.launch.block_size as u64,
+                points_per_thread: plan.launch.points_per_thread as u64,
+            };
+            Work { unit, walk, max_partners }
+        })
+        .collect()
 }
 
 /// The CPU's claim on a grid run's queue (`backend::hybrid`): units from

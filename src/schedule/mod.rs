@@ -15,6 +15,8 @@
 
 use std::ops::Range;
 
+pub mod pieces;
+
 use serde::Serialize;
 
 use crate::device::Device;
