@@ -802,7 +802,7 @@ fn compute(
     devices: &[Device],
     wall: Instant,
 ) -> Result<GpuRun, GpuError> {
-    let Ask { problem, inputs, opts, cache, progress, .. } = ask;
+    let Ask { problem, inputs, opts, progress, .. } = ask;
     let Ready {
         contexts,
         stagings,
@@ -814,10 +814,9 @@ fn compute(
         upload_after_compile,
         ..
     } = ready;
-    let n_a = inputs.a.len();
     let streams = opts.streams.max(1);
     // Every GPU holds the inputs whole, or every stream streams its blocks.
-    let whole = block_points >= n_a.max(inputs.other().len());
+    let whole = block_points >= inputs.a.len().max(inputs.other().len());
     if !whole || residents.iter().any(Option::is_none) {
         residents.iter_mut().for_each(|r| *r = None);
     }
@@ -827,28 +826,9 @@ fn compute(
     }
     let grid_pairs = grid_work.as_ref().map(|w| w.iter().map(|(_, p)| p).sum());
     let (a_blocks, b_blocks, groups) = units_of(problem, inputs, block_points, grid_pairs);
-    let mut launchers: Vec<KernelPair<Launcher>> = Vec::new();
-    for ((own, between), (ctx, dev)) in compiled.into_iter().zip(contexts.iter().zip(devices)) {
-        let own = own.map(|c| c.load(dev, ctx)).transpose()?;
-        let between = between.map(|c| c.load(dev, ctx)).transpose()?;
-        launchers.push((own, between));
-    }
+    let (launchers, drains) = load(ask, compiled, &contexts, devices, &mut timings)?;
     let plans: Vec<Plan> = launchers[0].0.iter().chain(launchers[0].1.iter()).map(|l| l.plan.clone()).collect();
     let stage = plans[0].output;
-    // The direct output buffer's drain, on every GPU.
-    let drains: Vec<Option<CudaFunction>> = match stage {
-        OutputStage::Dob { .. } => {
-            let start = Instant::now();
-            let drains = contexts
-                .iter()
-                .zip(devices)
-                .map(|(ctx, dev)| dob_drain(ctx, dev, cache).map(Some))
-                .collect::<Result<_, _>>()?;
-            timings.compile_s += start.elapsed().as_secs_f64();
-            drains
-        }
-        _ => vec![None; contexts.len()],
-    };
     // Everything before the first upload that a second run in this process
     // would not repeat, and the part of the resident upload it hid.
     timings.prepare_s = wall.elapsed().as_secs_f64() - upload_after_compile - timings.index_s;
@@ -860,7 +840,7 @@ fn compute(
         .collect();
     let cut = pieces::Cut { streams, piece_pairs: opts.piece_pairs, with_cpu: cpu_driver.is_some(), rings };
     let queues = pieces::queues(&kernel_plans, groups, grid_work, [&a_blocks, &b_blocks], cut);
-    let piece_count = queues.iter().map(|q| q.iter().map(Vec::len).sum::<usize>()).sum::<usize>() as u64;
+    timings.pieces = queues.iter().map(|q| q.iter().map(Vec::len).sum::<usize>()).sum::<usize>() as u64;
     // No more streams than groups to share: an idle stream would only allocate
     // and free its buffers. A search of rings keeps every list of a GPU in one
     // stream's buffer.
@@ -884,48 +864,118 @@ fn compute(
         value: problem.function.returns,
     };
     let queues: Vec<Mutex<VecDeque<Vec<Piece>>>> = queues.into_iter().map(Mutex::new).collect();
-    // One host thread per GPU, which runs one per stream.
-    // The CPU's threads, where it takes part, walk the host's grid; its first
-    // claim is made before any stream starts, so that a forced split shows.
+    // The CPU's threads, where it takes part, walk the host's grid.
     let cpu_side = cpu_driver
         .as_ref()
         .zip(host_grid)
         .map(|(d, g)| CpuSide::new(d.walker(inputs, Some(g)), g, split, progress, job.start));
-    let first_claim = cpu_side.as_ref().and_then(|c| c.claim(&queues[0]));
-    let (results, cpu_results) = std::thread::scope(|s| {
+    let gpus: Vec<Gpu> = (0..contexts.len())
+        .map(|g| Gpu {
+            ctx: &contexts[g],
+            launchers: &launchers[g],
+            resident: residents[g].as_ref(),
+            drain: drains[g].as_ref(),
+            staging: stagings[g].as_deref(),
+            // One queue for all, or each GPU its own (a split by rows).
+            queue: &queues[g.min(queues.len() - 1)],
+        })
+        .collect();
+    let (results, cpu_results) = run_threads(&job, &gpus, cpu_side.as_ref(), &queues[0], stage, streams_used);
+    timings.upload_s += residents.iter().flatten().map(|r| r.upload_s).sum::<f64>();
+    let parts = gather(results, cpu_results, ordinals, job.start.elapsed().as_secs_f64(), &mut timings, split)?;
+    let combine = Instant::now();
+    let outcome = match (stage.collect(), parts) {
+        // A search of rings wrote each list to its query's input row itself;
+        // the CPU's lists go over the rows it took.
+        (Collect::Knn { k }, (parts, Some(cpu_rows))) => {
+            let gpu = parts.into_iter().find_map(|p| match p {
+                Partial::Knn(mut rows) => rows.pop().map(|(_, values, ids)| (values, ids)),
+                _ => None,
+            });
+            hybrid::lists_with_cpu_rows(k as usize, problem.function.returns, inputs.a.len(), gpu, cpu_rows)
+        }
+        (collect, (parts, _)) => output::merge(collect, problem.function.returns, inputs.a.len(), parts),
+    };
+    timings.combine_s += combine.elapsed().as_secs_f64();
+    timings.wall_s = wall.elapsed().as_secs_f64();
+    Ok(GpuRun { outcome, devices: devices.to_vec(), plans, timings, notes, block_points, index, schedule: None })
+}
+
+/// Each GPU's drain of the direct output buffer, where the output is pairs.
+type Drains = Vec<Option<CudaFunction>>;
+
+/// Each GPU's compiled kernels loaded into its context, and the direct
+/// output buffer's drain where the output is pairs.
+fn load(
+    ask: Ask,
+    compiled: Vec<KernelPair<Compiled>>,
+    contexts: &[Arc<CudaContext>],
+    devices: &[Device],
+    timings: &mut GpuTimings,
+) -> Result<(Vec<KernelPair<Launcher>>, Drains), GpuError> {
+    let mut launchers: Vec<KernelPair<Launcher>> = Vec::new();
+    for ((own, between), (ctx, dev)) in compiled.into_iter().zip(contexts.iter().zip(devices)) {
+        let own = own.map(|c| c.load(dev, ctx)).transpose()?;
+        let between = between.map(|c| c.load(dev, ctx)).transpose()?;
+        launchers.push((own, between));
+    }
+    let stage = launchers[0].0.as_ref().or(launchers[0].1.as_ref()).expect("a kernel").plan.output;
+    let drains = match stage {
+        OutputStage::Dob { .. } => {
+            let start = Instant::now();
+            let drains = contexts
+                .iter()
+                .zip(devices)
+                .map(|(ctx, dev)| dob_drain(ctx, dev, ask.cache).map(Some))
+                .collect::<Result<_, _>>()?;
+            timings.compile_s += start.elapsed().as_secs_f64();
+            drains
+        }
+        _ => vec![None; contexts.len()],
+    };
+    Ok((launchers, drains))
+}
+
+/// One host thread per GPU (which runs one per stream), and the CPU's
+/// threads where it takes part; the CPU's first claim is made before any
+/// stream starts, so that a forced split shows.
+fn run_threads(
+    job: &Job,
+    gpus: &[Gpu],
+    cpu_side: Option<&CpuSide>,
+    shared_queue: &Mutex<VecDeque<Vec<Piece>>>,
+    stage: OutputStage,
+    streams_used: usize,
+) -> (Vec<Result<GpuResult, GpuError>>, Vec<hybrid::CpuResult>) {
+    let first_claim = cpu_side.and_then(|c| c.claim(shared_queue));
+    std::thread::scope(|s| {
         let cpu_handles: Vec<_> = cpu_side
             .iter()
-            .flat_map(|side| {
-                let queue = &queues[0];
-                (0..side.threads)
-                    .map(move |t| s.spawn(move || hybrid::cpu_worker(side, queue, first_claim.filter(|_| t == 0))))
+            .flat_map(|&side| {
+                (0..side.threads).map(move |t| {
+                    s.spawn(move || hybrid::cpu_worker(side, shared_queue, first_claim.filter(|_| t == 0)))
+                })
             })
             .collect();
-        let handles: Vec<_> = (0..contexts.len())
-            .map(|g| {
-                let job = &job;
-                let gpu = Gpu {
-                    ctx: &contexts[g],
-                    launchers: &launchers[g],
-                    resident: residents[g].as_ref(),
-                    drain: drains[g].as_ref(),
-                    staging: stagings[g].as_deref(),
-                    // One queue for all, or each GPU its own (a split by rows).
-                    queue: &queues[g.min(queues.len() - 1)],
-                };
-                s.spawn(move || gpu_worker(job, gpu, stage, streams_used))
-            })
-            .collect();
-        let results: Vec<Result<GpuResult, GpuError>> =
-            handles.into_iter().map(|h| h.join().expect("GPU worker panicked")).collect();
-        let cpu_results: Vec<hybrid::CpuResult> =
-            cpu_handles.into_iter().map(|h| h.join().expect("CPU worker panicked")).collect();
+        let handles: Vec<_> =
+            gpus.iter().map(|&gpu| s.spawn(move || gpu_worker(job, gpu, stage, streams_used))).collect();
+        let results = handles.into_iter().map(|h| h.join().expect("GPU worker panicked")).collect();
+        let cpu_results = cpu_handles.into_iter().map(|h| h.join().expect("CPU worker panicked")).collect();
         (results, cpu_results)
-    });
-    let compute_end = job.start.elapsed().as_secs_f64();
-    timings.pieces = piece_count;
-    // The resident inputs' upload, overlapped with the compilation.
-    timings.upload_s += residents.iter().flatten().map(|r| r.upload_s).sum::<f64>();
+    })
+}
+
+/// What the GPUs and the CPU's threads found, with each one's timings and
+/// share added to the run's: the partial results, and the CPU's KNN rows
+/// where it took part (None where it did not).
+fn gather(
+    results: Vec<Result<GpuResult, GpuError>>,
+    cpu_results: Vec<hybrid::CpuResult>,
+    ordinals: &[usize],
+    compute_end: f64,
+    timings: &mut GpuTimings,
+    split: &mut Split,
+) -> Result<(Vec<Partial>, Option<Vec<hybrid::CpuRows>>), GpuError> {
     let mut parts = Vec::new();
     for (r, &ordinal) in results.into_iter().zip(ordinals) {
         let done = r?;
@@ -946,7 +996,7 @@ fn compute(
             idle_s: (compute_end - busy_s).max(0.0),
         });
     }
-    // What the CPU did, and its lists (its totals and pairs merge with the GPUs').
+    let cpu_took_part = !cpu_results.is_empty();
     let mut cpu_rows = Vec::new();
     let mut cpu_intervals = Vec::new();
     for r in cpu_results {
@@ -962,22 +1012,7 @@ fn compute(
         g.share = g.pairs as f64 / all_pairs.max(1) as f64;
     }
     split.cpu_share = split.cpu_pairs as f64 / all_pairs.max(1) as f64;
-    let combine = Instant::now();
-    // A search of rings wrote each list to its query's input row itself; the
-    // CPU's lists go over the rows it took.
-    let outcome = match stage.collect() {
-        Collect::Knn { k } if cpu_side.is_some() => {
-            let gpu = parts.into_iter().find_map(|p| match p {
-                Partial::Knn(mut rows) => rows.pop().map(|(_, values, ids)| (values, ids)),
-                _ => None,
-            });
-            hybrid::lists_with_cpu_rows(k as usize, problem.function.returns, n_a, gpu, cpu_rows)
-        }
-        collect => output::merge(collect, problem.function.returns, n_a, parts),
-    };
-    timings.combine_s += combine.elapsed().as_secs_f64();
-    timings.wall_s = wall.elapsed().as_secs_f64();
-    Ok(GpuRun { outcome, devices: devices.to_vec(), plans, timings, notes, block_points, index, schedule: None })
+    Ok((parts, cpu_took_part.then_some(cpu_rows)))
 }
 
 /// A GPU's context, made on its own thread, and what that thread found and uploaded.

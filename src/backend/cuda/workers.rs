@@ -167,202 +167,251 @@ pub(super) fn stream_worker(
     totals: Option<&DeviceTotals>,
     origin: &CudaEvent,
 ) -> Result<StreamResult, GpuError> {
-    let Gpu { ctx, launchers, resident, drain, staging, queue } = gpu;
     let setup = Instant::now();
-    ctx.bind_to_thread().doing("binding the context")?;
-    let stream = ctx.new_stream().doing("creating a stream")?;
-    let inputs = job.inputs;
-    let other = inputs.other();
-    let alloc = "allocating GPU memory";
-    // Blocks of its own where the GPU holds no resident copy: pinned staging
-    // only for buffers that take block after block; the other set's buffer
-    // only where a kernel between two blocks runs.
-    let mut own_blocks = match resident {
-        Some(_) => None,
-        None => {
-            let a_dev = DeviceBlock::new(ctx, &stream, &inputs.a, job.block_points, job.a_blocks.len() > 1);
-            let b_points = if launchers.1.is_some() { job.block_points } else { 1 };
-            let b_dev = DeviceBlock::new(ctx, &stream, other, b_points, job.b_blocks.len() > 1);
-            Some((a_dev.doing(alloc)?, b_dev.doing(alloc)?))
-        }
-    };
-    let mut out = match (stage, totals) {
-        (OutputStage::Totals { .. }, Some(t)) => StreamOutput::Totals(t),
-        (OutputStage::Totals { .. }, None) => unreachable!("the GPU worker makes the totals"),
-        (OutputStage::Dob { .. }, _) => StreamOutput::Dob(None, Vec::new()),
-        (OutputStage::TopK { k }, _) => {
-            StreamOutput::TopK(DeviceTopK::new(&stream, job.block_points, k, job.value).doing(alloc)?, Vec::new())
-        }
-    };
-    let mut timings = GpuTimings::default();
-    let mut intervals = Vec::new();
-    let mut kernels = Vec::new();
-    let mut pairs_done = 0u128;
-    let event = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).doing("creating an event");
-    let (e0, e1, e2) = (event()?, event()?, event()?);
-    // Pairs (8 B each) one stream's pool may take: a quarter of free memory shared by the streams.
-    let pool_cap = ctx.mem_get_info().map_or(1 << 26, |(free, _)| (free / 4 / 8 / job.streams) as u64);
-    let mut selectivity: Option<f64> = None;
-    timings.setup_s = setup.elapsed().as_secs_f64();
-
-    // A search of rings writes each query's whole list in one launch, to its
-    // input row: every launch starts fresh, and the lists come back once,
-    // after the stream's last piece (the CPU may have taken other queries).
-    let searches_rings = resident.is_some_and(|r| r.grid.as_ref().is_some_and(|g| g.rings.is_some()));
+    let mut stream = Stream::open(job, gpu, stage, totals, origin)?;
+    stream.timings.setup_s = setup.elapsed().as_secs_f64();
     loop {
-        let Some(group) = queue.lock().expect("queue lock").pop_front() else { break };
-        let (q_start, q_end) = job.a_blocks[group[0].unit.a_block];
-        if let StreamOutput::TopK(lists, _) = &mut out {
+        let Some(group) = gpu.queue.lock().expect("queue lock").pop_front() else { break };
+        stream.run_group(&group)?;
+    }
+    stream.finish()
+}
+
+/// One stream of a GPU and what it keeps between pieces: its own blocks of
+/// the inputs (where the GPU holds none whole), its output buffers, events
+/// and timings.
+struct Stream<'a> {
+    job: &'a Job<'a>,
+    gpu: Gpu<'a>,
+    origin: &'a CudaEvent,
+    stream: Arc<CudaStream>,
+    own_blocks: Option<(DeviceBlock, DeviceBlock)>,
+    out: StreamOutput<'a>,
+    /// Events around each piece's upload and kernel.
+    events: [CudaEvent; 3],
+    /// Pairs (8 B each) the direct output buffer's pool may take.
+    pool_cap: u64,
+    /// The share of visited pairs that pass, once sampled (pairs problems).
+    selectivity: Option<f64>,
+    /// A search of rings writes each query's whole list in one launch, to
+    /// its input row: every launch starts fresh, and the lists come back
+    /// once, after the stream's last piece (the CPU may have taken other queries).
+    searches_rings: bool,
+    timings: GpuTimings,
+    intervals: Vec<(f64, f64)>,
+    kernels: Vec<(f64, f64)>,
+    pairs: u128,
+}
+
+impl<'a> Stream<'a> {
+    fn open(
+        job: &'a Job<'a>,
+        gpu: Gpu<'a>,
+        stage: OutputStage,
+        totals: Option<&'a DeviceTotals>,
+        origin: &'a CudaEvent,
+    ) -> Result<Stream<'a>, GpuError> {
+        let ctx = gpu.ctx;
+        ctx.bind_to_thread().doing("binding the context")?;
+        let stream = ctx.new_stream().doing("creating a stream")?;
+        let alloc = "allocating GPU memory";
+        // Blocks of its own where the GPU holds no resident copy: pinned staging
+        // only for buffers that take block after block; the other set's buffer
+        // only where a kernel between two blocks runs.
+        let own_blocks = match gpu.resident {
+            Some(_) => None,
+            None => {
+                let inputs = job.inputs;
+                let a_dev = DeviceBlock::new(ctx, &stream, &inputs.a, job.block_points, job.a_blocks.len() > 1);
+                let b_points = if gpu.launchers.1.is_some() { job.block_points } else { 1 };
+                let b_dev = DeviceBlock::new(ctx, &stream, inputs.other(), b_points, job.b_blocks.len() > 1);
+                Some((a_dev.doing(alloc)?, b_dev.doing(alloc)?))
+            }
+        };
+        let out = match (stage, totals) {
+            (OutputStage::Totals { .. }, Some(t)) => StreamOutput::Totals(t),
+            (OutputStage::Totals { .. }, None) => unreachable!("the GPU worker makes the totals"),
+            (OutputStage::Dob { .. }, _) => StreamOutput::Dob(None, Vec::new()),
+            (OutputStage::TopK { k }, _) => {
+                StreamOutput::TopK(DeviceTopK::new(&stream, job.block_points, k, job.value).doing(alloc)?, Vec::new())
+            }
+        };
+        let event = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).doing("creating an event");
+        // Pairs (8 B each) one stream's pool may take: a quarter of free memory shared by the streams.
+        let pool_cap = ctx.mem_get_info().map_or(1 << 26, |(free, _)| (free / 4 / 8 / job.streams) as u64);
+        let searches_rings = gpu.resident.is_some_and(|r| r.grid.as_ref().is_some_and(|g| g.rings.is_some()));
+        Ok(Stream {
+            job,
+            gpu,
+            origin,
+            stream,
+            own_blocks,
+            out,
+            events: [event()?, event()?, event()?],
+            pool_cap,
+            selectivity: None,
+            searches_rings,
+            timings: GpuTimings::default(),
+            intervals: Vec::new(),
+            kernels: Vec::new(),
+            pairs: 0,
+        })
+    }
+
+    /// Runs a group's pieces in order; per-query lists of a query block come back after its last.
+    fn run_group(&mut self, group: &[Piece]) -> Result<(), GpuError> {
+        let (q_start, q_end) = self.job.a_blocks[group[0].unit.a_block];
+        if let StreamOutput::TopK(lists, _) = &mut self.out {
             lists.begin_query_block();
         }
-        for piece in &group {
-            let began = job.start.elapsed().as_secs_f64();
-            let unit = &piece.unit;
-            let launcher = match unit.kernel {
-                KernelKind::Own => launchers.0.as_ref(),
-                KernelKind::Between => launchers.1.as_ref(),
-            }
-            .expect("a kernel is compiled for every kind of unit in the queue");
-            let between = unit.kernel == KernelKind::Between;
-            let (a0, a1) = job.a_blocks[unit.a_block];
-            let (b0, b1) = if between { job.b_blocks[unit.b_block] } else { (a0, a1) };
-            let upload = "uploading points";
-            e0.record(&stream).doing(upload)?;
-            let (a_dev, b_dev) = match (resident, &mut own_blocks) {
-                (Some(r), _) => (&r.a, r.b.as_ref().unwrap_or(&r.a)),
-                (None, Some((a_dev, b_dev))) => {
-                    a_dev.load(&stream, &inputs.a, (0, unit.a_block), (a0, a1)).doing(upload)?;
-                    if between {
-                        b_dev.load(&stream, other, (1, unit.b_block), (b0, b1)).doing(upload)?;
-                    }
-                    (&*a_dev, &*b_dev)
-                }
-                (None, None) => unreachable!("a stream has blocks of its own where none are resident"),
-            };
-            e1.record(&stream).doing(upload)?;
-            let grid = piece.blocks(|| launcher.plan.launch.grid_for(a1 - a0));
-            let counts = [(a1 - a0) as u32, (b1 - b0) as u32];
-            let offsets = [a0 as u32, b0 as u32];
-            let steps = [piece.steps.0, piece.steps.1];
-            // The kernel reads B's columns where it pairs two sets.
-            let b_block = launcher.plan.shape.points.b.is_some().then_some(b_dev);
-            let device_grid = resident.and_then(|r| r.grid.as_ref());
-            let cells = piece.grid_units.map(|[first, _]| {
-                let g = device_grid.expect("a run on a grid holds it on every GPU");
-                g.args(&g.units, first)
-            });
-            match &mut out {
-                StreamOutput::Dob(dob, sink) => {
-                    let OutputStage::Dob { page_pairs } = launcher.plan.output else { unreachable!("a DOB plan") };
-                    let drain = drain.expect("a GPU running the direct output buffer has its drain");
-                    let wanted = match job.opts.pool_pairs {
-                        Some(p) => p,
-                        None => {
-                            let sel = match selectivity {
-                                Some(s) => s,
-                                None => {
-                                    let s = match device_grid {
-                                        Some(g) => sample_grid_selectivity(
-                                            &stream,
-                                            launcher,
-                                            (a_dev, b_block),
-                                            counts,
-                                            g,
-                                            drain,
-                                        )?,
-                                        None => sample_selectivity(job, ctx, &stream, launcher, unit, drain)?,
-                                    };
-                                    selectivity = Some(s);
-                                    s
-                                }
-                            };
-                            dob::pool_for(sel, piece.pairs, grid, launcher.plan.launch.block_size, page_pairs, pool_cap)
-                        }
-                    };
-                    let run = dob::run(
-                        &stream,
-                        page_pairs,
-                        grid,
-                        wanted,
-                        dob,
-                        &mut |d: &DeviceDob| {
-                            let args = KernelArgs {
-                                a: a_dev,
-                                b: b_block,
-                                counts,
-                                offsets,
-                                steps,
-                                output: DeviceOutput::Dob(d),
-                                grid: cells,
-                            };
-                            launcher.launch(&stream, grid, &args)
-                        },
-                        drain,
-                        pair_names(device_grid, launcher),
-                        staging,
-                        sink,
-                    )?;
-                    timings.launches += run.launches;
-                    timings.overflow_relaunches += run.launches - 1;
-                    timings.download_s += run.drain_s;
-                    // Launches and drains alternate on the host: its clock places them.
-                    let end = job.start.elapsed().as_secs_f64() - run.drain_s;
-                    kernels.push((end - run.kernel_s, end));
-                }
-                StreamOutput::Totals(t) => {
-                    let output = DeviceOutput::Totals(t);
-                    let args = KernelArgs { a: a_dev, b: b_block, counts, offsets, steps, output, grid: cells };
-                    launcher.launch(&stream, grid, &args)?;
-                    timings.launches += 1;
-                }
-                StreamOutput::TopK(lists, _) => {
-                    let output = DeviceOutput::TopK(lists);
-                    let args = KernelArgs { a: a_dev, b: b_block, counts, offsets, steps, output, grid: cells };
-                    launcher.launch(&stream, grid, &args)?;
-                    if !searches_rings {
-                        lists.launched();
-                    }
-                    timings.launches += 1;
-                }
-            }
-            e2.record(&stream).doing("running the kernel")?;
-            stream.synchronize().doing("running the kernel")?;
-            timings.upload_s += e0.elapsed_ms(&e1).doing("timing")? as f64 / 1e3;
-            if !matches!(out, StreamOutput::Dob(..)) {
-                let at = |e: &CudaEvent| origin.elapsed_ms(e).map(|ms| ms as f64 / 1e3).doing("timing");
-                kernels.push((at(&e1)?, at(&e2)?));
-            }
-            intervals.push((began, job.start.elapsed().as_secs_f64()));
-            pairs_done += piece.pairs;
-            job.progress.inc(piece.pairs.min(u64::MAX as u128) as u64);
+        for piece in group {
+            self.run_piece(piece)?;
         }
-        if let StreamOutput::TopK(lists, rows) = &mut out
-            && !searches_rings
+        if let StreamOutput::TopK(lists, rows) = &mut self.out
+            && !self.searches_rings
         {
             let t = Instant::now();
-            let (values, ids) = lists.download(&stream, q_end - q_start, staging).doing("downloading the lists")?;
-            timings.download_s += t.elapsed().as_secs_f64();
+            let (values, ids) =
+                lists.download(&self.stream, q_end - q_start, self.gpu.staging).doing("downloading the lists")?;
+            self.timings.download_s += t.elapsed().as_secs_f64();
             rows.push((q_start, values, ids));
         }
+        Ok(())
     }
-    if let StreamOutput::TopK(lists, rows) = &mut out
-        && searches_rings
-        && !intervals.is_empty()
-    {
+
+    /// Uploads a piece's blocks (where none are resident), launches its
+    /// kernel into the stream's output, and times both.
+    fn run_piece(&mut self, piece: &Piece) -> Result<(), GpuError> {
+        let job = self.job;
+        let began = job.start.elapsed().as_secs_f64();
+        let unit = &piece.unit;
+        let launchers = self.gpu.launchers;
+        let launcher = match unit.kernel {
+            KernelKind::Own => launchers.0.as_ref(),
+            KernelKind::Between => launchers.1.as_ref(),
+        }
+        .expect("a kernel is compiled for every kind of unit in the queue");
+        let between = unit.kernel == KernelKind::Between;
+        let (a0, a1) = job.a_blocks[unit.a_block];
+        let (b0, b1) = if between { job.b_blocks[unit.b_block] } else { (a0, a1) };
+        let upload = "uploading points";
+        let [e0, e1, e2] = &self.events;
+        e0.record(&self.stream).doing(upload)?;
+        let (a_dev, b_dev) = match (self.gpu.resident, &mut self.own_blocks) {
+            (Some(r), _) => (&r.a, r.b.as_ref().unwrap_or(&r.a)),
+            (None, Some((a_dev, b_dev))) => {
+                a_dev.load(&self.stream, &job.inputs.a, (0, unit.a_block), (a0, a1)).doing(upload)?;
+                if between {
+                    b_dev.load(&self.stream, job.inputs.other(), (1, unit.b_block), (b0, b1)).doing(upload)?;
+                }
+                (&*a_dev, &*b_dev)
+            }
+            (None, None) => unreachable!("a stream has blocks of its own where none are resident"),
+        };
+        e1.record(&self.stream).doing(upload)?;
+        let grid = piece.blocks(|| launcher.plan.launch.grid_for(a1 - a0));
+        // The kernel reads B's columns where it pairs two sets.
+        let b_block = launcher.plan.shape.points.b.is_some().then_some(b_dev);
+        let device_grid = self.gpu.resident.and_then(|r| r.grid.as_ref());
+        let counts = [(a1 - a0) as u32, (b1 - b0) as u32];
+        let offsets = [a0 as u32, b0 as u32];
+        let steps = [piece.steps.0, piece.steps.1];
+        let cells = piece.grid_units.map(|[first, _]| {
+            let g = device_grid.expect("a run on a grid holds it on every GPU");
+            g.args(&g.units, first)
+        });
+        let stream = &self.stream;
+        match &mut self.out {
+            StreamOutput::Dob(dob, sink) => {
+                let OutputStage::Dob { page_pairs } = launcher.plan.output else { unreachable!("a DOB plan") };
+                let drain = self.gpu.drain.expect("a GPU running the direct output buffer has its drain");
+                let wanted = match job.opts.pool_pairs {
+                    Some(p) => p,
+                    None => {
+                        let sel = match self.selectivity {
+                            Some(s) => s,
+                            None => {
+                                let s = match device_grid {
+                                    Some(g) => {
+                                        sample_grid_selectivity(stream, launcher, (a_dev, b_block), counts, g, drain)?
+                                    }
+                                    None => sample_selectivity(job, self.gpu.ctx, stream, launcher, unit, drain)?,
+                                };
+                                *self.selectivity.insert(s)
+                            }
+                        };
+                        let block_size = launcher.plan.launch.block_size;
+                        dob::pool_for(sel, piece.pairs, grid, block_size, page_pairs, self.pool_cap)
+                    }
+                };
+                let names = pair_names(device_grid, launcher);
+                let launch = &mut |d: &DeviceDob| {
+                    let output = DeviceOutput::Dob(d);
+                    let args = KernelArgs { a: a_dev, b: b_block, counts, offsets, steps, output, grid: cells };
+                    launcher.launch(stream, grid, &args)
+                };
+                let run =
+                    dob::run(stream, page_pairs, grid, wanted, dob, launch, drain, names, self.gpu.staging, sink)?;
+                self.timings.launches += run.launches;
+                self.timings.overflow_relaunches += run.launches - 1;
+                self.timings.download_s += run.drain_s;
+                // Launches and drains alternate on the host: its clock places them.
+                let end = job.start.elapsed().as_secs_f64() - run.drain_s;
+                self.kernels.push((end - run.kernel_s, end));
+            }
+            StreamOutput::Totals(t) => {
+                let output = DeviceOutput::Totals(t);
+                let args = KernelArgs { a: a_dev, b: b_block, counts, offsets, steps, output, grid: cells };
+                launcher.launch(stream, grid, &args)?;
+                self.timings.launches += 1;
+            }
+            StreamOutput::TopK(lists, _) => {
+                let output = DeviceOutput::TopK(lists);
+                let args = KernelArgs { a: a_dev, b: b_block, counts, offsets, steps, output, grid: cells };
+                launcher.launch(stream, grid, &args)?;
+                if !self.searches_rings {
+                    lists.launched();
+                }
+                self.timings.launches += 1;
+            }
+        }
+        e2.record(stream).doing("running the kernel")?;
+        stream.synchronize().doing("running the kernel")?;
+        self.timings.upload_s += e0.elapsed_ms(e1).doing("timing")? as f64 / 1e3;
+        if !matches!(self.out, StreamOutput::Dob(..)) {
+            let at = |e: &CudaEvent| self.origin.elapsed_ms(e).map(|ms| ms as f64 / 1e3).doing("timing");
+            self.kernels.push((at(e1)?, at(e2)?));
+        }
+        self.intervals.push((began, job.start.elapsed().as_secs_f64()));
+        self.pairs += piece.pairs;
+        job.progress.inc(piece.pairs.min(u64::MAX as u128) as u64);
+        Ok(())
+    }
+
+    /// A search's lists come back once; the stream's buffers are freed.
+    fn finish(mut self) -> Result<StreamResult, GpuError> {
+        if let StreamOutput::TopK(lists, rows) = &mut self.out
+            && self.searches_rings
+            && !self.intervals.is_empty()
+        {
+            let t = Instant::now();
+            let queries = self.job.inputs.a.len();
+            let (values, ids) =
+                lists.download(&self.stream, queries, self.gpu.staging).doing("downloading the lists")?;
+            self.timings.download_s += t.elapsed().as_secs_f64();
+            rows.push((0, values, ids));
+        }
+        let Stream { out, own_blocks, stream, mut timings, intervals, kernels, pairs, .. } = self;
+        let part = match out {
+            StreamOutput::Totals(_) => None,
+            StreamOutput::Dob(_, pairs) => Some(Partial::Pairs(pairs)),
+            StreamOutput::TopK(_, rows) => Some(Partial::Knn(rows)),
+        };
         let t = Instant::now();
-        let (values, ids) = lists.download(&stream, inputs.a.len(), staging).doing("downloading the lists")?;
-        timings.download_s += t.elapsed().as_secs_f64();
-        rows.push((0, values, ids));
+        drop((own_blocks, stream));
+        timings.teardown_s = t.elapsed().as_secs_f64();
+        Ok(StreamResult { part, timings, intervals, kernels, pairs })
     }
-    let part = match out {
-        StreamOutput::Totals(_) => None,
-        StreamOutput::Dob(_, pairs) => Some(Partial::Pairs(pairs)),
-        StreamOutput::TopK(_, rows) => Some(Partial::Knn(rows)),
-    };
-    let t = Instant::now();
-    drop((own_blocks, stream));
-    timings.teardown_s = t.elapsed().as_secs_f64();
-    Ok(StreamResult { part, timings, intervals, kernels, pairs: pairs_done })
 }
 
 /// Rows sampled from a block to estimate the selectivity of a pairs problem.
