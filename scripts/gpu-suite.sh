@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The GPU test suite, on a GPU machine, from the repository root, with the
 # binaries scripts/build-device.sh makes:
+#  0. target/release/kernels: every kernel variant compiled by NVRTC (1,092;
+#     the local suite compiles a representative set);
 #  1. target/release/parity: the CPU/GPU parity cases of tests/parity.rs (every
 #     plan variant of every built-in and of the manhattan example, forced block
 #     sizes, one and two points, streamed blocks, one and four streams, DOB
@@ -17,6 +19,18 @@ PARITY=${PARITY:-target/release/parity}
 LOG=${1:-${OUT:-/tmp}/gpu-suite}
 mkdir -p "$LOG"
 export TWOBS_CACHE=${TWOBS_CACHE:-/tmp/twobs-cache}
+
+# Every kernel variant through NVRTC (CI compiles a representative set).
+KERNELS=${KERNELS:-target/release/kernels}
+kernels_rc=0
+if [[ -x $KERNELS ]]; then
+  TWOBS_ALL_KERNELS=1 "$KERNELS" nvrtc_compiles_every_kernel --nocapture >"$LOG/kernels.log" 2>&1
+  kernels_rc=$?
+  grep -E "kernels compiled|^test result" "$LOG/kernels.log"
+else
+  echo "no $KERNELS: the NVRTC matrix was not run (scripts/build-device.sh builds it)"
+  kernels_rc=1
+fi
 
 "$PARITY" --test-threads 4 >"$LOG/parity.log" 2>&1
 parity_rc=$?
@@ -56,4 +70,4 @@ run "2pcf 100000 points (sampled verify)" 2pcf --input uniform:100000 --param r=
 run "sdh 100000 points (sampled verify)" sdh --input clustered:100000 --param bins=500
 
 echo "command line: $passed passed, $failed failed"
-[[ $parity_rc -eq 0 && $failed -eq 0 ]]
+[[ $kernels_rc -eq 0 && $parity_rc -eq 0 && $failed -eq 0 ]]
