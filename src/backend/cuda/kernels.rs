@@ -47,6 +47,25 @@ impl Compiled {
         grid: bool,
         cache: &Cache,
     ) -> Result<Compiled, GpuError> {
+        // Once per process for the same question: a trajectory's frames (and a
+        // session's calls) plan, render and read the disk cache once, not 43 ms a frame.
+        static PLANNED: Memo<Compiled> = Memo::new();
+        let asked = format!("{problem:?}\n{params:?}\n{dev:?}\n{points:?}\n{forced:?}\n{grid}");
+        let compiled = PLANNED.get_or_try(Key::of(&[asked.as_bytes()]), || {
+            Compiled::plan_and_compile(problem, params, dev, points, forced, grid, cache)
+        })?;
+        Ok((*compiled).clone())
+    }
+
+    fn plan_and_compile(
+        problem: &Problem,
+        params: &Params,
+        dev: &Device,
+        points: Points,
+        forced: Forced,
+        grid: bool,
+        cache: &Cache,
+    ) -> Result<Compiled, GpuError> {
         let plan = if grid {
             Plan::grid(problem, params, dev, points, forced)?
         } else {
