@@ -221,7 +221,21 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
         Backend::Cuda => {
             // The GPU backend makes its grid itself: its units follow the plan's blocks.
             let bar = progress_bar(shape.pairs, opts.quiet);
-            let run = cuda::run(problem, params, inputs, opts.index, &opts.gpu, &opts.cache, &bar)?;
+            // The schedule is made here, for the GPUs this machine has, and the backend runs it.
+            let gpus = cuda::gpus(&opts.gpu)?;
+            let start = Instant::now();
+            let schedule = Schedule::make(problem, params, &Shapes::of(inputs), opts.index, &opts.gpu, &gpus.workers)?;
+            let schedule_s = start.elapsed().as_secs_f64();
+            let ask = cuda::Ask {
+                problem,
+                params,
+                inputs,
+                choice: opts.index,
+                opts: &opts.gpu,
+                cache: &opts.cache,
+                progress: &bar,
+            };
+            let run = cuda::run_scheduled(ask, &gpus, &schedule, schedule_s)?;
             bar.finish_and_clear();
             notes.extend(run.notes.iter().cloned());
             let g = &run.timings;

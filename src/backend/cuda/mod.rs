@@ -322,9 +322,25 @@ fn blocks(n: usize, per: usize) -> Vec<(usize, usize)> {
     (0..n.div_ceil(per)).map(|k| (k * per, ((k + 1) * per).min(n))).collect()
 }
 
+/// The GPUs a run takes: their ordinals, and the workers a schedule is made for.
+pub struct LiveGpus {
+    pub ordinals: Vec<usize>,
+    pub workers: Workers,
+    /// When the run began (before the driver was first called), and the
+    /// driver's start-up, which counts with the contexts.
+    pub began: Instant,
+    pub driver_s: f64,
+}
+
 /// The GPUs of `opts` (all visible ones where none are named) as a schedule
 /// sees them, with their ordinals.
-pub fn workers(opts: &GpuOptions) -> Result<(Vec<usize>, Workers), GpuError> {
+pub fn gpus(opts: &GpuOptions) -> Result<LiveGpus, GpuError> {
+    let began = Instant::now();
+    let (ordinals, workers) = workers(opts)?;
+    Ok(LiveGpus { ordinals, workers, began, driver_s: began.elapsed().as_secs_f64() })
+}
+
+fn workers(opts: &GpuOptions) -> Result<(Vec<usize>, Workers), GpuError> {
     usable()?;
     nvrtc::available()?;
     let count = CudaContext::device_count().doing("counting GPUs")? as usize;
@@ -350,14 +366,14 @@ pub fn workers(opts: &GpuOptions) -> Result<(Vec<usize>, Workers), GpuError> {
 
 /// What a run was asked: the problem on its inputs, with its options.
 #[derive(Clone, Copy)]
-struct Ask<'a> {
-    problem: &'a Problem,
-    params: &'a Params,
-    inputs: &'a Inputs,
-    choice: IndexChoice,
-    opts: &'a GpuOptions,
-    cache: &'a Cache,
-    progress: &'a ProgressBar,
+pub struct Ask<'a> {
+    pub problem: &'a Problem,
+    pub params: &'a Params,
+    pub inputs: &'a Inputs,
+    pub choice: IndexChoice,
+    pub opts: &'a GpuOptions,
+    pub cache: &'a Cache,
+    pub progress: &'a ProgressBar,
 }
 
 /// Runs `problem` on `inputs` on the GPUs of `opts`; `index` says whether a
@@ -372,17 +388,18 @@ pub fn run(
     cache: &Cache,
     progress: &ProgressBar,
 ) -> Result<GpuRun, GpuError> {
-    let wall = Instant::now();
-    // The driver's initialisation (the first call into it) counts with the contexts.
-    let (ordinals, workers) = workers(opts)?;
-    let driver_s = wall.elapsed().as_secs_f64();
+    let gpus = gpus(opts)?;
     // The schedule's sample of the grid is made for these inputs: compute, not preparation.
     let start = Instant::now();
-    let schedule = Schedule::make(problem, params, &Shapes::of(inputs), index, opts, &workers)?;
-    let schedule_s = start.elapsed().as_secs_f64();
+    let schedule = Schedule::make(problem, params, &Shapes::of(inputs), index, opts, &gpus.workers)?;
     let ask = Ask { problem, params, inputs, choice: index, opts, cache, progress };
-    let mut run = run_schedule(ask, &schedule, &ordinals, &workers.gpus, wall, schedule_s)?;
-    run.timings.context_s += driver_s;
+    run_scheduled(ask, &gpus, &schedule, start.elapsed().as_secs_f64())
+}
+
+/// Runs `schedule`, made for `gpus` in `schedule_s` seconds.
+pub fn run_scheduled(ask: Ask, gpus: &LiveGpus, schedule: &Schedule, schedule_s: f64) -> Result<GpuRun, GpuError> {
+    let mut run = run_schedule(ask, schedule, &gpus.ordinals, &gpus.workers.gpus, gpus.began, schedule_s)?;
+    run.timings.context_s += gpus.driver_s;
     Ok(run)
 }
 
