@@ -306,6 +306,253 @@ fn stage(choice: OutputChoice, collect: Collect, copies: u32, counter: Counter) 
     }
 }
 
+/// The output stage and why: the output class's own, unless forced by name or
+/// by a copy count; an error where it cannot collect the output.
+fn output_stage(
+    problem: &Problem,
+    collect: Collect,
+    output_bytes: Option<u64>,
+    class: OutputClass,
+    forced: Forced,
+) -> Result<(OutputChoice, String), PlanError> {
+    let (mut choice, mut why) = class.stage(collect);
+    if let Some(f) = forced.output {
+        choice = f;
+        why = "forced".into();
+    }
+    if let Some(c) = forced.copies {
+        choice = stage_for_copies(c, forced.output)?;
+        why = "forced".into();
+    }
+    let possible = collect.stages();
+    if !possible.contains(&choice) {
+        return Err(PlanError::StageForOutput {
+            stage: choice,
+            kind: problem.output.kind(),
+            possible: possible.iter().map(|o| o.name()).collect::<Vec<_>>().join(", "),
+        });
+    }
+    if choice == OutputChoice::Register
+        && let Some(bytes) = output_bytes.filter(|b| *b > crate::stage::output::ALPHA_BYTES)
+    {
+        return Err(PlanError::RegistersTooSmall { bytes, alpha: crate::stage::output::ALPHA_BYTES });
+    }
+    Ok((choice, why))
+}
+
+/// The stage that a forced number of copies makes: OP for one, AOP for more;
+/// an error where the stage is also forced and disagrees.
+fn stage_for_copies(copies: u32, forced: Option<OutputChoice>) -> Result<OutputChoice, PlanError> {
+    if !model::COPY_CHOICES.contains(&copies) {
+        return Err(PlanError::CopyCount(copies));
+    }
+    match (forced, copies) {
+        (None, 1) => Ok(OutputChoice::Op),
+        (None, _) => Ok(OutputChoice::Aop),
+        (Some(OutputChoice::Op), 1) => Ok(OutputChoice::Op),
+        (Some(OutputChoice::Aop), 2..) => Ok(OutputChoice::Aop),
+        (Some(stage @ OutputChoice::Aop), 1) => Err(PlanError::CopiesForStage { copies, stage, why: "one copy is op" }),
+        (Some(stage @ OutputChoice::Op), _) => {
+            Err(PlanError::CopiesForStage { copies, stage, why: "op keeps one copy; aop keeps several" })
+        }
+        (Some(stage), _) => Err(PlanError::CopiesForStage { copies, stage, why: "copies apply to op and aop only" }),
+    }
+}
+
+/// The registers per thread a block of `block_size` threads may use:
+/// __launch_bounds__(B) holds the compiler to what lets one block of B threads
+/// fit on an SM (spilling if it must), so no estimate exceeds that.
+fn launch_bound(dev: &Device, block_size: u32) -> u32 {
+    (dev.registers_per_sm / block_size.max(1) / 8 * 8).max(8)
+}
+
+/// The counter of a totals output's shared copies, why, and the partners an
+/// own point may meet in one launch; other outputs keep no shared copies.
+fn shared_counter(collect: Collect, own_points: u32, partners: u64) -> (Counter, String, Option<u64>) {
+    match collect {
+        Collect::Totals { total, .. } => Counter::choose(total, own_points, partners),
+        _ => (Counter::Total, String::new(), None),
+    }
+}
+
+/// The copy model (section 3.3.2), for every output that can be privatized,
+/// so that forced choices can be judged against it.
+fn copy_model(
+    collect: Collect,
+    dev: &Device,
+    counter: Counter,
+    tile_bytes: u32,
+    block_size: u32,
+    registers: u32,
+    total_threads: u64,
+) -> Option<CopyModel> {
+    match collect {
+        Collect::Totals { slots, .. } => {
+            CopyModel::new(dev, slots, counter.bytes(), tile_bytes, block_size, registers, total_threads)
+        }
+        _ => None,
+    }
+}
+
+/// The lane copies measured for shared totals on this kind of GPU, where
+/// they fit beside the tile in half a block's shared memory.
+fn measured_copies(
+    collect: Collect,
+    choice: OutputChoice,
+    tuned: Option<&Tuning>,
+    counter: Counter,
+    tile_bytes: u32,
+    dev: &Device,
+) -> Option<u32> {
+    match (collect, tuned_shape(choice, tuned)) {
+        (Collect::Totals { slots, .. }, Some((KernelShape { copies, .. }, _)))
+            if matches!(choice, OutputChoice::Op | OutputChoice::Aop) =>
+        {
+            let bytes = (slots as u64 + 1) * counter.bytes() as u64 * copies as u64 + tile_bytes as u64;
+            (bytes <= dev.shared_per_block_optin as u64 / 2).then_some(copies)
+        }
+        _ => None,
+    }
+}
+
+/// The output's shared copies, the stage they make and why: the measured
+/// copies, else the copy model's choice, unless forced; one copy is OP.
+fn copies(
+    mut choice: OutputChoice,
+    why: String,
+    class: OutputClass,
+    forced: Forced,
+    tuned: Option<&Tuning>,
+    measured: Option<u32>,
+    model: Option<&CopyModel>,
+) -> (OutputChoice, u32, String) {
+    let planned = forced.output.is_none() && forced.copies.is_none();
+    if let Some(c) = measured
+        && planned
+    {
+        choice = if c > 1 { OutputChoice::Aop } else { OutputChoice::Op };
+    }
+    let mut copies = match choice {
+        OutputChoice::Aop => {
+            let best = measured.or(model.map(|m| m.best)).unwrap_or(1);
+            match forced.copies {
+                Some(c) => c,
+                // AOP forced where the model prefers one copy: the fewest copies that are AOP.
+                None if forced.output == Some(OutputChoice::Aop) && best == 1 => 2,
+                None => best,
+            }
+        }
+        _ => 1,
+    };
+    if choice == OutputChoice::Aop && copies == 1 {
+        choice = OutputChoice::Op;
+    }
+    if choice == OutputChoice::Op {
+        copies = 1;
+    }
+    // A Type-II output's copies are the reason for its stage.
+    let why = if class != OutputClass::TypeII || !planned {
+        why
+    } else if let (Some(t), true) = (tuned, measured == Some(copies)) {
+        format!(
+            "{copies} {} per block (the copy model's choice is shown below): {}",
+            if copies > 1 { "copies by lane id (AOP)" } else { "copy (OP)" },
+            t.source
+        )
+    } else if let Some(m) = model {
+        m.why(copies)
+    } else {
+        why
+    };
+    (choice, copies, why)
+}
+
+/// How each pair is tested and why: forced where the spec allows it, else
+/// the planner's rule; a count of indicators in registers says so.
+fn pair_test(
+    problem: &Problem,
+    params: &Params,
+    dev: &Device,
+    forced: Option<Test>,
+    output: OutputStage,
+) -> Result<(Test, String), PlanError> {
+    let (test, why) = match forced {
+        Some(Test::Keys) if !Test::keys_possible(problem, params) => {
+            return Err(PlanError::NoKeys { problem: problem.name.clone() });
+        }
+        Some(t) => (t, "forced".to_owned()),
+        None => Test::choose(problem, params, dev.compute_capability),
+    };
+    let why = match Tallying::choose(problem, test, output) {
+        Tallying::Indicators => format!(
+            "{why}; the count in registers adds each pair's indicator, 1 or 0 from that one comparison, counting failures where a NaN key passes"
+        ),
+        Tallying::Slots => why,
+    };
+    Ok((test, why))
+}
+
+/// The occupancy of a block, where it fits: its shared memory (input tile,
+/// output copies, key edges) within a block's limit, then its threads, shared
+/// memory and registers on a multiprocessor.
+fn fit_block(
+    dev: &Device,
+    block_size: u32,
+    registers: u32,
+    tile_bytes: u32,
+    output_bytes: u32,
+    key_bytes: u32,
+    copies: u32,
+) -> Result<Occupancy, PlanError> {
+    let shared = tile_bytes + output_bytes + key_bytes;
+    if shared > dev.shared_per_block_optin {
+        return Err(PlanError::SharedMemory {
+            needed: shared,
+            tile: tile_bytes,
+            output: output_bytes,
+            copies,
+            keys: key_bytes,
+            device: dev.name.clone(),
+            available: dev.shared_per_block_optin,
+        });
+    }
+    let needs = BlockNeeds { threads: block_size, shared_bytes: shared, registers_per_thread: registers };
+    model::occupancy(dev, needs).ok_or_else(|| PlanError::DoesNotFit {
+        threads: block_size,
+        shared,
+        registers,
+        device: dev.name.clone(),
+    })
+}
+
+/// The copies and counter decisions of an output kept in shared copies; other stages make none.
+fn copies_decisions(output: OutputStage, forced: Forced, measured: Option<u32>, counter_why: String) -> Vec<Decision> {
+    let OutputStage::Totals { store: Store::Shared { copies, counter }, .. } = output else {
+        return Vec::new();
+    };
+    let why = if forced.copies.is_some() {
+        "forced"
+    } else if measured == Some(copies) {
+        "measured on this kind of GPU (the copy model below is shown for comparison)"
+    } else {
+        "least R x L in the copy model below"
+    };
+    vec![
+        Decision { what: Choice::Copies, choice: copies.to_string(), why: why.into() },
+        Decision { what: Choice::Counter, choice: counter.c_type().into(), why: counter_why },
+    ]
+}
+
+/// 32-bit shared copies, and 32-bit register tallies with their block sums,
+/// hold at most B x R own points' pairs of a launch: the bound on partners is theirs.
+fn partners_per_launch(output: OutputStage, bound: Option<u64>) -> Option<u64> {
+    match output {
+        OutputStage::Totals { store: Store::Shared { counter: Counter::U32, .. }, .. }
+        | OutputStage::Totals { store: Store::Registers, total: Total::Count, .. } => bound,
+        _ => None,
+    }
+}
+
 impl Launch {
     /// Blocks for `points` own points.
     pub fn grid_for(&self, points: usize) -> u32 {
@@ -331,6 +578,9 @@ impl Plan {
         Ok(plan)
     }
 
+    /// The decision tree: the output stage (its leaves) first, then the block
+    /// size and own points per thread, the input cache, the output's copies and
+    /// the test; then whether such a block fits the device.
     fn decide(
         problem: &Problem,
         params: &Params,
@@ -343,56 +593,9 @@ impl Plan {
         let query_points = points.a;
         let output_bytes = shape.collect.bytes(query_points, problem.function.returns);
         let class = shape.collect.class(output_bytes, dev);
-        let mut decisions = vec![
-            Decision { what: Choice::Visit, choice: shape.visit.name().into(), why: shape.visit.why(problem).into() },
-            Decision { what: Choice::OutputClass, choice: format!("{class:?}"), why: class.why(output_bytes, dev) },
-        ];
 
         // Output stage (the tree's leaves), before the input cache: the read-only cache check needs the block size.
-        let (mut choice, mut output_why) = class.stage(shape.collect);
-        if let Some(f) = forced.output {
-            choice = f;
-            output_why = "forced".into();
-        }
-        if let Some(c) = forced.copies {
-            if !model::COPY_CHOICES.contains(&c) {
-                return Err(PlanError::CopyCount(c));
-            }
-            choice = match (forced.output, c) {
-                (None, 1) => OutputChoice::Op,
-                (None, _) => OutputChoice::Aop,
-                (Some(OutputChoice::Op), 1) => OutputChoice::Op,
-                (Some(OutputChoice::Aop), 2..) => OutputChoice::Aop,
-                (Some(stage @ OutputChoice::Aop), 1) => {
-                    return Err(PlanError::CopiesForStage { copies: c, stage, why: "one copy is op" });
-                }
-                (Some(stage @ OutputChoice::Op), _) => {
-                    return Err(PlanError::CopiesForStage {
-                        copies: c,
-                        stage,
-                        why: "op keeps one copy; aop keeps several",
-                    });
-                }
-                (Some(stage), _) => {
-                    return Err(PlanError::CopiesForStage { copies: c, stage, why: "copies apply to op and aop only" });
-                }
-            };
-            output_why = "forced".into();
-        }
-        let possible = shape.collect.stages();
-        if !possible.contains(&choice) {
-            return Err(PlanError::StageForOutput {
-                stage: choice,
-                kind: problem.output.kind(),
-                possible: possible.iter().map(|o| o.name()).collect::<Vec<_>>().join(", "),
-            });
-        }
-        if choice == OutputChoice::Register
-            && let Some(bytes) = output_bytes.filter(|b| *b > crate::stage::output::ALPHA_BYTES)
-        {
-            return Err(PlanError::RegistersTooSmall { bytes, alpha: crate::stage::output::ALPHA_BYTES });
-        }
-
+        let (choice, output_why) = output_stage(problem, shape.collect, output_bytes, class, forced)?;
         let (block_size, block_why) = match forced.block_size {
             Some(b) if b.is_power_of_two() && (32..=1024).contains(&b) => (b, "forced".to_owned()),
             Some(b) => return Err(PlanError::BlockSize(b)),
@@ -409,12 +612,9 @@ impl Plan {
         };
         let grid = query_points.div_ceil(block_size as u64 * points_per_thread as u64).max(1);
         let total_threads = grid * block_size as u64;
-        // __launch_bounds__(B) holds the compiler to what lets one block of B
-        // threads fit on an SM (spilling if it must), so no estimate exceeds that.
-        let launch_bound = (dev.registers_per_sm / block_size.max(1) / 8 * 8).max(8);
-        let registers = registers_estimate(problem, provisional, points_per_thread).min(launch_bound);
-        let element = &problem.input;
+        let registers = registers_estimate(problem, provisional, points_per_thread).min(launch_bound(dev, block_size));
 
+        let element = &problem.input;
         let (input_cache, input_why) = match forced.input_cache {
             Some(f) => (f, "forced".to_owned()),
             None => match tuned_shape(choice, tuned) {
@@ -426,132 +626,30 @@ impl Plan {
 
         // Shared copies count in 32 bits; launches are cut so that no copy can overflow them.
         let partners = points.b.unwrap_or(points.a);
-        let counter = match shape.collect {
-            Collect::Totals { total, .. } => Counter::choose(total, block_size * points_per_thread, partners),
-            _ => (Counter::Total, String::new(), None),
-        };
-        // The copy model (section 3.3.2) is shown for every output that can be
-        // privatized, so that forced choices can be judged against it.
-        let copy_model = match shape.collect {
-            Collect::Totals { slots, .. } => {
-                CopyModel::new(dev, slots, counter.0.bytes(), tile_bytes, block_size, registers, total_threads)
-            }
-            _ => None,
-        };
-        // The measured lane copies where they fit beside the tile, else the model's choice.
-        let tuned_copies = match (shape.collect, tuned_shape(choice, tuned)) {
-            (Collect::Totals { slots, .. }, Some((KernelShape { copies, .. }, _)))
-                if matches!(choice, OutputChoice::Op | OutputChoice::Aop) =>
-            {
-                let bytes = (slots as u64 + 1) * counter.0.bytes() as u64 * copies as u64 + tile_bytes as u64;
-                (bytes <= dev.shared_per_block_optin as u64 / 2).then_some(copies)
-            }
-            _ => None,
-        };
-        if let Some(c) = tuned_copies
-            && forced.output.is_none()
-            && forced.copies.is_none()
-        {
-            choice = if c > 1 { OutputChoice::Aop } else { OutputChoice::Op };
-        }
-        let mut copies = match choice {
-            OutputChoice::Aop => {
-                let best = tuned_copies.or(copy_model.as_ref().map(|m| m.best)).unwrap_or(1);
-                match forced.copies {
-                    Some(c) => c,
-                    // AOP forced where the model prefers one copy: the fewest copies that are AOP.
-                    None if forced.output == Some(OutputChoice::Aop) && best == 1 => 2,
-                    None => best,
-                }
-            }
-            _ => 1,
-        };
-        if choice == OutputChoice::Aop && copies == 1 {
-            choice = OutputChoice::Op;
-        }
-        if choice == OutputChoice::Op {
-            copies = 1;
-        }
-        if class == OutputClass::TypeII && forced.output.is_none() && forced.copies.is_none() {
-            if let (Some(t), true) = (tuned, tuned_copies == Some(copies)) {
-                output_why = format!(
-                    "{copies} {} per block (the copy model's choice is shown below): {}",
-                    if copies > 1 { "copies by lane id (AOP)" } else { "copy (OP)" },
-                    t.source
-                );
-            } else if let Some(m) = &copy_model {
-                output_why = m.why(copies);
-            }
-        }
+        let counter = shared_counter(shape.collect, block_size * points_per_thread, partners);
+        let copy_model = copy_model(shape.collect, dev, counter.0, tile_bytes, block_size, registers, total_threads);
+        let measured_copies = measured_copies(shape.collect, choice, tuned, counter.0, tile_bytes, dev);
+        let (choice, copies, output_why) =
+            copies(choice, output_why, class, forced, tuned, measured_copies, copy_model.as_ref());
         let output = stage(choice, shape.collect, copies, counter.0);
 
+        let (test, test_why) = pair_test(problem, params, dev, forced.test, output)?;
         let output_shared_bytes = output.shared_bytes();
-        let shared_bytes = tile_bytes + output_shared_bytes;
-        let (test, test_why) = match forced.test {
-            Some(Test::Keys) if !Test::keys_possible(problem, params) => {
-                return Err(PlanError::NoKeys { problem: problem.name.clone() });
-            }
-            Some(t) => (t, "forced".to_owned()),
-            None => Test::choose(problem, params, dev.compute_capability),
-        };
         let contribution_shared_bytes = test.shared_bytes(problem, params);
-        if shared_bytes + contribution_shared_bytes > dev.shared_per_block_optin {
-            return Err(PlanError::SharedMemory {
-                needed: shared_bytes + contribution_shared_bytes,
-                tile: tile_bytes,
-                output: output_shared_bytes,
-                copies,
-                keys: contribution_shared_bytes,
-                device: dev.name.clone(),
-                available: dev.shared_per_block_optin,
-            });
-        }
-        let occupancy = model::occupancy(
-            dev,
-            BlockNeeds {
-                threads: block_size,
-                shared_bytes: shared_bytes + contribution_shared_bytes,
-                registers_per_thread: registers,
-            },
-        )
-        .ok_or_else(|| PlanError::DoesNotFit {
-            threads: block_size,
-            shared: shared_bytes + contribution_shared_bytes,
-            registers,
-            device: dev.name.clone(),
-        })?;
-        let rounds = model::rounds(total_threads, occupancy, dev);
-
-        let test_why = match Tallying::choose(problem, test, output) {
-            Tallying::Indicators => format!(
-                "{test_why}; the count in registers adds each pair's indicator, 1 or 0 from that one comparison, counting failures where a NaN key passes"
-            ),
-            Tallying::Slots => test_why,
-        };
-        decisions.push(Decision { what: Choice::Test, choice: test.name().into(), why: test_why });
-        decisions.push(Decision { what: Choice::Output, choice: choice.name().into(), why: output_why });
-        decisions.push(Decision { what: Choice::InputCache, choice: input_cache.name().into(), why: input_why });
-        decisions.push(Decision { what: Choice::BlockSize, choice: block_size.to_string(), why: block_why });
-        decisions.push(Decision {
-            what: Choice::PointsPerThread,
-            choice: points_per_thread.to_string(),
-            why: points_why,
-        });
-        if let OutputStage::Totals { store: Store::Shared { copies, counter: c }, .. } = output {
-            decisions.push(Decision {
-                what: Choice::Copies,
-                choice: copies.to_string(),
-                why: if forced.copies.is_some() {
-                    "forced".into()
-                } else if tuned_copies == Some(copies) {
-                    "measured on this kind of GPU (the copy model below is shown for comparison)".into()
-                } else {
-                    "least R x L in the copy model below".into()
-                },
-            });
-            decisions.push(Decision { what: Choice::Counter, choice: c.c_type().into(), why: counter.1 });
-        }
+        let occupancy =
+            fit_block(dev, block_size, registers, tile_bytes, output_shared_bytes, contribution_shared_bytes, copies)?;
         let diagonal = shape.visit.diagonal(input_cache.random_access());
+
+        let mut decisions = vec![
+            Decision { what: Choice::Visit, choice: shape.visit.name().into(), why: shape.visit.why(problem).into() },
+            Decision { what: Choice::OutputClass, choice: format!("{class:?}"), why: class.why(output_bytes, dev) },
+            Decision { what: Choice::Test, choice: test.name().into(), why: test_why },
+            Decision { what: Choice::Output, choice: choice.name().into(), why: output_why },
+            Decision { what: Choice::InputCache, choice: input_cache.name().into(), why: input_why },
+            Decision { what: Choice::BlockSize, choice: block_size.to_string(), why: block_why },
+            Decision { what: Choice::PointsPerThread, choice: points_per_thread.to_string(), why: points_why },
+        ];
+        decisions.extend(copies_decisions(output, forced, measured_copies, counter.1));
         if let Some(d) = diagonal {
             decisions.push(Decision { what: Choice::Diagonal, choice: d.name().into(), why: d.why().into() });
         }
@@ -575,20 +673,14 @@ impl Plan {
                 block_size,
                 points_per_thread,
                 grid,
-                shared_bytes,
+                shared_bytes: tile_bytes + output_shared_bytes,
                 contribution_shared_bytes,
                 tile_bytes,
                 output_shared_bytes,
                 registers_estimate: registers,
                 occupancy,
-                rounds,
-                // 32-bit shared copies, and 32-bit register tallies with their
-                // block sums, hold at most B x R own points' pairs of a launch.
-                partners_per_launch: match output {
-                    OutputStage::Totals { store: Store::Shared { counter: Counter::U32, .. }, .. }
-                    | OutputStage::Totals { store: Store::Registers, total: Total::Count, .. } => counter.2,
-                    _ => None,
-                },
+                rounds: model::rounds(total_threads, occupancy, dev),
+                partners_per_launch: partners_per_launch(output, counter.2),
             },
             params: kernel_params,
             copy_model,

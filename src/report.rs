@@ -5,9 +5,9 @@ use serde_json::json;
 
 use std::path::Path;
 
-use crate::data::Inputs;
+use crate::data::{Column, Inputs};
 use crate::index::IndexKind;
-use crate::outcome::{Outcome, Totals};
+use crate::outcome::{Outcome, PairList, Totals};
 use crate::plot::{self, Figure, PlotError, Series};
 use crate::run::Execution;
 use crate::spec::{Normalization, Output, Params, Problem, Sets, Spacing};
@@ -185,6 +185,50 @@ fn pair_density(problem: &Problem, params: &Params, inputs: &Inputs) -> (f64, St
     (pairs / volume, how)
 }
 
+/// Where the lines that describe a run go, given what stdout carries.
+struct Lines {
+    quiet: bool,
+    /// Stdout carries data: the result or the JSON report.
+    stdout_has_data: bool,
+    /// With --quiet and no other place for it, a count or sum is the one line on stdout.
+    result_alone: bool,
+}
+
+impl Lines {
+    fn new(opts: &OutputOptions, report_to_stdout: bool) -> Lines {
+        let to_stdout = opts.out.as_ref().is_some_and(|t| t.destination == Destination::Stdout);
+        Lines {
+            quiet: opts.quiet,
+            stdout_has_data: report_to_stdout || to_stdout,
+            result_alone: opts.quiet && !report_to_stdout && opts.out.is_none(),
+        }
+    }
+
+    /// A human-readable line: to stderr when stdout carries data, nowhere with --quiet.
+    fn say(&self, line: String) {
+        match (self.quiet, self.stdout_has_data) {
+            (true, _) => {}
+            (false, true) => eprintln!("{line}"),
+            (false, false) => println!("{line}"),
+        }
+    }
+
+    /// A count or sum, printed alone where --quiet leaves it no other place.
+    fn result(&self, line: String) {
+        if self.result_alone {
+            println!("{line}")
+        }
+    }
+}
+
+/// Records in the report's result where it was written, and in which format.
+fn wrote(target: &Target, result: &mut serde_json::Map<String, serde_json::Value>) {
+    if let Destination::File(path) = &target.destination {
+        result.insert("file".into(), json!(path.display().to_string()));
+    }
+    result.insert("format".into(), json!(target.format.name()));
+}
+
 /// Writes the result, prints a summary, and returns the JSON report.
 pub fn present(
     problem: &Problem,
@@ -196,138 +240,196 @@ pub fn present(
 ) -> Result<serde_json::Value, ReportError> {
     // Pairs and KNN lists come from one frame (the caller refuses more).
     let inputs = &frames[0];
+    let lines = Lines::new(opts, report_to_stdout);
     let mut result = serde_json::Map::new();
     result.insert("kind".into(), json!(problem.output.kind()));
-    let to_stdout = opts.out.as_ref().is_some_and(|t| t.destination == Destination::Stdout);
-    // Human-readable lines go to stderr when stdout carries data (the result or
-    // the JSON report), and nowhere with --quiet.
-    let say = |line: String| match (opts.quiet, report_to_stdout || to_stdout) {
-        (true, _) => {}
-        (false, true) => eprintln!("{line}"),
-        (false, false) => println!("{line}"),
-    };
-    // With --quiet and no other place for it, a count or sum is the one line on stdout.
-    let result_line = |line: String| {
-        if opts.quiet && !report_to_stdout && opts.out.is_none() {
-            println!("{line}")
-        }
-    };
-    let wrote = |target: &Target, result: &mut serde_json::Map<String, serde_json::Value>| {
-        if let Destination::File(path) = &target.destination {
-            result.insert("file".into(), json!(path.display().to_string()));
-        }
-        result.insert("format".into(), json!(target.format.name()));
-    };
-    say(format!("{}: {}", problem.name, contribution::describe(problem, params)));
+    lines.say(format!("{}: {}", problem.name, contribution::describe(problem, params)));
     match (&exec.outcome, &problem.output) {
         (Outcome::Totals(total @ Totals::Counts(c)), Output::Count { .. }) => {
-            say(format!("count = {}", c[0]));
-            result_line(c[0].to_string());
-            result.insert("count".into(), json!(c[0]));
-            if let Some(target) = &opts.out {
-                write::scalar(target, "count", total)?;
-                wrote(target, &mut result);
-            }
+            present_scalar("count", c[0], total, opts.out.as_ref(), &lines, &mut result)?
         }
         (Outcome::Totals(total @ Totals::Sums(s)), Output::Sum) => {
-            say(format!("sum = {}", s[0]));
-            result_line(s[0].to_string());
-            result.insert("sum".into(), json!(s[0]));
-            if let Some(target) = &opts.out {
-                write::scalar(target, "sum", total)?;
-                wrote(target, &mut result);
-            }
+            present_scalar("sum", s[0], total, opts.out.as_ref(), &lines, &mut result)?
         }
         (Outcome::Totals(totals), _) => {
-            let edges = contribution::histogram_edges(problem, params);
-            let g = (problem.normalize == Some(Normalization::Rdf))
-                .then(|| rdf(problem, params, frames, &edges, &totals.as_f64()));
-            let what = match totals {
-                Totals::Counts(c) => format!("{} pairs counted", c.iter().sum::<u64>()),
-                Totals::Sums(s) => format!("pair weights summing to {}", s.iter().sum::<f64>()),
-            };
-            let h = write::Histogram { edges: &edges, totals, g: g.as_ref().map(|(g, _)| g.as_slice()) };
-            match &opts.out {
-                // The report on stdout holds the histogram; stdout takes nothing else.
-                Some(target) if !(report_to_stdout && target.destination == Destination::Stdout) => {
-                    write::histogram(target, &h)?;
-                    say(format!("{} buckets, {what} -> {}", totals.len(), target.shown()));
-                    wrote(target, &mut result);
-                }
-                _ => say(format!("{what} in {} buckets", totals.len())),
-            }
-            if let Some((g, how)) = &g {
-                say(how.clone());
-                result.insert("g_r".into(), json!(g));
-                result.insert("normalization".into(), json!(how));
-            }
-            result.insert("edges".into(), json!(edges));
-            match totals {
-                Totals::Counts(c) => result.insert("counts".into(), json!(c)),
-                Totals::Sums(s) => result.insert("sums".into(), json!(s)),
-            };
+            // The report on stdout holds the histogram; stdout takes nothing else.
+            let target = opts.out.as_ref().filter(|t| !(report_to_stdout && t.destination == Destination::Stdout));
+            present_histogram(problem, params, frames, totals, target, &lines, &mut result)?
         }
         (Outcome::Pairs(pairs), _) => {
-            let target = opts.out.as_ref().expect("pairs always have a target");
-            // Points that are their input rows, neither mirrored nor sorted, go out as they lie.
-            let as_found = !opts.symmetric && !opts.sorted && inputs.a.rows.is_none() && inputs.other().rows.is_none();
-            let count = match as_found.then(|| write::pairs_as_found(target, pairs)).flatten() {
-                Some(written) => {
-                    written?;
-                    pairs.len()
-                }
-                None => {
-                    let one_set = problem.input.sets == Sets::One;
-                    let other = inputs.other();
-                    let mut rows: Vec<[u64; 2]> = pairs
-                        .iter()
-                        .map(|&[i, j]| [inputs.a.original_row(i as u64), other.original_row(j as u64)])
-                        .collect();
-                    if opts.symmetric {
-                        if !(one_set && exec.shape.visit == Visit::LowerTriangle) {
-                            return Err(ReportError::NotSymmetric);
-                        }
-                        let n = rows.len();
-                        rows.reserve(n + inputs.a.len());
-                        for k in 0..n {
-                            rows.push([rows[k][1], rows[k][0]]);
-                        }
-                        rows.extend((0..inputs.a.len() as u64).map(|i| [inputs.a.original_row(i); 2]));
-                    }
-                    if opts.sorted {
-                        rows.sort_unstable();
-                    }
-                    write::pairs(target, &rows)?;
-                    rows.len()
-                }
-            };
-            say(format!("{count} pairs -> {}", target.shown()));
-            result.insert("pairs".into(), json!(count));
-            result.insert("sorted".into(), json!(opts.sorted));
-            wrote(target, &mut result);
+            present_pairs(problem, inputs, exec.shape.visit, pairs, opts, &lines, &mut result)?
         }
         (Outcome::Knn { k, ids, values }, _) => {
-            let other = inputs.other();
-            // -1 where a query has fewer than K partners.
-            let rows: Vec<i64> =
-                ids.iter().map(|&j| if j == u32::MAX { -1 } else { other.original_row(j as u64) as i64 }).collect();
             let target = opts.out.as_ref().expect("neighbours always have a target");
-            let values_path = write::knn(target, *k, &rows, values)?;
-            say(format!(
-                "{k} neighbours of {} points -> {}{}",
-                ids.len() / k.max(&1),
-                target.shown(),
-                values_path.as_ref().map_or(String::new(), |p| format!(" (values: {})", p.display()))
-            ));
-            result.insert("k".into(), json!(k));
-            wrote(target, &mut result);
-            if let Some(p) = values_path {
-                result.insert("values_file".into(), json!(p.display().to_string()));
-            }
+            present_knn(inputs, *k, ids, values, target, &lines, &mut result)?
         }
     }
+    say_timings(exec, &lines);
+    say_gpus(exec, &lines);
+    if let Some(v) = &exec.verified {
+        lines.say(format!("verified: {v}"));
+    }
+    if frames.len() > 1 {
+        lines.say(format!("{} frames, totals summed over them", frames.len()));
+        result.insert("frames".into(), json!(frames.len()));
+    }
+    Ok(report(problem, params, inputs, exec, opts.symmetric, result))
+}
+
+/// A count or a sum: printed, and written where the user named a place.
+fn present_scalar<T: std::fmt::Display + serde::Serialize>(
+    name: &str,
+    value: T,
+    totals: &Totals,
+    target: Option<&Target>,
+    lines: &Lines,
+    result: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<(), ReportError> {
+    lines.say(format!("{name} = {value}"));
+    lines.result(value.to_string());
+    result.insert(name.into(), json!(value));
+    if let Some(target) = target {
+        write::scalar(target, name, totals)?;
+        wrote(target, result);
+    }
+    Ok(())
+}
+
+/// A histogram, with g(r) where the problem normalizes so: written to
+/// `target` where there is one, and always whole in the report.
+fn present_histogram(
+    problem: &Problem,
+    params: &Params,
+    frames: &[Inputs],
+    totals: &Totals,
+    target: Option<&Target>,
+    lines: &Lines,
+    result: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<(), ReportError> {
+    let edges = contribution::histogram_edges(problem, params);
+    let g =
+        (problem.normalize == Some(Normalization::Rdf)).then(|| rdf(problem, params, frames, &edges, &totals.as_f64()));
+    let what = match totals {
+        Totals::Counts(c) => format!("{} pairs counted", c.iter().sum::<u64>()),
+        Totals::Sums(s) => format!("pair weights summing to {}", s.iter().sum::<f64>()),
+    };
+    let h = write::Histogram { edges: &edges, totals, g: g.as_ref().map(|(g, _)| g.as_slice()) };
+    match target {
+        Some(target) => {
+            write::histogram(target, &h)?;
+            lines.say(format!("{} buckets, {what} -> {}", totals.len(), target.shown()));
+            wrote(target, result);
+        }
+        None => lines.say(format!("{what} in {} buckets", totals.len())),
+    }
+    if let Some((g, how)) = &g {
+        lines.say(how.clone());
+        result.insert("g_r".into(), json!(g));
+        result.insert("normalization".into(), json!(how));
+    }
+    result.insert("edges".into(), json!(edges));
+    match totals {
+        Totals::Counts(c) => result.insert("counts".into(), json!(c)),
+        Totals::Sums(s) => result.insert("sums".into(), json!(s)),
+    };
+    Ok(())
+}
+
+/// The pairs, written as found where nothing asks to change them, else as
+/// rows of the input files, mirrored and sorted as asked.
+fn present_pairs(
+    problem: &Problem,
+    inputs: &Inputs,
+    visit: Visit,
+    pairs: &PairList,
+    opts: &OutputOptions,
+    lines: &Lines,
+    result: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<(), ReportError> {
+    let target = opts.out.as_ref().expect("pairs always have a target");
+    // Points that are their input rows, neither mirrored nor sorted, go out as they lie.
+    let as_found = !opts.symmetric && !opts.sorted && inputs.a.rows.is_none() && inputs.other().rows.is_none();
+    let count = match as_found.then(|| write::pairs_as_found(target, pairs)).flatten() {
+        Some(written) => {
+            written?;
+            pairs.len()
+        }
+        None => {
+            let rows = pair_rows(problem, inputs, visit, pairs, opts)?;
+            write::pairs(target, &rows)?;
+            rows.len()
+        }
+    };
+    lines.say(format!("{count} pairs -> {}", target.shown()));
+    result.insert("pairs".into(), json!(count));
+    result.insert("sorted".into(), json!(opts.sorted));
+    wrote(target, result);
+    Ok(())
+}
+
+/// The pairs as rows of the input files: with --symmetric both orders and
+/// (i, i) for every point, with --sorted in (i, j) order.
+fn pair_rows(
+    problem: &Problem,
+    inputs: &Inputs,
+    visit: Visit,
+    pairs: &PairList,
+    opts: &OutputOptions,
+) -> Result<Vec<[u64; 2]>, ReportError> {
+    let one_set = problem.input.sets == Sets::One;
+    let other = inputs.other();
+    let mut rows: Vec<[u64; 2]> =
+        pairs.iter().map(|&[i, j]| [inputs.a.original_row(i as u64), other.original_row(j as u64)]).collect();
+    if opts.symmetric {
+        if !(one_set && visit == Visit::LowerTriangle) {
+            return Err(ReportError::NotSymmetric);
+        }
+        let n = rows.len();
+        rows.reserve(n + inputs.a.len());
+        for k in 0..n {
+            rows.push([rows[k][1], rows[k][0]]);
+        }
+        rows.extend((0..inputs.a.len() as u64).map(|i| [inputs.a.original_row(i); 2]));
+    }
+    if opts.sorted {
+        rows.sort_unstable();
+    }
+    Ok(rows)
+}
+
+/// Each query's K nearest neighbours, as rows of the other set (-1 where a
+/// query has fewer than K partners), and their values where written apart.
+fn present_knn(
+    inputs: &Inputs,
+    k: usize,
+    ids: &[u32],
+    values: &Column,
+    target: &Target,
+    lines: &Lines,
+    result: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<(), ReportError> {
+    let other = inputs.other();
+    let rows: Vec<i64> =
+        ids.iter().map(|&j| if j == u32::MAX { -1 } else { other.original_row(j as u64) as i64 }).collect();
+    let values_path = write::knn(target, k, &rows, values)?;
+    lines.say(format!(
+        "{k} neighbours of {} points -> {}{}",
+        ids.len() / k.max(1),
+        target.shown(),
+        values_path.as_ref().map_or(String::new(), |p| format!(" (values: {})", p.display()))
+    ));
+    result.insert("k".into(), json!(k));
+    wrote(target, result);
+    if let Some(p) = values_path {
+        result.insert("values_file".into(), json!(p.display().to_string()));
+    }
+    Ok(())
+}
+
+/// The backend, its timings, and the index it used.
+fn say_timings(exec: &Execution, lines: &Lines) {
     let t = &exec.timings;
-    say(format!(
+    lines.say(format!(
         "{} on {}: {} pairs in {:.3} s ({:.3e} pairs/s; compile {:.3} s)",
         exec.backend.name(),
         exec.device,
@@ -336,14 +438,14 @@ pub fn present(
         t.pairs_per_s,
         t.compile_s
     ));
-    say(format!(
+    lines.say(format!(
         "  index {}: {}{}",
         exec.index.index.name(),
         exec.index.why,
         t.index_s.map_or(String::new(), |s| format!(" (made in {s:.4} s)"))
     ));
     if let Some(g) = &t.gpu {
-        say(format!(
+        lines.say(format!(
             "  CUDA driver and contexts {:.4} s (apart); buffers {:.4} s, upload {:.4} s, kernels {:.4} s, download {:.4} s, host combine {:.4} s, freeing {:.4} s; {} launches ({} after the output buffer filled){}",
             g.context_s,
             g.setup_s,
@@ -361,12 +463,18 @@ pub fn present(
             }
         ));
     }
+}
+
+/// How a GPU run shared its work: the GPUs it used, the CPU beside them
+/// (on an index), and each GPU's part where there were several.
+fn say_gpus(exec: &Execution, lines: &Lines) {
+    let t = &exec.timings;
     if let Some((_, gpus)) = exec.schedule.iter().find(|(k, _)| *k == "gpus").filter(|_| t.gpu.is_some()) {
-        say(format!("  GPUs: {gpus}"));
+        lines.say(format!("  GPUs: {gpus}"));
     }
     if let Some(g) = t.gpu.as_ref().filter(|_| exec.index.index != IndexKind::None) {
         let h = &g.hybrid;
-        say(format!(
+        lines.say(format!(
             "  CPU beside the GPUs: {}{}",
             h.why,
             if h.cpu {
@@ -383,7 +491,7 @@ pub fn present(
     }
     if let Some(g) = t.gpu.as_ref().filter(|g| g.per_gpu.len() > 1) {
         for w in &g.per_gpu {
-            say(format!(
+            lines.say(format!(
                 "  GPU {}: {} of {} pieces, {:.1}% of the pairs, busy {:.3} s (kernels {:.3} s), idle {:.3} s",
                 w.ordinal,
                 w.pieces,
@@ -395,18 +503,22 @@ pub fn present(
             ));
         }
     }
-    if let Some(v) = &exec.verified {
-        say(format!("verified: {v}"));
-    }
+}
+
+/// The JSON report: the problem, the inputs, the run, and the result.
+fn report(
+    problem: &Problem,
+    params: &Params,
+    inputs: &Inputs,
+    exec: &Execution,
+    symmetric: bool,
+    result: serde_json::Map<String, serde_json::Value>,
+) -> serde_json::Value {
     let mut inputs_json = vec![json!(inputs.a.summary())];
     if let Some(b) = &inputs.b {
         inputs_json.push(json!(b.summary()));
     }
-    if frames.len() > 1 {
-        say(format!("{} frames, totals summed over them", frames.len()));
-        result.insert("frames".into(), json!(frames.len()));
-    }
-    Ok(json!({
+    json!({
         "problem": { "name": problem.name, "origin": problem.origin, "summary": problem.summary },
         "params": params.values.iter().map(|(n, v)| (n.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
         "backend": exec.backend.name(),
@@ -414,12 +526,12 @@ pub fn present(
         "notes": exec.notes,
         "inputs": inputs_json,
         "pairs": u64::try_from(exec.shape.pairs).map_or_else(|_| json!(exec.shape.pairs.to_string()), |p| json!(p)),
-        "conventions": conventions(problem, exec.shape.visit, opts.symmetric),
+        "conventions": conventions(problem, exec.shape.visit, symmetric),
         "index": exec.index,
         "schedule": exec.schedule.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
         "result": result,
-        "timings": t,
+        "timings": exec.timings,
         "plans": exec.plans,
         "verified": exec.verified,
-    }))
+    })
 }
