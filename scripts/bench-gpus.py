@@ -10,7 +10,8 @@ the same result. The first run of each binary compiles (and is not counted).
 Writes $OUT/bench-gpus.md and $OUT/bench-gpus.json.
 
 Usage: BINARIES=after=PATH BASELINE=before=PATH GPUS=2 scripts/bench-gpus.py
-       (BASELINE runs on one GPU only; BENCH_CASES=0,1 picks cases;
+       (BASELINE runs on one GPU only; GPU_COUNTS=1,2,4 runs each case on
+       each count instead of 1 and GPUS; BENCH_CASES=0,1 picks cases;
        BENCH_SCALE=0.1 shrinks them for a trial)
 """
 import hashlib
@@ -104,7 +105,8 @@ def main():
         if index not in ONLY:
             continue
         n = int(n * SCALE)
-        for name, binary, gpu_counts in [(n, b, (1,)) for n, b in BASELINE] + [(n, b, sorted({1, GPUS})) for n, b in BINARIES]:
+        counts = sorted({int(g) for g in os.environ.get("GPU_COUNTS", f"1,{GPUS}").split(",")})
+        for name, binary, gpu_counts in [(n, b, (1,)) for n, b in BASELINE] + [(n, b, counts) for n, b in BINARIES]:
             # Compiles into the cache, outside the timings: a grid's kernels at the full size.
             grid = problem == "selfjoin" or "r_max=0.0" in " ".join(args)
             run(binary, problem, n if grid else 1000, sets, args, 1)
