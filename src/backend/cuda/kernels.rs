@@ -51,29 +51,17 @@ impl Compiled {
         // session's calls) plan, render and read the disk cache once, not 43 ms a frame.
         static PLANNED: Memo<Compiled> = Memo::new();
         let asked = format!("{problem:?}\n{params:?}\n{dev:?}\n{points:?}\n{forced:?}\n{grid}");
-        let compiled = PLANNED.get_or_try(Key::of(&[asked.as_bytes()]), || {
-            Compiled::plan_and_compile(problem, params, dev, points, forced, grid, cache)
+        let compiled = PLANNED.get_or_try(Key::of(&[asked.as_bytes()]), || -> Result<Compiled, GpuError> {
+            let plan = if grid {
+                Plan::grid(problem, params, dev, points, forced)?
+            } else {
+                Plan::new(problem, params, dev, points, forced)?
+            };
+            let kernel = codegen::render(problem, params, &plan, dev, "twobs run");
+            let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
+            Ok(Compiled { plan, entry: kernel.entry, cubin })
         })?;
         Ok((*compiled).clone())
-    }
-
-    fn plan_and_compile(
-        problem: &Problem,
-        params: &Params,
-        dev: &Device,
-        points: Points,
-        forced: Forced,
-        grid: bool,
-        cache: &Cache,
-    ) -> Result<Compiled, GpuError> {
-        let plan = if grid {
-            Plan::grid(problem, params, dev, points, forced)?
-        } else {
-            Plan::new(problem, params, dev, points, forced)?
-        };
-        let kernel = codegen::render(problem, params, &plan, dev, "twobs run");
-        let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
-        Ok(Compiled { plan, entry: kernel.entry, cubin })
     }
 
     /// Loads the kernel into `ctx` (once per process and GPU).
