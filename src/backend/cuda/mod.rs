@@ -424,6 +424,7 @@ fn run_schedule(
     schedule_s: f64,
 ) -> Result<GpuRun, GpuError> {
     let Ask { problem, params, inputs, choice, .. } = ask;
+    let given = ordinals.len();
     let (ordinals, devices) = (&ordinals[..schedule.gpus], &devices[..schedule.gpus]);
     let shape = Shape::new(problem, params, plan_points(inputs));
     let index_start = Instant::now();
@@ -475,14 +476,9 @@ fn run_schedule(
     let mut run = compute(ask, ready, grid_work, summary, host_grid, &mut split, ordinals, devices, wall)?;
     run.timings.hybrid = split;
     run.schedule = Some(schedule.clone());
-    run.notes.splice(0..0, (schedule.gpus < ordinals_asked(ask.opts, schedule)).then(|| schedule.why_gpus.clone()));
+    // Fewer GPUs than the run was given: the report says why.
+    run.notes.splice(0..0, (schedule.gpus < given).then(|| schedule.why_gpus.clone()));
     Ok(run)
-}
-
-/// GPUs the run was given: those of `--gpus`, or every visible one (the
-/// schedule was made for them all).
-fn ordinals_asked(opts: &GpuOptions, schedule: &Schedule) -> usize {
-    opts.gpus.as_ref().map_or(schedule.gpus, Vec::len)
 }
 
 fn plan_points(inputs: &Inputs) -> Points {
