@@ -232,6 +232,13 @@ pub fn cubin(kernel: &Kernel, arch: &str, cache: &Cache) -> Result<(Arc<Vec<u8>>
 /// ([`crate::codegen::render_probe`]), compiled for `compute_XY`: an estimate
 /// of the floating-point work of one pair (SASS expands sqrt and division further).
 pub fn fp_instructions(probe: &Kernel, arch: &str) -> Result<u32, NvrtcError> {
+    // Once per process for one probe: a trajectory's frames ask it each.
+    static COUNTED: crate::cache::Memo<u32> = crate::cache::Memo::new();
+    let key = crate::cache::Key::of(&[probe.source.as_bytes(), arch.as_bytes()]);
+    COUNTED.get_or_try(key, || count_fp_instructions(probe, arch)).map(|n| *n)
+}
+
+fn count_fp_instructions(probe: &Kernel, arch: &str) -> Result<u32, NvrtcError> {
     available()?;
     let program = Program::new(probe)?;
     let options = options(&arch.replace("sm_", "compute_"));

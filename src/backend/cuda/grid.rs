@@ -41,10 +41,12 @@ impl Builder {
     /// Compiles (once per architecture) and loads (once per GPU and process,
     /// one module for all its kernels) the builder.
     pub(super) fn new(ctx: &Arc<CudaContext>, dev: &Device, cache: &Cache) -> Result<Arc<Builder>, GpuError> {
+        // Keyed by the GPU before anything is rendered or read: a trajectory's
+        // frames find it in memory.
         static BUILDERS: Memo<Builder> = Memo::new();
-        let kernel = codegen::render_grid_builder();
-        let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
-        BUILDERS.get_or_try(Key::of(&[&cubin, &ctx.ordinal().to_le_bytes()]), || {
+        BUILDERS.get_or_try(Key::of(&[dev.arch().as_bytes(), &ctx.ordinal().to_le_bytes()]), || {
+            let kernel = codegen::render_grid_builder();
+            let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
             let module =
                 ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec())).doing("loading the grid builder")?;
             let f = |entry: &str| module.load_function(entry).doing("finding the grid builder's kernels");

@@ -123,7 +123,12 @@ impl Launcher {
 /// The drain kernel of the direct output buffer, compiled once per
 /// architecture and loaded once per GPU.
 pub(super) fn dob_drain(ctx: &Arc<CudaContext>, dev: &Device, cache: &Cache) -> Result<CudaFunction, GpuError> {
-    let kernel = codegen::render_dob_drain();
-    let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
-    loaded(ctx, &cubin, &kernel.entry, "the output drain", |_| Ok(()))
+    // Keyed by the GPU before anything is rendered or read: a trajectory's frames find it in memory.
+    static DRAINS: Memo<CudaFunction> = Memo::new();
+    let drain = DRAINS.get_or_try(Key::of(&[dev.arch().as_bytes(), &ctx.ordinal().to_le_bytes()]), || {
+        let kernel = codegen::render_dob_drain();
+        let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
+        loaded(ctx, &cubin, &kernel.entry, "the output drain", |_| Ok(()))
+    })?;
+    Ok((*drain).clone())
 }
