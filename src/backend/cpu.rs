@@ -188,7 +188,18 @@ impl CpuDriver {
         let (p, v) = if f64_mode { (problem.in_f64(), params.in_f64()) } else { (problem.clone(), params.clone()) };
         let driver = codegen::render_cpu(&p, &v, shape, index, f64_mode);
         let start = Instant::now();
-        let Library { lib, source_path, cached } = library(&driver, &problem.name, cache)?;
+        let Library { lib, source_path, cached } = library(&driver, &problem.name, cache).map_err(|e| match e {
+            CpuError::Compile { compiler, problem, log, excerpt, path } if f64_mode => CpuError::Compile {
+                compiler,
+                problem,
+                log,
+                excerpt: format!(
+                    "{excerpt}\n--f64 reads the snippet's float as double; a conversion back to float is an error there, as it would compute in f32"
+                ),
+                path,
+            },
+            other => other,
+        })?;
         Ok(CpuDriver {
             lib,
             visit: shape.visit,
