@@ -195,9 +195,44 @@ pub fn execute_frames(
             }
         }
     }
+    if let Some(note) = rdf_volume(problem, params, frames) {
+        exec.notes.push(note);
+    }
     exec.timings.pairs_per_s = exec.index.pairs as f64 / exec.timings.compute_s.max(1e-9);
     exec.timings.total_s = start.elapsed().as_secs_f64();
     Ok(exec)
+}
+
+/// For g(r): the volume its pair density is taken over, the periodic box or
+/// the data's bounding box, said in every run: a box that is not the data's
+/// gives a g(r) that looks right and is not.
+fn rdf_volume(problem: &Problem, params: &Params, frames: &[Inputs]) -> Option<String> {
+    if problem.normalize != Some(crate::spec::Normalization::Rdf) {
+        return None;
+    }
+    if let Some((name, b)) = problem.periodic_box(params) {
+        return Some(format!(
+            "g(r) takes the periodic box {name}={b} (volume {}, corner at the origin) as the volume of the data",
+            b.volume()
+        ));
+    }
+    let box_param = problem.params.iter().find(|p| p.kind == crate::spec::ParamKind::Box);
+    let open = box_param.map_or("no periodic box".to_owned(), |p| format!("{}=0, open boundaries", p.name));
+    let [inputs] = frames else {
+        return Some(format!("g(r) with {open}: each frame's volume is the bounding box of its points"));
+    };
+    let mut bounds = inputs.a.bounds();
+    if let Some(b) = &inputs.b {
+        for (x, y) in bounds.iter_mut().zip(b.bounds()) {
+            *x = (x.0.min(y.0), x.1.max(y.1));
+        }
+    }
+    let volume: f64 = bounds.iter().map(|(lo, hi)| hi - lo).product();
+    Some(format!(
+        "g(r) with {open}: the volume is the bounding box of the points, {} ({})",
+        crate::data::extent(&bounds),
+        volume as f32
+    ))
 }
 
 pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOptions) -> Result<Execution, RunError> {

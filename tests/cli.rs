@@ -254,12 +254,79 @@ fn rdf_takes_one_set_or_two_and_refuses_what_would_be_wrong() {
     let refused = run(&["--input", "atoms.csv", "--outside-box", "refuse"]);
     assert!(!refused.status.success());
     assert!(
-        stderr(&refused).contains("atoms.csv: row 3 (counting from 0) = (1.25, 0.25, 0.25) lies outside the box 1"),
+        stderr(&refused).contains("atoms.csv: row 3 (counting from 0) = (1.25, 0.25, 0.25) lies outside the box box=1"),
         "{}",
         stderr(&refused)
     );
     let bad_box = run(&["--input", "atoms.csv", "--param", "box=1,2"]);
     assert!(stderr(&bad_box).contains("a box is L, Lx,Ly,Lz or Lx,Ly,Lz,xy,xz,yz"), "{}", stderr(&bad_box));
+}
+
+/// Issue 30, item 2: atoms in [0, 10) and no `box`: the default box of 1
+/// wrapped 99.9% of them and g(r) came out ~1. A box most points fall outside
+/// is an error naming the data's extent; wrapping is the user's choice; and
+/// every g(r) says which volume it took.
+#[test]
+fn a_box_most_points_fall_outside_is_an_error_and_rdf_names_its_box() {
+    use rand::{RngExt, SeedableRng};
+    let dir = tempfile::tempdir().unwrap();
+    let seed: u64 = rand::rng().random();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut text = String::new();
+    for _ in 0..500 {
+        let p = [0; 3].map(|_| rng.random_range(0.0..10.0f32));
+        text.push_str(&format!("{},{},{}\n", p[0], p[1], p[2]));
+    }
+    std::fs::write(dir.path().join("atoms.csv"), text).unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "rdf", "--backend", "cpu", "--input", "atoms.csv", "--param", "r_max=0.45"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--param", "bins=9", "--out", "gr.csv", "--report", "report.json"]);
+        command().args(&args).current_dir(dir.path()).output().unwrap()
+    };
+    let o = run(&[]);
+    assert!(!o.status.success(), "seed {seed}: {}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("atoms.csv: ") && e.contains(" of 500 points lie outside the periodic box box=1"), "{e}");
+    assert!(e.contains("the data spans [") && e.contains("--param box=...") && e.contains("--outside-box wrap"), "{e}");
+    assert!(!dir.path().join("gr.csv").exists(), "nothing written");
+    let notes = |o: &Output| -> Vec<String> {
+        assert!(o.status.success(), "seed {seed}: {}", stderr(o));
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap()).unwrap();
+        report["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap().to_owned()).collect()
+    };
+    let wrapped = notes(&run(&["--outside-box", "wrap"]));
+    assert!(wrapped.iter().any(|n| n.contains("points outside the box box=1 wrapped into it")), "{wrapped:?}");
+    assert!(wrapped.iter().any(|n| n.starts_with("g(r) takes the periodic box box=1 (volume 1")), "{wrapped:?}");
+    let ten = notes(&run(&["--param", "box=10"]));
+    assert!(ten.iter().any(|n| n.starts_with("g(r) takes the periodic box box=10 (volume 1000")), "{ten:?}");
+    let open = notes(&run(&["--param", "box=0"]));
+    assert!(
+        open.iter().any(|n| n.starts_with("g(r) with box=0, open boundaries: the volume is the bounding box of the points, [")),
+        "{open:?}"
+    );
+    // A few points past the box's faces (as a frame of a simulation has) still wrap, with a note.
+    let few = notes(
+        &command()
+            .args([
+                "run",
+                "rdf",
+                "--backend",
+                "cpu",
+                "--input",
+                "uniform:300",
+                "--param",
+                "box=0.9",
+                "--param",
+                "r_max=0.4",
+            ])
+            .args(["--out", "gr.csv", "--report", "report.json"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap(),
+    );
+    assert!(few.iter().any(|n| n.contains("points outside the box box=0.9 wrapped into it")), "{few:?}");
 }
 
 #[test]

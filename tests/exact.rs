@@ -460,11 +460,11 @@ fn points_outside_the_box_are_wrapped_or_refused() {
         })
         .collect();
     let mut wrapped = set(&outside);
-    let refused = wrapped.clone().into_box(&b, Outside::Refuse).unwrap_err().to_string();
-    assert!(refused.contains("outside the box 2,1,0.5") && refused.contains("row "), "{refused}");
-    let moved = wrapped.into_box(&b, Outside::Wrap).unwrap();
+    let refused = wrapped.clone().into_box(("box", &b), Some(Outside::Refuse)).unwrap_err().to_string();
+    assert!(refused.contains("outside the box box=2,1,0.5") && refused.contains("row "), "{refused}");
+    let moved = wrapped.into_box(("box", &b), Some(Outside::Wrap)).unwrap();
     assert!(wrapped == set(&inside), "{moved} points moved, not all to where they were");
-    assert_eq!(set(&inside).clone().into_box(&b, Outside::Refuse).unwrap(), 0);
+    assert_eq!(set(&inside).clone().into_box(("box", &b), Some(Outside::Refuse)).unwrap(), 0);
 }
 
 #[test]
