@@ -382,6 +382,7 @@ fn common(problem: &Problem, params: &Params, block_size: u32) -> serde_json::Ma
             "text": problem.function.source.trim_end(),
             "calls": snippet_calls(problem),
             "probe": if problem.function.key.is_some() { "twobs_key" } else { "twobs_pair" },
+            "key_map": problem.function.key.is_some(),
             "point_weights": problem.input.point_weights,
         },
     });

@@ -790,3 +790,122 @@ fn every_built_in_in_f64_mode_agrees_with_a_float64_reference() {
         .collect();
     assert_eq!(got, want, "nlj, d = {gap}");
 }
+
+/// Runs `p` as `twobs run` does with `backend` and `f64`, returning the run or its error.
+fn execute(
+    p: &Problem,
+    params: &[String],
+    inputs: &Inputs,
+    backend: twobs::run::BackendChoice,
+    f64: bool,
+) -> Result<twobs::run::Execution, String> {
+    let opts = twobs::run::RunOptions {
+        backend,
+        threads: 2,
+        f64,
+        quiet: true,
+        gpu: Default::default(),
+        verify: false,
+        index: twobs::index::IndexChoice::Auto,
+        cache: cache(),
+    };
+    twobs::run::execute(p, &p.bind(params).unwrap(), inputs, &opts).map_err(|e| e.to_string())
+}
+
+/// Issue 30, item 3: coordinates whose squared separations overflow or
+/// underflow f32 gave wrong answers with nothing said: 50 points scaled by
+/// 1e-30 (2pcf, r = 1e-31), points at 3e19 (a join, KNN), SDH of 1e20 data.
+/// The CPU backend now runs a built-in in f64 there, with a note, and
+/// agrees with the float64 reference; the GPU (which has no f64 mode) and a
+/// user's snippet (not checked in f64 mode) are refused with the reason.
+#[test]
+fn separations_past_f32s_range_run_in_f64_or_are_refused() {
+    use twobs::run::BackendChoice::{Cpu, Cuda};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let scaled = |rng: &mut rand::rngs::StdRng, n: usize, s: f64| -> Vec<Vec<f64>> {
+        float_points(rng, n, 3).into_iter().map(|p| p.iter().map(|x| (x * s) as f32 as f64).collect()).collect()
+    };
+    let pairs = |n: usize| (0..n).flat_map(move |i| ((i + 1)..n).map(move |j| (i, j)));
+
+    let tiny = scaled(&mut rng, 50, 1e-30);
+    let d: Vec<f64> = pairs(50).map(|(i, j)| dist(&tiny[i], &tiny[j])).collect();
+    let r = threshold_clear_of(&d, 1e-31) as f64;
+    let want = d.iter().filter(|&&x| x < r).count() as u64;
+    assert!(want > 0 && want < d.len() as u64, "a threshold that splits the pairs");
+    let run = execute(&built_in("2pcf").unwrap(), &[format!("r={r}")], &Inputs { a: set(&tiny), b: None }, Cpu, false)
+        .unwrap();
+    assert_eq!(run.outcome, Outcome::Totals(Totals::Counts(vec![want])), "2pcf of points 1e-30 apart, r = {r}");
+    assert!(
+        run.notes.iter().any(|n| n.contains("below f32's smallest normal number") && n.contains("runs in f64")),
+        "{:?}",
+        run.notes
+    );
+
+    let huge = scaled(&mut rng, 300, 3e20);
+    let inputs = Inputs { a: set(&huge), b: None };
+    let d: Vec<f64> = pairs(300).map(|(i, j)| dist(&huge[i], &huge[j])).collect();
+    let eps = threshold_clear_of(&d, 5e19) as f64;
+    let Outcome::Pairs(got) =
+        execute(&built_in("selfjoin").unwrap().with_dims(3).unwrap(), &[format!("eps={eps}")], &inputs, Cpu, false)
+            .unwrap()
+            .outcome
+    else {
+        panic!("pairs")
+    };
+    let got: BTreeSet<[u32; 2]> = got.into_iter().collect();
+    let want: BTreeSet<[u32; 2]> =
+        pairs(300).filter(|&(i, j)| dist(&huge[i], &huge[j]) <= eps).map(|(i, j)| [i as u32, j as u32]).collect();
+    assert!(!want.is_empty());
+    assert_eq!(got, want, "selfjoin of points at 3e20, eps = {eps}");
+
+    let k = 3;
+    let run = execute(&built_in("knn").unwrap(), &[format!("k={k}")], &inputs, Cpu, false).unwrap();
+    let Outcome::Knn { ids, values, .. } = run.outcome else { panic!("lists") };
+    for i in 0..300 {
+        let mut cands: Vec<(f64, u32)> =
+            (0..300).filter(|&j| j != i).map(|j| (dist(&huge[i], &huge[j]), j as u32)).collect();
+        cands.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        for (slot, (dv, j)) in cands[..k].iter().enumerate() {
+            assert_eq!(ids[i * k + slot], *j, "knn at 3e20: query {i}, rank {slot}");
+            let v = values.get_f64(i * k + slot);
+            assert!(v.is_finite() && (v - dv).abs() <= 1e-12 * dv, "knn at 3e20: query {i}: {v} against {dv}");
+        }
+    }
+
+    let (bins, r_max) = bins_clear_by_1e9(&d, 8, 6e20);
+    let got =
+        execute(&built_in("sdh").unwrap(), &[format!("bins={bins}"), format!("r_max={r_max}")], &inputs, Cpu, false)
+            .unwrap();
+    assert_eq!(
+        got.outcome,
+        Outcome::Totals(Totals::Counts(reference_histogram(d.iter().copied(), bins, 0.0, r_max as f64))),
+        "sdh of 3e20 data"
+    );
+
+    // Far pairs past the cutoff may overflow: r_max well below f32's reach keeps f32.
+    let near =
+        execute(&built_in("sdh").unwrap(), &["bins=4".into(), "r_max=1e18".into()], &inputs, Cpu, false).unwrap();
+    assert!(near.device.contains("the spec's arithmetic"), "{}", near.device);
+
+    // No f64 mode on the GPU: refused with the reason, before any GPU is looked for.
+    let e = execute(&built_in("knn").unwrap(), &[format!("k={k}")], &inputs, Cuda, false).unwrap_err();
+    assert!(
+        e.contains("past f32's largest number") && e.contains("the CPU backend runs `knn` in f64 (--backend cpu)"),
+        "{e}"
+    );
+    // A user's snippet: refused, unless asked to run in f64.
+    let manhattan = example("manhattan/manhattan.xml");
+    let four = Inputs {
+        a: set(&scaled(&mut rng, 100, 1e-30)
+            .into_iter()
+            .map(|mut p| {
+                p.push(p[0]);
+                p
+            })
+            .collect::<Vec<_>>()),
+        b: None,
+    };
+    let e = execute(&manhattan, &[], &four, Cpu, false).unwrap_err();
+    assert!(e.contains("the closest two points of a sample are") && e.contains("(--backend cpu --f64)"), "{e}");
+    execute(&manhattan, &[], &four, Cpu, true).unwrap();
+}

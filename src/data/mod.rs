@@ -1,6 +1,7 @@
 //! Point sets: read from files or generated, validated against the spec,
 //! stored as one column per component (the layout the device wants).
 
+mod range;
 mod read;
 mod synth;
 
@@ -9,6 +10,7 @@ use std::mem::MaybeUninit;
 
 use serde::Serialize;
 
+pub use range::{OutOfF32, Spacing, f32_range};
 pub use read::{InputOptions, read_frames, read_input, read_weights, values_per_point};
 pub use synth::{Generator, synthesize};
 
@@ -164,13 +166,20 @@ impl Column {
         dst[len * w..].fill(0);
     }
 
-    /// Sets value `i` of a float column to `x`, rounded once.
-    fn set_f64(&mut self, i: usize, x: f64) {
+    /// Sets value `i` to `x`, rounded once (an integer to the nearest, saturating).
+    pub fn set_f64(&mut self, i: usize, x: f64) {
         match self {
             Column::F32(v) => v[i] = x as f32,
             Column::F64(v) => v[i] = x,
-            _ => unreachable!("box coordinates are floats: the spec reader checks"),
+            Column::I32(v) => v[i] = x.round() as i32,
+            Column::I64(v) => v[i] = x.round() as i64,
+            Column::U32(v) => v[i] = x.round() as u32,
         }
+    }
+
+    /// Row `i` alone, as a column of one value.
+    pub fn clone_row(&self, i: usize) -> Column {
+        self.select(&[i])
     }
 
     /// The rows `keep` of this column, in order.
@@ -469,10 +478,17 @@ impl PointSet {
     }
 }
 
-/// Ranges of components as `[lo, hi] x [lo, hi] x ...`, each end to seven
-/// digits (for messages: the extent of a set).
+/// Ranges of components as `[lo, hi] x [lo, hi] x ...`, each end as
+/// [`short`] writes it (for messages: the extent of a set).
 pub fn extent(bounds: &[(f64, f64)]) -> String {
-    bounds.iter().map(|(lo, hi)| format!("[{}, {}]", *lo as f32, *hi as f32)).collect::<Vec<_>>().join(" x ")
+    bounds.iter().map(|(lo, hi)| format!("[{}, {}]", short(*lo), short(*hi))).collect::<Vec<_>>().join(" x ")
+}
+
+/// A number for a message: to seven digits, with an exponent where it is
+/// very large or very small.
+pub fn short(x: f64) -> String {
+    let f = x as f32;
+    if x == 0.0 || !x.is_finite() || (1e-4..1e7).contains(&x.abs()) { format!("{f}") } else { format!("{f:e}") }
 }
 
 /// What to do with a point outside the periodic box.
