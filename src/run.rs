@@ -178,7 +178,8 @@ pub fn execute_frames(
     let (first, rest) = frames.split_first().expect("a run has at least one frame");
     let mut exec = execute(problem, params, first, opts)?;
     for (f, inputs) in rest.iter().enumerate() {
-        let next = execute(problem, params, inputs, opts)?;
+        // The spec's promises were sampled on the first frame.
+        let next = execute_one(problem, params, inputs, opts, false)?;
         let (Outcome::Totals(sum), Outcome::Totals(more)) = (&mut exec.outcome, &next.outcome) else {
             unreachable!("frames are refused for pairs and KNN")
         };
@@ -264,6 +265,17 @@ fn rdf_volume(problem: &Problem, params: &Params, frames: &[Inputs]) -> Option<S
 }
 
 pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOptions) -> Result<Execution, RunError> {
+    execute_one(problem, params, inputs, opts, true)
+}
+
+/// [`execute`], sampling a user's promises first where `check_promises` says.
+fn execute_one(
+    problem: &Problem,
+    params: &Params,
+    inputs: &Inputs,
+    opts: &RunOptions,
+    check_promises: bool,
+) -> Result<Execution, RunError> {
     let start = Instant::now();
     let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
     let shape = Shape::new(problem, params, points);
@@ -280,8 +292,15 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
         cutoff: problem.cutoff.is_some() && opts.index != IndexChoice::None,
         key: problem.function.key.is_some(),
     };
-    if !problem.promises_proven && (relied_on.cutoff || relied_on.key) {
-        notes.push(verify::promises(problem, params, inputs, relied_on, f64_mode, &opts.cache)?);
+    if check_promises && !problem.promises_proven && (relied_on.cutoff || relied_on.key) {
+        match verify::promises(problem, params, inputs, relied_on, f64_mode, &opts.cache) {
+            Ok(kept) => notes.push(kept),
+            // A GPU host without a C++ compiler runs as before the check, and is told.
+            Err(VerifyError::Cpu(e @ CpuError::NoCompiler(_))) if backend == Backend::Cuda => {
+                notes.push(format!("{}: its promises (cutoff, key map) were not sampled: {e}", problem.origin));
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
     // A grid made and then found not worth it cost its time too.
     let grid_tried = problem.cutoff.is_some() && opts.index != IndexChoice::None;
