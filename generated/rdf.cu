@@ -90,10 +90,12 @@ namespace params {
 // the FP32 pipe, where rintf is a conversion instruction, which Hopper issues
 // at an eighth of the FP32 rate. Separations of points in the box are a few
 // box lengths at most. Where s is 1 (a unit box), the same sum without the
-// product: one operand fewer for ptxas to hold in a register.
+// product: one operand fewer for ptxas to hold in a register. The constant
+// is float's: the CPU backend's --f64 reads float as double, whose sums round
+// to whole numbers only at 1.5 x 2^52.
 template <bool unit>
 __device__ __forceinline__ float nearest(float x, float s) {
-  constexpr float M = 12582912.0f;
+  constexpr float M = sizeof(float) == 4 ? 0x1.8p23f : 0x1.8p52;
   return (unit ? x + M : fmaf(x, s, M)) - M;
 }
 
@@ -138,15 +140,15 @@ __device__ float approx_root(float k) {
 }
 
 __device__ float min_image_distance(float3 a, float3 b) { return root(squared_min_image_distance(a, b)); }
-#line 78 "problems/rdf.cu"
+#line 80 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_pair(const Point& twobs_a, const Point& twobs_b) { return min_image_distance(twobs_a, twobs_b); }
-#line 55 "problems/rdf.cu"
+#line 57 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_key(const Point& twobs_a, const Point& twobs_b) { return squared_min_image_distance(twobs_a, twobs_b); }
-#line 63 "problems/rdf.cu"
+#line 65 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_map(Value twobs_k) { return root(twobs_k); }
-#line 68 "problems/rdf.cu"
+#line 70 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_estimate(Value twobs_k) { return approx_root(twobs_k); }
-#line 150 "rdf.cu"
+#line 152 "rdf.cu"
 // The calls into the snippet above are rendered at the lines of the functions
 // they call, so that a parameter or return type that does not fit is reported there.
 

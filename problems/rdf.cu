@@ -28,10 +28,12 @@
 // the FP32 pipe, where rintf is a conversion instruction, which Hopper issues
 // at an eighth of the FP32 rate. Separations of points in the box are a few
 // box lengths at most. Where s is 1 (a unit box), the same sum without the
-// product: one operand fewer for ptxas to hold in a register.
+// product: one operand fewer for ptxas to hold in a register. The constant
+// is float's: the CPU backend's --f64 reads float as double, whose sums round
+// to whole numbers only at 1.5 x 2^52.
 template <bool unit>
 __device__ __forceinline__ float nearest(float x, float s) {
-  constexpr float M = 12582912.0f;
+  constexpr float M = sizeof(float) == 4 ? 0x1.8p23f : 0x1.8p52;
   return (unit ? x + M : fmaf(x, s, M)) - M;
 }
 

@@ -141,7 +141,9 @@ impl Outcome {
     /// The first difference between `self` (the result under test) and
     /// `reference`, if any. Counts, pairs (as sets) and KNN lists must be equal;
     /// sums agree to a relative 1e-6 (or 1e-30 absolute), since the GPU adds in
-    /// another order and CUDA's expf and friends are not correctly rounded.
+    /// another order and CUDA's expf and friends are not correctly rounded. A
+    /// NaN agrees with a NaN (a sum that met a singular pair on both sides),
+    /// an infinity with the same infinity.
     pub fn difference(&self, reference: &Outcome) -> Option<String> {
         match (self, reference) {
             (Outcome::Totals(Totals::Counts(g)), Outcome::Totals(Totals::Counts(c))) => {
@@ -161,7 +163,11 @@ impl Outcome {
                 }
                 // Relative 1e-6, or 1e-30 absolute: near f32's subnormals CUDA's
                 // expf loses relative precision (kde of two far-apart points).
-                let close = |x: f64, y: f64| (x - y).abs() <= (1e-6 * y.abs()).max(1e-30) && x.is_nan() == y.is_nan();
+                let close = |x: f64, y: f64| {
+                    x == y
+                        || (x.is_nan() && y.is_nan())
+                        || (x.is_finite() && y.is_finite() && (x - y).abs() <= (1e-6 * y.abs()).max(1e-30))
+                };
                 let k = (0..g.len()).find(|&k| !close(g[k], c[k]))?;
                 Some(format!(
                     "slot {k}: sum {} against {} (relative difference {:e})",
@@ -194,8 +200,11 @@ impl Outcome {
                     return Some(format!("values of {} against {}", gv.scalar().name(), cv.scalar().name()));
                 }
                 let value = |v: &Column, x: usize| (x < v.len()).then(|| (v.bits(x), v.show(x)));
+                // Bits: NaNs of any payload are one value.
+                let bits =
+                    |v: &Column, x: usize| value(v, x).map(|b| if v.get_f64(x).is_nan() { u64::MAX } else { b.0 });
                 let at = (0..gi.len().max(ci.len()).max(gv.len()).max(cv.len()))
-                    .find(|&x| gi.get(x) != ci.get(x) || value(gv, x).map(|v| v.0) != value(cv, x).map(|v| v.0))?;
+                    .find(|&x| gi.get(x) != ci.get(x) || bits(gv, x) != bits(cv, x))?;
                 let k = (*k).max(1);
                 Some(format!(
                     "query {}, rank {}: ({:?}, {:?}) against ({:?}, {:?})",
@@ -224,6 +233,22 @@ mod tests {
         // kde of two far-apart points: 3.6520220e-40 against 3.6520360e-40 (seen on the H200).
         assert!(sums(3.652_022_0e-40).difference(&sums(3.652_036_0e-40)).is_none());
         assert!(sums(f64::NAN).difference(&sums(1.0)).is_some());
+        assert!(sums(1.0).difference(&sums(f64::NAN)).is_some());
+    }
+
+    /// Issue 30, item 5: a sum that met a singular pair is NaN on both
+    /// sides, and `--verify` failed the right answer as `NaN against NaN`.
+    #[test]
+    fn nan_agrees_with_nan_and_an_infinity_with_itself() {
+        let sums = |x: f64| Outcome::Totals(Totals::Sums(vec![2.5, x]));
+        let other_nan = f64::from_bits(f64::NAN.to_bits() ^ 1);
+        assert!(sums(f64::NAN).difference(&sums(other_nan)).is_none());
+        assert!(sums(f64::INFINITY).difference(&sums(f64::INFINITY)).is_none());
+        assert!(sums(f64::INFINITY).difference(&sums(f64::NEG_INFINITY)).is_some());
+        assert!(sums(1e300).difference(&sums(f64::INFINITY)).is_some());
+        let knn = |v: f32| Outcome::Knn { k: 2, ids: vec![3, 4], values: Column::F32(vec![0.5, v]) };
+        assert!(knn(f32::NAN).difference(&knn(f32::from_bits(f32::NAN.to_bits() ^ 1))).is_none());
+        assert!(knn(f32::NAN).difference(&knn(1.0)).is_some());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::spec::{Disk, Files, KeyMap, Problem, SpecError};
+use crate::spec::{Disk, Files, Function, KeyMap, Problem, SpecError};
 
 /// PROBLEM named neither a readable spec nor a built-in, or a spec that is wrong.
 #[derive(Debug, thiserror::Error)]
@@ -49,12 +49,20 @@ pub fn built_in(name: &str) -> Option<Problem> {
     let origin = PathBuf::from("problems").join(format!("{name}.xml"));
     let text = Embedded.read(&origin)?;
     let mut problem = Problem::parse(&text, &origin, &Embedded).expect("built-in specs are valid");
+    problem.promises_proven = true;
     // The built-ins' estimates are checked against their maps on every float
     // key, on the GPU, by the parity suite's key probes (`keys/*`).
     if let Some(key) = problem.function.key.as_mut() {
         key.estimate_proven = key.estimate.is_some();
     }
     Some(problem)
+}
+
+/// Whether `problem`'s snippet is a built-in's, word for word: those are
+/// checked in f64 mode against a float64 reference (`tests/exact.rs`), so
+/// the runner may take them to f64 where f32 cannot hold the data.
+pub fn snippet_is_built_in(problem: &Problem) -> bool {
+    FILES.iter().any(|(name, text)| name.ends_with(".cu") && *text == problem.function.source)
 }
 
 /// Marks a spec's estimate proven where its snippet and key map are a
@@ -70,6 +78,16 @@ fn mark_proven_estimate(problem: &mut Problem) {
             .any(|b| b.function.source == *source && b.function.key.as_ref() == Some(&as_built_in));
 }
 
+/// Marks a spec's promises proven where the whole spec is a built-in's, bar
+/// where it and its snippet were read from (`twobs run problems/sdh.xml` is
+/// `twobs run sdh`).
+fn mark_proven_promises(problem: &mut Problem) {
+    problem.promises_proven = BUILT_IN.iter().filter_map(|name| built_in(name)).any(|b| {
+        let function = Function { file: problem.function.file.clone(), ..b.function };
+        Problem { origin: problem.origin.clone(), function, promises_proven: false, ..b } == *problem
+    });
+}
+
 /// Resolves PROBLEM: an existing file (or anything ending in .xml) is a spec path,
 /// otherwise a built-in name.
 pub fn load(arg: &str) -> Result<Problem, LoadError> {
@@ -79,6 +97,7 @@ pub fn load(arg: &str) -> Result<Problem, LoadError> {
             std::fs::read_to_string(path).map_err(|source| LoadError::Unreadable { path: arg.to_owned(), source })?;
         let mut problem = Problem::parse(&text, path, &Disk)?;
         mark_proven_estimate(&mut problem);
+        mark_proven_promises(&mut problem);
         return Ok(problem);
     }
     built_in(arg).ok_or_else(|| LoadError::Unknown(arg.to_owned()))

@@ -11,7 +11,7 @@ use crate::backend::cuda::{self, GpuError, GpuTimings};
 use crate::backend::nvrtc;
 use crate::cache::Cache;
 use crate::codegen;
-use crate::data::Inputs;
+use crate::data::{Inputs, OutOfF32};
 use crate::index::{self, IndexChoice, IndexError, Shapes, Summary};
 use crate::outcome::Outcome;
 use crate::plan::{Plan, Points, Shape};
@@ -49,8 +49,12 @@ impl Backend {
 pub enum RunError {
     #[error("f64 arithmetic is a mode of the CPU backend; this run is on the GPU")]
     F64OnGpu,
-    #[error("verifying compares a GPU run with the CPU backend, and this run has no GPU: {0}")]
-    VerifyNeedsGpu(String),
+    #[error("{origin}: {why}; {}", if *built_in {
+        format!("the CPU backend runs `{problem}` in f64 (--backend cpu), or rescale the coordinates")
+    } else {
+        "rescale the coordinates, or run the snippet in f64 on the CPU backend (--backend cpu --f64)".to_owned()
+    })]
+    OutOfF32 { origin: String, problem: String, why: OutOfF32, built_in: bool },
     #[error(transparent)]
     Gpu(#[from] GpuError),
     #[error(transparent)]
@@ -174,7 +178,8 @@ pub fn execute_frames(
     let (first, rest) = frames.split_first().expect("a run has at least one frame");
     let mut exec = execute(problem, params, first, opts)?;
     for (f, inputs) in rest.iter().enumerate() {
-        let next = execute(problem, params, inputs, opts)?;
+        // The spec's promises were sampled on the first frame.
+        let next = execute_one(problem, params, inputs, opts, false)?;
         let (Outcome::Totals(sum), Outcome::Totals(more)) = (&mut exec.outcome, &next.outcome) else {
             unreachable!("frames are refused for pairs and KNN")
         };
@@ -195,12 +200,82 @@ pub fn execute_frames(
             }
         }
     }
+    if let Some(note) = rdf_volume(problem, params, frames) {
+        exec.notes.push(note);
+    }
     exec.timings.pairs_per_s = exec.index.pairs as f64 / exec.timings.compute_s.max(1e-9);
     exec.timings.total_s = start.elapsed().as_secs_f64();
     Ok(exec)
 }
 
+/// Whether a run in the spec's arithmetic must move to f64: where the
+/// squared separations of f32 points leave f32's range, the CPU backend
+/// takes a built-in's snippet (checked in f64 mode) to f64, with a note;
+/// anything else is refused with the reason.
+fn f64_for_range(
+    problem: &Problem,
+    params: &Params,
+    inputs: &Inputs,
+    backend: Backend,
+    notes: &mut Vec<String>,
+) -> Result<bool, RunError> {
+    let Some(why) = crate::data::f32_range(problem, params, inputs) else { return Ok(false) };
+    let built_in = crate::problems::snippet_is_built_in(problem);
+    let origin = match &inputs.b {
+        Some(b) => format!("{} and {}", inputs.a.origin, b.origin),
+        None => inputs.a.origin.clone(),
+    };
+    if backend == Backend::Cpu && built_in {
+        notes.push(format!("{origin}: {why}; so `{}` runs in f64 arithmetic (as --f64)", problem.name));
+        return Ok(true);
+    }
+    Err(RunError::OutOfF32 { origin, problem: problem.name.clone(), why, built_in })
+}
+
+/// For g(r): the volume its pair density is taken over, the periodic box or
+/// the data's bounding box, said in every run: a box that is not the data's
+/// gives a g(r) that looks right and is not.
+fn rdf_volume(problem: &Problem, params: &Params, frames: &[Inputs]) -> Option<String> {
+    if problem.normalize != Some(crate::spec::Normalization::Rdf) {
+        return None;
+    }
+    if let Some((name, b)) = problem.periodic_box(params) {
+        return Some(format!(
+            "g(r) takes the periodic box {name}={b} (volume {}, corner at the origin) as the volume of the data",
+            b.volume()
+        ));
+    }
+    let box_param = problem.params.iter().find(|p| p.kind == crate::spec::ParamKind::Box);
+    let open = box_param.map_or("no periodic box".to_owned(), |p| format!("{}=0, open boundaries", p.name));
+    let [inputs] = frames else {
+        return Some(format!("g(r) with {open}: each frame's volume is the bounding box of its points"));
+    };
+    let mut bounds = inputs.a.bounds();
+    if let Some(b) = &inputs.b {
+        for (x, y) in bounds.iter_mut().zip(b.bounds()) {
+            *x = (x.0.min(y.0), x.1.max(y.1));
+        }
+    }
+    let volume: f64 = bounds.iter().map(|(lo, hi)| hi - lo).product();
+    Some(format!(
+        "g(r) with {open}: the volume is the bounding box of the points, {} ({})",
+        crate::data::extent(&bounds),
+        volume as f32
+    ))
+}
+
 pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOptions) -> Result<Execution, RunError> {
+    execute_one(problem, params, inputs, opts, true)
+}
+
+/// [`execute`], sampling a user's promises first where `check_promises` says.
+fn execute_one(
+    problem: &Problem,
+    params: &Params,
+    inputs: &Inputs,
+    opts: &RunOptions,
+    check_promises: bool,
+) -> Result<Execution, RunError> {
     let start = Instant::now();
     let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
     let shape = Shape::new(problem, params, points);
@@ -211,9 +286,21 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
     if backend == Backend::Cuda && opts.f64 {
         return Err(RunError::F64OnGpu);
     }
-    if backend == Backend::Cpu && opts.verify {
-        let why = notes.first().cloned().unwrap_or_else(|| "the CPU backend was chosen".into());
-        return Err(RunError::VerifyNeedsGpu(why));
+    let f64_mode = opts.f64 || f64_for_range(problem, params, inputs, backend, &mut notes)?;
+    // A user's spec is taken at its word only after a sample of its promises.
+    let relied_on = verify::Promises {
+        cutoff: problem.cutoff.is_some() && opts.index != IndexChoice::None,
+        key: problem.function.key.is_some(),
+    };
+    if check_promises && !problem.promises_proven && (relied_on.cutoff || relied_on.key) {
+        match verify::promises(problem, params, inputs, relied_on, f64_mode, &opts.cache) {
+            Ok(kept) => notes.push(kept),
+            // A GPU host without a C++ compiler runs as before the check, and is told.
+            Err(VerifyError::Cpu(e @ CpuError::NoCompiler(_))) if backend == Backend::Cuda => {
+                notes.push(format!("{}: its promises (cutoff, key map) were not sampled: {e}", problem.origin));
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
     // A grid made and then found not worth it cost its time too.
     let grid_tried = problem.cutoff.is_some() && opts.index != IndexChoice::None;
@@ -292,7 +379,7 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
             };
             let index_s = grid_tried.then(|| index_start.elapsed().as_secs_f64());
             let bar = progress_bar(index.pairs, opts.quiet);
-            let driver = CpuDriver::compile(problem, params, &shape, index.index, opts.f64, &opts.cache)?;
+            let driver = CpuDriver::compile(problem, params, &shape, index.index, f64_mode, &opts.cache)?;
             let compute = Instant::now();
             let outcome = driver.run(inputs, grid.as_ref(), threads, &bar);
             bar.finish_and_clear();
@@ -302,7 +389,7 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
                 backend,
                 device: format!(
                     "{threads} CPU threads, {}{}",
-                    if opts.f64 { "f64 arithmetic" } else { "the spec's arithmetic" },
+                    if f64_mode { "f64 arithmetic" } else { "the spec's arithmetic" },
                     if driver.cached { ", driver from the cache" } else { "" }
                 ),
                 notes,
@@ -324,12 +411,17 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
     };
     if opts.verify {
         let t = Instant::now();
+        let under = match exec.backend {
+            Backend::Cuda => verify::Under::Gpu,
+            Backend::Cpu => verify::Under::Cpu { index: exec.index.index, f64_mode },
+        };
         exec.verified = Some(verify::verify(
             problem,
             params,
             &shape,
             inputs,
             &exec.outcome,
+            under,
             &opts.gpu,
             opts.index,
             &opts.cache,

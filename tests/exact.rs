@@ -460,11 +460,11 @@ fn points_outside_the_box_are_wrapped_or_refused() {
         })
         .collect();
     let mut wrapped = set(&outside);
-    let refused = wrapped.clone().into_box(&b, Outside::Refuse).unwrap_err().to_string();
-    assert!(refused.contains("outside the box 2,1,0.5") && refused.contains("row "), "{refused}");
-    let moved = wrapped.into_box(&b, Outside::Wrap).unwrap();
+    let refused = wrapped.clone().into_box(("box", &b), Some(Outside::Refuse)).unwrap_err().to_string();
+    assert!(refused.contains("outside the box box=2,1,0.5") && refused.contains("row "), "{refused}");
+    let moved = wrapped.into_box(("box", &b), Some(Outside::Wrap)).unwrap();
     assert!(wrapped == set(&inside), "{moved} points moved, not all to where they were");
-    assert_eq!(set(&inside).clone().into_box(&b, Outside::Refuse).unwrap(), 0);
+    assert_eq!(set(&inside).clone().into_box(("box", &b), Some(Outside::Refuse)).unwrap(), 0);
 }
 
 #[test]
@@ -618,4 +618,294 @@ fn weights_per_point_are_refused_where_they_have_no_meaning() {
         let err = built_in(name).unwrap().with_point_weights().unwrap_err().to_string();
         assert!(err.contains(why), "{name}: {err}");
     }
+}
+
+/// `name` run as `twobs run NAME --backend cpu --f64` runs it: the CPU
+/// backend in f64 mode, on a grid where the runner picks one.
+fn run_f64(name: &str, params: &[String], inputs: &Inputs) -> Outcome {
+    let mut p = built_in(name).unwrap().with_sets(1 + inputs.b.is_some() as usize).unwrap();
+    if p.input.dims_from_input {
+        p = p.with_dims(inputs.a.columns.len() as u32).unwrap();
+    }
+    let params = p.bind(params).unwrap();
+    let opts = twobs::run::RunOptions {
+        backend: twobs::run::BackendChoice::Cpu,
+        threads: 2,
+        f64: true,
+        quiet: true,
+        gpu: Default::default(),
+        verify: false,
+        index: twobs::index::IndexChoice::Auto,
+        cache: cache(),
+    };
+    twobs::run::execute(&p, &params, inputs, &opts).unwrap().outcome
+}
+
+/// `n` points of `d` random f32 coordinates in [0, 1): no grid, so that
+/// only f64 arithmetic matches the reference to the last bits.
+fn float_points(rng: &mut rand::rngs::StdRng, n: usize, d: usize) -> Vec<Vec<f64>> {
+    (0..n).map(|_| (0..d).map(|_| rng.random::<f32>() as f64).collect()).collect()
+}
+
+/// A threshold in the middle of the widest gap between sorted `values`
+/// near `near`, as an f32 (the parameter's type), with the values on
+/// either side at least 1e-9 (relative) from it.
+fn threshold_clear_of(values: &[f64], near: f64) -> f32 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let at = sorted.partition_point(|&v| v < near).clamp(1, sorted.len() - 1);
+    let (lo, hi) = (at.saturating_sub(20).max(1)..(at + 20).min(sorted.len()))
+        .map(|k| (sorted[k - 1], sorted[k]))
+        .max_by(|x, y| (x.1 - x.0).total_cmp(&(y.1 - y.0)))
+        .unwrap();
+    let t = ((lo + hi) / 2.0) as f32;
+    let margin = ((t as f64 - lo).min(hi - t as f64)) / t as f64;
+    assert!(margin > 1e-9, "a threshold {t} clear of the values near {near} (margin {margin})");
+    t
+}
+
+/// Buckets near `near` over [0, ~hi) whose edges keep 1e-9 (relative) from every value.
+fn bins_clear_by_1e9(values: &[f64], near: u32, hi: f32) -> (u32, f32) {
+    for step in 0..50 {
+        let h = hi * (1.0 + 0.0137 * step as f32);
+        if let Some(b) = (near..near + 40).find(|&b| edge_margin(b, 0.0, h as f64, values) > 1e-9) {
+            return (b, h);
+        }
+    }
+    panic!("no buckets near {near} over [0, ~{hi}) keep their edges 1e-9 off the values")
+}
+
+/// Issue 30, item 1: every built-in under `--f64` against the float64
+/// reference, periodic boxes included (rdf's minimum image rounded with
+/// float's 1.5 x 2^23, which rounds no double: every pair fell in bucket 0).
+/// Random float coordinates; thresholds and bucket edges clear of every
+/// value by 1e-9 (relative), far above f64's rounding.
+#[test]
+fn every_built_in_in_f64_mode_agrees_with_a_float64_reference() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let n = 211;
+    let pts = float_points(&mut rng, n, 3);
+    let one = Inputs { a: set(&pts), b: None };
+    let pairs = || (0..n).flat_map(|i| ((i + 1)..n).map(move |j| (i, j)));
+    let distances: Vec<f64> = pairs().map(|(i, j)| dist(&pts[i], &pts[j])).collect();
+
+    let (bins, r_max) = bins_clear_by_1e9(&distances, 30, 1.5);
+    let got = run_f64("sdh", &[format!("bins={bins}"), format!("r_max={r_max}")], &one);
+    let want = reference_histogram(distances.iter().copied(), bins, 0.0, r_max as f64);
+    assert_eq!(got, Outcome::Totals(Totals::Counts(want)), "sdh");
+
+    let r = threshold_clear_of(&distances, 0.2) as f64;
+    let want = distances.iter().filter(|&&d| d < r).count() as u64;
+    assert_eq!(run_f64("2pcf", &[format!("r={r}")], &one), Outcome::Totals(Totals::Counts(vec![want])), "2pcf");
+
+    let eps = threshold_clear_of(&distances, 0.15) as f64;
+    let Outcome::Pairs(got) = run_f64("selfjoin", &[format!("eps={eps}")], &one) else { panic!("pairs") };
+    let got: BTreeSet<[u32; 2]> = got.into_iter().collect();
+    let want: BTreeSet<[u32; 2]> =
+        pairs().filter(|&(i, j)| dist(&pts[i], &pts[j]) <= eps).map(|(i, j)| [i as u32, j as u32]).collect();
+    assert_eq!(got, want, "selfjoin, eps = {eps}");
+
+    let h = 0.07f32;
+    let Outcome::Totals(Totals::Sums(got)) = run_f64("kde", &[format!("h={h}")], &one) else { panic!("a sum") };
+    let h = h as f64;
+    let want: f64 = distances.iter().map(|d| (-(d * d) * (0.5 / (h * h))).exp()).sum();
+    assert!((got[0] - want).abs() <= 1e-12 * want, "kde: {} against {want}", got[0]);
+
+    let k = 7;
+    let Outcome::Knn { ids, values, .. } = run_f64("knn", &[format!("k={k}")], &one) else { panic!("lists") };
+    for i in 0..n {
+        let mut cands: Vec<(f64, u32)> =
+            (0..n).filter(|&j| j != i).map(|j| (dist(&pts[i], &pts[j]), j as u32)).collect();
+        cands.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        for (slot, (d, j)) in cands[..k].iter().enumerate() {
+            assert_eq!(ids[i * k + slot], *j, "knn: query {i}, rank {slot}");
+            let v = values.get_f64(i * k + slot);
+            assert!((v - d).abs() <= 1e-14 * d, "knn: query {i}, rank {slot}: {v} against {d}");
+        }
+    }
+
+    // rdf: open, unit and other cubes, orthorhombic and triclinic boxes; one set and A x B.
+    let boxes: [(&str, [[f64; 3]; 3]); 5] = [
+        ("0", [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]),
+        ("1", [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]),
+        ("2.5", [[2.5, 0.0, 0.0], [0.0, 2.5, 0.0], [0.0, 0.0, 2.5]]),
+        ("2,1,1.5", [[2.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.5]]),
+        ("1,1.5,2,0.25,0.125,-0.25", [[1.0, 0.0, 0.0], [0.375, 1.5, 0.0], [0.25, -0.5, 2.0]]),
+    ];
+    for (bx, edges) in boxes {
+        let periodic = bx != "0";
+        let in_box = |rng: &mut rand::rngs::StdRng, m: usize| -> Vec<Vec<f64>> {
+            float_points(rng, m, 3)
+                .into_iter()
+                .map(|s| (0..3).map(|c| (0..3).map(|e| s[e] * edges[e][c]).sum::<f64>() as f32 as f64).collect())
+                .collect()
+        };
+        let (pa, pb) = (in_box(&mut rng, 230), in_box(&mut rng, 190));
+        let d = |a: &[f64], b: &[f64]| if periodic { min_image_triclinic(a, b, &edges) } else { dist(a, b) };
+        let within: Vec<f64> = (0..pa.len())
+            .flat_map(|i| (i + 1..pa.len()).map(move |j| (i, j)))
+            .map(|(i, j)| d(&pa[i], &pa[j]))
+            .collect();
+        let across: Vec<f64> = pa.iter().flat_map(|a| pb.iter().map(move |b| (a, b))).map(|(a, b)| d(a, b)).collect();
+        let half_width = if periodic {
+            twobs::spec::PeriodicBox::parse(twobs::spec::Scalar::F32, bx)
+                .unwrap()
+                .widths()
+                .into_iter()
+                .fold(f64::INFINITY, f64::min)
+                / 2.0
+        } else {
+            1.5
+        };
+        let all: Vec<f64> = within.iter().chain(&across).copied().collect();
+        let (bins, r_max) = bins_clear_by_1e9(&all, 25, (half_width * 0.97) as f32);
+        let params = [format!("bins={bins}"), format!("box={bx}"), format!("r_max={r_max}")];
+        for (inputs, values, what) in [
+            (Inputs { a: set(&pa), b: None }, &within, "one set"),
+            (Inputs { a: set(&pa), b: Some(set(&pb)) }, &across, "A x B"),
+        ] {
+            let want = reference_histogram(values.iter().copied(), bins, 0.0, r_max as f64);
+            assert_eq!(
+                run_f64("rdf", &params, &inputs),
+                Outcome::Totals(Totals::Counts(want)),
+                "rdf, box {bx}, {what}"
+            );
+        }
+    }
+
+    // nlj's keys are integers: f64 mode leaves them so.
+    let keys =
+        |rng: &mut rand::rngs::StdRng, m: usize| -> Vec<i32> { (0..m).map(|_| rng.random_range(-60..60)).collect() };
+    let (ka, kb) = (keys(&mut rng, 301), keys(&mut rng, 177));
+    let gap = rng.random_range(0..4);
+    let mk = |k: &[i32]| PointSet { columns: vec![Column::I32(k.to_vec())], origin: "test".into(), rows: None };
+    let Outcome::Pairs(got) = run_f64("nlj", &[format!("d={gap}")], &Inputs { a: mk(&ka), b: Some(mk(&kb)) }) else {
+        panic!("pairs")
+    };
+    let got: BTreeSet<[u32; 2]> = got.into_iter().collect();
+    let want: BTreeSet<[u32; 2]> = (0..ka.len())
+        .flat_map(|i| (0..kb.len()).map(move |j| (i, j)))
+        .filter(|&(i, j)| (ka[i] as i64 - kb[j] as i64).abs() <= gap)
+        .map(|(i, j)| [i as u32, j as u32])
+        .collect();
+    assert_eq!(got, want, "nlj, d = {gap}");
+}
+
+/// Runs `p` as `twobs run` does with `backend` and `f64`, returning the run or its error.
+fn execute(
+    p: &Problem,
+    params: &[String],
+    inputs: &Inputs,
+    backend: twobs::run::BackendChoice,
+    f64: bool,
+) -> Result<twobs::run::Execution, String> {
+    let opts = twobs::run::RunOptions {
+        backend,
+        threads: 2,
+        f64,
+        quiet: true,
+        gpu: Default::default(),
+        verify: false,
+        index: twobs::index::IndexChoice::Auto,
+        cache: cache(),
+    };
+    twobs::run::execute(p, &p.bind(params).unwrap(), inputs, &opts).map_err(|e| e.to_string())
+}
+
+/// Issue 30, item 3: coordinates whose squared separations overflow or
+/// underflow f32 gave wrong answers with nothing said: 50 points scaled by
+/// 1e-30 (2pcf, r = 1e-31), points at 3e19 (a join, KNN), SDH of 1e20 data.
+/// The CPU backend now runs a built-in in f64 there, with a note, and
+/// agrees with the float64 reference; the GPU (which has no f64 mode) and a
+/// user's snippet (not checked in f64 mode) are refused with the reason.
+#[test]
+fn separations_past_f32s_range_run_in_f64_or_are_refused() {
+    use twobs::run::BackendChoice::{Cpu, Cuda};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let scaled = |rng: &mut rand::rngs::StdRng, n: usize, s: f64| -> Vec<Vec<f64>> {
+        float_points(rng, n, 3).into_iter().map(|p| p.iter().map(|x| (x * s) as f32 as f64).collect()).collect()
+    };
+    let pairs = |n: usize| (0..n).flat_map(move |i| ((i + 1)..n).map(move |j| (i, j)));
+
+    let tiny = scaled(&mut rng, 50, 1e-30);
+    let d: Vec<f64> = pairs(50).map(|(i, j)| dist(&tiny[i], &tiny[j])).collect();
+    let r = threshold_clear_of(&d, 1e-31) as f64;
+    let want = d.iter().filter(|&&x| x < r).count() as u64;
+    assert!(want > 0 && want < d.len() as u64, "a threshold that splits the pairs");
+    let run = execute(&built_in("2pcf").unwrap(), &[format!("r={r}")], &Inputs { a: set(&tiny), b: None }, Cpu, false)
+        .unwrap();
+    assert_eq!(run.outcome, Outcome::Totals(Totals::Counts(vec![want])), "2pcf of points 1e-30 apart, r = {r}");
+    assert!(
+        run.notes.iter().any(|n| n.contains("below f32's smallest normal number") && n.contains("runs in f64")),
+        "{:?}",
+        run.notes
+    );
+
+    let huge = scaled(&mut rng, 300, 3e20);
+    let inputs = Inputs { a: set(&huge), b: None };
+    let d: Vec<f64> = pairs(300).map(|(i, j)| dist(&huge[i], &huge[j])).collect();
+    let eps = threshold_clear_of(&d, 5e19) as f64;
+    let Outcome::Pairs(got) =
+        execute(&built_in("selfjoin").unwrap().with_dims(3).unwrap(), &[format!("eps={eps}")], &inputs, Cpu, false)
+            .unwrap()
+            .outcome
+    else {
+        panic!("pairs")
+    };
+    let got: BTreeSet<[u32; 2]> = got.into_iter().collect();
+    let want: BTreeSet<[u32; 2]> =
+        pairs(300).filter(|&(i, j)| dist(&huge[i], &huge[j]) <= eps).map(|(i, j)| [i as u32, j as u32]).collect();
+    assert!(!want.is_empty());
+    assert_eq!(got, want, "selfjoin of points at 3e20, eps = {eps}");
+
+    let k = 3;
+    let run = execute(&built_in("knn").unwrap(), &[format!("k={k}")], &inputs, Cpu, false).unwrap();
+    let Outcome::Knn { ids, values, .. } = run.outcome else { panic!("lists") };
+    for i in 0..300 {
+        let mut cands: Vec<(f64, u32)> =
+            (0..300).filter(|&j| j != i).map(|j| (dist(&huge[i], &huge[j]), j as u32)).collect();
+        cands.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        for (slot, (dv, j)) in cands[..k].iter().enumerate() {
+            assert_eq!(ids[i * k + slot], *j, "knn at 3e20: query {i}, rank {slot}");
+            let v = values.get_f64(i * k + slot);
+            assert!(v.is_finite() && (v - dv).abs() <= 1e-12 * dv, "knn at 3e20: query {i}: {v} against {dv}");
+        }
+    }
+
+    let (bins, r_max) = bins_clear_by_1e9(&d, 8, 6e20);
+    let got =
+        execute(&built_in("sdh").unwrap(), &[format!("bins={bins}"), format!("r_max={r_max}")], &inputs, Cpu, false)
+            .unwrap();
+    assert_eq!(
+        got.outcome,
+        Outcome::Totals(Totals::Counts(reference_histogram(d.iter().copied(), bins, 0.0, r_max as f64))),
+        "sdh of 3e20 data"
+    );
+
+    // Far pairs past the cutoff may overflow: r_max well below f32's reach keeps f32.
+    let near =
+        execute(&built_in("sdh").unwrap(), &["bins=4".into(), "r_max=1e18".into()], &inputs, Cpu, false).unwrap();
+    assert!(near.device.contains("the spec's arithmetic"), "{}", near.device);
+
+    // No f64 mode on the GPU: refused with the reason, before any GPU is looked for.
+    let e = execute(&built_in("knn").unwrap(), &[format!("k={k}")], &inputs, Cuda, false).unwrap_err();
+    assert!(
+        e.contains("past f32's largest number") && e.contains("the CPU backend runs `knn` in f64 (--backend cpu)"),
+        "{e}"
+    );
+    // A user's snippet: refused, unless asked to run in f64.
+    let manhattan = example("manhattan/manhattan.xml");
+    let four = Inputs {
+        a: set(&scaled(&mut rng, 100, 1e-30)
+            .into_iter()
+            .map(|mut p| {
+                p.push(p[0]);
+                p
+            })
+            .collect::<Vec<_>>()),
+        b: None,
+    };
+    let e = execute(&manhattan, &[], &four, Cpu, false).unwrap_err();
+    assert!(e.contains("the closest two points of a sample are") && e.contains("(--backend cpu --f64)"), "{e}");
+    execute(&manhattan, &[], &four, Cpu, true).unwrap();
 }

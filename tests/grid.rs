@@ -392,3 +392,140 @@ fn knn_by_rings_in_a_periodic_box_one_set_and_two() {
         }
     }
 }
+
+/// A user spec, in a fresh folder, parsed as `twobs run` reads it.
+fn user_spec(name: &str, spec: &str, snippet: &str) -> (Problem, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(format!("{name}.cu")), snippet).unwrap();
+    let path = dir.path().join(format!("{name}.xml"));
+    std::fs::write(&path, spec).unwrap();
+    (Problem::parse(spec, &path, &Disk).unwrap(), dir)
+}
+
+/// A weighted L1 distance whose cutoff is its threshold: with a weight below
+/// 1, a pair farther apart than the cutoff in x can still pass.
+const WEIGHTED_L1: &str = r#"<problem name="wl1">
+  <summary>pairs within eps by a weighted L1 distance</summary>
+  <input sets="1" type="f32" dims="3"/>
+  <function file="wl1.cu" name="wl1" symmetric="true"/>
+  <output kind="count" threshold="eps" compare="le"/>
+  <cutoff value="eps"/>
+  <param name="eps" type="f32" default="0.05"/>
+</problem>
+"#;
+
+/// Issue 30, item 4: a spec whose `<cutoff>` promise is false (a weighted L1
+/// with a weight below 1) lost pairs on the grid, silently. A sample of far
+/// pairs is evaluated before a grid run, and such a spec is refused naming a
+/// pair; every pair (`--index none`) still runs it; a spec that keeps its
+/// promise runs on the grid, with a note of what was checked.
+#[test]
+fn a_spec_that_breaks_its_cutoff_promise_is_refused_naming_a_pair() {
+    let seed = seed();
+    let refuse = |snippet: &str, spec: &str, params: &[String], inputs: &Inputs| -> String {
+        let (p, _dir) = user_spec("wl1", spec, snippet);
+        let bound = p.bind(params).unwrap();
+        match run::execute(&p, &bound, inputs, &options(IndexChoice::Auto)) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("seed {seed}: a broken promise was not caught:\n{snippet}"),
+        }
+    };
+    let half_x = "__device__ float wl1(float3 a, float3 b) {\n  \
+                  return 0.5f * fabsf(a.x - b.x) + fabsf(a.y - b.y) + fabsf(a.z - b.z);\n}\n";
+    let (p, _dir) = user_spec("wl1", WEIGHTED_L1, half_x);
+    let inputs = Inputs { a: synthetic(&p, Generator::Uniform, 20_000, seed), b: None };
+    let e = refuse(half_x, WEIGHTED_L1, &[], &inputs);
+    assert!(e.contains("wl1.xml: its cutoff eps=0.05 promises that a pair farther apart than that"), "{e}");
+    assert!(e.contains(" of uniform:20000 (seed ") && e.contains("adds to the output"), "{e}");
+    assert!(e.contains("--index none"), "{e}");
+    // Every pair: no promise relied on, and the count the grid would have lost part of.
+    let every = run(&p, &[], &inputs, IndexChoice::None);
+    let Outcome::Totals(t) = &every.outcome else { panic!("a count") };
+    assert!(t.as_f64()[0] > 0.0);
+
+    // A function that wraps a unit cube without declaring the periodic box:
+    // pairs across a face are close, though far apart in coordinates.
+    let wraps = "__device__ float wl1(float3 a, float3 b) {\n  float s = 0.0f;\n  \
+                 for (float d : {a.x - b.x, a.y - b.y, a.z - b.z}) s += fabsf(d - rintf(d));\n  return s;\n}\n";
+    let e = refuse(wraps, WEIGHTED_L1, &[], &inputs);
+    assert!(e.contains("promises that a pair farther apart than that in a component adds nothing"), "{e}");
+
+    // KNN's promise: a value at least the separation in each component.
+    let knn = WEIGHTED_L1
+        .replace(r#"<output kind="count" threshold="eps" compare="le"/>"#, r#"<output kind="knn" k="k"/>"#)
+        .replace(r#"<cutoff value="eps"/>"#, "<cutoff/>")
+        .replace(r#"<param name="eps" type="f32" default="0.05"/>"#, r#"<param name="k" type="u32" default="4"/>"#);
+    let e = refuse(half_x, &knn, &[], &inputs);
+    assert!(e.contains("<cutoff/> promises that a pair's value is at least its separation in each component"), "{e}");
+
+    // The same distance with every weight 1 keeps the promise.
+    let honest = half_x.replace("0.5f * ", "");
+    let (p, _dir) = user_spec("wl1", WEIGHTED_L1, &honest);
+    let grid = run(&p, &[], &inputs, IndexChoice::Auto);
+    assert_eq!(grid.index.index, IndexKind::Grid, "{}", grid.index.why);
+    assert!(
+        grid.notes
+            .iter()
+            .any(|n| n.contains("its promises hold on a sample") && n.contains("pairs past the cutoff add nothing")),
+        "{:?}",
+        grid.notes
+    );
+    assert_eq!(grid.outcome, run(&p, &[], &inputs, IndexChoice::None).outcome, "seed {seed}");
+}
+
+/// The squared distance as a key of the distance, written wrongly two ways.
+const KEYED: &str = r#"<problem name="keyed">
+  <summary>pairs closer than r, tested on a key</summary>
+  <input sets="1" type="f32" dims="3"/>
+  <function file="keyed.cu" name="dist" symmetric="true" key="squared" map="root"/>
+  <output kind="count" threshold="r" compare="lt"/>
+  <param name="r" type="f32" default="0.1"/>
+</problem>
+"#;
+
+/// Issue 30, item 4, the key and map promise: a value that is not map(key)
+/// bit for bit, or a map that decreases, is refused naming a pair.
+#[test]
+fn a_spec_that_breaks_its_key_promise_is_refused_naming_a_pair() {
+    let seed = seed();
+    let squared = "__device__ float squared(float3 a, float3 b) {\n  \
+                   const float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;\n  \
+                   return fmaf(dz, dz, fmaf(dy, dy, dx * dx));\n}\n";
+    let cases = [
+        // The value rounds otherwise than the map of the key.
+        (
+            "__device__ float root(float k) { return sqrtf(k > 0.0f ? k : 0.0f); }\n\
+          __device__ float dist(float3 a, float3 b) { return sqrtf(squared(a, b)) * 1.0000001f; }\n",
+            "bit for bit, but for row ",
+        ),
+        // A decreasing map, of which the value is the map.
+        (
+            "__device__ float root(float k) { return -sqrtf(k > 0.0f ? k : 0.0f); }\n\
+          __device__ float dist(float3 a, float3 b) { return root(squared(a, b)); }\n",
+            "must not decrease, but the key ",
+        ),
+    ];
+    for (rest, says) in cases {
+        let snippet = format!("{squared}{rest}");
+        let (p, _dir) = user_spec("keyed", KEYED, &snippet);
+        let inputs = Inputs { a: synthetic(&p, Generator::Uniform, 3000, seed), b: None };
+        let bound = p.bind(&[]).unwrap();
+        let Err(e) = run::execute(&p, &bound, &inputs, &options(IndexChoice::None)) else {
+            panic!("seed {seed}: a broken key promise was not caught:\n{snippet}")
+        };
+        let e = e.to_string();
+        assert!(e.contains("keyed.xml: ") && e.contains(says) && e.contains("uniform:3000 (seed "), "{e}");
+    }
+    let snippet = format!(
+        "{squared}__device__ float root(float k) {{ return sqrtf(k > 0.0f ? k : 0.0f); }}\n\
+         __device__ float dist(float3 a, float3 b) {{ return root(squared(a, b)); }}\n"
+    );
+    let (p, _dir) = user_spec("keyed", KEYED, &snippet);
+    let inputs = Inputs { a: synthetic(&p, Generator::Uniform, 3000, seed), b: None };
+    let kept = run(&p, &[], &inputs, IndexChoice::None);
+    assert!(
+        kept.notes.iter().any(|n| n.contains("values are the map of their keys, which never decreases")),
+        "{:?}",
+        kept.notes
+    );
+}

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use npyz::WriterBuilder;
+use rand::{RngExt, SeedableRng};
 use twobs::data::{Column, InputOptions, read_input};
 use twobs::problems::built_in;
 use twobs::spec::Component;
@@ -41,6 +42,30 @@ fn text_files_read_with_commas_spaces_comments_and_a_header() {
     let p = write(dir.path(), "a.txt", "0.5 1 2\n3\t4 5\n\n");
     let t = read_input(p.to_str().unwrap(), &comps("sdh"), &InputOptions::default()).unwrap();
     assert_eq!(s.columns, t.columns);
+}
+
+#[test]
+fn a_first_row_with_a_typo_is_an_error_not_a_header() {
+    // Issue 30, item 6: `0.5,0.5,0.5O` on line 1 was taken as a header and
+    // dropped; a header is a row none of whose fields is a number.
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
+    let row = |rng: &mut rand::rngs::StdRng| [0; 3].map(|_| rng.random::<f32>().to_string());
+    let [x, y, z] = row(&mut rng);
+    let rest: Vec<String> = (0..2).map(|_| row(&mut rng).join(",")).collect();
+    let typo = format!("{x},{y},{z}O");
+    for (text, line) in [(format!("{typo}\n{}\n", rest.join("\n")), 1), (format!("{}\n{typo}\n", rest[0]), 2)] {
+        let p = write(dir.path(), "typo.csv", &text);
+        let e = err(&p, "sdh", InputOptions::default());
+        assert!(e.contains(&format!("typo.csv:{line}: field `z`: `{z}O` is not a number")), "{e}");
+        assert_eq!(e.contains("a header line is skipped only when none of its fields is a number"), line == 1, "{e}");
+    }
+    // A row of names is still a header, with commas or spaces.
+    for text in [format!("x,y,z\n{}\n", rest.join("\n")), format!("x y z\n{}\n", rest.join("\n").replace(',', " "))] {
+        let p = write(dir.path(), "names.txt", &text);
+        let s = read_input(p.to_str().unwrap(), &comps("sdh"), &InputOptions::default()).unwrap();
+        assert_eq!(s.len(), 2, "{text}");
+    }
 }
 
 #[test]

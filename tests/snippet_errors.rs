@@ -133,3 +133,70 @@ fn gen_check_finds_nvrtc_without_the_library_path() {
     assert!(out.status.success(), "gen --check failed:\n{stderr}");
     assert!(stderr.contains("compiled near.cu for sm_90"), "{stderr}");
 }
+
+/// The sum of a snippet's values over every pair, on the CPU backend.
+fn cpu_sum(problem: &Problem, f64_mode: bool, inputs: &twobs::data::Inputs) -> f64 {
+    let params = problem.bind(&[]).unwrap();
+    let shape = Shape::new(problem, &params, Points { a: inputs.a.len() as u64, b: None });
+    let driver = CpuDriver::compile(problem, &params, &shape, IndexKind::None, f64_mode, &cache()).unwrap();
+    match driver.run(inputs, None, 2, &indicatif::ProgressBar::hidden()) {
+        twobs::outcome::Outcome::Totals(twobs::outcome::Totals::Sums(s)) => s[0],
+        other => panic!("a sum, not {other:?}"),
+    }
+}
+
+/// `--f64` computes every float operation of the snippet in double: CUDA's
+/// float intrinsics too, which the prelude defines for float only (issue 30,
+/// item 1's class: arithmetic left in f32 in f64 mode).
+#[test]
+fn f64_mode_computes_cuda_float_intrinsics_in_double() {
+    use rand::{RngExt, SeedableRng};
+    let spec = SPEC
+        .replace(r#"kind="count" threshold="r" compare="lt""#, r#"kind="sum""#)
+        .replace(r#"<param name="r" type="f32" default="0.25"/>"#, "");
+    let snippet = "__device__ float dist(const float3& a, const float3& b) {\n  \
+                   const float dx = __fsub_rn(a.x, b.x), dy = a.y - b.y;\n  \
+                   const float s = __fadd_rn(__fmul_rn(dx, dx), __fmaf_rn(dy, dy, __fdiv_rn(1.0f, 3.0f)));\n  \
+                   return __fsqrt_rn(s) + rsqrtf(s) + __fdividef(__expf(-s), 7.0f);\n}\n";
+    let (p, _, _dir) = problem(&spec, snippet);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
+    let pts: Vec<[f32; 3]> = (0..300).map(|_| [0; 3].map(|_| rng.random::<f32>())).collect();
+    let set = twobs::data::PointSet {
+        columns: (0..3).map(|c| twobs::data::Column::F32(pts.iter().map(|p| p[c]).collect())).collect(),
+        origin: "test".into(),
+        rows: None,
+    };
+    let inputs = twobs::data::Inputs { a: set, b: None };
+    let want: f64 = (0..pts.len())
+        .flat_map(|i| (i + 1..pts.len()).map(move |j| (i, j)))
+        .map(|(i, j)| {
+            let (dx, dy) = (pts[i][0] as f64 - pts[j][0] as f64, pts[i][1] as f64 - pts[j][1] as f64);
+            let s = dx * dx + dy.mul_add(dy, 1.0 / 3.0);
+            s.sqrt() + 1.0 / s.sqrt() + (-s).exp() / 7.0
+        })
+        .sum();
+    let got = cpu_sum(&p, true, &inputs);
+    assert!(((got - want) / want).abs() < 1e-13, "f64 mode: {got} against {want}");
+    // The spec's arithmetic is f32, about 1e-7 away: the test tells them apart.
+    let f32_sum = cpu_sum(&p, false, &inputs);
+    assert!(((f32_sum - want) / want).abs() > 1e-11, "f32: {f32_sum} against {want}");
+}
+
+/// In f64 mode a snippet that narrows a value back to float (here to take its
+/// bits) is refused at its line, not computed partly in f32.
+#[test]
+fn f64_mode_refuses_a_snippet_that_narrows_to_float() {
+    let snippet = "__device__ float dist(const float3& a, const float3& b) {\n  const float dx = a.x - b.x;\n  \
+                   return static_cast<float>(__float_as_uint(dx * dx) >> 20);\n}\n";
+    let (p, file, _dir) = problem(SPEC, snippet);
+    let params = p.bind(&[]).unwrap();
+    let shape = Shape::new(&p, &params, Points { a: 100, b: None });
+    let Err(e) = CpuDriver::compile(&p, &params, &shape, IndexKind::None, true, &cache()) else {
+        panic!("f64 mode compiled a snippet that narrows to float")
+    };
+    let e = e.to_string();
+    assert!(e.contains(&format!("{}:3:", file.display())), "{e}");
+    assert!(e.contains("float-conversion") && e.contains("a conversion back to float is an error there"), "{e}");
+    // The spec's own arithmetic takes it as it is.
+    CpuDriver::compile(&p, &params, &shape, IndexKind::None, false, &cache()).unwrap();
+}

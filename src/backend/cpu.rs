@@ -81,6 +81,21 @@ struct RawGrid {
 type TotalsFn<T> = unsafe extern "C" fn(*const RawSet, *const RawSet, *const RawGrid, u64, u64, *mut T);
 type PairsFn = unsafe extern "C" fn(*const RawSet, *const RawSet, *const RawGrid, u64, u64, *mut u32, u64) -> u64;
 type KnnFn = unsafe extern "C" fn(*const RawSet, *const RawSet, *const RawGrid, u64, u64, *mut c_void, *mut u32);
+type AloneFn =
+    unsafe extern "C" fn(*const RawSet, *const RawSet, *const u32, u64, *mut f64, *mut u8, *mut f64, *mut f64, *mut u8);
+
+/// Pairs evaluated one at a time ([`CpuDriver::pairs_alone`]), as doubles.
+#[derive(Debug, Clone, Default)]
+pub struct Alone {
+    pub value: Vec<f64>,
+    /// Whether the pair adds to the output (counts, buckets, sums, pairs).
+    pub adds: Vec<bool>,
+    /// The key and map(key) where the spec declares a key map (else the value).
+    pub key: Vec<f64>,
+    pub mapped: Vec<f64>,
+    /// map(key) is the value bit for bit, or both are NaN.
+    pub same: Vec<bool>,
+}
 
 /// The C++ compiler: $CXX, else c++, else g++, else clang++; with its version line.
 fn compiler() -> Result<(String, String), CpuError> {
@@ -188,7 +203,18 @@ impl CpuDriver {
         let (p, v) = if f64_mode { (problem.in_f64(), params.in_f64()) } else { (problem.clone(), params.clone()) };
         let driver = codegen::render_cpu(&p, &v, shape, index, f64_mode);
         let start = Instant::now();
-        let Library { lib, source_path, cached } = library(&driver, &problem.name, cache)?;
+        let Library { lib, source_path, cached } = library(&driver, &problem.name, cache).map_err(|e| match e {
+            CpuError::Compile { compiler, problem, log, excerpt, path } if f64_mode => CpuError::Compile {
+                compiler,
+                problem,
+                log,
+                excerpt: format!(
+                    "{excerpt}\n--f64 reads the snippet's float as double; a conversion back to float is an error there, as it would compute in f32"
+                ),
+                path,
+            },
+            other => other,
+        })?;
         Ok(CpuDriver {
             lib,
             visit: shape.visit,
@@ -200,6 +226,43 @@ impl CpuDriver {
             compile_seconds: start.elapsed().as_secs_f64(),
             cached,
         })
+    }
+
+    /// Pair k of `pairs` (point [0] of `a` with point [1] of `b`) evaluated
+    /// alone, in the driver's arithmetic: the promise check's evidence.
+    pub fn pairs_alone(&self, a: &PointSet, b: &PointSet, pairs: &[[u32; 2]]) -> Alone {
+        assert!(pairs.iter().all(|p| (p[0] as usize) < a.len() && (p[1] as usize) < b.len()), "pairs of the sets");
+        let widen = |s: &PointSet| -> Vec<Column> {
+            s.columns.iter().map(|c| if self.f64_mode { c.widened() } else { c.clone() }).collect()
+        };
+        let (a_cols, b_cols) = (widen(a), widen(b));
+        let (a_ptrs, b_ptrs): (Vec<*const c_void>, Vec<*const c_void>) =
+            (a_cols.iter().map(Column::as_ptr).collect(), b_cols.iter().map(Column::as_ptr).collect());
+        let raw_a = RawSet { columns: a_ptrs.as_ptr(), n: a.len() as u64 };
+        let raw_b = RawSet { columns: b_ptrs.as_ptr(), n: b.len() as u64 };
+        let n = pairs.len();
+        let flat: Vec<u32> = pairs.iter().flatten().copied().collect();
+        let (mut value, mut key, mut mapped) = (vec![0f64; n], vec![0f64; n], vec![0f64; n]);
+        let (mut adds, mut same) = (vec![0u8; n], vec![0u8; n]);
+        // SAFETY: every driver defines twobs_pairs_alone with this signature
+        // (templates/cpu/driver.cpp); it reads the sets and the n pairs, whose
+        // indices are within them (checked above), and writes n of each output.
+        unsafe {
+            let f: AloneFn = *self.lib.get(b"twobs_pairs_alone").expect("every driver defines twobs_pairs_alone");
+            f(
+                &raw_a,
+                &raw_b,
+                flat.as_ptr(),
+                n as u64,
+                value.as_mut_ptr(),
+                adds.as_mut_ptr(),
+                key.as_mut_ptr(),
+                mapped.as_mut_ptr(),
+                same.as_mut_ptr(),
+            );
+        }
+        let bools = |v: Vec<u8>| v.into_iter().map(|x| x != 0).collect();
+        Alone { value, adds: bools(adds), key, mapped, same: bools(same) }
     }
 
     /// Runs every pair of `inputs` (those of `grid`'s units where the driver

@@ -66,7 +66,8 @@ pub(super) struct RunArgs {
     /// is their average. A 3-D .npy input is a trajectory without this flag too.
     #[arg(long)]
     frames: bool,
-    /// Points outside the problem's periodic box: wrap them in (default) or refuse the input.
+    /// Points outside the problem's periodic box: wrap them in, or refuse the input (default:
+    /// wrap where at most half of a set lies outside, refuse the set where more do).
     #[arg(long, value_enum, value_name = "WRAP|REFUSE")]
     outside_box: Option<Outside>,
     /// Pairs in both orders plus (i, i), as GDS-Join counts its results.
@@ -108,7 +109,8 @@ pub(super) struct RunArgs {
     /// costs; the report says how the work was split and why).
     #[arg(long, value_enum, default_value = "auto")]
     hybrid: Hybrid,
-    /// Re-compute on the CPU backend (all of it, or sampled rows for large inputs) and fail on any difference.
+    /// Re-compute on the CPU backend (all of it, or sampled rows for large inputs) and fail on any
+    /// difference: a GPU run, or a CPU run's grid against every pair.
     #[arg(long)]
     verify: bool,
     #[command(flatten)]
@@ -133,9 +135,10 @@ pub(super) fn run_command(args: RunArgs) -> anyhow::Result<()> {
     // Where the result, the report and the plot go is checked before the
     // input is read: a large input takes a while to read or draw.
     let destinations = Destinations::check(&problem, &args)?;
-    let frames = read_points(&problem, &params, &given, &components, &opts, &args)?;
+    let (frames, input_notes) = read_points(&problem, &params, &given, &components, &opts, &args)?;
     let run_opts = run_options(&args)?;
-    let exec = run::execute_frames(&problem, &params, &frames, &run_opts)?;
+    let mut exec = run::execute_frames(&problem, &params, &frames, &run_opts)?;
+    exec.notes.splice(0..0, input_notes);
     if !args.quiet {
         for note in &exec.notes {
             eprintln!("note: {note}");
@@ -153,9 +156,6 @@ fn refuse_flags_of_another_backend(args: &RunArgs) -> anyhow::Result<()> {
         anyhow::bail!(
             "--hybrid on shares a GPU run with the CPU's cores; this run is on the CPU alone (--backend cpu)"
         );
-    }
-    if args.verify && matches!(args.backend, BackendArg::Cpu) {
-        anyhow::bail!("--verify checks a GPU run against the CPU backend; this run is on the CPU");
     }
     Ok(())
 }
@@ -254,7 +254,7 @@ fn result_target(problem: &Problem, args: &RunArgs) -> anyhow::Result<Option<Res
 }
 
 /// The frames of points to run on: read, checked to add up, moved into the
-/// periodic box, and with their weights.
+/// periodic box, and with their weights; and notes of what was moved.
 fn read_points(
     problem: &Problem,
     params: &Params,
@@ -262,7 +262,7 @@ fn read_points(
     components: &[Component],
     opts: &InputOptions,
     args: &RunArgs,
-) -> anyhow::Result<Vec<Inputs>> {
+) -> anyhow::Result<(Vec<Inputs>, Vec<String>)> {
     let mut frames = read_frames_of(given, components, opts, args.frames)?;
     if frames.len() > 1 && !matches!(problem.output, Output::Count { .. } | Output::Sum | Output::Histogram { .. }) {
         anyhow::bail!(
@@ -272,9 +272,9 @@ fn read_points(
             problem.output.kind()
         );
     }
-    into_periodic_box(problem, params, &mut frames, given, args)?;
+    let notes = into_periodic_box(problem, params, &mut frames, given, args)?;
     join_weights(&mut frames, &args.weights)?;
-    Ok(frames)
+    Ok((frames, notes))
 }
 
 /// The frames of a run. With --frames every input is a frame of one set;
@@ -320,20 +320,21 @@ fn into_periodic_box(
     frames: &mut [Inputs],
     given: &[String],
     args: &RunArgs,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<String>> {
+    let mut notes = Vec::new();
     match (problem.periodic_box(params), args.outside_box) {
         (Some((name, b)), policy) => {
             // Points moved, per set, over all frames.
             let mut moved = [0, 0];
             for inputs in frames.iter_mut() {
                 for (k, set) in inputs.sets_mut().enumerate() {
-                    moved[k] += set.into_box(&b, policy.unwrap_or(Outside::Wrap))?;
+                    moved[k] += set.into_box((&name, &b), policy)?;
                 }
             }
             let over = if frames.len() > 1 { format!(" (over {} frames)", frames.len()) } else { String::new() };
-            for (k, moved) in moved.into_iter().enumerate().filter(|(_, m)| *m > 0 && !args.quiet) {
+            for (k, moved) in moved.into_iter().enumerate().filter(|(_, m)| *m > 0) {
                 let set = if args.frames { "the frames".to_owned() } else { given[k].clone() };
-                eprintln!("note: {set}: {moved} points outside the box {name}={b} wrapped into it{over}");
+                notes.push(format!("{set}: {moved} points outside the box {name}={b} wrapped into it{over}"));
             }
         }
         (None, Some(_)) => anyhow::bail!(
@@ -343,7 +344,7 @@ fn into_periodic_box(
         ),
         (None, None) => {}
     }
-    Ok(())
+    Ok(notes)
 }
 
 /// Each set's `--weights` column joined to its points in every frame.

@@ -1,6 +1,7 @@
 //! Point sets: read from files or generated, validated against the spec,
 //! stored as one column per component (the layout the device wants).
 
+mod range;
 mod read;
 mod synth;
 
@@ -9,6 +10,7 @@ use std::mem::MaybeUninit;
 
 use serde::Serialize;
 
+pub use range::{OutOfF32, Spacing, f32_range};
 pub use read::{InputOptions, read_frames, read_input, read_weights, values_per_point};
 pub use synth::{Generator, synthesize};
 
@@ -164,13 +166,20 @@ impl Column {
         dst[len * w..].fill(0);
     }
 
-    /// Sets value `i` of a float column to `x`, rounded once.
-    fn set_f64(&mut self, i: usize, x: f64) {
+    /// Sets value `i` to `x`, rounded once (an integer to the nearest, saturating).
+    pub fn set_f64(&mut self, i: usize, x: f64) {
         match self {
             Column::F32(v) => v[i] = x as f32,
             Column::F64(v) => v[i] = x,
-            _ => unreachable!("box coordinates are floats: the spec reader checks"),
+            Column::I32(v) => v[i] = x.round() as i32,
+            Column::I64(v) => v[i] = x.round() as i64,
+            Column::U32(v) => v[i] = x.round() as u32,
         }
+    }
+
+    /// Row `i` alone, as a column of one value.
+    pub fn clone_row(&self, i: usize) -> Column {
+        self.select(&[i])
     }
 
     /// The rows `keep` of this column, in order.
@@ -398,23 +407,42 @@ impl PointSet {
     }
 
     /// Puts every point into the periodic box `b` (fractional coordinates in
-    /// [0, 1)) or refuses the first one outside, as `policy` says. Wrapping
-    /// moves a point by whole edge vectors, in f64, rounded once to the
-    /// column's type; the minimum-image distances are those of the point
-    /// unmoved, with the precision of coordinates near the box. Returns how
-    /// many points moved.
-    pub fn into_box(&mut self, b: &PeriodicBox, policy: Outside) -> Result<usize, InputError> {
+    /// [0, 1)) or refuses the first one outside, as `policy` says; without a
+    /// policy, wraps where at most half the points lie outside and refuses
+    /// the set, naming its extent, where more do: such a box is not the
+    /// data's (coordinates in [0, 10) and the default box of 1), and wrapping
+    /// would make it look uniform. Wrapping moves a point by whole edge
+    /// vectors, in f64, rounded once to the column's type; the minimum-image
+    /// distances are those of the point unmoved, with the precision of
+    /// coordinates near the box. Returns how many points moved.
+    pub fn into_box(&mut self, (name, b): (&str, &PeriodicBox), policy: Option<Outside>) -> Result<usize, InputError> {
+        let outside = |r: [f64; 3]| !b.fractional(r).iter().all(|x| (0.0..1.0).contains(x));
+        let policy = match policy {
+            Some(p) => p,
+            None => {
+                let n = self.len();
+                let out = (0..n).filter(|&i| outside([0, 1, 2].map(|c| self.columns[c].get_f64(i)))).count();
+                if 2 * out > n {
+                    return Err(input_error!(
+                        "{}: {out} of {n} points lie outside the periodic box {name}={b}, whose corner is the origin; the data spans {}. Give the data's box (--param {name}=...), or pass --outside-box wrap to wrap the points into this one",
+                        self.origin,
+                        extent(&self.bounds())
+                    ));
+                }
+                Outside::Wrap
+            }
+        };
         let mut moved = 0;
         for i in 0..self.len() {
             let r = [0, 1, 2].map(|c| self.columns[c].get_f64(i));
-            let s = b.fractional(r);
-            if s.iter().all(|x| (0.0..1.0).contains(x)) {
+            if !outside(r) {
                 continue;
             }
+            let s = b.fractional(r);
             // Refusing, a point on the far face counts as inside: x / L may round up to 1.
             if policy == Outside::Refuse && !s.iter().all(|x| (0.0..=1.0).contains(x)) {
                 return Err(input_error!(
-                    "{}: row {} (counting from 0) = ({}, {}, {}) lies outside the box {b} (fractional coordinates {:.6}, {:.6}, {:.6}, each should be in [0, 1]); pass --outside-box wrap to move points into it by whole box vectors",
+                    "{}: row {} (counting from 0) = ({}, {}, {}) lies outside the box {name}={b} (fractional coordinates {:.6}, {:.6}, {:.6}, each should be in [0, 1]); pass --outside-box wrap to move points into it by whole box vectors",
                     self.origin,
                     self.original_row(i as u64),
                     r[0],
@@ -448,6 +476,19 @@ impl PointSet {
             })
             .collect()
     }
+}
+
+/// Ranges of components as `[lo, hi] x [lo, hi] x ...`, each end as
+/// [`short`] writes it (for messages: the extent of a set).
+pub fn extent(bounds: &[(f64, f64)]) -> String {
+    bounds.iter().map(|(lo, hi)| format!("[{}, {}]", short(*lo), short(*hi))).collect::<Vec<_>>().join(" x ")
+}
+
+/// A number for a message: to seven digits, with an exponent where it is
+/// very large or very small.
+pub fn short(x: f64) -> String {
+    let f = x as f32;
+    if x == 0.0 || !x.is_finite() || (1e-4..1e7).contains(&x.abs()) { format!("{f}") } else { format!("{f:e}") }
 }
 
 /// What to do with a point outside the periodic box.

@@ -177,8 +177,11 @@ fn columns_for(components: &[Component], n: usize) -> Vec<Column> {
     components.iter().map(|c| Column::with_capacity(c.scalar, n)).collect()
 }
 
+/// Why the first row of a text file is read as data though a field is not a number.
+const HEADER: &str = " (a header line is skipped only when none of its fields is a number)";
+
 /// Text: one point per line, values separated by commas or white space; `#`
-/// comments and one header line of names are skipped.
+/// comments and one header line of names (no field a number) are skipped.
 fn read_text(path: &Path, components: &[Component]) -> Result<PointSet, InputError> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
@@ -201,7 +204,10 @@ fn read_text(path: &Path, components: &[Component]) -> Result<PointSet, InputErr
         if fields.is_empty() || (fields.len() == 1 && fields[0].is_empty()) {
             continue;
         }
-        if !header_skipped && columns[0].is_empty() && fields.iter().any(|f| f.parse::<f64>().is_err()) {
+        // A header holds names only: a first row with any number in it is
+        // data, so that a typo in it is an error, not a row dropped unseen.
+        let first_row = !header_skipped && columns[0].is_empty();
+        if first_row && fields.iter().all(|f| f.parse::<f64>().is_err()) {
             header_skipped = true;
             continue;
         }
@@ -220,7 +226,7 @@ fn read_text(path: &Path, components: &[Component]) -> Result<PointSet, InputErr
             } else {
                 text.parse::<f64>().map(Number::Float)
             }
-            .map_err(|_| input_error!("{}: `{text}` is not a number", at()))?;
+            .map_err(|_| input_error!("{}: `{text}` is not a number{}", at(), if first_row { HEADER } else { "" }))?;
             if comp.scalar == Scalar::F32 {
                 // Parse straight to f32: rounding once, to the nearest f32.
                 let Column::F32(c) = col else { unreachable!() };

@@ -38,4 +38,28 @@ static inline Point load_point(const TwobsSet* s, uint64_t i) {
 {{ fragments.visit }}
 // ------------------------------------------------------------------ the output
 {{ fragments.output }}
+// ------------------------------------------------------------------ one pair at a time
+// Pair k is point pairs[2k] of set a with point pairs[2k + 1] of set b, alone
+// (the promise check, src/verify.rs): its value, whether it adds to the
+// output, and where the spec declares a key map, the key, map(key), and
+// whether that is the value bit for bit (or both NaN). Numbers go out as doubles.
+extern "C" void twobs_pairs_alone(const TwobsSet* a, const TwobsSet* b, const uint32_t* pairs, uint64_t n,
+                                  double* value, uint8_t* adds, double* key, double* mapped, uint8_t* same) {
+  twobs_prepare();
+  for (uint64_t k = 0; k < n; ++k) {
+    const Point p = load_point(a, pairs[2 * k]), q = load_point(b, pairs[2 * k + 1]);
+    const Value v = twobs_pair(p, q);
+    value[k] = static_cast<double>(v);
+    adds[k] = twobs_adds(p, q);
+{%- if snippet.key_map %}
+    const Value kv = twobs_key(p, q), m = twobs_map(kv);
+    key[k] = static_cast<double>(kv);
+    mapped[k] = static_cast<double>(m);
+    same[k] = memcmp(&v, &m, sizeof v) == 0 || (v != v && m != m);
+{%- else %}
+    key[k] = mapped[k] = value[k];
+    same[k] = 1;
+{%- endif %}
+  }
+}
 }  // namespace twobs_generated

@@ -10,3 +10,7 @@
 {%- for f in f64_functions %}
 #undef {{ f }}f
 {%- endfor %}
+{%- for f in f64_intrinsics %}
+#undef {{ f.float }}
+{%- endfor %}
+#pragma GCC diagnostic pop

@@ -41,7 +41,13 @@ inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fdiv_rn(float a, float b) { return a / b; }
 inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
 inline double __dsqrt_rn(double x) { return sqrt(x); }
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dsub_rn(double a, double b) { return a - b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
+inline double __ddiv_rn(double a, double b) { return a / b; }
+inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
 inline float __saturatef(float x) { return fminf(fmaxf(x, 0.0f), 1.0f); }
+inline double twobs_saturate(double x) { return fmin(fmax(x, 0.0), 1.0); }  // __saturatef in f64 mode
 
 // CUDA computes these approximately: the CPU gives the exact result, so a
 // snippet that uses them can differ between backends in the last bits.

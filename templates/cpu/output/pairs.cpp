@@ -1,3 +1,6 @@
+// Whether the pair belongs to the output (the promise check).
+static inline bool twobs_adds(const Point& own, const Point& q) { return passes(own, q); }
+
 // Writes the passing pairs of work items [begin, end) (rows, or grid units) as
 // (i, j) while they fit `capacity`; returns how many there are.
 extern "C" uint64_t twobs_rows(const TwobsSet* a, const TwobsSet* b, const TwobsGrid* grid, uint64_t begin,

@@ -1,3 +1,6 @@
+// A KNN list takes every pair: its promise is on values (the promise check).
+static inline bool twobs_adds(const Point&, const Point&) { return true; }
+
 // Writes the K best of each row of [begin, end) to values and ids, row i at (i - begin) * K.
 {%- if stage.rings %}
 // On a grid the rows are A's points in cell order, each searching its rings;
