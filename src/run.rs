@@ -287,127 +287,13 @@ fn execute_one(
         return Err(RunError::F64OnGpu);
     }
     let f64_mode = opts.f64 || f64_for_range(problem, params, inputs, backend, &mut notes)?;
-    // A user's spec is taken at its word only after a sample of its promises.
-    let relied_on = verify::Promises {
-        cutoff: problem.cutoff.is_some() && opts.index != IndexChoice::None,
-        key: problem.function.key.is_some(),
-    };
-    if check_promises && !problem.promises_proven && (relied_on.cutoff || relied_on.key) {
-        match verify::promises(problem, params, inputs, relied_on, f64_mode, &opts.cache) {
-            Ok(kept) => notes.push(kept),
-            // A GPU host without a C++ compiler runs as before the check, and is told.
-            Err(VerifyError::Cpu(e @ CpuError::NoCompiler(_))) if backend == Backend::Cuda => {
-                notes.push(format!("{}: its promises (cutoff, key map) were not sampled: {e}", problem.origin));
-            }
-            Err(e) => return Err(e.into()),
-        }
+    if check_promises {
+        sample_promises(problem, params, inputs, opts, backend, f64_mode, &mut notes)?;
     }
-    // A grid made and then found not worth it cost its time too.
-    let grid_tried = problem.cutoff.is_some() && opts.index != IndexChoice::None;
+    let run = Run { problem, params, inputs, opts, shape };
     let mut exec = match backend {
-        Backend::Cuda => {
-            // The GPU backend makes its grid itself: its units follow the plan's blocks.
-            let bar = progress_bar(shape.pairs, opts.quiet);
-            // The schedule is made here, for the GPUs this machine has, and the backend runs it.
-            let gpus = cuda::gpus(&opts.gpu)?;
-            let start = Instant::now();
-            let schedule = Schedule::make(problem, params, &Shapes::of(inputs), opts.index, &opts.gpu, &gpus.workers)?;
-            let schedule_s = start.elapsed().as_secs_f64();
-            let ask = cuda::Ask {
-                problem,
-                params,
-                inputs,
-                choice: opts.index,
-                opts: &opts.gpu,
-                cache: &opts.cache,
-                progress: &bar,
-            };
-            let run = cuda::run_scheduled(ask, &gpus, &schedule, schedule_s)?;
-            bar.finish_and_clear();
-            notes.extend(run.notes.iter().cloned());
-            let g = &run.timings;
-            let compute_s = g.wall_s - g.prepare_s;
-            let pair_rate = run.index.pairs as f64 / compute_s.max(1e-9);
-            let issue_rate: f64 = run.devices.iter().map(|d| d.fp32_issue_rate()).sum();
-            let fp = nvrtc::fp_instructions(
-                &codegen::render_probe(problem, params, run.plans[0].test),
-                &run.devices[0].arch(),
-            )
-            .ok();
-            let name = &run.devices[0].name;
-            Execution {
-                backend,
-                device: format!(
-                    "{} x {name} ({}), blocks of {} points, {} stream(s) per GPU",
-                    run.devices.len(),
-                    run.devices[0].arch(),
-                    run.block_points,
-                    opts.gpu.streams.max(1)
-                ),
-                notes,
-                shape,
-                index: run.index,
-                outcome: run.outcome,
-                timings: Timings {
-                    compile_s: g.compile_s,
-                    compute_s,
-                    index_s: grid_tried.then_some(g.index_s),
-                    total_s: 0.0,
-                    pairs_per_s: pair_rate,
-                    gpu: Some(g.clone()),
-                    fp_instructions_per_pair: fp,
-                    fp32_issue_rate: Some(issue_rate),
-                    // An integer problem does no floating-point work to compare with the FP32 rate.
-                    fp32_issue_fraction: fp.filter(|&f| f > 0).map(|f| pair_rate * f as f64 / issue_rate),
-                    verify_s: None,
-                },
-                plans: run.plans,
-                schedule: run.schedule.as_ref().map(Schedule::describe).unwrap_or_default(),
-                verified: None,
-            }
-        }
-        Backend::Cpu => {
-            let index_start = Instant::now();
-            let workers = Workers::cpu(threads);
-            let schedule = Schedule::make(problem, params, &Shapes::of(inputs), opts.index, &opts.gpu, &workers)?;
-            let (grid, index) = match &schedule.indexing {
-                Indexing::Brute(summary) => (None, summary.clone()),
-                Indexing::Host { layout, runs } => {
-                    index::sort_and_decide(layout, inputs, shape.visit, shape.pairs, opts.index, *runs)
-                }
-                Indexing::Device(_) => unreachable!("a schedule without GPUs sorts its grid on the host"),
-            };
-            let index_s = grid_tried.then(|| index_start.elapsed().as_secs_f64());
-            let bar = progress_bar(index.pairs, opts.quiet);
-            let driver = CpuDriver::compile(problem, params, &shape, index.index, f64_mode, &opts.cache)?;
-            let compute = Instant::now();
-            let outcome = driver.run(inputs, grid.as_ref(), threads, &bar);
-            bar.finish_and_clear();
-            let compute_s = compute.elapsed().as_secs_f64() + index_s.unwrap_or(0.0);
-            let pairs = index.pairs;
-            Execution {
-                backend,
-                device: format!(
-                    "{threads} CPU threads, {}{}",
-                    if f64_mode { "f64 arithmetic" } else { "the spec's arithmetic" },
-                    if driver.cached { ", driver from the cache" } else { "" }
-                ),
-                notes,
-                shape,
-                index,
-                outcome,
-                timings: Timings {
-                    compile_s: driver.compile_seconds,
-                    compute_s,
-                    index_s,
-                    pairs_per_s: pairs as f64 / compute_s.max(1e-9),
-                    ..Default::default()
-                },
-                plans: vec![],
-                schedule: schedule.describe(),
-                verified: None,
-            }
-        }
+        Backend::Cuda => run.on_gpus(notes)?,
+        Backend::Cpu => run.on_cpu(notes, threads, f64_mode)?,
     };
     if opts.verify {
         let t = Instant::now();
@@ -431,4 +317,155 @@ fn execute_one(
     }
     exec.timings.total_s = start.elapsed().as_secs_f64();
     Ok(exec)
+}
+
+/// A user's spec is taken at its word only after a sample of its promises
+/// (its cutoff where a grid may run, its key map); what held goes in the notes.
+fn sample_promises(
+    problem: &Problem,
+    params: &Params,
+    inputs: &Inputs,
+    opts: &RunOptions,
+    backend: Backend,
+    f64_mode: bool,
+    notes: &mut Vec<String>,
+) -> Result<(), RunError> {
+    let relied_on = verify::Promises {
+        cutoff: problem.cutoff.is_some() && opts.index != IndexChoice::None,
+        key: problem.function.key.is_some(),
+    };
+    if problem.promises_proven || !(relied_on.cutoff || relied_on.key) {
+        return Ok(());
+    }
+    match verify::promises(problem, params, inputs, relied_on, f64_mode, &opts.cache) {
+        Ok(kept) => notes.push(kept),
+        // A GPU host without a C++ compiler runs as before the check, and is told.
+        Err(VerifyError::Cpu(e @ CpuError::NoCompiler(_))) if backend == Backend::Cuda => {
+            notes.push(format!("{}: its promises (cutoff, key map) were not sampled: {e}", problem.origin));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    Ok(())
+}
+
+/// One run of `problem` on `inputs`, on a backend.
+struct Run<'a> {
+    problem: &'a Problem,
+    params: &'a Params,
+    inputs: &'a Inputs,
+    opts: &'a RunOptions,
+    shape: Shape,
+}
+
+impl Run<'_> {
+    /// Whether a grid was tried: a grid made and then found not worth it cost its time too.
+    fn grid_tried(&self) -> bool {
+        self.problem.cutoff.is_some() && self.opts.index != IndexChoice::None
+    }
+
+    /// On the GPUs: the schedule is made here, for the GPUs this machine
+    /// has, and the backend runs it.
+    fn on_gpus(&self, mut notes: Vec<String>) -> Result<Execution, RunError> {
+        let Run { problem, params, inputs, opts, shape } = *self;
+        let bar = progress_bar(shape.pairs, opts.quiet);
+        let gpus = cuda::gpus(&opts.gpu)?;
+        let start = Instant::now();
+        let schedule = Schedule::make(problem, params, &Shapes::of(inputs), opts.index, &opts.gpu, &gpus.workers)?;
+        let schedule_s = start.elapsed().as_secs_f64();
+        let ask = cuda::Ask {
+            problem,
+            params,
+            inputs,
+            choice: opts.index,
+            opts: &opts.gpu,
+            cache: &opts.cache,
+            progress: &bar,
+        };
+        let run = cuda::run_scheduled(ask, &gpus, &schedule, schedule_s)?;
+        bar.finish_and_clear();
+        notes.extend(run.notes.iter().cloned());
+        let g = &run.timings;
+        let compute_s = g.wall_s - g.prepare_s;
+        let pair_rate = run.index.pairs as f64 / compute_s.max(1e-9);
+        let issue_rate: f64 = run.devices.iter().map(|d| d.fp32_issue_rate()).sum();
+        let fp =
+            nvrtc::fp_instructions(&codegen::render_probe(problem, params, run.plans[0].test), &run.devices[0].arch())
+                .ok();
+        let name = &run.devices[0].name;
+        Ok(Execution {
+            backend: Backend::Cuda,
+            device: format!(
+                "{} x {name} ({}), blocks of {} points, {} stream(s) per GPU",
+                run.devices.len(),
+                run.devices[0].arch(),
+                run.block_points,
+                opts.gpu.streams.max(1)
+            ),
+            notes,
+            shape,
+            index: run.index,
+            outcome: run.outcome,
+            timings: Timings {
+                compile_s: g.compile_s,
+                compute_s,
+                index_s: self.grid_tried().then_some(g.index_s),
+                total_s: 0.0,
+                pairs_per_s: pair_rate,
+                gpu: Some(g.clone()),
+                fp_instructions_per_pair: fp,
+                fp32_issue_rate: Some(issue_rate),
+                // An integer problem does no floating-point work to compare with the FP32 rate.
+                fp32_issue_fraction: fp.filter(|&f| f > 0).map(|f| pair_rate * f as f64 / issue_rate),
+                verify_s: None,
+            },
+            plans: run.plans,
+            schedule: run.schedule.as_ref().map(Schedule::describe).unwrap_or_default(),
+            verified: None,
+        })
+    }
+
+    /// On the CPU's `threads` threads, in f64 where `f64_mode` says.
+    fn on_cpu(&self, notes: Vec<String>, threads: usize, f64_mode: bool) -> Result<Execution, RunError> {
+        let Run { problem, params, inputs, opts, shape } = *self;
+        let index_start = Instant::now();
+        let workers = Workers::cpu(threads);
+        let schedule = Schedule::make(problem, params, &Shapes::of(inputs), opts.index, &opts.gpu, &workers)?;
+        let (grid, index) = match &schedule.indexing {
+            Indexing::Brute(summary) => (None, summary.clone()),
+            Indexing::Host { layout, runs } => {
+                index::sort_and_decide(layout, inputs, shape.visit, shape.pairs, opts.index, *runs)
+            }
+            Indexing::Device(_) => unreachable!("a schedule without GPUs sorts its grid on the host"),
+        };
+        let index_s = self.grid_tried().then(|| index_start.elapsed().as_secs_f64());
+        let bar = progress_bar(index.pairs, opts.quiet);
+        let driver = CpuDriver::compile(problem, params, &shape, index.index, f64_mode, &opts.cache)?;
+        let compute = Instant::now();
+        let outcome = driver.run(inputs, grid.as_ref(), threads, &bar);
+        bar.finish_and_clear();
+        let compute_s = compute.elapsed().as_secs_f64() + index_s.unwrap_or(0.0);
+        let pairs = index.pairs;
+        Ok(Execution {
+            backend: Backend::Cpu,
+            device: format!(
+                "{threads} CPU threads, {}{}",
+                if f64_mode { "f64 arithmetic" } else { "the spec's arithmetic" },
+                if driver.cached { ", driver from the cache" } else { "" }
+            ),
+            notes,
+            shape,
+            index,
+            outcome,
+            timings: Timings {
+                compile_s: driver.compile_seconds,
+                compute_s,
+                index_s,
+                pairs_per_s: pairs as f64 / compute_s.max(1e-9),
+                ..Default::default()
+            },
+            plans: vec![],
+            schedule: schedule.describe(),
+            verified: None,
+        })
+    }
 }

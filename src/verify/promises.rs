@@ -1,0 +1,388 @@
+//! The promise check: a spec's promises (its cutoff, its key map) sampled
+//! before a run relies on them. Random pairs of the data, and sampled
+//! points each paired with copies of themselves moved just past the cutoff
+//! (the pairs a grid skips first) along each covered component, are
+//! evaluated alone in the run's arithmetic. A pair past the cutoff must add
+//! nothing (a KNN value be at least the separation in every covered
+//! component), and with a key map every value must be map(key) bit for bit,
+//! the map non-decreasing over the keys met. A broken promise is an error
+//! naming the pair.
+
+use rand::{RngExt, SeedableRng};
+
+use super::VerifyError;
+use crate::backend::cpu::{Alone, CpuDriver};
+use crate::cache::Cache;
+use crate::data::{Inputs, PointSet, short};
+use crate::index::IndexKind;
+use crate::plan::{Points, Shape};
+use crate::spec::{Cutoff, CutoffOver, Element, KeyMap, Params, Problem};
+
+/// Random pairs of the data the promise check evaluates.
+const PROMISE_PAIRS: usize = 4096;
+/// Points each moved a little past the cutoff, along each covered component.
+const PROMISE_POINTS: usize = 256;
+/// A pair's value may fall below its separation by rounding: a few units in
+/// the last place of the value, and of the coordinates it is a difference
+/// of (a minimum image in a box of length 1 loses the digits of 1). Below it
+/// by more than this share of both, the promise is broken.
+const KNN_SLACK: f64 = 1.0 / (1u64 << 20) as f64;
+
+/// The promises a run relies on: `cutoff` where it may walk a grid, `key`
+/// where the spec declares a key map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Promises {
+    pub cutoff: bool,
+    pub key: bool,
+}
+
+/// Samples `problem`'s promises on `inputs` (see the module); returns what
+/// was checked, or the broken promise with a pair that breaks it.
+pub fn promises(
+    problem: &Problem,
+    params: &Params,
+    inputs: &Inputs,
+    check: Promises,
+    f64_mode: bool,
+    cache: &Cache,
+) -> Result<String, VerifyError> {
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let space = Space::of(problem, params, inputs, check);
+    let mut probes = space.random_pairs(&mut rng);
+    let real = probes.len();
+    if space.cutoff.is_some() {
+        probes.extend(space.moved_points(&mut rng));
+    }
+    let sample = Sample::evaluate(&space, probes, real, f64_mode, cache)?;
+    let mut kept = Vec::new();
+    if let Some(cutoff) = space.cutoff {
+        let far = sample.check_cutoff(cutoff)?;
+        kept.push(match space.value {
+            Some(_) => format!("{far} pairs past the cutoff add nothing"),
+            None => format!("{far} values are at least their separations"),
+        });
+    }
+    if let Some(key) = problem.function.key.as_ref().filter(|_| check.key) {
+        sample.check_key(key)?;
+        kept.push(format!("{} values are the map of their keys, which never decreases", sample.probes.len()));
+    }
+    Ok(format!("{}: its promises hold on a sample (seed {seed}): {}", problem.origin, kept.join("; ")))
+}
+
+/// One evaluated pair: which points, and how far apart in each covered
+/// component (the minimum image's, in a periodic box).
+struct Probe {
+    /// Row of set A.
+    own: usize,
+    partner: Partner,
+    /// The separation along each covered component.
+    apart: Vec<f64>,
+}
+
+enum Partner {
+    /// Row of the other set.
+    Row(usize),
+    /// Row `own` of set A moved by `by` along covered component `along`.
+    Moved { along: usize, by: f64 },
+}
+
+/// Where the promises are checked: the problem, the inputs, the components
+/// the cutoff covers with their extents, and the box.
+struct Space<'a> {
+    problem: &'a Problem,
+    params: &'a Params,
+    inputs: &'a Inputs,
+    cutoff: Option<&'a Cutoff>,
+    /// The cutoff's value (None for KNN's `<cutoff/>`).
+    value: Option<f64>,
+    /// Covered components, and the extent of each over both sets.
+    over: Vec<usize>,
+    extent: Vec<f64>,
+    /// A periodic box's lengths.
+    lengths: Option<[f64; 3]>,
+    /// The largest coordinate (or box length) of a covered component: the
+    /// scale of a separation's rounding.
+    scale: f64,
+}
+
+impl<'a> Space<'a> {
+    fn of(problem: &'a Problem, params: &'a Params, inputs: &'a Inputs, check: Promises) -> Space<'a> {
+        let cutoff = problem.cutoff.as_ref().filter(|_| check.cutoff);
+        let components = problem.input.components();
+        let over: Vec<usize> = match (cutoff.map(|c| &c.over), &problem.input.element) {
+            (None, _) => Vec::new(),
+            (Some(CutoffOver::Coordinates), Element::Vector { dims, .. }) => (0..*dims as usize).collect(),
+            (Some(CutoffOver::Coordinates), Element::Record { .. }) => {
+                unreachable!("the spec reader asks records for `over`")
+            }
+            (Some(CutoffOver::Fields(names)), _) => names
+                .iter()
+                .map(|n| components.iter().position(|c| &c.name == n).expect("the spec reader checked the names"))
+                .collect(),
+        };
+        let lengths: Option<[f64; 3]> = problem.periodic_box(params).map(|(_, b)| b.lengths);
+        let sets: Vec<&PointSet> = std::iter::once(&inputs.a).chain(inputs.b.as_ref()).collect();
+        let range = |c: usize| {
+            sets.iter()
+                .map(|s| s.columns[c].min_max())
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), (a, b)| (l.min(a), h.max(b)))
+        };
+        let ranges: Vec<(f64, f64)> = over.iter().map(|&c| range(c)).collect();
+        let extent = ranges.iter().map(|(lo, hi)| hi - lo).collect();
+        let scale = over
+            .iter()
+            .zip(&ranges)
+            .map(|(&c, (lo, hi))| lengths.filter(|_| c < 3).map_or(0.0, |l| l[c]).max(lo.abs()).max(hi.abs()))
+            .fold(0.0, f64::max);
+        let value = cutoff.and_then(|c| c.value.as_ref()).map(|v| params.eval(v).as_f64());
+        Space { problem, params, inputs, cutoff, value, over, extent, lengths, scale }
+    }
+
+    /// The separation along covered component k, the minimum image's in a box.
+    fn apart(&self, k: usize, x: f64, y: f64) -> f64 {
+        let d = x - y;
+        match self.lengths {
+            Some(l) if self.over[k] < 3 => (d - l[self.over[k]] * (d / l[self.over[k]]).round()).abs(),
+            _ => d.abs(),
+        }
+    }
+
+    /// Past this in covered component k a grid may skip the pair
+    /// (`index::fit_axes`'s least cell width).
+    fn least(&self, k: usize) -> f64 {
+        let v = self.value.unwrap_or(0.0);
+        if self.problem.input.components()[self.over[k]].scalar.is_integer() {
+            v.floor() + 1.0
+        } else {
+            v * (1.0 + 1.0 / 1024.0) + self.extent[k] / (1u64 << 20) as f64
+        }
+    }
+
+    /// Random pairs of the data (a point never with itself).
+    fn random_pairs(&self, rng: &mut impl rand::Rng) -> Vec<Probe> {
+        let (a, other) = (&self.inputs.a, self.inputs.other());
+        let one_set = self.inputs.b.is_none();
+        (0..PROMISE_PAIRS)
+            .filter_map(|_| {
+                let (i, j) = (rng.random_range(0..a.len()), rng.random_range(0..other.len()));
+                let apart = self
+                    .over
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &c)| self.apart(k, a.columns[c].get_f64(i), other.columns[c].get_f64(j)))
+                    .collect();
+                (!(one_set && i == j)).then_some(Probe { own: i, partner: Partner::Row(j), apart })
+            })
+            .collect()
+    }
+
+    /// Sampled points each paired with copies of themselves moved along each
+    /// covered component: just past the grid's reach, then farther (for KNN,
+    /// a spread of scales), and nearly the data's extent (a function that
+    /// wraps its space without declaring a periodic box finds such a pair close).
+    fn moved_points(&self, rng: &mut impl rand::Rng) -> Vec<Probe> {
+        let a = &self.inputs.a;
+        let mut probes = Vec::new();
+        for _ in 0..PROMISE_POINTS.min(a.len()) {
+            let i = rng.random_range(0..a.len());
+            for (k, &c) in self.over.iter().enumerate() {
+                let steps: Vec<f64> = match self.value {
+                    Some(_) => [1.0 + 1.0 / 256.0, 1.5, 3.0]
+                        .iter()
+                        .map(|f| f * self.least(k))
+                        .chain([self.extent[k] - self.least(k) / 2.0])
+                        .collect(),
+                    None => [1.0 / 1024.0, 1.0 / 64.0, 0.25, 1.0 - 1.0 / 1024.0]
+                        .iter()
+                        .map(|f| f * self.extent[k])
+                        .collect(),
+                };
+                for by in steps.into_iter().flat_map(|s| [s, -s]) {
+                    let x = a.columns[c].get_f64(i);
+                    let mut moved = a.columns[c].clone_row(i);
+                    moved.set_f64(0, x + by);
+                    let d = self.apart(k, moved.get_f64(0), x);
+                    let half = self.lengths.filter(|_| c < 3).map_or(f64::INFINITY, |l| l[c] / 2.0);
+                    // Rounding may have moved it less; a box's far half is nearer again.
+                    if d.is_nan() || d <= 0.0 || (self.value.is_some() && d <= self.least(k)) || d >= half {
+                        continue;
+                    }
+                    let mut apart = vec![0.0; self.over.len()];
+                    apart[k] = d;
+                    probes.push(Probe {
+                        own: i,
+                        partner: Partner::Moved { along: k, by: moved.get_f64(0) - x },
+                        apart,
+                    });
+                }
+            }
+        }
+        probes
+    }
+}
+
+/// The probes evaluated alone in the run's arithmetic, with the points they were made of.
+struct Sample<'a> {
+    space: &'a Space<'a>,
+    probes: Vec<Probe>,
+    /// Probes [0, real) pair rows of the data; the rest moved copies.
+    real: usize,
+    own: PointSet,
+    partners: PointSet,
+    moved: PointSet,
+    alone: Alone,
+}
+
+impl<'a> Sample<'a> {
+    /// The real pairs against the other set, the moved ones against copies of set A's rows.
+    fn evaluate(
+        space: &'a Space<'a>,
+        probes: Vec<Probe>,
+        real: usize,
+        f64_mode: bool,
+        cache: &Cache,
+    ) -> Result<Sample<'a>, VerifyError> {
+        let (problem, inputs) = (space.problem, space.inputs);
+        let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
+        let shape = Shape::new(problem, space.params, points);
+        let driver = CpuDriver::compile(problem, space.params, &shape, IndexKind::None, f64_mode, cache)?;
+        let own_rows: Vec<usize> = probes.iter().map(|p| p.own).collect();
+        let own = inputs.a.subset(&own_rows, "sampled".into());
+        let partner_rows: Vec<usize> = probes
+            .iter()
+            .map(|p| match p.partner {
+                Partner::Row(j) => j,
+                Partner::Moved { .. } => p.own,
+            })
+            .collect();
+        let mut moved = inputs.a.subset(&partner_rows[real..], "moved".into());
+        for (m, p) in probes[real..].iter().enumerate() {
+            let Partner::Moved { along, by } = p.partner else { unreachable!("real pairs come first") };
+            let c = space.over[along];
+            let x = moved.columns[c].get_f64(m);
+            moved.columns[c].set_f64(m, x + by);
+        }
+        let partners = inputs.other().subset(&partner_rows[..real], "sampled".into());
+        let pairs = |from: usize, count: usize| -> Vec<[u32; 2]> {
+            (0..count).map(|m| [(from + m) as u32, m as u32]).collect()
+        };
+        let mut alone = driver.pairs_alone(&own, &partners, &pairs(0, real));
+        let more = driver.pairs_alone(&own, &moved, &pairs(real, probes.len() - real));
+        alone.value.extend(more.value);
+        alone.adds.extend(more.adds);
+        alone.key.extend(more.key);
+        alone.mapped.extend(more.mapped);
+        alone.same.extend(more.same);
+        Ok(Sample { space, probes, real, own, partners, moved, alone })
+    }
+
+    /// Pair m: its rows, points and separation.
+    fn describe(&self, m: usize) -> String {
+        let (space, p) = (self.space, &self.probes[m]);
+        let components = space.problem.input.components();
+        let point = |s: &PointSet, i: usize| -> String {
+            format!("({})", s.columns.iter().take(components.len()).map(|c| c.show(i)).collect::<Vec<_>>().join(", "))
+        };
+        let (a, other) = (&space.inputs.a, space.inputs.other());
+        let own = format!("row {} of {} {}", a.original_row(p.own as u64), a.origin, point(&self.own, m));
+        let partner = match p.partner {
+            Partner::Row(j) => {
+                format!("row {} of {} {}", other.original_row(j as u64), other.origin, point(&self.partners, m))
+            }
+            Partner::Moved { along, by } => format!(
+                "the same point moved by {} along {} to {}",
+                short(by),
+                components[space.over[along]].name,
+                point(&self.moved, m - self.real)
+            ),
+        };
+        if space.over.is_empty() {
+            return format!("{own} and {partner}");
+        }
+        let far = p
+            .apart
+            .iter()
+            .enumerate()
+            .map(|(k, d)| format!("{} {}", components[space.over[k]].name, short(*d)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!("{own} and {partner} (apart: {far})")
+    }
+
+    /// Pairs past the cutoff add nothing (KNN: a value is at least the
+    /// separation in each covered component); returns how many were checked.
+    fn check_cutoff(&self, cutoff: &Cutoff) -> Result<usize, VerifyError> {
+        let space = self.space;
+        let (spec, alone) = (&space.problem.origin, &self.alone);
+        let mut far = 0;
+        for (m, p) in self.probes.iter().enumerate() {
+            match space.value {
+                Some(_) => {
+                    if !p.apart.iter().enumerate().any(|(k, &d)| d > space.least(k)) {
+                        continue;
+                    }
+                    far += 1;
+                    if alone.adds[m] {
+                        return Err(VerifyError::BrokenPromise(format!(
+                            "{spec}: its cutoff {} promises that a pair farther apart than that in a component adds nothing, but {} adds to the output (its value {}); a grid would leave such pairs out. Fix the cutoff or the pair function, or run every pair (--index none)",
+                            space.params.describe(cutoff.value.as_ref().expect("a value")),
+                            self.describe(m),
+                            short(alone.value[m])
+                        )));
+                    }
+                }
+                None => {
+                    let reach = p.apart.iter().copied().fold(0.0, f64::max);
+                    far += 1;
+                    if alone.value[m] < reach - KNN_SLACK * (reach + space.scale) {
+                        return Err(VerifyError::BrokenPromise(format!(
+                            "{spec}: <cutoff/> promises that a pair's value is at least its separation in each component, but {} has the value {}, below {}; a search of rings would stop too soon. Fix the pair function, or search every pair (--index none)",
+                            self.describe(m),
+                            alone.value[m],
+                            short(reach)
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(far)
+    }
+
+    /// Every value is map(key) bit for bit, and the map never decreases over the keys met.
+    fn check_key(&self, k: &KeyMap) -> Result<(), VerifyError> {
+        let (problem, alone) = (self.space.problem, &self.alone);
+        let spec = &problem.origin;
+        if let Some(m) = (0..self.probes.len()).find(|&m| !alone.same[m]) {
+            return Err(VerifyError::BrokenPromise(format!(
+                "{spec}: key=\"{}\" map=\"{}\" promise that {}(a, b) is {}({}(a, b)) bit for bit, but for {} the value is {} and the map of the key {} is {}. Fix the key or the map, or drop them",
+                k.key,
+                k.map,
+                problem.function.name,
+                k.map,
+                k.key,
+                self.describe(m),
+                alone.value[m],
+                alone.key[m],
+                alone.mapped[m]
+            )));
+        }
+        let mut order: Vec<usize> = (0..self.probes.len()).filter(|&m| !alone.key[m].is_nan()).collect();
+        order.sort_by(|&x, &y| alone.key[x].total_cmp(&alone.key[y]));
+        if let Some(w) =
+            order.windows(2).find(|w| alone.key[w[0]] < alone.key[w[1]] && alone.mapped[w[0]] > alone.mapped[w[1]])
+        {
+            return Err(VerifyError::BrokenPromise(format!(
+                "{spec}: map=\"{}\" must not decrease, but the key {} of {} maps to {}, more than the map {} of the larger key {} of {}. Fix the map, or drop key and map",
+                k.map,
+                alone.key[w[0]],
+                self.describe(w[0]),
+                alone.mapped[w[0]],
+                alone.mapped[w[1]],
+                alone.key[w[1]],
+                self.describe(w[1])
+            )));
+        }
+        Ok(())
+    }
+}
