@@ -34,12 +34,12 @@ const CXX_FLAGS: [&str; 6] = ["-std=c++17", "-O2", "-fPIC", "-shared", "-ffp-con
 pub enum CpuError {
     #[error("the CPU backend needs a C++ compiler and found none of {0}; install g++ or set CXX")]
     NoCompiler(String),
-    #[error("cannot run {compiler}: {source}")]
-    Spawn { compiler: String, source: std::io::Error },
+    #[error("cannot run {compiler}: {cause}")]
+    Spawn { compiler: String, cause: std::io::Error },
     #[error("{compiler} could not compile the CPU driver of `{problem}`:\n{log}{excerpt}\n(the generated driver is {})", path.display())]
     Compile { compiler: String, problem: String, log: String, excerpt: String, path: PathBuf },
-    #[error("cannot load the CPU driver {}: {source}", path.display())]
-    Load { path: PathBuf, source: libloading::Error },
+    #[error("cannot load the CPU driver {}: {cause}", path.display())]
+    Load { path: PathBuf, cause: libloading::Error },
     #[error(transparent)]
     Cache(#[from] CacheError),
 }
@@ -132,7 +132,7 @@ fn library(code: &codegen::Kernel, name: &str, cache: &Cache) -> Result<Library,
                 .arg(&partial)
                 .arg(&source_path)
                 .output()
-                .map_err(|source| CpuError::Spawn { compiler: cxx.clone(), source })?;
+                .map_err(|source| CpuError::Spawn { compiler: cxx.clone(), cause: source })?;
             if !out.status.success() {
                 let log = String::from_utf8_lossy(&out.stderr);
                 return Err(CpuError::Compile {
@@ -147,7 +147,7 @@ fn library(code: &codegen::Kernel, name: &str, cache: &Cache) -> Result<Library,
         }
         // SAFETY: a library twobs generated and compiled; its initializers do nothing.
         unsafe { libloading::Library::new(&entry.path) }
-            .map_err(|source| CpuError::Load { path: entry.path.clone(), source })
+            .map_err(|source| CpuError::Load { path: entry.path.clone(), cause: source })
     })?;
     Ok(Library { lib, source_path, cached })
 }

@@ -17,12 +17,20 @@ pub enum NvrtcError {
         "libnvrtc (CUDA 13) was found neither on the library path nor in {searched}; install the CUDA toolkit or `pip install nvidia-cuda-nvrtc==13.0.*`, or set CUDA_PATH to the folder holding lib64/libnvrtc.so.13"
     )]
     Missing { searched: String },
+    // The cause is in the message, so it is not also the error's source
+    // (`{:#}` would print it twice).
     #[error("NVRTC failed: {0}")]
-    Api(#[from] result::NvrtcError),
+    Api(result::NvrtcError),
     #[error(transparent)]
     Compile(#[from] CompileError),
     #[error(transparent)]
     Cache(#[from] CacheError),
+}
+
+impl From<result::NvrtcError> for NvrtcError {
+    fn from(e: result::NvrtcError) -> Self {
+        NvrtcError::Api(e)
+    }
 }
 
 /// A kernel that did not compile, with the evidence: the compiler's log, the

@@ -348,7 +348,7 @@ pub fn guarded(command: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
     match outcome {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_line(&e));
             ExitCode::FAILURE
         }
         Err(_) => {
@@ -358,6 +358,21 @@ pub fn guarded(command: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
             ExitCode::from(INTERNAL_ERROR)
         }
     }
+}
+
+/// An error and its causes on one line, as `{:#}` shows them, but each
+/// cause once: one whose text the line already holds (a message that quotes
+/// its cause, which is also its source) is not repeated.
+pub fn error_line(e: &anyhow::Error) -> String {
+    let mut line = e.to_string();
+    for cause in e.chain().skip(1) {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
 }
 
 /// The one line an internal error prints.
