@@ -279,6 +279,9 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
             let index_s = grid_tried.then(|| index_start.elapsed().as_secs_f64());
             let bar = progress_bar(index.pairs, opts.quiet);
             let driver = CpuDriver::compile(problem, params, &shape, index.index, opts.f64, &opts.cache)?;
+            if let Some(why) = &driver.rebuilt {
+                notes.push(format!("the cached CPU driver was built again: {why}"));
+            }
             let compute = Instant::now();
             let outcome = driver.run(inputs, grid.as_ref(), threads, &bar);
             bar.finish_and_clear();

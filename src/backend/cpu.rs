@@ -14,7 +14,7 @@ use std::time::Instant;
 use indicatif::ProgressBar;
 
 use super::KeyCheck;
-use crate::cache::{Cache, CacheError, Key, Memo};
+use crate::cache::{Cache, CacheError, Damage, Key, Memo};
 use crate::codegen;
 use crate::data::{Column, Inputs, PointSet};
 use crate::index::{Grid, IndexKind};
@@ -24,6 +24,7 @@ use crate::spec::{Params, Problem, Scalar};
 use crate::stage::RingShape;
 use crate::stage::output::{self, Collect, Partial, Total};
 use crate::stage::visit::Visit;
+use crate::write;
 
 /// Flags of every driver build. -ffp-contract=off: no fused multiply-add the
 /// snippet did not ask for, as on the GPU (--fmad=false).
@@ -57,6 +58,8 @@ pub struct CpuDriver {
     pub source_path: PathBuf,
     pub compile_seconds: f64,
     pub cached: bool,
+    /// Why the driver in the cache was built again (it was not what twobs had built).
+    pub rebuilt: Option<String>,
 }
 
 #[repr(C)]
@@ -106,6 +109,8 @@ struct Library {
     lib: Arc<libloading::Library>,
     source_path: PathBuf,
     cached: bool,
+    /// Why the cached library was not loaded as it was, where it was damaged.
+    rebuilt: Option<String>,
 }
 
 /// Compiles `code` with the host compiler (or finds it in the cache) and loads it.
@@ -115,21 +120,24 @@ fn library(code: &codegen::Kernel, name: &str, cache: &Cache) -> Result<Library,
     let entry = cache.entry("cpu", name, key, "so")?;
     let source_path = entry.path.with_extension("cpp");
     let mut cached = true;
+    let mut rebuilt = None;
     let lib = DRIVERS.get_or_try(key, || -> Result<libloading::Library, CpuError> {
-        if !entry.exists() {
+        // Only what twobs built is loaded: a driver whose bytes are not those
+        // recorded (truncated, emptied, changed) is built again.
+        if let Err(damage) = entry.verify() {
             cached = false;
+            if let Damage::Changed(why) = damage {
+                rebuilt = Some(why);
+            }
             // Another process may be making the same library: each writes and
             // compiles its own partial files, and the renames are atomic.
-            let partial_source = entry.partial().with_extension("cpp");
-            std::fs::write(&partial_source, &code.source)
-                .map_err(|source| CacheError { path: partial_source.clone(), source })?;
-            std::fs::rename(&partial_source, &source_path)
-                .map_err(|source| CacheError { path: source_path.clone(), source })?;
-            let partial = entry.partial();
+            write::file_atomically(&source_path, |w| w.write_all(code.source.as_bytes()))
+                .map_err(|cause| CacheError::Io { path: source_path.clone(), cause })?;
+            let partial = entry.partial()?;
             let out = Command::new(&cxx)
                 .args(CXX_FLAGS)
                 .arg("-o")
-                .arg(&partial)
+                .arg(partial.partial())
                 .arg(&source_path)
                 .output()
                 .map_err(|source| CpuError::Spawn { compiler: cxx.clone(), cause: source })?;
@@ -143,13 +151,16 @@ fn library(code: &codegen::Kernel, name: &str, cache: &Cache) -> Result<Library,
                     path: source_path.clone(),
                 });
             }
-            entry.commit(&partial)?;
+            let bytes = std::fs::read(partial.partial())
+                .map_err(|cause| CacheError::Io { path: partial.partial().to_owned(), cause })?;
+            entry.commit(partial, &bytes)?;
         }
-        // SAFETY: a library twobs generated and compiled; its initializers do nothing.
+        // SAFETY: a library twobs generated and compiled, its digest checked
+        // just above; its initializers do nothing.
         unsafe { libloading::Library::new(&entry.path) }
             .map_err(|source| CpuError::Load { path: entry.path.clone(), cause: source })
     })?;
-    Ok(Library { lib, source_path, cached })
+    Ok(Library { lib, source_path, cached, rebuilt })
 }
 
 /// Checks the key edges of `problem` on the host: `count` keys of ranks
@@ -188,7 +199,7 @@ impl CpuDriver {
         let (p, v) = if f64_mode { (problem.in_f64(), params.in_f64()) } else { (problem.clone(), params.clone()) };
         let driver = codegen::render_cpu(&p, &v, shape, index, f64_mode);
         let start = Instant::now();
-        let Library { lib, source_path, cached } = library(&driver, &problem.name, cache)?;
+        let Library { lib, source_path, cached, rebuilt } = library(&driver, &problem.name, cache)?;
         Ok(CpuDriver {
             lib,
             visit: shape.visit,
@@ -199,6 +210,7 @@ impl CpuDriver {
             source_path,
             compile_seconds: start.elapsed().as_secs_f64(),
             cached,
+            rebuilt,
         })
     }
 

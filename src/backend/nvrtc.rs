@@ -225,7 +225,8 @@ pub fn cubin(kernel: &Kernel, arch: &str, cache: &Cache) -> Result<(Arc<Vec<u8>>
     let mut cached = true;
     let bytes = CUBINS.get_or_try(key, || -> Result<Vec<u8>, NvrtcError> {
         let entry = cache.entry("cuda", kernel.file_name.trim_end_matches(".cu"), key, "cubin")?;
-        if let Some(bytes) = entry.read() {
+        // Only a CUBIN whose bytes are those recorded when it was built is loaded.
+        if let Ok(bytes) = entry.read() {
             return Ok(bytes);
         }
         cached = false;

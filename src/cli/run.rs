@@ -133,8 +133,8 @@ pub(super) fn run_command(args: RunArgs) -> anyhow::Result<()> {
     // Where the result, the report and the plot go is checked before the
     // input is read: a large input takes a while to read or draw.
     let destinations = Destinations::check(&problem, &args)?;
-    let frames = read_points(&problem, &params, &given, &components, &opts, &args)?;
     let run_opts = run_options(&args)?;
+    let frames = read_points(&problem, &params, &given, &components, &opts, &args)?;
     let exec = run::execute_frames(&problem, &params, &frames, &run_opts)?;
     if !args.quiet {
         for note in &exec.notes {
@@ -418,7 +418,7 @@ fn run_options(args: &RunArgs) -> anyhow::Result<RunOptions> {
         gpu,
         verify: args.verify,
         index: args.index,
-        cache: Cache::user(),
+        cache: Cache::user()?,
     })
 }
 

@@ -99,6 +99,7 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
     .filter_map(|(role, file)| file.filter(|f| std::path::Path::new(f).exists()).map(|f| Named::new(role, f)))
     .collect();
     crate::write::refuse_clashes(&written, &read)?;
+    let cache = Cache::user()?;
     let mut data = read_input(&args.data, &components, &opts).context("--data")?;
     let mut randoms =
         read_input(&args.randoms, &components, &InputOptions { seed: args.seed + 1, ..opts }).context("--randoms")?;
@@ -120,7 +121,7 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         gpu: GpuOptions { streams: 2, ..Default::default() },
         verify: false,
         index: IndexChoice::Auto,
-        cache: Cache::user(),
+        cache,
     };
     let (counts, runs) = xi::count(
         &problem,
