@@ -283,7 +283,7 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
                 notes.push(format!("the cached CPU driver was built again: {why}"));
             }
             let compute = Instant::now();
-            let outcome = driver.run(inputs, grid.as_ref(), threads, &bar);
+            let outcome = driver.run(inputs, grid.as_ref(), threads, &bar)?;
             bar.finish_and_clear();
             let compute_s = compute.elapsed().as_secs_f64() + index_s.unwrap_or(0.0);
             let pairs = index.pairs;

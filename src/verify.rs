@@ -47,7 +47,7 @@ pub fn verify(
     let hidden = ProgressBar::hidden();
     if shape.pairs <= FULL_VERIFY_PAIRS {
         let cpu = CpuDriver::compile(problem, params, shape, IndexKind::None, false, cache)?
-            .run(inputs, None, threads, &hidden);
+            .run(inputs, None, threads, &hidden)?;
         if let Some(difference) = gpu.difference(&cpu) {
             return Err(VerifyError::Mismatch { what: format!("all {} pairs", shape.pairs), difference });
         }
@@ -68,7 +68,7 @@ pub fn verify(
     // The GPU walks the sample as the run did: on a grid where the run could.
     let g = cuda::run(&cross, params, &sub, index, &opts, cache, &hidden)?.outcome;
     let c = CpuDriver::compile(&cross, params, &cross_shape, IndexKind::None, false, cache)?
-        .run(&sub, None, threads, &hidden);
+        .run(&sub, None, threads, &hidden)?;
     if let Some(difference) = g.difference(&c) {
         return Err(VerifyError::Mismatch { what: format!("sampled rows, seed {seed}"), difference });
     }
