@@ -38,8 +38,9 @@ pub enum CpuError {
     NoCompiler(String),
     #[error("cannot run {compiler}: {cause}")]
     Spawn { compiler: String, cause: std::io::Error },
-    #[error("{compiler} could not compile the CPU driver of `{problem}`:\n{log}{excerpt}\n(the generated driver is {})", path.display())]
-    Compile { compiler: String, problem: String, log: String, excerpt: String, path: PathBuf },
+    /// `of`: the problem, and the user's file its pair function is in.
+    #[error("{compiler} could not compile the CPU driver of {of}:\n{log}{excerpt}\n(the generated driver is {})", path.display())]
+    Compile { compiler: String, of: String, log: String, excerpt: String, path: PathBuf },
     #[error("cannot load the CPU driver {}: {cause}", path.display())]
     Load { path: PathBuf, cause: libloading::Error },
     #[error(transparent)]
@@ -123,7 +124,8 @@ struct Library {
 }
 
 /// Compiles `code` with the host compiler (or finds it in the cache) and loads it.
-fn library(code: &codegen::Kernel, name: &str, cache: &Cache) -> Result<Library, CpuError> {
+/// `snippet` is the user's file the code holds, for the compiler's errors.
+fn library(code: &codegen::Kernel, name: &str, snippet: &str, cache: &Cache) -> Result<Library, CpuError> {
     let (cxx, version) = compiler()?;
     let key = Key::of(&[code.source.as_bytes(), cxx.as_bytes(), version.as_bytes(), CXX_FLAGS.join(" ").as_bytes()]);
     let entry = cache.entry("cpu", name, key, "so")?;
@@ -154,7 +156,7 @@ fn library(code: &codegen::Kernel, name: &str, cache: &Cache) -> Result<Library,
                 let log = String::from_utf8_lossy(&out.stderr);
                 return Err(CpuError::Compile {
                     compiler: cxx.clone(),
-                    problem: name.to_owned(),
+                    of: format!("`{name}` (its pair function is in {snippet})"),
                     log: log.lines().take(40).collect::<Vec<_>>().join("\n"),
                     excerpt: code.excerpt(&log),
                     path: source_path.clone(),
@@ -183,7 +185,7 @@ pub fn check_keys(
     around: u64,
 ) -> Result<Option<KeyCheck>, CpuError> {
     let Some(probe) = codegen::render_key_probe(problem, params, None) else { return Ok(None) };
-    let Library { lib, .. } = library(&probe, &format!("{}-keys", problem.name), cache)?;
+    let Library { lib, .. } = library(&probe, &format!("{}-keys", problem.name), &problem.function.file, cache)?;
     type CheckFn = unsafe extern "C" fn(u64, u64, u64, u64, *mut u64, *mut u64, *mut f64) -> u64;
     let (mut mismatches, mut first_bad, mut estimate_error) = (0u64, u64::MAX, 0f64);
     // SAFETY: the probe template gives twobs_check_keys this signature; it
@@ -208,7 +210,8 @@ impl CpuDriver {
         let (p, v) = if f64_mode { (problem.in_f64(), params.in_f64()) } else { (problem.clone(), params.clone()) };
         let driver = codegen::render_cpu(&p, &v, shape, index, f64_mode);
         let start = Instant::now();
-        let Library { lib, source_path, cached, rebuilt } = library(&driver, &problem.name, cache)?;
+        let Library { lib, source_path, cached, rebuilt } =
+            library(&driver, &problem.name, &problem.function.file, cache)?;
         Ok(CpuDriver {
             lib,
             problem: problem.name.clone(),
