@@ -201,3 +201,18 @@ fn a_file_past_ulimit_f_is_an_error_that_leaves_no_partial_file() {
     assert_eq!(stderr(&o).matches("File too large").count(), 1, "{}", stderr(&o));
     assert!(names(d).is_empty(), "{:?}", names(d));
 }
+
+#[test]
+fn gen_cubin_is_never_written_through_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::os::unix::fs::symlink(d.join("elsewhere.cubin"), d.join("k.cubin")).unwrap();
+    let o = twobs(d, &["gen", "2pcf", "--check", "--cubin", "k.cubin"]);
+    let e = stderr(&o);
+    if e.contains("libnvrtc") && e.contains("was found neither") {
+        panic!("NVRTC is needed (LD_LIBRARY_PATH, scripts/test.sh): {e}");
+    }
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("k.cubin exists; twobs does not overwrite a file it did not write"), "{e}");
+    assert!(!d.join("elsewhere.cubin").exists(), "the link was followed");
+}
