@@ -3,19 +3,35 @@
 //! that makes it (source, compiler, options), with a hash that is the same in
 //! every build of twobs; in the process, a map in front hands out what was
 //! already loaded.
+//!
+//! twobs loads and runs what it finds there, so the cache is a folder of the
+//! user's own that no one else can write (never a relative or a shared one),
+//! and each artefact's SHA-256 digest is recorded when it is built and checked
+//! before it is loaded: an artefact truncated, emptied or changed by a single
+//! bit since is built again, never trusted.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// A cache folder could not be made or written.
+use sha2::{Digest, Sha256};
+
+use crate::write;
+
+/// The cache cannot be placed, made, trusted or written.
 #[derive(Debug, thiserror::Error)]
-#[error("the cache {}: {source}", path.display())]
-pub struct CacheError {
-    pub path: PathBuf,
-    #[source]
-    pub source: std::io::Error,
+pub enum CacheError {
+    #[error("the cache {}: {cause}", path.display())]
+    Io { path: PathBuf, cause: std::io::Error },
+    #[error("no folder for the cache of compiled code: {0}")]
+    NoPlace(String),
+    #[error(
+        "the cache folder {} {why}: twobs runs the code it finds there, which anyone who can write that folder could replace; {fix}",
+        path.display()
+    )]
+    NotOwn { path: PathBuf, why: String, fix: &'static str },
 }
 
 /// A 128-bit FNV-1a hash of length-prefixed parts: defined by its algorithm,
@@ -52,18 +68,40 @@ pub struct Cache {
 
 impl Cache {
     /// The user's cache: $TWOBS_CACHE, else $XDG_CACHE_HOME/twobs, else
-    /// ~/.cache/twobs, else a folder in the temp dir.
-    pub fn user() -> Cache {
-        let dir = if let Some(dir) = std::env::var_os("TWOBS_CACHE") {
-            PathBuf::from(dir)
-        } else if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
-            PathBuf::from(dir).join("twobs")
-        } else if let Some(home) = std::env::var_os("HOME") {
-            PathBuf::from(home).join(".cache").join("twobs")
-        } else {
-            std::env::temp_dir().join("twobs-cache")
+    /// $HOME/.cache/twobs. Each must be an absolute path; there is no
+    /// fallback to a folder others share.
+    pub fn user() -> Result<Cache, CacheError> {
+        Cache::from_vars(|name| std::env::var_os(name))
+    }
+
+    /// [`Cache::user`] with the environment read through `var`.
+    pub fn from_vars(var: impl Fn(&str) -> Option<OsString>) -> Result<Cache, CacheError> {
+        const FIX: &str = "set TWOBS_CACHE to an absolute folder of your own";
+        let absolute = |name: &str, value: OsString| -> Result<PathBuf, CacheError> {
+            let path = PathBuf::from(&value);
+            if value.is_empty() {
+                Err(CacheError::NoPlace(format!("{name} is set but empty; {FIX}")))
+            } else if !path.is_absolute() {
+                Err(CacheError::NoPlace(format!(
+                    "{name}={} is a relative path, which would put the cache wherever twobs is run from; {FIX}",
+                    path.display()
+                )))
+            } else {
+                Ok(path)
+            }
         };
-        Cache { dir }
+        let dir = if let Some(dir) = var("TWOBS_CACHE") {
+            absolute("TWOBS_CACHE", dir)?
+        } else if let Some(dir) = var("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+            absolute("XDG_CACHE_HOME", dir)?.join("twobs")
+        } else if let Some(home) = var("HOME") {
+            absolute("HOME", home)?.join(".cache").join("twobs")
+        } else {
+            return Err(CacheError::NoPlace(format!(
+                "HOME is not set (nor XDG_CACHE_HOME or TWOBS_CACHE), and twobs does not share a folder with other users; {FIX}"
+            )));
+        };
+        Ok(Cache { dir })
     }
 
     /// A cache in `dir` (the tests keep theirs out of the user's).
@@ -75,48 +113,139 @@ impl Cache {
         &self.dir
     }
 
-    /// The place of artefact `stem` under `key` in `kind` (`cuda`, `cpu`), its folder made.
+    /// The place of artefact `stem` under `key` in `kind` (`cuda`, `cpu`),
+    /// its folder made (mode 0700) and checked to be the user's own.
     pub fn entry(&self, kind: &str, stem: &str, key: Key, extension: &str) -> Result<Entry, CacheError> {
         let dir = self.dir.join(kind);
-        std::fs::create_dir_all(&dir).map_err(|source| CacheError { path: dir.clone(), source })?;
-        Ok(Entry { path: dir.join(format!("{stem}-{}.{extension}", key.hex())) })
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|cause| CacheError::Io { path: dir.clone(), cause })?;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        check_own_folder(&self.dir, me)?;
+        check_own_folder(&dir, me)?;
+        Ok(Entry { path: dir.join(format!("{}-{}.{extension}", bounded(stem), key.hex())) })
     }
 }
 
-/// One artefact's place in the cache.
+/// The most bytes of a name in an entry's file name: the key makes it
+/// unique, and the whole stays far below NAME_MAX (255) whatever the
+/// problem is called.
+const STEM_BYTES: usize = 64;
+
+fn bounded(stem: &str) -> &str {
+    let mut end = stem.len().min(STEM_BYTES);
+    while !stem.is_char_boundary(end) {
+        end -= 1;
+    }
+    &stem[..end]
+}
+
+/// Refuses a cache folder that user `uid` does not own, or that others may write.
+pub fn check_own_folder(dir: &Path, uid: u32) -> Result<(), CacheError> {
+    let meta = std::fs::metadata(dir).map_err(|cause| CacheError::Io { path: dir.to_owned(), cause })?;
+    const ELSEWHERE: &str = "use a folder of your own (TWOBS_CACHE=/absolute/folder)";
+    let not_own = |why: String, fix| Err(CacheError::NotOwn { path: dir.to_owned(), why, fix });
+    if !meta.is_dir() {
+        return not_own("is not a folder".into(), ELSEWHERE);
+    }
+    if meta.uid() != uid {
+        return not_own(format!("belongs to user {}, not to you (user {uid})", meta.uid()), ELSEWHERE);
+    }
+    if meta.mode() & 0o022 != 0 {
+        let why = format!("can be written by others (mode {:o})", meta.mode() & 0o7777);
+        return not_own(why, "make it yours alone (chmod go-w), or use another folder of your own (TWOBS_CACHE)");
+    }
+    Ok(())
+}
+
+/// One artefact's place in the cache, with its digest beside it (`.sha256`).
 #[derive(Debug, Clone)]
 pub struct Entry {
     pub path: PathBuf,
 }
 
+/// Why an entry is not loaded as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Damage {
+    /// Never built (or its digest was never recorded).
+    Missing,
+    /// Its bytes are not those recorded when it was built.
+    Changed(String),
+}
+
 impl Entry {
-    pub fn read(&self) -> Option<Vec<u8>> {
-        std::fs::read(&self.path).ok()
+    fn digest_path(&self) -> PathBuf {
+        let mut name = self.path.file_name().expect("an entry has a name").to_owned();
+        name.push(".sha256");
+        self.path.with_file_name(name)
     }
 
-    pub fn exists(&self) -> bool {
-        self.path.exists()
+    /// The artefact's bytes, where they are those recorded when it was built.
+    pub fn read(&self) -> Result<Vec<u8>, Damage> {
+        let bytes = std::fs::read(&self.path).map_err(|_| Damage::Missing)?;
+        self.check(&bytes).map(|()| bytes)
     }
 
-    /// A path beside the entry to make it in, unique to this call; [`Entry::commit`]
-    /// moves it into place, so that no reader, in this process or another,
-    /// ever sees half an artefact.
-    pub fn partial(&self) -> PathBuf {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let ext = self.path.extension().and_then(|e| e.to_str()).unwrap_or("bin");
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        self.path.with_extension(format!("{}-{n}.partial.{ext}", std::process::id()))
+    /// Whether the artefact is whole and the user's own: its digest as
+    /// recorded, its file not writable by others. What is loaded from it is
+    /// then what twobs built.
+    pub fn verify(&self) -> Result<(), Damage> {
+        let bytes = std::fs::read(&self.path).map_err(|_| Damage::Missing)?;
+        self.check(&bytes)
     }
 
-    pub fn commit(&self, partial: &Path) -> Result<(), CacheError> {
-        std::fs::rename(partial, &self.path).map_err(|source| CacheError { path: self.path.clone(), source })
+    fn check(&self, bytes: &[u8]) -> Result<(), Damage> {
+        let recorded = std::fs::read_to_string(self.digest_path()).map_err(|_| Damage::Missing)?;
+        let meta = std::fs::symlink_metadata(&self.path).map_err(|_| Damage::Missing)?;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if !meta.is_file() || meta.uid() != me || meta.mode() & 0o022 != 0 {
+            return Err(Damage::Changed(format!("{} is not a file of your own", self.path.display())));
+        }
+        let found = hex_digest(bytes);
+        if recorded.trim() != found {
+            return Err(Damage::Changed(format!(
+                "{} ({} bytes) is not what was built: its SHA-256 begins {}, and {} was recorded",
+                self.path.display(),
+                bytes.len(),
+                &found[..12],
+                recorded.trim().get(..12).unwrap_or("nothing")
+            )));
+        }
+        Ok(())
+    }
+
+    /// Records the digest of `bytes`, then puts `artefact` (a partial file
+    /// holding them) in place: a reader that finds the artefact finds its
+    /// digest, and one that meets a half-made pair rebuilds it.
+    pub fn commit(&self, artefact: write::Staged, bytes: &[u8]) -> Result<(), CacheError> {
+        let digest = self.digest_path();
+        write::file_atomically(&digest, |w| writeln!(w, "{}", hex_digest(bytes)))
+            .map_err(|cause| CacheError::Io { path: digest.clone(), cause })?;
+        write::commit(vec![artefact]).map_err(|(path, cause)| CacheError::Io { path, cause })
+    }
+
+    /// A partial file beside the entry to make it in (made exclusively, and
+    /// removed unless committed), so that no reader, in this process or
+    /// another, ever sees half an artefact.
+    pub fn partial(&self) -> Result<write::Staged, CacheError> {
+        write::Staged::create(&self.path)
+            .map(|(staged, _)| staged)
+            .map_err(|cause| CacheError::Io { path: self.path.clone(), cause })
     }
 
     pub fn write(&self, bytes: &[u8]) -> Result<(), CacheError> {
-        let partial = self.partial();
-        std::fs::write(&partial, bytes).map_err(|source| CacheError { path: partial.clone(), source })?;
-        self.commit(&partial)
+        let staged = write::stage(&self.path, |w| w.write_all(bytes))
+            .map_err(|cause| CacheError::Io { path: self.path.clone(), cause })?;
+        self.commit(staged, bytes)
     }
+}
+
+fn hex_digest(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What this process already built or loaded, by key.
@@ -160,6 +289,11 @@ mod tests {
     fn fnv1a_128_matches_the_published_test_vectors() {
         assert_eq!(fnv1a_128(b""), 0x6c62272e07bb014262b821756295c58d);
         assert_eq!(fnv1a_128(b"a"), 0xd228cb696f1a8caf78912b704e4a8964);
+    }
+
+    #[test]
+    fn sha256_matches_the_published_test_vector() {
+        assert_eq!(hex_digest(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod codegen;
 pub mod data;
 pub mod device;
 pub mod index;
+pub mod memory;
 pub mod model;
 pub mod outcome;
 pub mod plan;

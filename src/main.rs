@@ -1,19 +1,16 @@
 fn main() -> std::process::ExitCode {
-    restore_sigpipe();
+    default_signals();
     twobs::cli::main()
 }
 
 /// Rust ignores SIGPIPE, so `twobs plan sdh | head` would fail writing to a
-/// closed pipe; like other Unix tools, twobs should just stop.
-fn restore_sigpipe() {
-    #[cfg(unix)]
-    {
-        unsafe extern "C" {
-            fn signal(signum: i32, handler: usize) -> usize;
-        }
-        const SIGPIPE: i32 = 13;
-        const SIG_DFL: usize = 0;
-        // SAFETY: resets one signal's disposition to the default, before any thread starts.
-        unsafe { signal(SIGPIPE, SIG_DFL) };
+/// closed pipe; like other Unix tools, twobs should just stop. SIGXFSZ is
+/// ignored instead: a file past `ulimit -f` then fails its write with EFBIG,
+/// an error that removes the partial file, rather than killing the process.
+fn default_signals() {
+    // SAFETY: sets two signals' dispositions, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
 }

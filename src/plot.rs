@@ -65,15 +65,15 @@ pub enum PlotError {
     Figure { path: PathBuf, message: String },
     #[error("cannot draw {}: {message}", path.display())]
     Draw { path: PathBuf, message: String },
-    #[error("cannot write {}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error("cannot write {}: {cause}", path.display())]
+    Io { path: PathBuf, cause: std::io::Error },
 }
 
 /// What the command line checks before it computes anything: the extension
 /// names a picture format and a file can be made there.
 pub fn check(path: &Path) -> Result<PlotFormat, PlotError> {
     let format = format_of(path)?;
-    crate::write::check_writable(path).map_err(|source| PlotError::Io { path: path.to_owned(), source })?;
+    crate::write::check_writable(path).map_err(|source| PlotError::Io { path: path.to_owned(), cause: source })?;
     Ok(format)
 }
 
@@ -419,7 +419,7 @@ fn trimmed(mut s: String) -> String {
 /// [`crate::write::file_atomically`]).
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {
     crate::write::file_atomically(path, |w| w.write_all(bytes))
-        .map_err(|source| PlotError::Io { path: path.to_owned(), source })
+        .map_err(|source| PlotError::Io { path: path.to_owned(), cause: source })
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@ use crate::spec::{Disk, Files, Function, KeyMap, Problem, SpecError};
 /// PROBLEM named neither a readable spec nor a built-in, or a spec that is wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("cannot read the spec `{path}`: {source}")]
-    Unreadable { path: String, source: std::io::Error },
+    #[error("cannot read the spec `{path}`: {cause}")]
+    Unreadable { path: String, cause: std::io::Error },
     #[error("`{0}` is neither a spec file nor a built-in problem; built-ins: {built_ins}", built_ins = BUILT_IN.join(", "))]
     Unknown(String),
     #[error(transparent)]
@@ -93,8 +93,8 @@ fn mark_proven_promises(problem: &mut Problem) {
 pub fn load(arg: &str) -> Result<Problem, LoadError> {
     let path = Path::new(arg);
     if path.exists() || arg.ends_with(".xml") {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| LoadError::Unreadable { path: arg.to_owned(), source })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| LoadError::Unreadable { path: arg.to_owned(), cause: source })?;
         let mut problem = Problem::parse(&text, path, &Disk)?;
         mark_proven_estimate(&mut problem);
         mark_proven_promises(&mut problem);

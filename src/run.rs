@@ -425,7 +425,7 @@ impl Run<'_> {
     }
 
     /// On the CPU's `threads` threads, in f64 where `f64_mode` says.
-    fn on_cpu(&self, notes: Vec<String>, threads: usize, f64_mode: bool) -> Result<Execution, RunError> {
+    fn on_cpu(&self, mut notes: Vec<String>, threads: usize, f64_mode: bool) -> Result<Execution, RunError> {
         let Run { problem, params, inputs, opts, shape } = *self;
         let index_start = Instant::now();
         let workers = Workers::cpu(threads);
@@ -440,8 +440,11 @@ impl Run<'_> {
         let index_s = self.grid_tried().then(|| index_start.elapsed().as_secs_f64());
         let bar = progress_bar(index.pairs, opts.quiet);
         let driver = CpuDriver::compile(problem, params, &shape, index.index, f64_mode, &opts.cache)?;
+        if let Some(why) = &driver.rebuilt {
+            notes.push(format!("the cached CPU driver was built again: {why}"));
+        }
         let compute = Instant::now();
-        let outcome = driver.run(inputs, grid.as_ref(), threads, &bar);
+        let outcome = driver.run(inputs, grid.as_ref(), threads, &bar)?;
         bar.finish_and_clear();
         let compute_s = compute.elapsed().as_secs_f64() + index_s.unwrap_or(0.0);
         let pairs = index.pairs;

@@ -49,19 +49,10 @@ pub enum TuneError {
     NotTotals { problem: String, kind: &'static str },
     #[error("{case}: shape {shape} found another result than the planner's ({difference}); nothing was stored")]
     Disagrees { case: String, shape: KernelShape, difference: String },
-    #[error("{case}: {source}")]
-    Plan {
-        case: String,
-        #[source]
-        source: PlanError,
-    },
-    #[error("{case}, shape {shape}: {source}")]
-    Run {
-        case: String,
-        shape: KernelShape,
-        #[source]
-        source: Box<RunError>,
-    },
+    #[error("{case}: {cause}")]
+    Plan { case: String, cause: PlanError },
+    #[error("{case}, shape {shape}: {cause}")]
+    Run { case: String, shape: KernelShape, cause: Box<RunError> },
 }
 
 /// One workload to time: a problem, its parameters and its points.
@@ -310,7 +301,7 @@ pub fn store(sweep: &Sweep, dev: &Device, problem: Option<&str>, path: &std::pat
 /// The shape the planner picks for `case` on `dev`, and which totals it keeps.
 fn planned(dev: &Device, case: &Case) -> Result<(KernelShape, Keeps), TuneError> {
     let plan = Plan::new(&case.problem, &case.params, dev, points(&case.inputs), Forced::default())
-        .map_err(|source| TuneError::Plan { case: case.label.clone(), source })?;
+        .map_err(|source| TuneError::Plan { case: case.label.clone(), cause: source })?;
     let (copies, keeps) = match plan.output {
         OutputStage::Totals { store: Store::Shared { copies, .. }, .. } => (copies, Keeps::Shared),
         OutputStage::Totals { store: Store::Registers, .. } => (1, Keeps::Registers),
@@ -347,7 +338,7 @@ impl<'a> Walk<'a> {
     /// one every other shape must equal.
     fn start(dev: &Device, case: &'a Case, opts: &mut TuneOptions) -> Result<Walk<'a>, TuneError> {
         let (before, keeps) = planned(dev, case)?;
-        let failed = |source| TuneError::Run { case: case.label.clone(), shape: before, source };
+        let failed = |source| TuneError::Run { case: case.label.clone(), shape: before, cause: source };
         (opts.run)(case, Forced::default()).map_err(failed)?;
         let (reference, mut kernel_s) = (opts.run)(case, Forced::default()).map_err(failed)?;
         for _ in 1..opts.reps {
@@ -390,7 +381,7 @@ impl<'a> Walk<'a> {
                 }
                 // A shape the GPU cannot hold (shared memory, registers) is no candidate.
                 Err(e) if matches!(*e, RunError::Gpu(GpuError::Plan(_))) => break,
-                Err(e) => return Err(TuneError::Run { case: self.case.label.clone(), shape, source: e }),
+                Err(e) => return Err(TuneError::Run { case: self.case.label.clone(), shape, cause: e }),
             }
         }
         let line = least.map_or("does not fit".into(), |t| format!("{t:.4} s"));

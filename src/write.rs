@@ -7,7 +7,6 @@
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use npyz::WriterBuilder;
 use serde_json::json;
@@ -18,12 +17,14 @@ use crate::outcome::{PairList, Totals};
 /// A result that could not be written, or a destination that cannot take one.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
-    #[error("cannot write {}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error("cannot write {}: {cause}", path.display())]
+    Io { path: PathBuf, cause: std::io::Error },
     #[error("{}: the extension names no result format; use .csv, .npy or .json, or name the format", path.display())]
     UnknownFormat { path: PathBuf },
     #[error("cannot write to standard output: {0}")]
     Stdout(std::io::Error),
+    #[error("{output} would replace {other}: {why}")]
+    Clash { output: String, other: String, why: &'static str },
 }
 
 /// Names the file an I/O error was about.
@@ -33,7 +34,7 @@ trait At<T> {
 
 impl<T> At<T> for std::io::Result<T> {
     fn at(self, path: &Path) -> Result<T, WriteError> {
-        self.map_err(|source| WriteError::Io { path: path.to_owned(), source })
+        self.map_err(|source| WriteError::Io { path: path.to_owned(), cause: source })
     }
 }
 
@@ -112,81 +113,244 @@ impl Target {
 
     /// Writes `body`: to stdout, or to a partial file renamed into place once complete.
     fn write(&self, body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), WriteError> {
+        let staged = self.stage(body)?;
+        commit(staged.into_iter().collect()).map_err(|(path, cause)| WriteError::Io { path, cause })
+    }
+
+    /// Writes `body`: to stdout, or to a partial file for [`commit`] to put in place.
+    fn stage(&self, body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<Option<Staged>, WriteError> {
         match &self.destination {
             Destination::Stdout => {
                 let mut out = std::io::stdout().lock();
-                body(&mut out).and_then(|()| out.flush()).map_err(WriteError::Stdout)
+                body(&mut out).and_then(|()| out.flush()).map_err(WriteError::Stdout)?;
+                Ok(None)
             }
-            Destination::File(path) => {
-                file_atomically(path, body).map_err(|e| WriteError::Io { path: path.clone(), source: e })
-            }
+            Destination::File(path) => stage(path, body).at(path).map(Some),
         }
     }
+}
+
+/// A file a command reads or writes, as the user named it (`--out x.csv`).
+#[derive(Debug, Clone)]
+pub struct Named {
+    pub role: String,
+    pub path: PathBuf,
+}
+
+impl Named {
+    pub fn new(role: impl std::fmt::Display, path: impl Into<PathBuf>) -> Named {
+        let path = path.into();
+        Named { role: format!("{role} {}", path.display()), path }
+    }
+}
+
+/// Refuses, before anything is computed, an output that is an input (a
+/// user's own file is never overwritten) or the same file as another output
+/// (one would silently replace the other). Links and other spellings of a
+/// path are seen through.
+pub fn refuse_clashes(outputs: &[Named], inputs: &[Named]) -> Result<(), WriteError> {
+    for (k, out) in outputs.iter().enumerate() {
+        if let Some(input) = inputs.iter().find(|i| same_file(&out.path, &i.path)) {
+            return Err(WriteError::Clash {
+                output: out.role.clone(),
+                other: input.role.clone(),
+                why: "a result never overwrites an input; write it to another file",
+            });
+        }
+        if let Some(other) = outputs[..k].iter().find(|o| same_file(&out.path, &o.path)) {
+            return Err(WriteError::Clash {
+                output: out.role.clone(),
+                other: other.role.clone(),
+                why: "two outputs in one file would leave only the last; give each its own",
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Whether two paths name one file: the same inode where both exist, or the
+/// same name in the same folder.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+        return x.dev() == y.dev() && x.ino() == y.ino();
+    }
+    let place = |p: &Path| -> Option<PathBuf> {
+        let folder = p.parent().filter(|f| !f.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        Some(std::fs::canonicalize(folder).ok()?.join(p.file_name()?))
+    };
+    place(a).is_some_and(|pa| Some(pa) == place(b))
 }
 
 /// Shows that a file can be made at `path` (its folder exists and takes
 /// files) by making and removing a partial file there: what a command checks
 /// before it computes anything.
 pub fn check_writable(path: &Path) -> std::io::Result<()> {
-    let probe = partial_path(path);
-    let _registered = Partial::register(&probe);
-    std::fs::File::create(&probe)?;
-    std::fs::remove_file(&probe)
+    // A folder in the file's place would fail only at the end, its rename.
+    if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Err(std::io::Error::new(std::io::ErrorKind::IsADirectory, "a folder is in its place"));
+    }
+    Staged::create(path).map(drop)
 }
 
 /// Writes `path` through a partial file beside it, renamed into place once
-/// complete and synced; on failure, or SIGINT/SIGTERM meanwhile, the partial
-/// file is removed, so that no half-written file is ever left.
+/// complete and synced; on failure, a panic, or SIGINT/SIGTERM meanwhile, the
+/// partial file is removed, so that no half-written file is ever left.
 pub fn file_atomically(path: &Path, body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<()> {
-    let partial = partial_path(path);
-    let _registered = Partial::register(&partial);
-    let written = std::fs::File::create(&partial).and_then(|f| {
-        let mut w = BufWriter::new(f);
-        body(&mut w)?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()
-    });
-    written.and_then(|()| std::fs::rename(&partial, path)).inspect_err(|_| {
-        let _ = std::fs::remove_file(&partial);
-    })
+    commit(vec![stage(path, body)?]).map_err(|(_, e)| e)
+}
+
+/// Writes a partial file for `path` and syncs it; [`commit`] puts it in place.
+pub fn stage(path: &Path, body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<Staged> {
+    let (staged, file) = Staged::create(path)?;
+    let mut w = BufWriter::new(file);
+    body(&mut w)?;
+    w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    Ok(staged)
+}
+
+/// Renames complete partial files into place, the files of one result
+/// together: all of them or none. SIGINT or SIGTERM meanwhile waits until
+/// every one is in place; where a rename fails, the files already renamed
+/// are put back as they were (each replaced file is kept under a link until
+/// all are in place). A failure names the file that could not be put in place.
+pub fn commit(mut staged: Vec<Staged>) -> Result<(), (PathBuf, std::io::Error)> {
+    let mut registry = PARTIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // What each destination held before, linked under a partial name.
+    let mut kept: Vec<Option<PathBuf>> = Vec::new();
+    if staged.len() > 1 {
+        for s in &staged {
+            let backup = partial_path(&s.path);
+            kept.push(std::fs::hard_link(&s.path, &backup).ok().map(|()| backup));
+        }
+    }
+    let mut failed = None;
+    for (k, s) in staged.iter().enumerate() {
+        if let Err(e) = std::fs::rename(&s.partial, &s.path) {
+            failed = Some((k, e));
+            break;
+        }
+    }
+    match failed {
+        None => {
+            for s in &mut staged {
+                registry.retain(|p| p != &s.partial);
+                s.committed = true;
+            }
+            kept.into_iter().flatten().for_each(|b| drop(std::fs::remove_file(b)));
+            Ok(())
+        }
+        Some((k, e)) => {
+            for (s, before) in staged[..k].iter().zip(kept.iter().chain(std::iter::repeat(&None))) {
+                let _ = match before {
+                    Some(b) => std::fs::rename(b, &s.path),
+                    None => std::fs::remove_file(&s.path),
+                };
+            }
+            kept.into_iter().flatten().for_each(|b| drop(std::fs::remove_file(b)));
+            // The partial files not renamed go as their Staged drop.
+            for s in &mut staged[..k] {
+                registry.retain(|p| p != &s.partial);
+                s.committed = true;
+            }
+            drop(registry);
+            Err((staged[k].path.clone(), e))
+        }
+    }
+}
+
+/// Opens a new file at `path` for writing: never one that exists, never
+/// through a symbolic link (`O_EXCL`, `O_NOFOLLOW`), with mode 0666 less
+/// the umask, as any file the user makes.
+pub fn create_exclusive(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().write(true).create_new(true).mode(0o666).custom_flags(libc::O_NOFOLLOW).open(path)
 }
 
 /// The partial files being written now, so that an interrupted run can remove them.
 static PARTIAL: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-/// A partial file's registration, removed when the write is over.
-struct Partial(PathBuf);
+/// A partial file made for `path` and registered for removal: removed when
+/// dropped before [`commit`] put it in place (an error, a panic unwinding).
+#[derive(Debug)]
+pub struct Staged {
+    partial: PathBuf,
+    path: PathBuf,
+    committed: bool,
+}
 
-impl Partial {
-    fn register(path: &Path) -> Partial {
-        PARTIAL.lock().unwrap_or_else(|e| e.into_inner()).push(path.to_owned());
-        Partial(path.to_owned())
+impl Staged {
+    /// Makes an empty partial file beside `path`, under a name nobody can
+    /// guess, exclusively: a file or link planted at a partial name is never
+    /// opened, let alone truncated. It is made and registered under one lock,
+    /// so that a signal removes it or finds nothing of it, and never removes
+    /// a file that twobs did not make.
+    pub fn create(path: &Path) -> std::io::Result<(Staged, std::fs::File)> {
+        let mut registry = PARTIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last = None;
+        for _ in 0..8 {
+            let partial = partial_path(path);
+            match create_exclusive(&partial) {
+                Ok(file) => {
+                    registry.push(partial.clone());
+                    return Ok((Staged { partial, path: path.to_owned(), committed: false }, file));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.expect("eight tries"))
+    }
+
+    /// Where the file is being made.
+    pub fn partial(&self) -> &Path {
+        &self.partial
     }
 }
 
-impl Drop for Partial {
+impl Drop for Staged {
     fn drop(&mut self) {
-        PARTIAL.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| p != &self.0);
-        // A panic while writing: the half-written file goes with it.
-        if std::thread::panicking() {
-            let _ = std::fs::remove_file(&self.0);
+        if !self.committed {
+            PARTIAL.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| p != &self.partial);
+            let _ = std::fs::remove_file(&self.partial);
         }
     }
 }
 
-/// Removes the partial files being written: what a run interrupted by SIGINT
-/// or SIGTERM calls before it exits, so that it leaves no partial file.
+/// Removes the partial files being written (a panic unwound past them).
 pub fn remove_partial_files() {
     for p in PARTIAL.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
         let _ = std::fs::remove_file(p);
     }
 }
 
-/// A name beside `path`, unique to this call, to write it under until it is complete.
+/// What a run interrupted by a signal does: removes the partial files being
+/// written and ends the process with `status`, holding the lock the whole
+/// time, so that no thread begins or commits a file in between.
+pub fn remove_partial_files_and_exit(status: i32) -> ! {
+    let mut registry = PARTIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for p in registry.drain(..) {
+        let _ = std::fs::remove_file(p);
+    }
+    // SAFETY: _exit ends the process at once; no destructor (of a GPU
+    // context, or of a driver library) runs on another thread's state.
+    unsafe { libc::_exit(status) }
+}
+
+/// The longest part of a file name kept in a partial file's name: the
+/// rest of it (a dot, the process, a random number) keeps it within NAME_MAX.
+const PARTIAL_NAME_BYTES: usize = 128;
+
+/// A name beside `path`, unique to this call and not guessable by another
+/// user, to write it under until it is complete.
 fn partial_path(path: &Path) -> PathBuf {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("result");
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    path.with_file_name(format!(".{name}.twobs-{}-{n}.partial", std::process::id()))
+    let mut end = name.len().min(PARTIAL_NAME_BYTES);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    let random: u64 = rand::random();
+    path.with_file_name(format!(".{}.twobs-{}-{random:016x}.partial", &name[..end], std::process::id()))
 }
 
 /// A histogram: bucket edges, one total per bucket, and g(r) where normalized.
@@ -364,6 +528,12 @@ pub fn pairs(target: &Target, pairs: &[[u64; 2]]) -> Result<(), WriteError> {
     })
 }
 
+/// Where a KNN result written as npy to `path` puts its values: `<stem>_values.npy` beside it.
+pub fn knn_values_path(path: &Path) -> PathBuf {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("knn");
+    path.with_file_name(format!("{stem}_values.npy"))
+}
+
 /// The K neighbours of each query: ids (int64, -1 for none) and their values,
 /// in the pair function's type, as computed. As npy, the N x K ids and,
 /// beside them in `<stem>_values.npy`, the N x K values (returned); as CSV,
@@ -374,7 +544,8 @@ pub fn knn(target: &Target, k: usize, ids: &[i64], values: &Column) -> Result<Op
     let shape = [(ids.len() / k) as u64, k as u64];
     match target.format {
         Format::Npy => {
-            target.write(|w| {
+            // Both files are written whole before either is put in place.
+            let staged_ids = target.stage(|w| {
                 let mut npy = npyz::WriteOptions::new().default_dtype().shape(&shape).writer(w).begin_nd()?;
                 npy.extend(ids.iter().copied())?;
                 npy.finish()
@@ -382,10 +553,9 @@ pub fn knn(target: &Target, k: usize, ids: &[i64], values: &Column) -> Result<Op
             let Destination::File(path) = &target.destination else {
                 return Ok(None); // the values need a file of their own
             };
-            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("knn");
-            let values_path = path.with_file_name(format!("{stem}_values.npy"));
-            let beside = Target::new(Destination::File(values_path.clone()), Some(Format::Npy))?;
-            beside.write(|w| {
+            let values_path = knn_values_path(path);
+            let beside = Target { destination: Destination::File(values_path.clone()), format: Format::Npy };
+            let staged_values = beside.stage(|w| {
                 fn npy<T: npyz::AutoSerialize + Copy>(w: impl Write, shape: &[u64], v: &[T]) -> std::io::Result<()> {
                     let mut npy = npyz::WriteOptions::new().default_dtype().shape(shape).writer(w).begin_nd()?;
                     npy.extend(v.iter().copied())?;
@@ -399,6 +569,8 @@ pub fn knn(target: &Target, k: usize, ids: &[i64], values: &Column) -> Result<Op
                     Column::U32(v) => npy(w, &shape, v),
                 }
             })?;
+            commit(staged_ids.into_iter().chain(staged_values).collect())
+                .map_err(|(path, cause)| WriteError::Io { path, cause })?;
             Ok(Some(values_path))
         }
         Format::Csv => {

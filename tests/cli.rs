@@ -679,10 +679,16 @@ fn a_run_killed_by_sigterm_or_sigint_leaves_no_partial_file() {
             let lines = std::fs::read_to_string(&out).unwrap().lines().count();
             assert_eq!(lines, 1 + 3000 * 2999 / 2, "a file in place is complete");
         }
-        outcomes.push((status.code(), out.exists()));
+        outcomes.push((*signal, status.code(), out.exists()));
     }
-    println!("(exit code, file in place) per kill: {outcomes:?}");
-    assert!(outcomes.iter().any(|(code, _)| *code == Some(130)), "no kill landed before the run ended: {outcomes:?}");
+    println!("(signal, exit code, file in place) per kill: {outcomes:?}");
+    // A run the signal stopped exits as a shell reports it: 128 + the signal's number.
+    for (signal, code, _) in &outcomes {
+        assert!(*code == Some(0) || *code == Some(if *signal == "-TERM" { 143 } else { 130 }), "{outcomes:?}");
+    }
+    for signal in ["-TERM", "-INT"] {
+        assert!(outcomes.iter().any(|(s, c, _)| *s == signal && *c != Some(0)), "no {signal} landed: {outcomes:?}");
+    }
 }
 
 #[test]
@@ -830,4 +836,31 @@ fn weights_per_point_weigh_each_pair_by_their_product() {
     assert!(stderr(&o).contains("problem `2pcf` makes a count output"), "{}", stderr(&o));
     let o = run(&["run", "sdh", "--backend", "cpu", "--input", "p.csv", "--weights", "w.txt", "--weights", "w.txt"]);
     assert!(stderr(&o).contains("2 files for 1 set of points"), "{}", stderr(&o));
+}
+
+#[test]
+fn an_error_prints_each_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("blocker"), "a file, not a folder").unwrap();
+    std::fs::create_dir(dir.path().join("folder.xml")).unwrap();
+    let run = |args: &[&str]| command().args(args).current_dir(dir.path()).output().unwrap();
+    for (args, cause) in [
+        (&["run", "folder.xml"][..], "Is a directory"),
+        (&["run", "sdh", "--input", "uniform:10", "--out", "blocker/h.csv"], "Not a directory"),
+        (&["run", "sdh", "--input", "uniform:10", "--plot", "blocker/h.png"], "Not a directory"),
+        (&["xi", "--data", "uniform:10", "--randoms", "uniform:10", "--out", "blocker/x.csv"], "Not a directory"),
+    ] {
+        let o = run(args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {e}");
+        assert_eq!(e.matches(cause).count(), 1, "{args:?}: the cause twice: {e}");
+    }
+    // Where a message quotes its cause and the cause is also its source.
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot read x.csv: {source}")]
+    struct Quoting {
+        source: std::io::Error,
+    }
+    let e = anyhow::Error::from(Quoting { source: std::io::Error::other("disk on fire") }).context("set A");
+    assert_eq!(twobs::cli::error_line(&e), "set A: cannot read x.csv: disk on fire");
 }

@@ -130,7 +130,7 @@ fn run_cpu(name: &str, params: &[String], inputs: &Inputs) -> Outcome {
 fn run_problem(p: &Problem, params: &Params, inputs: &Inputs) -> Outcome {
     let shape = Shape::new(p, params, points(inputs));
     let driver = CpuDriver::compile(p, params, &shape, IndexKind::None, false, &cache()).unwrap();
-    driver.run(inputs, None, 2, &indicatif::ProgressBar::hidden())
+    driver.run(inputs, None, 2, &indicatif::ProgressBar::hidden()).unwrap()
 }
 
 /// Self-problem sizes: one point, two points, odd sizes.
@@ -289,7 +289,7 @@ fn f64_mode_agrees_with_the_reference_too() {
     let driver =
         CpuDriver::compile(&p, &params, &Shape::new(&p, &params, points(&inputs)), IndexKind::None, true, &cache())
             .unwrap();
-    let got = driver.run(&inputs, None, 2, &indicatif::ProgressBar::hidden());
+    let got = driver.run(&inputs, None, 2, &indicatif::ProgressBar::hidden()).unwrap();
     let r = r as f32 as f64; // the parameter keeps its f32 value in f64 mode
     let want =
         (0..300).flat_map(|i| ((i + 1)..300).map(move |j| (i, j))).filter(|&(i, j)| dist(&pts[i], &pts[j]) < r).count();
@@ -318,12 +318,10 @@ fn weighted_histogram_sums_are_exact() {
         let inputs = Inputs { a: set(&pts), b: None };
         let params = p.bind(&[format!("bins={bins}"), format!("r_max={r_max}")]).unwrap();
         let shape = Shape::new(&p, &params, points(&inputs));
-        let got = CpuDriver::compile(&p, &params, &shape, IndexKind::None, false, &cache()).unwrap().run(
-            &inputs,
-            None,
-            2,
-            &indicatif::ProgressBar::hidden(),
-        );
+        let got = CpuDriver::compile(&p, &params, &shape, IndexKind::None, false, &cache())
+            .unwrap()
+            .run(&inputs, None, 2, &indicatif::ProgressBar::hidden())
+            .unwrap();
         let mut want = vec![0f64; bins as usize];
         for i in 0..n {
             for j in i + 1..n {
@@ -488,7 +486,7 @@ fn log_spaced_histograms_are_exact_against_their_edge_table() {
             let inputs = Inputs { a: set(&pts), b: None };
             let shape = Shape::new(&log, &params, points(&inputs));
             let driver = CpuDriver::compile(&log, &params, &shape, IndexKind::None, false, &cache()).unwrap();
-            let got = driver.run(&inputs, None, 2, &indicatif::ProgressBar::hidden());
+            let got = driver.run(&inputs, None, 2, &indicatif::ProgressBar::hidden()).unwrap();
             // Grid distances are correctly rounded f32s; a pair's bucket is the
             // number of edges at or below its f32 distance, less one.
             let mut want = vec![0u64; bins as usize];
@@ -509,12 +507,10 @@ fn run_cpu_in(name: &str, dims: u32, params: &[String], inputs: &Inputs) -> Outc
     let p = built_in(name).unwrap().with_dims(dims).unwrap();
     let params = p.bind(params).unwrap();
     let shape = Shape::new(&p, &params, points(inputs));
-    CpuDriver::compile(&p, &params, &shape, IndexKind::None, false, &cache()).unwrap().run(
-        inputs,
-        None,
-        2,
-        &indicatif::ProgressBar::hidden(),
-    )
+    CpuDriver::compile(&p, &params, &shape, IndexKind::None, false, &cache())
+        .unwrap()
+        .run(inputs, None, 2, &indicatif::ProgressBar::hidden())
+        .unwrap()
 }
 
 #[test]

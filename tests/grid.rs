@@ -75,7 +75,7 @@ fn agree(what: &str, problem: &Problem, params: &[String], inputs: &Inputs, skip
         let runs = Runs { points, whole_rows: true };
         let (grid, summary) =
             index::choose(problem, &params, inputs, shape.visit, shape.pairs, IndexChoice::Grid, runs).unwrap();
-        let got = driver.run(inputs, grid.as_ref(), 2, &ProgressBar::hidden());
+        let got = driver.run(inputs, grid.as_ref(), 2, &ProgressBar::hidden()).unwrap();
         if let Some(d) = got.difference(&brute.outcome) {
             panic!("{what}: the grid in runs of up to {points} points differs from brute force: {d} ({})", summary.why);
         }

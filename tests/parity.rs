@@ -222,7 +222,7 @@ fn case(
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let cpu = CpuDriver::compile(problem, &params, &shape, IndexKind::None, false, &cache)
         .map_err(|e| format!("CPU: {e}"))?;
-    let reference = cpu.run(&inputs, None, threads, &hidden);
+    let reference = cpu.run(&inputs, None, threads, &hidden).map_err(|e| format!("CPU: {e}"))?;
     if let Some(d) = run.outcome.difference(&reference) {
         return Err(format!("seed {seed}, plan {}: the GPU differs from the CPU: {d}", run.plans[0].variant).into());
     }

@@ -139,7 +139,7 @@ fn cpu_sum(problem: &Problem, f64_mode: bool, inputs: &twobs::data::Inputs) -> f
     let params = problem.bind(&[]).unwrap();
     let shape = Shape::new(problem, &params, Points { a: inputs.a.len() as u64, b: None });
     let driver = CpuDriver::compile(problem, &params, &shape, IndexKind::None, f64_mode, &cache()).unwrap();
-    match driver.run(inputs, None, 2, &indicatif::ProgressBar::hidden()) {
+    match driver.run(inputs, None, 2, &indicatif::ProgressBar::hidden()).unwrap() {
         twobs::outcome::Outcome::Totals(twobs::outcome::Totals::Sums(s)) => s[0],
         other => panic!("a sum, not {other:?}"),
     }

@@ -8,22 +8,24 @@ use std::ffi::c_void;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use indicatif::ProgressBar;
 
 use super::KeyCheck;
-use crate::cache::{Cache, CacheError, Key, Memo};
+use crate::cache::{Cache, CacheError, Damage, Key, Memo};
 use crate::codegen;
 use crate::data::{Column, Inputs, PointSet};
 use crate::index::{Grid, IndexKind};
+use crate::memory::{Host, TooLarge};
 use crate::outcome::Outcome;
 use crate::plan::Shape;
 use crate::spec::{Params, Problem, Scalar};
 use crate::stage::RingShape;
 use crate::stage::output::{self, Collect, Partial, Total};
 use crate::stage::visit::Visit;
+use crate::write;
 
 /// Flags of every driver build. -ffp-contract=off: no fused multiply-add the
 /// snippet did not ask for, as on the GPU (--fmad=false).
@@ -34,15 +36,22 @@ const CXX_FLAGS: [&str; 6] = ["-std=c++17", "-O2", "-fPIC", "-shared", "-ffp-con
 pub enum CpuError {
     #[error("the CPU backend needs a C++ compiler and found none of {0}; install g++ or set CXX")]
     NoCompiler(String),
-    #[error("cannot run {compiler}: {source}")]
-    Spawn { compiler: String, source: std::io::Error },
-    #[error("{compiler} could not compile the CPU driver of `{problem}`:\n{log}{excerpt}\n(the generated driver is {})", path.display())]
-    Compile { compiler: String, problem: String, log: String, excerpt: String, path: PathBuf },
-    #[error("cannot load the CPU driver {}: {source}", path.display())]
-    Load { path: PathBuf, source: libloading::Error },
+    #[error("cannot run {compiler}: {cause}")]
+    Spawn { compiler: String, cause: std::io::Error },
+    /// `of`: the problem, and the user's file its pair function is in.
+    #[error("{compiler} could not compile the CPU driver of {of}:\n{log}{excerpt}\n(the generated driver is {})", path.display())]
+    Compile { compiler: String, of: String, log: String, excerpt: String, path: PathBuf },
+    #[error("cannot load the CPU driver {}: {cause}", path.display())]
+    Load { path: PathBuf, cause: libloading::Error },
     #[error(transparent)]
     Cache(#[from] CacheError),
+    #[error(transparent)]
+    Memory(#[from] TooLarge),
 }
+
+/// The most bytes of histogram copies a CPU run keeps until their merge
+/// (more where each thread needs one).
+const COPY_BYTES: u64 = 256 << 20;
 
 /// A compiled driver, loaded.
 pub struct CpuDriver {
@@ -50,6 +59,8 @@ pub struct CpuDriver {
     visit: Visit,
     index: IndexKind,
     collect: Collect,
+    /// The problem's name, for messages.
+    problem: String,
     /// The pair function's type (f64 in f64 mode): KNN lists hold values of it.
     value: Scalar,
     f64_mode: bool,
@@ -57,6 +68,8 @@ pub struct CpuDriver {
     pub source_path: PathBuf,
     pub compile_seconds: f64,
     pub cached: bool,
+    /// Why the driver in the cache was built again (it was not what twobs had built).
+    pub rebuilt: Option<String>,
 }
 
 #[repr(C)]
@@ -121,50 +134,59 @@ struct Library {
     lib: Arc<libloading::Library>,
     source_path: PathBuf,
     cached: bool,
+    /// Why the cached library was not loaded as it was, where it was damaged.
+    rebuilt: Option<String>,
 }
 
 /// Compiles `code` with the host compiler (or finds it in the cache) and loads it.
-fn library(code: &codegen::Kernel, name: &str, cache: &Cache) -> Result<Library, CpuError> {
+/// `snippet` is the user's file the code holds, for the compiler's errors.
+fn library(code: &codegen::Kernel, name: &str, snippet: &str, cache: &Cache) -> Result<Library, CpuError> {
     let (cxx, version) = compiler()?;
     let key = Key::of(&[code.source.as_bytes(), cxx.as_bytes(), version.as_bytes(), CXX_FLAGS.join(" ").as_bytes()]);
     let entry = cache.entry("cpu", name, key, "so")?;
     let source_path = entry.path.with_extension("cpp");
     let mut cached = true;
+    let mut rebuilt = None;
     let lib = DRIVERS.get_or_try(key, || -> Result<libloading::Library, CpuError> {
-        if !entry.exists() {
+        // Only what twobs built is loaded: a driver whose bytes are not those
+        // recorded (truncated, emptied, changed) is built again.
+        if let Err(damage) = entry.verify() {
             cached = false;
+            if let Damage::Changed(why) = damage {
+                rebuilt = Some(why);
+            }
             // Another process may be making the same library: each writes and
             // compiles its own partial files, and the renames are atomic.
-            let partial_source = entry.partial().with_extension("cpp");
-            std::fs::write(&partial_source, &code.source)
-                .map_err(|source| CacheError { path: partial_source.clone(), source })?;
-            std::fs::rename(&partial_source, &source_path)
-                .map_err(|source| CacheError { path: source_path.clone(), source })?;
-            let partial = entry.partial();
+            write::file_atomically(&source_path, |w| w.write_all(code.source.as_bytes()))
+                .map_err(|cause| CacheError::Io { path: source_path.clone(), cause })?;
+            let partial = entry.partial()?;
             let out = Command::new(&cxx)
                 .args(CXX_FLAGS)
                 .arg("-o")
-                .arg(&partial)
+                .arg(partial.partial())
                 .arg(&source_path)
                 .output()
-                .map_err(|source| CpuError::Spawn { compiler: cxx.clone(), source })?;
+                .map_err(|source| CpuError::Spawn { compiler: cxx.clone(), cause: source })?;
             if !out.status.success() {
                 let log = String::from_utf8_lossy(&out.stderr);
                 return Err(CpuError::Compile {
                     compiler: cxx.clone(),
-                    problem: name.to_owned(),
+                    of: format!("`{name}` (its pair function is in {snippet})"),
                     log: log.lines().take(40).collect::<Vec<_>>().join("\n"),
                     excerpt: code.excerpt(&log),
                     path: source_path.clone(),
                 });
             }
-            entry.commit(&partial)?;
+            let bytes = std::fs::read(partial.partial())
+                .map_err(|cause| CacheError::Io { path: partial.partial().to_owned(), cause })?;
+            entry.commit(partial, &bytes)?;
         }
-        // SAFETY: a library twobs generated and compiled; its initializers do nothing.
+        // SAFETY: a library twobs generated and compiled, its digest checked
+        // just above; its initializers do nothing.
         unsafe { libloading::Library::new(&entry.path) }
-            .map_err(|source| CpuError::Load { path: entry.path.clone(), source })
+            .map_err(|source| CpuError::Load { path: entry.path.clone(), cause: source })
     })?;
-    Ok(Library { lib, source_path, cached })
+    Ok(Library { lib, source_path, cached, rebuilt })
 }
 
 /// Checks the key edges of `problem` on the host: `count` keys of ranks
@@ -178,7 +200,7 @@ pub fn check_keys(
     around: u64,
 ) -> Result<Option<KeyCheck>, CpuError> {
     let Some(probe) = codegen::render_key_probe(problem, params, None) else { return Ok(None) };
-    let Library { lib, .. } = library(&probe, &format!("{}-keys", problem.name), cache)?;
+    let Library { lib, .. } = library(&probe, &format!("{}-keys", problem.name), &problem.function.file, cache)?;
     type CheckFn = unsafe extern "C" fn(u64, u64, u64, u64, *mut u64, *mut u64, *mut f64) -> u64;
     let (mut mismatches, mut first_bad, mut estimate_error) = (0u64, u64::MAX, 0f64);
     // SAFETY: the probe template gives twobs_check_keys this signature; it
@@ -203,20 +225,22 @@ impl CpuDriver {
         let (p, v) = if f64_mode { (problem.in_f64(), params.in_f64()) } else { (problem.clone(), params.clone()) };
         let driver = codegen::render_cpu(&p, &v, shape, index, f64_mode);
         let start = Instant::now();
-        let Library { lib, source_path, cached } = library(&driver, &problem.name, cache).map_err(|e| match e {
-            CpuError::Compile { compiler, problem, log, excerpt, path } if f64_mode => CpuError::Compile {
-                compiler,
-                problem,
-                log,
-                excerpt: format!(
-                    "{excerpt}\n--f64 reads the snippet's float as double; a conversion back to float is an error there, as it would compute in f32"
-                ),
-                path,
-            },
-            other => other,
-        })?;
+        let Library { lib, source_path, cached, rebuilt } =
+            library(&driver, &problem.name, &problem.function.file, cache).map_err(|e| match e {
+                CpuError::Compile { compiler, of, log, excerpt, path } if f64_mode => CpuError::Compile {
+                    compiler,
+                    of,
+                    log,
+                    excerpt: format!(
+                        "{excerpt}\n--f64 reads the snippet's float as double; a conversion back to float is an error there, as it would compute in f32"
+                    ),
+                    path,
+                },
+                other => other,
+            })?;
         Ok(CpuDriver {
             lib,
+            problem: problem.name.clone(),
             visit: shape.visit,
             index,
             collect: shape.collect,
@@ -225,6 +249,7 @@ impl CpuDriver {
             source_path,
             compile_seconds: start.elapsed().as_secs_f64(),
             cached,
+            rebuilt,
         })
     }
 
@@ -266,14 +291,53 @@ impl CpuDriver {
     }
 
     /// Runs every pair of `inputs` (those of `grid`'s units where the driver
-    /// walks a grid) on `threads` threads.
-    pub fn run(&self, inputs: &Inputs, grid: Option<&Grid>, threads: usize, progress: &ProgressBar) -> Outcome {
+    /// walks a grid) on `threads` threads. What cannot fit the host's memory
+    /// is refused before the run (histogram copies; pairs, where a sample
+    /// says they are more than twice what is available), and a run whose
+    /// pairs outgrow it stops with the error.
+    pub fn run(
+        &self,
+        inputs: &Inputs,
+        grid: Option<&Grid>,
+        threads: usize,
+        progress: &ProgressBar,
+    ) -> Result<Outcome, CpuError> {
         let walker = self.walker(inputs, grid);
         let items = walker.items();
         let threads = threads.max(1);
-        let chunk = (items / (threads * 64)).clamp(1, 4096);
+        let mut chunk = (items / (threads * 64)).clamp(1, 4096);
+        let host = Host::now();
+        if let Collect::Totals { slots, .. } = self.collect {
+            // Each chunk's totals are kept until the merge, in chunk order (so
+            // that sums add up the same whatever thread ran which): at most
+            // COPY_BYTES of copies, or one a thread (4M buckets of 2,000
+            // points took 2.26 GB as 134 copies).
+            let copy = slots as u64 * 8;
+            let most = (COPY_BYTES / copy).max(threads as u64) as usize;
+            chunk = chunk.max(items.div_ceil(most));
+            let copies = (items.div_ceil(chunk) + threads) as u64;
+            if let Some(host) = host {
+                host.check(
+                    || format!("{copies} copies of the {slots} histogram buckets ({threads} threads)"),
+                    copies * copy,
+                )?;
+            }
+        }
+        if let (Collect::Knn { k }, Some(host)) = (self.collect, host) {
+            // The lists, and their ids widened to int64 for the result file.
+            let each = k as u64 * (4 + 8 + self.value.bytes() as u64);
+            let n = inputs.a.len() as u64;
+            host.check(|| format!("`{}`: {n} lists of K = {k} neighbours", self.problem), n * each)?;
+        }
+        if let (Collect::Pairs, Some(host)) = (self.collect, host) {
+            self.check_pairs_fit(&walker, &host)?;
+        }
         let chunks = items.div_ceil(chunk);
         let next = AtomicUsize::new(0);
+        // Pairs found so far, and whether they outgrew the memory available.
+        let found = AtomicU64::new(0);
+        let most_pairs = host.map_or(u64::MAX, |h| h.available / 8);
+        let (stop, done) = (AtomicBool::new(false), AtomicUsize::new(0));
 
         // Workers take chunks of work items in turn; results are kept per
         // chunk, so that their merge does not depend on which thread ran which.
@@ -282,11 +346,18 @@ impl CpuDriver {
             let mut buffer = walker.buffer();
             loop {
                 let c = next.fetch_add(1, Ordering::Relaxed);
-                if c >= chunks {
+                if c >= chunks || stop.load(Ordering::Relaxed) {
                     break;
                 }
                 let (lo, hi) = (c * chunk, ((c + 1) * chunk).min(items));
-                out.push((c, walker.walk(lo, hi, &mut buffer)));
+                let part = walker.walk(lo, hi, &mut buffer);
+                if let Partial::Pairs(p) = &part
+                    && found.fetch_add(p.len() as u64, Ordering::Relaxed) + p.len() as u64 > most_pairs
+                {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                out.push((c, part));
+                done.fetch_add(hi - lo, Ordering::Relaxed);
                 progress.inc(walker.pairs_of(lo, hi));
             }
             out
@@ -295,13 +366,67 @@ impl CpuDriver {
             let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
             handles.into_iter().flat_map(|h| h.join().expect("CPU worker panicked")).collect()
         });
+        if stop.load(Ordering::Relaxed) {
+            let (found, done) = (found.load(Ordering::Relaxed), done.load(Ordering::Relaxed).max(1));
+            drop(parts);
+            let share = 100.0 * done as f64 / items as f64;
+            let all = (found as u128 * items as u128 / done as u128).min(u64::MAX as u128 / 8) as u64;
+            return Err(TooLarge {
+                what: format!(
+                    "`{}` stopped after {share:.1}% of its work: it had found {found} pairs, and all of them (about {all} at that rate)",
+                    self.problem
+                ),
+                needed: all * 8,
+                host: host.expect("a limit comes from the host"),
+            }
+            .into());
+        }
         parts.sort_by_key(|(c, _)| *c);
         let outcome =
             output::merge(self.collect, self.value, inputs.a.len(), parts.into_iter().map(|(_, p)| p).collect());
-        match grid {
+        Ok(match grid {
             Some(g) if walker.rings => outcome.rows_from_cell_order(&g.a.perm),
             _ => outcome,
+        })
+    }
+
+    /// Refuses, before the run, pairs that cannot fit `host`'s memory. Where
+    /// every pair visited passing would fit, nothing is checked; otherwise up
+    /// to 64 work items spread over the run (at most a sixteenth of its
+    /// pairs) estimate how many pass, and an estimate over twice what is
+    /// available is refused (one closer is left to the run, which stops where
+    /// its pairs outgrow the memory).
+    fn check_pairs_fit(&self, walker: &Walker, host: &Host) -> Result<(), TooLarge> {
+        let items = walker.items();
+        let visited = walker.pairs_of(0, items);
+        if visited.saturating_mul(8) <= host.available || items == 0 {
+            return Ok(());
         }
+        let mut buffer = walker.buffer();
+        let (mut passed, mut seen, mut sampled) = (0u64, 0u64, 0);
+        for item in (0..items).step_by(items.div_ceil(64)) {
+            if let Partial::Pairs(p) = walker.walk(item, item + 1, &mut buffer) {
+                passed += p.len() as u64;
+            }
+            seen += walker.pairs_of(item, item + 1);
+            sampled += 1;
+            if seen > visited / 16 {
+                break;
+            }
+        }
+        let estimate = (visited as u128 * passed as u128 / seen.max(1) as u128).min(u64::MAX as u128 / 8) as u64;
+        if estimate * 8 <= 2 * host.available {
+            return Ok(());
+        }
+        let what = if walker.grid.is_some() && !walker.rings { "units of the grid" } else { "rows" };
+        Err(TooLarge {
+            what: format!(
+                "`{}`: about {estimate} pairs pass (estimated from {sampled} {what} spread over the run, where {passed} of {seen} pairs passed); they",
+                self.problem
+            ),
+            needed: estimate * 8,
+            host: *host,
+        })
     }
 
     /// What walks work items of `inputs` (and `grid`, where the driver walks

@@ -17,12 +17,20 @@ pub enum NvrtcError {
         "libnvrtc (CUDA 13) was found neither on the library path nor in {searched}; install the CUDA toolkit or `pip install nvidia-cuda-nvrtc==13.0.*`, or set CUDA_PATH to the folder holding lib64/libnvrtc.so.13"
     )]
     Missing { searched: String },
+    // The cause is in the message, so it is not also the error's source
+    // (`{:#}` would print it twice).
     #[error("NVRTC failed: {0}")]
-    Api(#[from] result::NvrtcError),
+    Api(result::NvrtcError),
     #[error(transparent)]
     Compile(#[from] CompileError),
     #[error(transparent)]
     Cache(#[from] CacheError),
+}
+
+impl From<result::NvrtcError> for NvrtcError {
+    fn from(e: result::NvrtcError) -> Self {
+        NvrtcError::Api(e)
+    }
 }
 
 /// A kernel that did not compile, with the evidence: the compiler's log, the
@@ -217,7 +225,8 @@ pub fn cubin(kernel: &Kernel, arch: &str, cache: &Cache) -> Result<(Arc<Vec<u8>>
     let mut cached = true;
     let bytes = CUBINS.get_or_try(key, || -> Result<Vec<u8>, NvrtcError> {
         let entry = cache.entry("cuda", kernel.file_name.trim_end_matches(".cu"), key, "cubin")?;
-        if let Some(bytes) = entry.read() {
+        // Only a CUBIN whose bytes are those recorded when it was built is loaded.
+        if let Ok(bytes) = entry.read() {
             return Ok(bytes);
         }
         cached = false;

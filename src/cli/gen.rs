@@ -67,10 +67,17 @@ fn compile_kernel(kernel: &Kernel, p: &Planned, cubin: Option<&Path>) -> anyhow:
         eprintln!("{}", compiled.log);
     }
     if let Some(path) = cubin {
-        if path.exists() {
-            anyhow::bail!("{} exists; twobs does not overwrite a file it did not write", path.display());
-        }
-        std::fs::write(path, &compiled.cubin).with_context(|| format!("cannot write {}", path.display()))?;
+        // Made exclusively: never a file that exists, nor through a (dangling) link.
+        let file = crate::write::create_exclusive(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => {
+                anyhow::anyhow!("{} exists; twobs does not overwrite a file it did not write", path.display())
+            }
+            _ => anyhow::anyhow!("cannot write {}: {e}", path.display()),
+        })?;
+        // The file is ours (made just now): a failed write removes it.
+        std::io::Write::write_all(&mut &file, &compiled.cubin)
+            .inspect_err(|_| drop(std::fs::remove_file(path)))
+            .with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }
     Ok(())

@@ -280,18 +280,39 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// On SIGINT or SIGTERM: remove the result files half written, then exit as
-/// the signal would (128 + its number), so that no partial file is left.
-fn remove_partial_files_on_interrupt() {
-    let _ = ctrlc::set_handler(|| {
-        crate::write::remove_partial_files();
-        eprintln!("twobs: interrupted; no result was written");
-        std::process::exit(130);
+/// On SIGINT, SIGTERM or SIGHUP: remove the files half written, then exit as
+/// a shell reports a process the signal ended (128 + its number: 130 for
+/// SIGINT, 143 for SIGTERM), so that no partial file is left. The signals are
+/// blocked in this thread, and so in every thread started after it, and
+/// taken by one thread of their own that waits for them.
+fn remove_partial_files_on_signal() {
+    const SIGNALS: [(libc::c_int, &str); 3] =
+        [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP")];
+    // SAFETY: a sigset_t is plain data that sigemptyset initialises; the
+    // mask is changed before this process starts any other thread.
+    let set = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for (signal, _) in SIGNALS {
+            libc::sigaddset(&mut set, signal);
+        }
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return;
+        }
+        set
+    };
+    std::thread::spawn(move || {
+        let mut signal: libc::c_int = 0;
+        // SAFETY: `set` is initialised and its signals are blocked in every thread.
+        while unsafe { libc::sigwait(&set, &mut signal) } != 0 {}
+        let name = SIGNALS.iter().find(|(s, _)| *s == signal).map_or("a signal", |(_, n)| n);
+        eprintln!("twobs: stopped by {name}; files not yet complete were removed");
+        crate::write::remove_partial_files_and_exit(128 + signal)
     });
 }
 
 pub fn main() -> ExitCode {
-    remove_partial_files_on_interrupt();
+    remove_partial_files_on_signal();
     guarded(|| run(Cli::parse()))
 }
 
@@ -327,7 +348,7 @@ pub fn guarded(command: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
     match outcome {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_line(&e));
             ExitCode::FAILURE
         }
         Err(_) => {
@@ -337,6 +358,21 @@ pub fn guarded(command: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
             ExitCode::from(INTERNAL_ERROR)
         }
     }
+}
+
+/// An error and its causes on one line, as `{:#}` shows them, but each
+/// cause once: one whose text the line already holds (a message that quotes
+/// its cause, which is also its source) is not repeated.
+pub fn error_line(e: &anyhow::Error) -> String {
+    let mut line = e.to_string();
+    for cause in e.chain().skip(1) {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
 }
 
 /// The one line an internal error prints.

@@ -1,6 +1,6 @@
 //! `twobs run`: a problem computed on data, its result, report and plot written.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use clap::Args;
@@ -13,7 +13,7 @@ use crate::report::{self, OutputOptions};
 use crate::run::{self, Execution, RunOptions};
 use crate::schedule::{GpuOptions, Hybrid};
 use crate::spec::{Component, Output, ParamKind, Params, Problem, Sets};
-use crate::write::{Destination, Format, Target as ResultTarget, WriteError};
+use crate::write::{self, Destination, Format, Named, Target as ResultTarget, WriteError};
 
 #[derive(Args)]
 pub(super) struct RunArgs {
@@ -135,8 +135,8 @@ pub(super) fn run_command(args: RunArgs) -> anyhow::Result<()> {
     // Where the result, the report and the plot go is checked before the
     // input is read: a large input takes a while to read or draw.
     let destinations = Destinations::check(&problem, &args)?;
-    let (frames, input_notes) = read_points(&problem, &params, &given, &components, &opts, &args)?;
     let run_opts = run_options(&args)?;
+    let (frames, input_notes) = read_points(&problem, &params, &given, &components, &opts, &args)?;
     let mut exec = run::execute_frames(&problem, &params, &frames, &run_opts)?;
     exec.notes.splice(0..0, input_notes);
     if !args.quiet {
@@ -211,19 +211,50 @@ struct Destinations {
 }
 
 impl Destinations {
-    /// Checks the result's, the plot's and the report's destinations, in that order.
+    /// Checks the result's, the plot's and the report's destinations, in
+    /// that order, and that none of them is an input or another of them.
     fn check(problem: &Problem, args: &RunArgs) -> anyhow::Result<Destinations> {
         let result = result_target(problem, args)?;
+        let mut written = Vec::new();
+        if let Some(ResultTarget { destination: Destination::File(path), format }) = &result {
+            let role = if args.out.is_some() { "--out" } else { "the result file" };
+            written.push(Named::new(role, path));
+            // KNN's values go beside its ids, and both are put in place together.
+            if matches!(problem.output, Output::Knn { .. }) && *format == Format::Npy {
+                let values = write::knn_values_path(path);
+                write::check_writable(&values)
+                    .map_err(|source| WriteError::Io { path: values.clone(), cause: source })?;
+                let role = format!("its values file {} (beside {})", values.display(), path.display());
+                written.push(Named { role, path: values });
+            }
+        }
         if let Some(path) = &args.plot {
             report::check_plot(problem, path)?;
+            written.push(Named::new("--plot", path));
         }
         let report = match args.report.as_deref() {
             None => None,
             Some("-") => Some(ResultTarget::new(Destination::Stdout, Some(Format::Json))?),
-            Some(path) => Some(ResultTarget::new(Destination::File(path.into()), Some(Format::Json))?),
+            Some(path) => {
+                written.push(Named::new("--report", path));
+                Some(ResultTarget::new(Destination::File(path.into()), Some(Format::Json))?)
+            }
         };
+        write::refuse_clashes(&written, &files_read(problem, args))?;
         Ok(Destinations { result, report })
     }
+}
+
+/// The files a run reads: its inputs and weights, and a spec's own files.
+fn files_read(problem: &Problem, args: &RunArgs) -> Vec<Named> {
+    let exists = |p: &&String| Path::new(p.as_str()).exists();
+    let mut read: Vec<Named> = args.inputs.iter().filter(exists).map(|i| Named::new("--input", i)).collect();
+    read.extend(args.weights.iter().filter(exists).map(|w| Named::new("--weights", w)));
+    if Path::new(&args.problem).exists() {
+        read.push(Named::new("the spec", &args.problem));
+        read.push(Named::new("its snippet", &problem.function.file));
+    }
+    read
 }
 
 /// Where the result goes, checked before anything is computed.
@@ -388,7 +419,7 @@ fn run_options(args: &RunArgs) -> anyhow::Result<RunOptions> {
         gpu,
         verify: args.verify,
         index: args.index,
-        cache: Cache::user(),
+        cache: Cache::user()?,
     })
 }
 

@@ -99,10 +99,11 @@ pub(super) fn tune_command(args: TuneArgs) -> anyhow::Result<()> {
         }
     }
     let quiet = args.quiet;
+    let cache = Cache::user()?;
     let mut opts = tune::TuneOptions {
         reps: args.reps,
-        run: Box::new(tune::on_gpu(args.gpu, DEFAULT_STREAMS, Cache::user())),
-        prepare: Box::new(tune::compile_on_host(dev.clone(), Cache::user())),
+        run: Box::new(tune::on_gpu(args.gpu, DEFAULT_STREAMS, cache.clone())),
+        prepare: Box::new(tune::compile_on_host(dev.clone(), cache)),
         progress: Box::new(move |line| {
             if !quiet {
                 eprintln!("{line}");

@@ -13,7 +13,7 @@ use crate::plot;
 use crate::run::RunOptions;
 use crate::schedule::GpuOptions;
 use crate::stage::contribution;
-use crate::write::{Destination, Target as ResultTarget};
+use crate::write::{Destination, Named, Target as ResultTarget};
 use crate::xi::{self, Estimator};
 
 #[derive(Args)]
@@ -81,9 +81,25 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         None | Some("-") => ResultTarget::new(Destination::Stdout, format)?,
         Some(path) => ResultTarget::new(Destination::File(path.into()), format)?,
     };
+    let mut written = Vec::new();
+    if let Destination::File(path) = &target.destination {
+        written.push(Named::new("--out", path));
+    }
     if let Some(path) = &args.plot {
         plot::check(path)?;
+        written.push(Named::new("--plot", path));
     }
+    let read: Vec<Named> = [
+        ("--data", Some(&args.data)),
+        ("--randoms", Some(&args.randoms)),
+        ("--data-weights", args.data_weights.as_ref()),
+        ("--random-weights", args.random_weights.as_ref()),
+    ]
+    .into_iter()
+    .filter_map(|(role, file)| file.filter(|f| std::path::Path::new(f).exists()).map(|f| Named::new(role, f)))
+    .collect();
+    crate::write::refuse_clashes(&written, &read)?;
+    let cache = Cache::user()?;
     let mut data = read_input(&args.data, &components, &opts).context("--data")?;
     let mut randoms =
         read_input(&args.randoms, &components, &InputOptions { seed: args.seed + 1, ..opts }).context("--randoms")?;
@@ -105,7 +121,7 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         gpu: GpuOptions { streams: 2, ..Default::default() },
         verify: false,
         index: IndexChoice::Auto,
-        cache: Cache::user(),
+        cache,
     };
     let (counts, runs) = xi::count(
         &problem,

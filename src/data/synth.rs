@@ -43,6 +43,14 @@ pub fn synthesize(generator: Generator, n: u64, components: &[Component], seed: 
     if n > super::MAX_POINTS {
         return Err(input_error!("{}:{n}: at most {} points per set", generator.name(), super::MAX_POINTS));
     }
+    // The coordinates are drawn as f64 first, then converted into the columns.
+    let drawn = n * components.len() as u64 * 8;
+    let kept: u64 = n * components.iter().map(|c| c.scalar.bytes() as u64).sum::<u64>();
+    crate::memory::check(
+        || format!("{}:{n}: {n} points of {} values", generator.name(), components.len()),
+        drawn + kept,
+    )
+    .map_err(|e| input_error!("{e}"))?;
     let n = n as usize;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let d = components.len();

@@ -262,6 +262,9 @@ pub struct Param {
     pub scalar: Scalar,
     pub default: Value,
     pub doc: String,
+    /// Where the default is written (`spec.xml:7:31`), for an error about it.
+    #[serde(skip)]
+    pub default_at: String,
 }
 
 /// What a parameter holds.
@@ -349,12 +352,43 @@ impl Problem {
             values.iter_mut().find(|(n, _)| n == name).expect("declared").1 = value;
         }
         let params = Params { values };
-        params.check(self)?;
+        params.check(self).map_err(|(e, blame)| {
+            // A default the user kept is named where the spec writes it.
+            match self.blamed_param(&blame) {
+                Some(p) if !overrides.iter().any(|o| o.split_once('=').is_some_and(|(n, _)| n.trim() == p.name)) => {
+                    param_error!(
+                        "{}: {} (the default of `{}`; --param {}=VALUE sets another)",
+                        p.default_at,
+                        e.0,
+                        p.name,
+                        p.name
+                    )
+                }
+                _ => e,
+            }
+        })?;
         Ok(params)
     }
 }
 
 impl Problem {
+    /// The parameter whose value [`Params::check`] blames, where a parameter set it.
+    fn blamed_param(&self, blame: &Blame) -> Option<&Param> {
+        let operand = match (blame, &self.output) {
+            (Blame::Param(name), _) => return self.param(name),
+            (Blame::Cutoff, _) => self.cutoff.as_ref()?.value.as_ref()?,
+            (Blame::Output("bins"), Output::Histogram { bins, .. }) => bins,
+            (Blame::Output("min"), Output::Histogram { min, .. }) => min,
+            (Blame::Output("max"), Output::Histogram { max, .. }) => max,
+            (Blame::Output("k"), Output::Knn { k }) => k,
+            _ => return None,
+        };
+        match operand {
+            Operand::Param(name) => self.param(name),
+            Operand::Literal(_) => None,
+        }
+    }
+
     /// The periodic box the points live in: the value of the problem's box
     /// parameter, unless it is open (0).
     pub fn periodic_box(&self, params: &Params) -> Option<(String, PeriodicBox)> {
@@ -540,46 +574,59 @@ impl Params {
         }
     }
 
-    /// Checks the values the output needs: bins and K at least 1, a range with min < max.
-    fn check(&self, problem: &Problem) -> Result<(), ParamError> {
+    /// Checks the values the output needs: bins and K at least 1, a range
+    /// with min < max; an error comes with what in the spec set the value.
+    fn check(&self, problem: &Problem) -> Result<(), (ParamError, Blame)> {
         for (name, v) in &self.values {
             if !v.is_finite() {
-                return Err(param_error!("parameter {name} = {v} is not a finite number"));
+                return Err((
+                    param_error!("parameter {name} = {v} is not a finite number"),
+                    Blame::Param(name.clone()),
+                ));
             }
         }
         match &problem.output {
             Output::Histogram { bins, min, max, spacing, .. } => {
                 let n = self.eval(bins).as_f64();
                 if *spacing == Spacing::Log && n > MAX_LOG_BINS as f64 {
-                    return Err(param_error!(
-                        "log-spaced histogram bins ({}) must be at most {MAX_LOG_BINS}",
-                        self.describe(bins)
+                    return Err((
+                        param_error!(
+                            "log-spaced histogram bins ({}) must be at most {MAX_LOG_BINS}",
+                            self.describe(bins)
+                        ),
+                        Blame::Output("bins"),
                     ));
                 }
                 if *spacing == Spacing::Log && self.eval(min).as_f64() <= 0.0 {
-                    return Err(param_error!(
-                        "log-spaced buckets need a lower edge above 0, and it is {}",
-                        self.describe(min)
+                    return Err((
+                        param_error!("log-spaced buckets need a lower edge above 0, and it is {}", self.describe(min)),
+                        Blame::Output("min"),
                     ));
                 }
                 if !(1.0..=(1u64 << 24) as f64).contains(&n) {
-                    return Err(param_error!(
-                        "histogram bins ({}) must be between 1 and 16777216",
-                        self.describe(bins)
+                    return Err((
+                        param_error!("histogram bins ({}) must be between 1 and 16777216", self.describe(bins)),
+                        Blame::Output("bins"),
                     ));
                 }
                 if self.eval(min).as_f64() >= self.eval(max).as_f64() {
-                    return Err(param_error!(
-                        "histogram range is empty: min ({}) must be below max ({})",
-                        self.describe(min),
-                        self.describe(max)
+                    return Err((
+                        param_error!(
+                            "histogram range is empty: min ({}) must be below max ({})",
+                            self.describe(min),
+                            self.describe(max)
+                        ),
+                        Blame::Output("min"),
                     ));
                 }
             }
             Output::Knn { k } => {
                 let n = self.eval(k).as_f64();
                 if !(1.0..=1024.0).contains(&n) {
-                    return Err(param_error!("K ({}) must be between 1 and 1024", self.describe(k)));
+                    return Err((
+                        param_error!("K ({}) must be between 1 and 1024", self.describe(k)),
+                        Blame::Output("k"),
+                    ));
                 }
             }
             Output::Count { .. } | Output::Sum | Output::Pairs { .. } => {}
@@ -587,23 +634,35 @@ impl Params {
         if let Some(value) = problem.cutoff.as_ref().and_then(|c| c.value.as_ref())
             && self.eval(value).as_f64() < 0.0
         {
-            return Err(param_error!("the cutoff ({}) must not be negative", self.describe(value)));
+            return Err((param_error!("the cutoff ({}) must not be negative", self.describe(value)), Blame::Cutoff));
         }
         if let (Some(Normalization::Rdf), Output::Histogram { max, .. }, Some((name, b))) =
             (problem.normalize, &problem.output, problem.periodic_box(self))
         {
             let half = b.widths().into_iter().fold(f64::INFINITY, f64::min) / 2.0;
             if self.eval(max).as_f64() > half {
-                return Err(param_error!(
-                    "{} is above half the smallest width of the box ({name}={b}, half width {half}): \
+                return Err((
+                    param_error!(
+                        "{} is above half the smallest width of the box ({name}={b}, half width {half}): \
                      a shell that large meets its own periodic images, so g(r) past {half} would be wrong; \
                      lower it or use a larger box",
-                    self.describe(max)
+                        self.describe(max)
+                    ),
+                    Blame::Output("max"),
                 ));
             }
         }
         Ok(())
     }
+}
+
+/// What in a spec set a value [`Params::check`] finds wrong: an attribute
+/// of <output> (or the default of the parameter it names), <cutoff>'s value,
+/// or a parameter's default.
+enum Blame {
+    Output(&'static str),
+    Cutoff,
+    Param(String),
 }
 
 /// The spec text being validated, for turning offsets into positions.
@@ -767,7 +826,7 @@ impl Cx<'_> {
             [node] => Some(self.cutoff(node, &input, &output, &params)?),
             [_, second, ..] => return Err(self.err(second.pos, "<cutoff> appears twice; a problem has one")),
         };
-        Ok(Problem {
+        let problem = Problem {
             name,
             summary,
             origin: origin.display().to_string(),
@@ -778,7 +837,23 @@ impl Cx<'_> {
             cutoff,
             params,
             promises_proven: false,
-        })
+        };
+        // A literal the spec fixes (k="1025", min="5" max="1") is wrong in
+        // every run: named at its line now. A default the user can override
+        // with --param is checked when bound (Problem::bind names its line).
+        let defaults = Params { values: problem.params.iter().map(|p| (p.name.clone(), p.default)).collect() };
+        if let Err((ParamError(message), blame)) = defaults.check(&problem)
+            && problem.blamed_param(&blame).is_none()
+        {
+            let at = |node: &Node, attr: &str| self.attr(node, attr).map_or(node.pos, |a| a.pos);
+            let pos = match blame {
+                Blame::Output(attr) => at(output_node, attr),
+                Blame::Cutoff => root.children.iter().find(|c| c.name == "cutoff").map_or(root.pos, |c| at(c, "value")),
+                Blame::Param(_) => root.pos,
+            };
+            return Err(self.err(pos, message));
+        }
+        Ok(problem)
     }
 
     fn cutoff(&self, node: &Node, input: &Input, output: &Output, params: &[Param]) -> Result<Cutoff, SpecError> {
@@ -846,7 +921,9 @@ impl Cx<'_> {
             _ => (ParamKind::Number, self.scalar(type_attr)?),
         };
         let default_attr = self.required(node, "default", "the value used when --param does not set it")?;
-        let mut param = Param { name, kind, scalar, default: Value::U32(0), doc: String::new() };
+        let (line, col) = xml::line_col(self.src, default_attr.pos);
+        let default_at = format!("{}:{line}:{col}", self.file);
+        let mut param = Param { name, kind, scalar, default: Value::U32(0), doc: String::new(), default_at };
         param.default = param
             .parse_value(&default_attr.value)
             .map_err(|why| self.err(default_attr.pos, format!("default of `{}`: {why}", param.name)))?;

@@ -26,6 +26,10 @@ pub struct Node {
     pub pos: Pos,
 }
 
+/// The deepest a spec's elements may nest: far more than a spec has, far
+/// less than would strain the stack.
+pub const MAX_DEPTH: usize = 64;
+
 /// Parses `src` into its root element. Errors carry the byte offset of the problem.
 pub fn parse(src: &str) -> Result<Node, (Pos, String)> {
     let mut reader = Reader::from_str(src);
@@ -61,6 +65,15 @@ pub fn parse(src: &str) -> Result<Node, (Pos, String)> {
                     Node { name, attrs, children: Vec::new(), text: String::new(), text_pos: tag_pos, pos: tag_pos };
                 if matches!(event, Event::Empty(_)) {
                     close(node, &mut stack, &mut root, tag_pos)?;
+                } else if stack.len() >= MAX_DEPTH {
+                    // A tree that deep would overflow the stack as it is dropped.
+                    return Err((
+                        tag_pos,
+                        format!(
+                            "<{}> is nested more than {MAX_DEPTH} elements deep; a spec nests two (<problem> and its elements)",
+                            node.name
+                        ),
+                    ));
                 } else {
                     stack.push(node);
                 }

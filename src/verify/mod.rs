@@ -99,7 +99,7 @@ pub fn verify(
     };
     if full {
         let every = CpuDriver::compile(problem, params, shape, IndexKind::None, f64_mode, cache)?
-            .run(inputs, None, threads, &hidden);
+            .run(inputs, None, threads, &hidden)?;
         if let Some(difference) = run.difference(&every) {
             return Err(mismatch(format!("all {} pairs", shape.pairs), difference));
         }
@@ -125,7 +125,7 @@ pub fn verify(
         Under::Cpu { .. } => cpu_on_grid(&cross, params, &sub, gpu_opts, cache, threads, f64_mode)?,
     };
     let every = CpuDriver::compile(&cross, params, &cross_shape, IndexKind::None, f64_mode, cache)?
-        .run(&sub, None, threads, &hidden);
+        .run(&sub, None, threads, &hidden)?;
     if let Some(difference) = tested.difference(&every) {
         return Err(mismatch(format!("sampled rows, seed {seed}"), difference));
     }
@@ -188,7 +188,7 @@ fn cpu_on_grid(
         Indexing::Device(_) => unreachable!("a schedule without GPUs sorts its grid on the host"),
     };
     let driver = CpuDriver::compile(problem, params, &shape, summary.index, f64_mode, cache)?;
-    Ok(driver.run(inputs, grid.as_ref(), threads, &ProgressBar::hidden()))
+    Ok(driver.run(inputs, grid.as_ref(), threads, &ProgressBar::hidden())?)
 }
 
 #[cfg(test)]

@@ -57,8 +57,8 @@ pub enum GpuError {
     NoSuchGpu { ordinal: usize, count: usize },
     #[error("no GPU chosen")]
     NoGpuChosen,
-    #[error("{what}: {source}")]
-    Driver { what: String, source: DriverError },
+    #[error("{what}: {cause}")]
+    Driver { what: String, cause: DriverError },
     #[error(transparent)]
     Plan(#[from] PlanError),
     #[error(transparent)]
@@ -84,7 +84,7 @@ trait Doing<T> {
 
 impl<T> Doing<T> for Result<T, DriverError> {
     fn doing(self, what: &str) -> Result<T, GpuError> {
-        self.map_err(|source| GpuError::Driver { what: what.to_owned(), source })
+        self.map_err(|source| GpuError::Driver { what: what.to_owned(), cause: source })
     }
 }
 
@@ -96,7 +96,7 @@ impl From<CpuError> for GpuError {
 
 impl From<DriverError> for GpuError {
     fn from(source: DriverError) -> Self {
-        GpuError::Driver { what: "the CUDA driver".into(), source }
+        GpuError::Driver { what: "the CUDA driver".into(), cause: source }
     }
 }
 

@@ -1,0 +1,129 @@
+//! The host's memory: how much a run can still take, so that a request that
+//! cannot fit is refused early, naming what was asked and what the machine
+//! has, instead of aborting on a failed allocation (or being killed) later.
+//! GPU memory is checked where the GPUs are planned.
+
+/// What the host has: bytes available to this process now, and in all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Host {
+    pub available: u64,
+    pub total: u64,
+}
+
+impl Host {
+    /// The machine's memory: /proc/meminfo's MemAvailable and MemTotal (sysinfo
+    /// where there is no /proc), each lowered to a cgroup's limit where one
+    /// is set. None where neither can be read.
+    pub fn now() -> Option<Host> {
+        let (mut available, mut total) = meminfo().or_else(sysinfo)?;
+        if let Some((limit, used)) = cgroup_limit() {
+            total = total.min(limit);
+            available = available.min(limit.saturating_sub(used));
+        }
+        Some(Host { available, total })
+    }
+
+    /// Refuses `needed` bytes for `what` (`"uniform:2000000000: 2000000000
+    /// points of 3 values"`) where they are more than is available.
+    pub fn check(&self, what: impl FnOnce() -> String, needed: u64) -> Result<(), TooLarge> {
+        if needed <= self.available {
+            return Ok(());
+        }
+        Err(TooLarge { what: what(), needed, host: *self })
+    }
+}
+
+/// A request larger than the host's memory.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{what} need {} of memory, and this machine has {} available ({} in all)",
+    bytes(*needed),
+    bytes(host.available),
+    bytes(host.total)
+)]
+pub struct TooLarge {
+    pub what: String,
+    pub needed: u64,
+    pub host: Host,
+}
+
+/// `needed` bytes for `what`, checked against the host's memory now; passed
+/// where the host's memory cannot be read.
+pub fn check(what: impl FnOnce() -> String, needed: u64) -> Result<(), TooLarge> {
+    match Host::now() {
+        Some(host) => host.check(what, needed),
+        None => Ok(()),
+    }
+}
+
+/// A size for people: `2.3 GiB`, `512.0 MiB`, `12 bytes`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if n < 1024 {
+        return format!("{n} bytes");
+    }
+    let mut x = n as f64 / 1024.0;
+    let mut unit = 0;
+    while x >= 1024.0 && unit + 1 < UNITS.len() {
+        x /= 1024.0;
+        unit += 1;
+    }
+    format!("{x:.1} {}", UNITS[unit])
+}
+
+/// (MemAvailable, MemTotal) in bytes.
+fn meminfo() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = text.lines().find(|l| l.starts_with(name))?;
+        let kib: u64 = line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(kib * 1024)
+    };
+    Some((field("MemAvailable:")?, field("MemTotal:")?))
+}
+
+/// (free + buffers, total) from sysinfo(2).
+fn sysinfo() -> Option<(u64, u64)> {
+    // SAFETY: sysinfo fills the struct it is given, which is plain data.
+    let info = unsafe {
+        let mut info: libc::sysinfo = std::mem::zeroed();
+        if libc::sysinfo(&mut info) != 0 {
+            return None;
+        }
+        info
+    };
+    let unit = info.mem_unit.max(1) as u64;
+    Some(((info.freeram as u64 + info.bufferram as u64) * unit, info.totalram as u64 * unit))
+}
+
+/// A cgroup v2 memory limit and what the group uses now, where one is set.
+fn cgroup_limit() -> Option<(u64, u64)> {
+    let read = |name: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/{name}")).ok();
+    let limit: u64 = read("memory.max")?.trim().parse().ok()?; // "max" where there is none
+    let used: u64 = read("memory.current").and_then(|u| u.trim().parse().ok()).unwrap_or(0);
+    Some((limit, used))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_machine_has_memory_and_says_how_much() {
+        let host = Host::now().expect("/proc/meminfo or sysinfo");
+        assert!(host.available > 0 && host.available <= host.total, "{host:?}");
+    }
+
+    #[test]
+    fn a_request_above_what_is_available_names_both() {
+        let host = Host { available: 3 << 30, total: 4 << 30 };
+        assert!(host.check(|| "a small thing".into(), 1 << 30).is_ok());
+        let e = host.check(|| "uniform:2000000000: 2000000000 points of 3 values".into(), 72 << 30).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "uniform:2000000000: 2000000000 points of 3 values need 72.0 GiB of memory, and this machine has 3.0 GiB available (4.0 GiB in all)"
+        );
+        assert_eq!(bytes(12), "12 bytes");
+        assert_eq!(bytes(1536), "1.5 KiB");
+    }
+}
