@@ -83,8 +83,14 @@ fn mark_proven_estimate(problem: &mut Problem) {
 /// `twobs run sdh`).
 fn mark_proven_promises(problem: &mut Problem) {
     problem.promises_proven = BUILT_IN.iter().filter_map(|name| built_in(name)).any(|b| {
+        // Where the files lie is no part of the promise: the spec's path, its
+        // snippet's, and the places its defaults are named at.
         let function = Function { file: problem.function.file.clone(), ..b.function };
-        Problem { origin: problem.origin.clone(), function, promises_proven: false, ..b } == *problem
+        let mut params = b.params;
+        for (mine, theirs) in params.iter_mut().zip(&problem.params) {
+            mine.default_at = theirs.default_at.clone();
+        }
+        Problem { origin: problem.origin.clone(), function, params, promises_proven: false, ..b } == *problem
     });
 }
 
