@@ -277,6 +277,13 @@ impl<'a> Sample<'a> {
         Ok(Sample { space, probes, real, own, partners, moved, alone })
     }
 
+    /// The pair function that breaks a promise, and its snippet's file
+    /// (a promise is the spec's; the snippet may be what broke it).
+    fn function(&self) -> String {
+        let f = &self.space.problem.function;
+        format!("{} ({})", f.name, f.file)
+    }
+
     /// Pair m: its rows, points and separation.
     fn describe(&self, m: usize) -> String {
         let (space, p) = (self.space, &self.probes[m]);
@@ -325,8 +332,9 @@ impl<'a> Sample<'a> {
                     far += 1;
                     if alone.adds[m] {
                         return Err(VerifyError::BrokenPromise(format!(
-                            "{spec}: its cutoff {} promises that a pair farther apart than that in a component adds nothing, but {} adds to the output (its value {}); a grid would leave such pairs out. Fix the cutoff or the pair function, or run every pair (--index none)",
+                            "{spec}: its cutoff {} promises that a pair farther apart than that in a component adds nothing, but under {} {} adds to the output (its value {}); a grid would leave such pairs out. Fix the cutoff or the pair function, or run every pair (--index none)",
                             space.params.describe(cutoff.value.as_ref().expect("a value")),
+                            self.function(),
                             self.describe(m),
                             short(alone.value[m])
                         )));
@@ -337,7 +345,8 @@ impl<'a> Sample<'a> {
                     far += 1;
                     if alone.value[m] < reach - KNN_SLACK * (reach + space.scale) {
                         return Err(VerifyError::BrokenPromise(format!(
-                            "{spec}: <cutoff/> promises that a pair's value is at least its separation in each component, but {} has the value {}, below {}; a search of rings would stop too soon. Fix the pair function, or search every pair (--index none)",
+                            "{spec}: <cutoff/> promises that a pair's value is at least its separation in each component, but under {} {} has the value {}, below {}; a search of rings would stop too soon. Fix the pair function, or search every pair (--index none)",
+                            self.function(),
                             self.describe(m),
                             alone.value[m],
                             short(reach)
@@ -355,13 +364,14 @@ impl<'a> Sample<'a> {
         let spec = &problem.origin;
         if let Some(m) = (0..self.probes.len()).find(|&m| !alone.same[m]) {
             return Err(VerifyError::BrokenPromise(format!(
-                "{spec}: key=\"{}\" map=\"{}\" promise that {}(a, b) is {}({}(a, b)) bit for bit, but for {} the value is {} and the map of the key {} is {}. Fix the key or the map, or drop them",
+                "{spec}: key=\"{}\" map=\"{}\" promise that {}(a, b) is {}({}(a, b)) bit for bit, but for {} the value of {} is {} and the map of the key {} is {}. Fix the key or the map, or drop them",
                 k.key,
                 k.map,
                 problem.function.name,
                 k.map,
                 k.key,
                 self.describe(m),
+                self.function(),
                 alone.value[m],
                 alone.key[m],
                 alone.mapped[m]
