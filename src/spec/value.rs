@@ -182,9 +182,17 @@ impl Value {
     }
 }
 
+/// Whether a float reads better with an exponent: Rust writes every digit
+/// otherwise (`0.0000000000000000000000000000001` for 1e-31).
+fn far_from_one(x: f64) -> bool {
+    x != 0.0 && x.is_finite() && !(1e-4..1e16).contains(&x.abs())
+}
+
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Value::F32(v) if far_from_one(f64::from(*v)) => write!(f, "{v:e}"),
+            Value::F64(v) if far_from_one(*v) => write!(f, "{v:e}"),
             Value::F32(v) => write!(f, "{v}"),
             Value::F64(v) => write!(f, "{v}"),
             Value::I32(v) => write!(f, "{v}"),
@@ -307,5 +315,21 @@ impl fmt::Display for PeriodicBox {
         } else {
             write!(f, "{},{},{}", n(x), n(y), n(z))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Value;
+
+    #[test]
+    fn floats_far_from_one_are_written_with_an_exponent() {
+        assert_eq!(Value::F32(1e-31).to_string(), "1e-31");
+        assert_eq!(Value::F64(3e20).to_string(), "3e20");
+        assert_eq!(Value::F32(0.1).to_string(), "0.1");
+        assert_eq!(Value::F32(1.7320508).to_string(), "1.7320508");
+        assert_eq!(Value::F64(0.0).to_string(), "0");
+        // The C literals are untouched: the shortest decimal that reads back the same.
+        assert_eq!(Value::F32(1e-31).c_literal(), "1e-31f");
     }
 }
