@@ -168,13 +168,7 @@ fn pair_density(problem: &Problem, params: &Params, inputs: &Inputs) -> (f64, St
                 }
             }
             let v: f64 = bounds.iter().map(|(lo, hi)| hi - lo).product();
-            (
-                v,
-                format!(
-                    "the bounding box of the data, {}",
-                    bounds.iter().map(|(lo, hi)| format!("[{lo}, {hi}]")).collect::<Vec<_>>().join(" x ")
-                ),
-            )
+            (v, format!("the bounding box of the data, {}", crate::data::extent(&bounds)))
         }
     };
     let n_a = inputs.a.len() as f64;
