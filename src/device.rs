@@ -165,17 +165,41 @@ pub struct ProfileError {
 
 impl TunedProfile {
     /// The folder of tuned profiles: $TWOBS_PROFILES, else
-    /// $XDG_CONFIG_HOME/twobs/profiles, else ~/.config/twobs/profiles.
-    pub fn folder() -> std::path::PathBuf {
+    /// $XDG_CONFIG_HOME/twobs/profiles, else ~/.config/twobs/profiles. Each
+    /// must be absolute; there is no fallback to a folder others share (a
+    /// profile planted there would steer the plans of whoever reads it).
+    pub fn folder() -> Result<std::path::PathBuf, ProfileError> {
+        TunedProfile::folder_from(|name| std::env::var_os(name))
+    }
+
+    /// [`TunedProfile::folder`] with the environment read through `var`.
+    pub fn folder_from(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<std::path::PathBuf, ProfileError> {
         use std::path::PathBuf;
-        if let Some(dir) = std::env::var_os("TWOBS_PROFILES") {
-            PathBuf::from(dir)
-        } else if let Some(dir) = std::env::var_os("XDG_CONFIG_HOME") {
-            PathBuf::from(dir).join("twobs").join("profiles")
-        } else if let Some(home) = std::env::var_os("HOME") {
-            PathBuf::from(home).join(".config").join("twobs").join("profiles")
+        let absolute = |name: &str, value: std::ffi::OsString| {
+            let path = PathBuf::from(&value);
+            match path.is_absolute() {
+                true => Ok(path),
+                false => Err(ProfileError {
+                    path,
+                    why: format!(
+                        "{name} is empty or a relative path; set TWOBS_PROFILES to an absolute folder of your own"
+                    ),
+                }),
+            }
+        };
+        if let Some(dir) = var("TWOBS_PROFILES") {
+            absolute("TWOBS_PROFILES", dir)
+        } else if let Some(dir) = var("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
+            Ok(absolute("XDG_CONFIG_HOME", dir)?.join("twobs").join("profiles"))
+        } else if let Some(home) = var("HOME") {
+            Ok(absolute("HOME", home)?.join(".config").join("twobs").join("profiles"))
         } else {
-            std::env::temp_dir().join("twobs-profiles")
+            Err(ProfileError {
+                path: PathBuf::from("twobs/profiles"),
+                why: "HOME is not set (nor XDG_CONFIG_HOME or TWOBS_PROFILES), and twobs shares no folder with \
+                      other users; set TWOBS_PROFILES to an absolute folder of your own"
+                    .into(),
+            })
         }
     }
 
@@ -187,14 +211,26 @@ impl TunedProfile {
         folder.join(format!("{}.json", slug.trim_matches('-')))
     }
 
-    /// The profile at `path`, or None where there is none.
+    /// The profile at `path`, or None where there is none. Only a file of
+    /// the user's own, which others cannot write, is read.
     pub fn read(path: &std::path::Path) -> Result<Option<TunedProfile>, ProfileError> {
+        use std::os::unix::fs::MetadataExt;
         let fail = |why: String| ProfileError { path: path.to_owned(), why };
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
+        let meta = match std::fs::metadata(path) {
+            Ok(meta) => meta,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(fail(e.to_string())),
         };
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if meta.uid() != me || meta.mode() & 0o022 != 0 {
+            return Err(fail(format!(
+                "belongs to user {} (mode {:o}); twobs reads only tuned profiles of your own that others cannot write (remove it, or set TWOBS_PROFILES to a folder of your own)",
+                meta.uid(),
+                meta.mode() & 0o7777
+            )));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
         serde_json::from_str(&text).map(Some).map_err(|e| {
             fail(format!("{e}; it was not written by `twobs tune` (run it again to replace it, or remove the file)"))
         })
@@ -212,7 +248,19 @@ impl TunedProfile {
         }
         let text = serde_json::to_string_pretty(self).expect("a profile serializes");
         let partial = path.with_extension("json.partial");
-        std::fs::write(&partial, text + "\n").map_err(|e| fail(e.to_string()))?;
+        // The user's alone, as `read` asks, whatever the umask.
+        let written = {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            let _ = std::fs::remove_file(&partial);
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&partial)
+                .and_then(|mut f| f.write_all((text + "\n").as_bytes()))
+        };
+        written.map_err(|e| fail(e.to_string()))?;
         std::fs::rename(&partial, path).map_err(|e| fail(e.to_string()))
     }
 
@@ -346,5 +394,47 @@ impl Device {
             _ => "h100",
         };
         Device::profile(name).expect("profile exists")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TunedProfile;
+    use std::ffi::OsString;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn profiles_live_in_a_folder_of_the_users_own() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| OsString::from(v))
+        };
+        assert_eq!(TunedProfile::folder_from(vars(&[("TWOBS_PROFILES", "/p")])).unwrap().to_str(), Some("/p"));
+        let home = TunedProfile::folder_from(vars(&[("HOME", "/home/u")])).unwrap();
+        assert_eq!(home.to_str(), Some("/home/u/.config/twobs/profiles"));
+        // No shared fallback, nothing relative or empty.
+        for pairs in [&[][..], &[("HOME", "")][..], &[("TWOBS_PROFILES", "rel")][..], &[("XDG_CONFIG_HOME", "x")][..]] {
+            let e = TunedProfile::folder_from(vars(pairs)).unwrap_err();
+            assert!(e.why.contains("absolute folder of your own"), "{pairs:?}: {}", e.why);
+        }
+    }
+
+    #[test]
+    fn a_profile_others_can_write_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gpu.json");
+        let profile = TunedProfile {
+            device: "GPU".into(),
+            compute_capability: (9, 0),
+            tuning: None,
+            problems: Default::default(),
+            sweeps: Default::default(),
+        };
+        profile.write(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "written for its user alone");
+        assert!(TunedProfile::read(&path).unwrap().is_some());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let e = TunedProfile::read(&path).unwrap_err();
+        assert!(e.why.contains("others cannot write"), "{}", e.why);
     }
 }

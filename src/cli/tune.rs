@@ -125,7 +125,7 @@ pub(super) fn tune_command(args: TuneArgs) -> anyhow::Result<()> {
         println!("--dry-run: nothing stored");
         return Ok(());
     }
-    let path = TunedProfile::path_in(&TunedProfile::folder(), &dev.name);
+    let path = TunedProfile::path_in(&TunedProfile::folder()?, &dev.name);
     let problem = args.problem.as_ref().map(|_| cases[0].problem.name.as_str());
     tune::store(&sweep, &dev, problem, &path)?;
     println!(

@@ -163,7 +163,7 @@ pub fn live_device(ordinal: usize) -> Result<Device, GpuError> {
 /// tuned profile where there is one.
 fn device_of(ordinal: usize) -> Result<Device, GpuError> {
     let dev = limits_of(ordinal)?;
-    let path = TunedProfile::path_in(&TunedProfile::folder(), &dev.name);
+    let path = TunedProfile::path_in(&TunedProfile::folder()?, &dev.name);
     Ok(match TunedProfile::read(&path)? {
         Some(tuned) => tuned.apply(dev, &path)?,
         None => dev,
