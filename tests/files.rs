@@ -4,21 +4,11 @@
 //! left behind.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn command(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_twobs"));
-    c.env("TWOBS_CACHE", concat!(env!("CARGO_TARGET_TMPDIR"), "/twobs-cache")).current_dir(dir);
-    c
-}
+mod common;
 
-fn twobs(dir: &Path, args: &[&str]) -> Output {
-    command(dir).args(args).output().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{stderr, twobs};
 
 fn names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> =

@@ -4,22 +4,12 @@
 //! limit; a value the spec itself gets wrong is named at its line.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn command(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_twobs"));
-    c.env("TWOBS_CACHE", concat!(env!("CARGO_TARGET_TMPDIR"), "/twobs-cache")).current_dir(dir);
-    c
-}
+mod common;
 
-fn twobs(dir: &Path, args: &[&str]) -> Output {
-    command(dir).args(args).output().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{command, stderr, twobs};
 
 /// An error (status 1, not an abort), quickly, that says what was asked and what the machine has.
 fn refused_early(o: &Output, started: Instant, asked: &str) {
