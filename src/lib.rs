@@ -30,6 +30,7 @@ pub mod run;
 pub mod schedule;
 pub mod spec;
 pub mod stage;
+pub mod stop;
 pub mod tune;
 pub mod verify;
 pub mod write;

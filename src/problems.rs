@@ -35,6 +35,12 @@ const FILES: [(&str, &str); 11] = [
 /// Built-in problem names, in the order `twobs list` shows them.
 pub const BUILT_IN: [&str; 7] = ["sdh", "rdf", "2pcf", "kde", "selfjoin", "knn", "nlj"];
 
+/// A file of `problems/` as built in: a spec, or a snippet that specs of
+/// one's own can reuse (the Python package's periodic pair counts take `rdf.cu`).
+pub fn built_in_file(name: &str) -> Option<&'static str> {
+    FILES.iter().find(|(file, _)| *file == name).map(|(_, text)| *text)
+}
+
 struct Embedded;
 
 impl Files for Embedded {

@@ -59,7 +59,7 @@ pub fn plot(
     }
     let (values, title, y_label) = match problem.normalize {
         Some(Normalization::Rdf) => {
-            let (g, _) = rdf(problem, params, frames, &edges, &values);
+            let (g, _) = g_of_r(problem, params, frames, &edges, &values);
             (g, format!("{}: g(r), {what}", problem.name), "g(r)".to_owned())
         }
         None => {
@@ -138,7 +138,7 @@ fn conventions(problem: &Problem, visit: Visit, symmetric: bool) -> String {
 /// normalised: each frame's pair density (its pairs over its volume: the
 /// periodic box's, else the bounding box of its data) adds to the ideal-gas
 /// count of every shell, as MDAnalysis's InterRDF averages over frames.
-fn rdf(problem: &Problem, params: &Params, frames: &[Inputs], edges: &[f64], counts: &[f64]) -> (Vec<f64>, String) {
+pub fn g_of_r(problem: &Problem, params: &Params, frames: &[Inputs], edges: &[f64], counts: &[f64]) -> (Vec<f64>, String) {
     let densities: Vec<(f64, String)> = frames.iter().map(|inputs| pair_density(problem, params, inputs)).collect();
     let pair_density: f64 = densities.iter().map(|(d, _)| d).sum();
     let g = counts
@@ -158,7 +158,19 @@ fn rdf(problem: &Problem, params: &Params, frames: &[Inputs], edges: &[f64], cou
 
 /// The pairs of one frame per unit volume, and where the volume came from.
 fn pair_density(problem: &Problem, params: &Params, inputs: &Inputs) -> (f64, String) {
-    let (volume, how) = match problem.periodic_box(params) {
+    let (volume, how) = volume(problem, params, inputs);
+    let n_a = inputs.a.len() as f64;
+    let pairs = match problem.input.sets {
+        Sets::Two => n_a * inputs.other().len() as f64,
+        Sets::One => n_a * (n_a - 1.0) / 2.0,
+    };
+    (pairs / volume, how)
+}
+
+/// The volume g(r) takes one frame's pair density over: the periodic box's,
+/// else the bounding box of its points; and where it came from.
+pub fn volume(problem: &Problem, params: &Params, inputs: &Inputs) -> (f64, String) {
+    match problem.periodic_box(params) {
         Some((name, b)) => (b.volume(), format!("the periodic box {name}={b}, volume {}", b.volume())),
         None => {
             let mut bounds = inputs.a.bounds();
@@ -170,13 +182,7 @@ fn pair_density(problem: &Problem, params: &Params, inputs: &Inputs) -> (f64, St
             let v: f64 = bounds.iter().map(|(lo, hi)| hi - lo).product();
             (v, format!("the bounding box of the data, {}", crate::data::extent(&bounds)))
         }
-    };
-    let n_a = inputs.a.len() as f64;
-    let pairs = match problem.input.sets {
-        Sets::Two => n_a * inputs.other().len() as f64,
-        Sets::One => n_a * (n_a - 1.0) / 2.0,
-    };
-    (pairs / volume, how)
+    }
 }
 
 /// Where the lines that describe a run go, given what stdout carries.
@@ -302,7 +308,7 @@ fn present_histogram(
 ) -> Result<(), ReportError> {
     let edges = contribution::histogram_edges(problem, params);
     let g =
-        (problem.normalize == Some(Normalization::Rdf)).then(|| rdf(problem, params, frames, &edges, &totals.as_f64()));
+        (problem.normalize == Some(Normalization::Rdf)).then(|| g_of_r(problem, params, frames, &edges, &totals.as_f64()));
     let what = match totals {
         Totals::Counts(c) => format!("{} pairs counted", c.iter().sum::<u64>()),
         Totals::Sums(s) => format!("pair weights summing to {}", s.iter().sum::<f64>()),

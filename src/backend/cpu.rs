@@ -47,6 +47,8 @@ pub enum CpuError {
     Cache(#[from] CacheError),
     #[error(transparent)]
     Memory(#[from] TooLarge),
+    #[error(transparent)]
+    Stopped(#[from] crate::stop::Stopped),
 }
 
 /// The most bytes of histogram copies a CPU run keeps until their merge
@@ -338,6 +340,7 @@ impl CpuDriver {
         let found = AtomicU64::new(0);
         let most_pairs = host.map_or(u64::MAX, |h| h.available / 8);
         let (stop, done) = (AtomicBool::new(false), AtomicUsize::new(0));
+        let watch = crate::stop::Watch::start();
 
         // Workers take chunks of work items in turn; results are kept per
         // chunk, so that their merge does not depend on which thread ran which.
@@ -346,7 +349,7 @@ impl CpuDriver {
             let mut buffer = walker.buffer();
             loop {
                 let c = next.fetch_add(1, Ordering::Relaxed);
-                if c >= chunks || stop.load(Ordering::Relaxed) {
+                if c >= chunks || stop.load(Ordering::Relaxed) || watch.asked() {
                     break;
                 }
                 let (lo, hi) = (c * chunk, ((c + 1) * chunk).min(items));
@@ -366,6 +369,9 @@ impl CpuDriver {
             let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
             handles.into_iter().flat_map(|h| h.join().expect("CPU worker panicked")).collect()
         });
+        if watch.asked() {
+            return Err(crate::stop::Stopped.into());
+        }
         if stop.load(Ordering::Relaxed) {
             let (found, done) = (found.load(Ordering::Relaxed), done.load(Ordering::Relaxed).max(1));
             drop(parts);

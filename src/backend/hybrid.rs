@@ -41,6 +41,8 @@ pub struct CpuSide<'a> {
     pub progress: &'a ProgressBar,
     /// When the compute began: claims are timed from it.
     pub start: Instant,
+    /// A stop asked: no more claims (the GPUs' streams return the error).
+    watch: crate::stop::Watch,
 }
 
 impl<'a> CpuSide<'a> {
@@ -55,6 +57,7 @@ impl<'a> CpuSide<'a> {
             part: split.predicted_cpu_share / (2 * threads) as f64,
             progress,
             start,
+            watch: crate::stop::Watch::start(),
         }
     }
 }
@@ -90,7 +93,7 @@ pub struct CpuResult {
 pub fn cpu_worker(side: &CpuSide, queue: &Mutex<VecDeque<Vec<Piece>>>, mut claimed: Option<[u32; 2]>) -> CpuResult {
     let mut out = CpuResult { parts: Vec::new(), rows: Vec::new(), units: 0, pairs: 0, intervals: Vec::new() };
     let mut buffer = side.walker.buffer();
-    while let Some([first, end]) = claimed.take().or_else(|| side.claim(queue)) {
+    while let Some([first, end]) = claimed.take().or_else(|| side.claim(queue)).filter(|_| !side.watch.asked()) {
         let began = side.start.elapsed().as_secs_f64();
         let units = &side.grid.units[first as usize..end as usize];
         if side.walker.rings {

@@ -75,6 +75,8 @@ pub enum GpuError {
         "the grid needs both sets whole on GPU {ordinal}, and its free memory holds blocks of {fits} points of the {points} (pass --index none to stream blocks)"
     )]
     GridDoesNotFit { ordinal: usize, fits: usize, points: usize },
+    #[error(transparent)]
+    Stopped(#[from] crate::stop::Stopped),
 }
 
 /// Names what a driver call was doing when it failed.
@@ -875,6 +877,7 @@ fn compute(
         progress,
         block_points,
         value: problem.function.returns,
+        watch: crate::stop::Watch::start(),
     };
     let queues: Vec<Mutex<VecDeque<Vec<Piece>>>> = queues.into_iter().map(Mutex::new).collect();
     // The CPU's threads, where it takes part, walk the host's grid.

@@ -37,6 +37,8 @@ pub(super) struct Job<'a> {
     pub(super) block_points: usize,
     /// The pair function's value type, which per-query lists hold.
     pub(super) value: Scalar,
+    /// Whether the run was asked to stop (between pieces).
+    pub(super) watch: crate::stop::Watch,
 }
 
 /// Seconds covered by at least one of `intervals` (start, end).
@@ -171,6 +173,9 @@ pub(super) fn stream_worker(
     let mut stream = Stream::open(job, gpu, stage, totals, origin)?;
     stream.timings.setup_s = setup.elapsed().as_secs_f64();
     loop {
+        if job.watch.asked() {
+            return Err(crate::stop::Stopped.into());
+        }
         let Some(group) = gpu.queue.lock().expect("queue lock").pop_front() else { break };
         stream.run_group(&group)?;
     }

@@ -1,0 +1,534 @@
+//! `twobs._twobs`: the engine as Python objects, a thin layer. Arrays come in
+//! as numpy (the Python side makes them contiguous and of the spec's types),
+//! problems and sessions are the library's own, the GIL is released while the
+//! engine computes, and Ctrl-C stops the run (`twobs::stop`) and raises
+//! KeyboardInterrupt. Every decision stays in the library.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+
+use twobs::cache::Cache;
+use twobs::data::{Column, Inputs, PointSet};
+use twobs::outcome::{Outcome, Totals};
+use twobs::run::{BackendChoice, Execution, RunOptions};
+use twobs::schedule::{GpuOptions, Hybrid};
+use twobs::spec::{Element, Output, Params, Scalar, Spacing};
+
+create_exception!(_twobs, Error, PyException, "What twobs refused or could not do, with the same message as the command line.");
+create_exception!(_twobs, SpecError, Error, "A problem spec or its snippet is wrong (the message names the file, line and column).");
+create_exception!(_twobs, InputError, Error, "Points, weights or parameters twobs cannot take (the message names the value).");
+
+/// An anyhow-style chain of causes, one line, as the command line prints it.
+fn message(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    text
+}
+
+fn spec_error(e: impl std::error::Error) -> PyErr {
+    SpecError::new_err(message(&e))
+}
+
+fn input_error(e: impl std::error::Error) -> PyErr {
+    InputError::new_err(message(&e))
+}
+
+/// A problem: a built-in, a spec file, or a spec and its snippet as text.
+#[pyclass(frozen, module = "twobs._twobs")]
+struct Problem {
+    inner: twobs::spec::Problem,
+}
+
+/// Snippets of a spec given as text: the spec's `file` names them.
+struct Given {
+    snippet: Option<String>,
+}
+
+impl twobs::spec::Files for Given {
+    fn read(&self, _path: &std::path::Path) -> Option<String> {
+        self.snippet.clone()
+    }
+}
+
+#[pymethods]
+impl Problem {
+    /// `Problem("sdh")`, `Problem("my.xml")`, or `Problem(spec_text, snippet=cuda_text)`:
+    /// a text that starts with `<` is a spec, whose `<function file=...>` is the snippet given.
+    #[new]
+    #[pyo3(signature = (spec, snippet=None))]
+    fn new(spec: &str, snippet: Option<String>) -> PyResult<Problem> {
+        let inner = if spec.trim_start().starts_with('<') {
+            let origin = std::path::Path::new("<spec text>");
+            twobs::spec::Problem::parse(spec, origin, &Given { snippet }).map_err(spec_error)?
+        } else {
+            if snippet.is_some() {
+                return Err(PyValueError::new_err(
+                    "snippet= goes with a spec given as text; a built-in or a spec file names its own snippet",
+                ));
+            }
+            twobs::problems::load(spec).map_err(spec_error)?
+        };
+        Ok(Problem { inner })
+    }
+
+    #[getter]
+    fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    #[getter]
+    fn summary(&self) -> &str {
+        &self.inner.summary
+    }
+
+    /// What the problem makes: count, sum, histogram, pairs or knn.
+    #[getter]
+    fn output(&self) -> &'static str {
+        self.inner.output.kind()
+    }
+
+    /// The parameters: (name, type, default as text, description), in the spec's order.
+    #[getter]
+    fn params(&self) -> Vec<(String, String, String, String)> {
+        self.inner
+            .params
+            .iter()
+            .map(|p| (p.name.clone(), format!("{:?}", p.kind).to_lowercase(), p.default.to_string(), p.doc.clone()))
+            .collect()
+    }
+
+    /// The scalar type of each component of a point, as numpy names it (the
+    /// coordinates; a vector element repeats one type).
+    #[getter]
+    fn dtypes(&self) -> Vec<&'static str> {
+        self.inner.input.element.components().iter().map(|c| numpy_name(c.scalar)).collect()
+    }
+
+    /// Whether the element is a vector whose dimension the input decides.
+    #[getter]
+    fn dims_from_input(&self) -> bool {
+        matches!(self.inner.input.element, Element::Vector { .. }) && self.inner.input.dims_from_input
+    }
+
+    /// One set, two sets, or either ("1", "2", "1,2").
+    #[getter]
+    fn sets(&self) -> &'static str {
+        match (self.inner.input.either, self.inner.input.sets) {
+            (true, _) => "1,2",
+            (false, twobs::spec::Sets::One) => "1",
+            (false, twobs::spec::Sets::Two) => "2",
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("twobs.Problem({:?}: {})", self.inner.name, self.inner.origin)
+    }
+}
+
+fn numpy_name(s: Scalar) -> &'static str {
+    match s {
+        Scalar::F32 => "float32",
+        Scalar::F64 => "float64",
+        Scalar::I32 => "int32",
+        Scalar::I64 => "int64",
+        Scalar::U32 => "uint32",
+    }
+}
+
+/// Where a run goes and with what: kept for the session's life, with the
+/// process's CUDA contexts, compiled kernels and CPU drivers (which the
+/// engine keeps once per process) behind it.
+#[pyclass(frozen, module = "twobs._twobs")]
+struct Session {
+    options: RunOptions,
+}
+
+#[pymethods]
+impl Session {
+    #[new]
+    #[pyo3(signature = (backend="auto", gpus=None, threads=0, streams=2, index="auto", verify=false, progress=false))]
+    fn new(
+        backend: &str,
+        gpus: Option<Vec<usize>>,
+        threads: usize,
+        streams: usize,
+        index: &str,
+        verify: bool,
+        progress: bool,
+    ) -> PyResult<Session> {
+        let backend = match backend {
+            "auto" => BackendChoice::Auto,
+            "cuda" | "gpu" => BackendChoice::Cuda,
+            "cpu" => BackendChoice::Cpu,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "backend={other:?}: expected \"auto\" (the GPU when one is usable, else the CPU), \"cuda\" or \"cpu\""
+                )));
+            }
+        };
+        let index = match index {
+            "auto" => twobs::index::IndexChoice::Auto,
+            "grid" => twobs::index::IndexChoice::Grid,
+            "none" => twobs::index::IndexChoice::None,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "index={other:?}: expected \"auto\", \"grid\" or \"none\""
+                )));
+            }
+        };
+        if gpus.as_ref().is_some_and(Vec::is_empty) {
+            return Err(PyValueError::new_err("gpus=[]: name at least one GPU, or leave gpus=None for all of them"));
+        }
+        let cache = Cache::user().map_err(|e| Error::new_err(message(&e)))?;
+        let gpu = GpuOptions {
+            gpus,
+            block_points: None,
+            streams: streams.max(1),
+            forced: Default::default(),
+            pool_pairs: None,
+            piece_pairs: None,
+            hybrid: Hybrid::Auto,
+        };
+        Ok(Session {
+            options: RunOptions { backend, threads, f64: false, quiet: !progress, gpu, verify, index, cache },
+        })
+    }
+
+    /// Runs `problem` on set `a` (and `b`): each set a 2-D array (points x
+    /// coordinates) of the element's type, or a list of 1-D columns (one per
+    /// field of a record). Returns a dict of numpy arrays and the run's report (JSON text).
+    #[pyo3(signature = (problem, a, b=None, params=Vec::new(), weights=Vec::new(), log_bins=false, outside_box=None, f64=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        problem: &Problem,
+        a: &Bound<'py, PyAny>,
+        b: Option<&Bound<'py, PyAny>>,
+        params: Vec<String>,
+        weights: Vec<PyReadonlyArray1<'py, f64>>,
+        log_bins: bool,
+        outside_box: Option<&str>,
+        f64: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let sets = 1 + b.is_some() as usize;
+        let mut spec = problem.inner.with_sets(sets).map_err(input_error)?;
+        if log_bins {
+            spec = spec.with_spacing(Spacing::Log).map_err(input_error)?;
+        }
+        let dims = dims_of(a)?;
+        if let (Element::Vector { .. }, Some(d)) = (&spec.input.element, dims) {
+            spec = spec.with_dims(d).map_err(input_error)?;
+        }
+        let components = spec.input.element.components();
+        let mut inputs = Inputs { a: point_set(a, &components, "set A")?, b: None };
+        if let Some(b) = b {
+            inputs.b = Some(point_set(b, &components, "set B")?);
+        }
+        let params = spec.bind(&params).map_err(input_error)?;
+        let policy = match outside_box {
+            None => None,
+            Some("wrap") => Some(twobs::data::Outside::Wrap),
+            Some("refuse") => Some(twobs::data::Outside::Refuse),
+            Some(other) => {
+                return Err(PyValueError::new_err(format!("outside_box={other:?}: expected \"wrap\" or \"refuse\"")));
+            }
+        };
+        let mut notes = Vec::new();
+        if let Some((name, pbox)) = spec.periodic_box(&params) {
+            for set in inputs.sets_mut() {
+                let moved = set.into_box((&name, &pbox), policy).map_err(input_error)?;
+                if moved > 0 {
+                    notes.push(format!("{}: {moved} points outside the box {name}={pbox} wrapped into it", set.origin));
+                }
+            }
+        }
+        if !weights.is_empty() {
+            if weights.len() != sets {
+                return Err(InputError::new_err(format!(
+                    "{} weight arrays for {sets} set(s) of points: give one per set, in the same order",
+                    weights.len()
+                )));
+            }
+            spec = spec.with_point_weights().map_err(input_error)?;
+            for (set, w) in inputs.sets_mut().zip(&weights) {
+                let w = w.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
+                if w.len() != set.len() {
+                    return Err(InputError::new_err(format!(
+                        "{} weights for {} ({} points)",
+                        w.len(),
+                        set.origin,
+                        set.len()
+                    )));
+                }
+                set.columns.push(Column::F64(w.to_vec()));
+            }
+        }
+        let mut options = self.options.clone();
+        options.f64 = f64;
+        let exec = compute(py, &spec, &params, &inputs, &options)?;
+        let (volume, volume_from) = twobs::report::volume(&spec, &params, &inputs);
+        let out = result(py, &spec, &params, &inputs, &exec)?;
+        notes.extend(exec.notes.iter().cloned());
+        out.set_item("report", report(&spec, &exec, notes).to_string())?;
+        out.set_item("volume", volume)?;
+        out.set_item("volume_from", volume_from)?;
+        Ok(out)
+    }
+
+    /// The backend a run of this session takes when it starts now ("cuda" or "cpu").
+    #[getter]
+    fn backend(&self) -> &'static str {
+        match self.options.backend {
+            BackendChoice::Cpu => "cpu",
+            BackendChoice::Cuda => "cuda",
+            BackendChoice::Auto => match twobs::backend::cuda::usable().and_then(|()| Ok(twobs::backend::nvrtc::available()?)) {
+                Ok(()) => "cuda",
+                Err(_) => "cpu",
+            },
+        }
+    }
+}
+
+/// The dimension of a 2-D array's points (None for a list of columns).
+fn dims_of(set: &Bound<'_, PyAny>) -> PyResult<Option<u32>> {
+    if set.is_instance_of::<PyList>() || set.is_instance_of::<PyTuple>() {
+        return Ok(None);
+    }
+    let array = set.cast::<numpy::PyUntypedArray>().map_err(|_| {
+        PyValueError::new_err("points: expected a 2-D numpy array (points x coordinates) or a list of 1-D columns")
+    })?;
+    match array.shape() {
+        [_, d] => Ok(Some(*d as u32)),
+        shape => Err(InputError::new_err(format!(
+            "points of shape {shape:?}: expected a 2-D array, one row per point and one column per coordinate"
+        ))),
+    }
+}
+
+/// A set's points as the engine's columns, checked against the spec's components.
+fn point_set(set: &Bound<'_, PyAny>, components: &[twobs::spec::Component], origin: &str) -> PyResult<PointSet> {
+    let columns = if set.is_instance_of::<PyList>() || set.is_instance_of::<PyTuple>() {
+        let given: Vec<Bound<'_, PyAny>> = set.extract()?;
+        if given.len() != components.len() {
+            return Err(InputError::new_err(format!(
+                "{origin}: {} columns, but the spec's element has {}",
+                given.len(),
+                components.len()
+            )));
+        }
+        given.iter().zip(components).map(|(c, comp)| column(c, comp.scalar, origin)).collect::<PyResult<Vec<_>>>()?
+    } else {
+        matrix_columns(set, components[0].scalar, origin)?
+    };
+    let set = PointSet { columns, origin: origin.to_owned(), rows: None };
+    set.validate(components, false).map_err(input_error)
+}
+
+/// A 1-D array of `scalar`s as a column.
+fn column(c: &Bound<'_, PyAny>, scalar: Scalar, origin: &str) -> PyResult<Column> {
+    macro_rules! take {
+        ($t:ty, $v:ident) => {{
+            let a: PyReadonlyArray1<'_, $t> = c.extract().map_err(|_| wrong_type(origin, scalar))?;
+            Column::$v(a.as_array().to_vec())
+        }};
+    }
+    Ok(match scalar {
+        Scalar::F32 => take!(f32, F32),
+        Scalar::F64 => take!(f64, F64),
+        Scalar::I32 => take!(i32, I32),
+        Scalar::I64 => take!(i64, I64),
+        Scalar::U32 => take!(u32, U32),
+    })
+}
+
+/// A 2-D array's columns, one pass over its rows (the one copy a run makes of its points).
+fn matrix_columns(m: &Bound<'_, PyAny>, scalar: Scalar, origin: &str) -> PyResult<Vec<Column>> {
+    macro_rules! take {
+        ($t:ty, $v:ident) => {{
+            let a: PyReadonlyArray2<'_, $t> = m.extract().map_err(|_| wrong_type(origin, scalar))?;
+            let view = a.as_array();
+            let (n, d) = view.dim();
+            let mut cols: Vec<Vec<$t>> = (0..d).map(|_| Vec::with_capacity(n)).collect();
+            for row in view.rows() {
+                for (col, x) in cols.iter_mut().zip(row) {
+                    col.push(*x);
+                }
+            }
+            cols.into_iter().map(Column::$v).collect()
+        }};
+    }
+    Ok(match scalar {
+        Scalar::F32 => take!(f32, F32),
+        Scalar::F64 => take!(f64, F64),
+        Scalar::I32 => take!(i32, I32),
+        Scalar::I64 => take!(i64, I64),
+        Scalar::U32 => take!(u32, U32),
+    })
+}
+
+fn wrong_type(origin: &str, scalar: Scalar) -> PyErr {
+    InputError::new_err(format!("{origin}: expected an array of {}", numpy_name(scalar)))
+}
+
+/// Runs on a thread of its own while this one waits without the GIL and
+/// looks for Ctrl-C every 50 ms: then the run is asked to stop, its GPU
+/// buffers are freed as it returns, and KeyboardInterrupt is raised.
+fn compute(
+    py: Python<'_>,
+    problem: &twobs::spec::Problem,
+    params: &Params,
+    inputs: &Inputs,
+    options: &RunOptions,
+) -> PyResult<Execution> {
+    std::thread::scope(|s| {
+        let (done, mut finished) = mpsc::channel();
+        s.spawn(move || {
+            let _ = done.send(twobs::run::execute(problem, params, inputs, options));
+        });
+        let mut interrupted = None;
+        loop {
+            // The receiver travels to the detached wait and back: it may not be shared.
+            let (got, back) = py.detach(move || (finished.recv_timeout(Duration::from_millis(50)), finished));
+            finished = back;
+            match got {
+                Ok(outcome) => {
+                    if let Some(e) = interrupted {
+                        return Err(e);
+                    }
+                    return outcome.map_err(|e| match &e {
+                        twobs::run::RunError::OutOfF32 { .. } => input_error(e),
+                        _ => Error::new_err(message(&e)),
+                    });
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if interrupted.is_none()
+                        && let Err(e) = py.check_signals()
+                    {
+                        twobs::stop::ask();
+                        interrupted = Some(e);
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    // The run's thread panicked: the scope re-raises it, here as a Python error.
+                    return Err(interrupted.unwrap_or_else(|| {
+                        Error::new_err("internal error: the run's thread panicked. This is a bug in twobs")
+                    }));
+                }
+            }
+        }
+    })
+}
+
+/// The outcome as numpy arrays, with the histogram's edges.
+fn result<'py>(
+    py: Python<'py>,
+    problem: &twobs::spec::Problem,
+    params: &Params,
+    inputs: &Inputs,
+    exec: &Execution,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item("kind", problem.output.kind())?;
+    match (&exec.outcome, &problem.output) {
+        (Outcome::Totals(Totals::Counts(c)), Output::Count { .. }) => out.set_item("count", c[0])?,
+        (Outcome::Totals(Totals::Sums(s)), Output::Sum) => out.set_item("sum", s[0])?,
+        (Outcome::Totals(totals), _) => {
+            match totals {
+                Totals::Counts(c) => out.set_item("counts", c.clone().into_pyarray(py))?,
+                Totals::Sums(s) => out.set_item("sums", s.clone().into_pyarray(py))?,
+            }
+            let edges = twobs::stage::contribution::histogram_edges(problem, params);
+            out.set_item("edges", edges.into_pyarray(py))?;
+        }
+        (Outcome::Pairs(pairs), _) => {
+            let other = inputs.other();
+            let mut flat = Vec::with_capacity(2 * pairs.len());
+            for &[i, j] in pairs.iter() {
+                flat.push(inputs.a.original_row(i as u64) as i64);
+                flat.push(other.original_row(j as u64) as i64);
+            }
+            let array = flat.into_pyarray(py).reshape([pairs.len(), 2])?;
+            out.set_item("pairs", array)?;
+        }
+        (Outcome::Knn { k, ids, values }, _) => {
+            let other = inputs.other();
+            let rows: Vec<i64> =
+                ids.iter().map(|&j| if j == u32::MAX { -1 } else { other.original_row(j as u64) as i64 }).collect();
+            let queries = ids.len() / (*k).max(1);
+            out.set_item("k", *k)?;
+            out.set_item("ids", rows.into_pyarray(py).reshape([queries, *k])?)?;
+            out.set_item("values", knn_values(py, values, queries, *k)?)?;
+        }
+    }
+    Ok(out)
+}
+
+fn knn_values<'py>(py: Python<'py>, values: &Column, queries: usize, k: usize) -> PyResult<Bound<'py, PyAny>> {
+    fn shaped<'py, T: numpy::Element + Clone>(py: Python<'py>, v: &[T], q: usize, k: usize) -> PyResult<Bound<'py, PyAny>> {
+        let a: Bound<'py, PyArray2<T>> = v.to_vec().into_pyarray(py).reshape([q, k])?;
+        Ok(a.into_any())
+    }
+    match values {
+        Column::F32(v) => shaped(py, v, queries, k),
+        Column::F64(v) => shaped(py, v, queries, k),
+        Column::I32(v) => shaped(py, v, queries, k),
+        Column::I64(v) => shaped(py, v, queries, k),
+        Column::U32(v) => shaped(py, v, queries, k),
+    }
+}
+
+/// What the run did, as the command line's JSON report says it.
+fn report(problem: &twobs::spec::Problem, exec: &Execution, notes: Vec<String>) -> serde_json::Value {
+    serde_json::json!({
+        "problem": problem.name,
+        "backend": exec.backend.name(),
+        "device": exec.device,
+        "notes": notes,
+        "pairs": exec.index.pairs.to_string(),
+        "index": exec.index,
+        "schedule": exec.schedule.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
+        "timings": exec.timings,
+        "verified": exec.verified,
+    })
+}
+
+/// The text of a file of the built-in problems (`rdf.cu`, `sdh.xml`, ...).
+#[pyfunction]
+fn built_in_file(name: &str) -> PyResult<&'static str> {
+    twobs::problems::built_in_file(name)
+        .ok_or_else(|| PyValueError::new_err(format!("{name:?} is no file of the built-in problems")))
+}
+
+/// Asks every run under way in this process to stop (what Ctrl-C does).
+#[pyfunction]
+fn stop() {
+    twobs::stop::ask();
+}
+
+#[pymodule]
+fn _twobs(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Problem>()?;
+    m.add_class::<Session>()?;
+    m.add_function(wrap_pyfunction!(stop, m)?)?;
+    m.add_function(wrap_pyfunction!(built_in_file, m)?)?;
+    m.add("Error", m.py().get_type::<Error>())?;
+    m.add("SpecError", m.py().get_type::<SpecError>())?;
+    m.add("InputError", m.py().get_type::<InputError>())?;
+    m.add("BUILT_IN", twobs::problems::BUILT_IN.to_vec())?;
+    Ok(())
+}

@@ -1,0 +1,539 @@
+"""twobs: exact 2-body statistics on GPUs (and CPUs), from Python.
+
+The engine is the same as the ``twobs`` command line's, and so are the
+numbers: g(r) (:class:`RDF`, freud's shape), pair counts (:func:`DD`,
+Corrfunc's shape) and xi (:func:`xi`), neighbours (:func:`query_pairs`,
+:func:`knn`, scipy's shapes), and any spec (:class:`Problem`).
+
+A :class:`Session` keeps, for its life, the backend it runs on; the CUDA
+contexts, compiled kernels and CPU drivers of every plan run in the process
+stay loaded behind it, so that the second call of a shape costs its compute.
+Functions take ``session=``; without it they use :func:`default_session`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from . import _twobs
+from ._twobs import BUILT_IN, Error, InputError, Problem, SpecError
+
+__all__ = [
+    "BUILT_IN",
+    "DD",
+    "Error",
+    "InputError",
+    "Problem",
+    "RDF",
+    "Result",
+    "Session",
+    "SpecError",
+    "default_session",
+    "knn",
+    "query_pairs",
+    "xi",
+]
+
+
+class Result:
+    """What one run returned: numpy arrays by what the problem makes, and its report.
+
+    ``kind`` is ``count``, ``sum``, ``histogram``, ``pairs`` or ``knn``;
+    histograms have ``edges`` and ``counts`` (or ``sums`` when weighted),
+    pairs an (n, 2) ``pairs`` array, KNN ``ids`` and ``values`` of shape
+    (queries, k) with -1 where a query has fewer than k partners.
+    """
+
+    def __init__(self, raw: dict):
+        self._raw = raw
+        self.kind: str = raw["kind"]
+        self.volume: float = raw["volume"]
+        self._report: Optional[dict] = None
+
+    def __getattr__(self, name: str) -> Any:
+        raw = self.__dict__.get("_raw", {})
+        if name in raw:
+            return raw[name]
+        raise AttributeError(f"a {raw.get('kind', '?')} result has no {name!r}")
+
+    @property
+    def report(self) -> dict:
+        """The run's report: backend, device, index, schedule, timings, notes."""
+        if self._report is None:
+            self._report = json.loads(self._raw["report"])
+        return self._report
+
+    @property
+    def timings(self) -> dict:
+        return self.report["timings"]
+
+    def __repr__(self) -> str:
+        shown = {k: (v.shape if isinstance(v, np.ndarray) else v) for k, v in self._raw.items() if k != "report"}
+        return f"twobs.Result({shown})"
+
+
+def _device_of(x: Any) -> Optional[str]:
+    """The array library of an array on a GPU (cupy, torch, jax), else None."""
+    kind = type(x).__module__.split(".")[0]
+    if kind == "cupy":
+        return "cupy"
+    if kind == "torch" and getattr(x, "is_cuda", False):
+        return "torch"
+    if kind in ("jax", "jaxlib") and any(d.platform == "gpu" for d in getattr(x, "devices", lambda: [])()):
+        return "jax"
+    return None
+
+
+def _host(x: Any) -> np.ndarray:
+    """A GPU array's values in host memory (the engine streams from the host)."""
+    lib = _device_of(x)
+    if lib == "cupy":
+        return x.get()
+    if lib == "torch":
+        return x.detach().cpu().numpy()
+    if lib == "jax":
+        return np.asarray(x)
+    return np.asarray(x)
+
+
+def _back_to(lib: Optional[str], like: Any, a: np.ndarray) -> Any:
+    """`a` on the GPU of `like` where the inputs were there, else as it is."""
+    if lib == "cupy":
+        import cupy
+
+        with cupy.cuda.Device(like.device.id):
+            return cupy.asarray(a)
+    if lib == "torch":
+        import torch
+
+        return torch.as_tensor(a, device=like.device)
+    if lib == "jax":
+        import jax
+
+        return jax.device_put(a, list(like.devices())[0])
+    return a
+
+
+def _points(x: Any, problem: Problem, name: str) -> np.ndarray:
+    """A set of points as the engine takes it: 2-D, of the element's type."""
+    a = _host(x)
+    if a.ndim == 1 and len(problem.dtypes) == 1:
+        a = a.reshape(-1, 1)
+    if a.ndim != 2:
+        raise InputError(f"{name}: an array of shape {a.shape}; expected (points, coordinates)")
+    dtype = np.dtype(problem.dtypes[0])
+    if a.dtype != dtype:
+        if a.dtype.kind == "f" and dtype.kind == "f" and a.dtype.itemsize > dtype.itemsize:
+            # As the command line reads a float64 .npy for a float32 spec: rounded to nearest.
+            a = a.astype(dtype)
+        elif a.dtype.kind in "iu" and dtype.kind == "f":
+            a = a.astype(dtype)
+        elif a.dtype.kind == dtype.kind and a.dtype.itemsize <= dtype.itemsize:
+            a = a.astype(dtype)
+        else:
+            raise InputError(f"{name}: an array of {a.dtype}, but the spec's points are {dtype}")
+    return a
+
+
+def _weights(w: Any, n: int, name: str) -> np.ndarray:
+    w = np.ascontiguousarray(_host(w), dtype=np.float64)
+    if w.ndim != 1 or len(w) != n:
+        raise InputError(f"{name}: {w.shape} weights for {n} points; give one number per point")
+    return w
+
+
+def _param_text(value: Any) -> str:
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return ",".join(repr(float(v)) for v in value)
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+class Session:
+    """Where runs go and with what: ``backend`` ("auto", "cuda" or "cpu"),
+    ``gpus`` (ordinals; all by default), CPU ``threads`` (0: every core),
+    ``index`` ("auto", "grid", "none"), ``verify`` (re-compute on the CPU and
+    fail on any difference), ``progress`` (a bar on stderr for long runs)."""
+
+    def __init__(
+        self,
+        backend: str = "auto",
+        gpus: Optional[Sequence[int]] = None,
+        threads: int = 0,
+        streams: int = 2,
+        index: str = "auto",
+        verify: bool = False,
+        progress: bool = False,
+    ):
+        self._native = _twobs.Session(
+            backend=backend,
+            gpus=None if gpus is None else list(gpus),
+            threads=threads,
+            streams=streams,
+            index=index,
+            verify=verify,
+            progress=progress,
+        )
+
+    @property
+    def backend(self) -> str:
+        """The backend a run starts on now: "cuda" or "cpu"."""
+        return self._native.backend
+
+    def run(
+        self,
+        problem: "Problem | str",
+        a: Any,
+        b: Any = None,
+        params: Optional[dict] = None,
+        weights: Optional[Sequence[Any]] = None,
+        log_bins: bool = False,
+        outside_box: Optional[str] = None,
+        f64: bool = False,
+    ) -> Result:
+        """Runs ``problem`` (a :class:`Problem`, a built-in name or a spec path)
+        on set ``a`` (and ``b``): arrays of shape (points, coordinates), or a
+        list of 1-D columns for a record element. ``params`` maps names to
+        values (a box as L, (Lx, Ly, Lz) or (Lx, Ly, Lz, xy, xz, yz))."""
+        if not isinstance(problem, Problem):
+            problem = Problem(problem)
+        sets = [a] if b is None else [a, b]
+        taken = []
+        for k, s in enumerate(sets):
+            name = "set A" if k == 0 else "set B"
+            if isinstance(s, (list, tuple)):
+                if len(s) != len(problem.dtypes):
+                    raise InputError(f"{name}: {len(s)} columns, but the spec's element has {len(problem.dtypes)}")
+                taken.append([np.ascontiguousarray(_host(c), dtype=np.dtype(t)) for c, t in zip(s, problem.dtypes)])
+            else:
+                taken.append(_points(s, problem, name))
+        overrides = [f"{k}={_param_text(v)}" for k, v in (params or {}).items()]
+        ws = []
+        if weights is not None:
+            ws = [_weights(w, _count(s), f"weights of set {'AB'[k]}") for k, (w, s) in enumerate(zip(weights, taken))]
+        raw = self._native.run(
+            problem,
+            taken[0],
+            taken[1] if len(taken) > 1 else None,
+            params=overrides,
+            weights=ws,
+            log_bins=log_bins,
+            outside_box=outside_box,
+            f64=f64,
+        )
+        return Result(raw)
+
+
+def _count(s: Any) -> int:
+    return len(s[0]) if isinstance(s, list) else s.shape[0]
+
+
+_default: Optional[Session] = None
+
+
+def default_session() -> Session:
+    """The session functions use when given none: the GPU when one is usable, else every CPU core."""
+    global _default
+    if _default is None:
+        _default = Session()
+    return _default
+
+
+def _session(session: Optional[Session]) -> Session:
+    return session if session is not None else default_session()
+
+
+# ---------------------------------------------------------------- g(r)
+
+
+def _box_param(box: Any) -> tuple[str, float]:
+    """A box as the spec's box parameter takes it, and its volume."""
+    if hasattr(box, "Lx") and hasattr(box, "Lz"):  # a freud.box.Box, or anything shaped like one
+        if getattr(box, "is2D", False):
+            raise InputError("a 2-D box: twobs's g(r) is 3-D")
+        values = [box.Lx, box.Ly, box.Lz, box.xy, box.xz, box.yz]
+    elif np.ndim(box) == 0:
+        values = [float(box)] * 3
+    else:
+        values = [float(v) for v in np.asarray(box, dtype=float).ravel()]
+    if len(values) == 6 and not any(values[3:]):
+        values = values[:3]
+    if len(values) not in (3, 6):
+        raise InputError(f"box {box!r}: expected L, (Lx, Ly, Lz) or (Lx, Ly, Lz, xy, xz, yz)")
+    if not all(math.isfinite(v) and v > 0 for v in values[:3]):
+        raise InputError(f"box {box!r}: every edge must be positive and finite")
+    return ",".join(repr(float(v)) for v in values), values[0] * values[1] * values[2]
+
+
+class RDF:
+    """The radial distribution function g(r), in freud's shape.
+
+    ``RDF(bins, r_max)``; ``compute(box, points, query_points=None, reset=True)``
+    (or ``compute((box, points))``), a box per call; ``reset=False`` adds the
+    frame to the ones before (NPT trajectories: each frame's own box).
+    Results: ``bin_edges``, ``bin_centers``, ``bin_counts`` (as freud counts
+    them: each pair once from each end where the points query themselves),
+    ``rdf``, ``n_r``. ``normalization_mode`` is freud's: "exact" (N^2 / V)
+    or "finite_size" (N (N - 1) / V, the command line's and MDAnalysis's).
+    The counts are exact: the same as ``twobs run rdf`` on the same points.
+    """
+
+    def __init__(self, bins: int, r_max: float, r_min: float = 0.0, normalization_mode: str = "exact",
+                 session: Optional[Session] = None):
+        if bins < 1:
+            raise InputError(f"bins={bins}: at least 1")
+        if not (r_max > 0):
+            raise InputError(f"r_max={r_max}: must be positive")
+        if r_min != 0:
+            raise InputError(f"r_min={r_min}: twobs's g(r) starts at 0 (shells of width r_max / bins)")
+        if normalization_mode not in ("exact", "finite_size"):
+            raise InputError(f"normalization_mode={normalization_mode!r}: expected 'exact' or 'finite_size'")
+        self.bins = int(bins)
+        self.r_max = float(r_max)
+        self.r_min = 0.0
+        self.normalization_mode = normalization_mode
+        self._session = session
+        self._problem = Problem("rdf")
+        self._reset()
+
+    def _reset(self) -> None:
+        self._counts = np.zeros(self.bins, dtype=np.uint64)
+        self._density = 0.0  # sum over frames of N_points N_query / V (or with N_query - 1)
+        self._queries = 0  # sum over frames of N_query
+        self._edges: Optional[np.ndarray] = None
+        self.frames = 0
+        self.report: Optional[dict] = None
+
+    def compute(self, box: Any, points: Any = None, query_points: Any = None, reset: bool = True) -> "RDF":
+        if points is None:
+            if isinstance(box, tuple) and len(box) == 2:
+                box, points = box
+            else:
+                raise InputError("compute(box, points): give the box and the points (or one (box, points) tuple)")
+        if reset:
+            self._reset()
+        box_text, volume = _box_param(box)
+        params = {"bins": self.bins, "r_max": self.r_max, "box": box_text}
+        session = _session(self._session)
+        result = session.run(self._problem, points, query_points, params=params)
+        n_p = _host(points).shape[0]
+        n_q = n_p if query_points is None else _host(query_points).shape[0]
+        self_pairs = query_points is None
+        # freud counts a bond from each query point: each pair twice within one set.
+        self._counts += result.counts * (2 if self_pairs else 1)
+        finite = self.normalization_mode == "finite_size"
+        self._density += n_p * ((n_q - 1) if finite else n_q) / volume
+        self._queries += n_q
+        self._edges = result.edges
+        self.frames += 1
+        self.report = result.report
+        return self
+
+    @property
+    def bin_edges(self) -> np.ndarray:
+        return np.linspace(0.0, self.r_max, self.bins + 1) if self._edges is None else self._edges
+
+    @property
+    def bin_centers(self) -> np.ndarray:
+        e = self.bin_edges
+        return (e[:-1] + e[1:]) / 2
+
+    @property
+    def bin_counts(self) -> np.ndarray:
+        return self._counts.copy()
+
+    @property
+    def rdf(self) -> np.ndarray:
+        e = self.bin_edges
+        shell = 4.0 / 3.0 * np.pi * (e[1:] ** 3 - e[:-1] ** 3)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self._counts / (self._density * shell)
+
+    @property
+    def n_r(self) -> np.ndarray:
+        """The mean number of points within each bin's outer edge of a query point."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.cumsum(self._counts) / self._queries
+
+
+# ---------------------------------------------------------------- pair counts and xi
+
+_PERIODIC_DD_SPEC = """<problem name="dd_periodic">
+  <summary>Minimum-image distances in a periodic box counted into buckets over [r_min, r_max)</summary>
+  <input sets="1,2" type="f32" dims="3"/>
+  <function file="rdf.cu" name="min_image_distance" symmetric="true" key="squared_min_image_distance" map="root" estimate="approx_root"/>
+  <output kind="histogram" bins="bins" min="r_min" max="r_max"/>
+  <cutoff value="r_max"/>
+  <param name="bins" type="u32" default="20">number of buckets</param>
+  <param name="r_min" type="f32" default="0">lower edge of the first bucket</param>
+  <param name="r_max" type="f32" default="0.1">upper edge of the last bucket</param>
+  <param name="box" type="box" default="1.0">periodic box</param>
+</problem>"""
+
+_problems: dict = {}
+
+
+def _problem(name: str) -> Problem:
+    if name not in _problems:
+        if name == "dd_periodic":
+            _problems[name] = Problem(_PERIODIC_DD_SPEC, snippet=_twobs.built_in_file("rdf.cu"))
+        else:
+            _problems[name] = Problem(name)
+    return _problems[name]
+
+
+def _spacing(edges: np.ndarray) -> tuple[int, float, float, bool]:
+    """(bins, r_min, r_max, log) of edges twobs can hold: evenly or log-evenly spaced."""
+    edges = np.asarray(edges, dtype=np.float64)
+    if edges.ndim != 1 or len(edges) < 2 or not np.all(np.diff(edges) > 0) or edges[0] < 0:
+        raise InputError("bins: expected increasing edges r_0 < r_1 < ... (at least two), none negative")
+    bins, lo, hi = len(edges) - 1, float(edges[0]), float(edges[-1])
+    if np.allclose(edges, np.linspace(lo, hi, bins + 1), rtol=1e-6, atol=0):
+        return bins, lo, hi, False
+    if lo > 0 and np.allclose(edges, np.geomspace(lo, hi, bins + 1), rtol=1e-6, atol=0):
+        return bins, lo, hi, True
+    raise InputError(
+        "bins: twobs's buckets are evenly spaced or log-evenly spaced from r_min to r_max; these edges are neither"
+    )
+
+
+def _edges_of(binfile: Any) -> np.ndarray:
+    if isinstance(binfile, str):
+        rows = np.loadtxt(binfile, ndmin=2)
+        return np.concatenate([rows[:, 0], rows[-1:, 1]])
+    return np.asarray(binfile, dtype=np.float64)
+
+
+def _pair_histogram(session: Session, a: np.ndarray, b: Optional[np.ndarray], edges: np.ndarray,
+                    boxsize: Any, weights: Optional[list]) -> Result:
+    bins, lo, hi, log = _spacing(edges)
+    params: dict = {"bins": bins, "r_min": lo, "r_max": hi}
+    if boxsize is not None:
+        params["box"] = _box_param(boxsize)[0]
+        problem = _problem("dd_periodic")
+    else:
+        problem = _problem("sdh")
+    return session.run(problem, a, b, params=params, weights=weights, log_bins=log)
+
+
+def DD(autocorr: int, nthreads: int, binfile: Any, X1: Any, Y1: Any, Z1: Any, weights1: Any = None,
+       periodic: bool = True, X2: Any = None, Y2: Any = None, Z2: Any = None, weights2: Any = None,
+       verbose: bool = False, boxsize: Any = None, output_ravg: bool = False, weight_type: Optional[str] = None,
+       session: Optional[Session] = None, **ignored: Any) -> np.ndarray:
+    """Pair counts in Corrfunc's shape (``Corrfunc.theory.DD``): a structured
+    array with ``rmin``, ``rmax``, ``ravg`` (0: not computed), ``npairs`` and
+    ``weightavg``. As Corrfunc counts them: with ``autocorr=1`` each pair in
+    both orders, and each point with itself in a bucket that starts at 0.
+    ``nthreads`` sets the CPU threads where the run is on the CPU."""
+    if output_ravg:
+        raise InputError("output_ravg=True: twobs does not average the separations in a bucket")
+    if periodic and boxsize is None:
+        raise InputError("periodic=True needs boxsize (L, or (Lx, Ly, Lz))")
+    if session is None and nthreads and default_session().backend == "cpu":
+        session = Session(backend="cpu", threads=int(nthreads))
+    session = _session(session)
+    a = np.column_stack([_host(X1), _host(Y1), _host(Z1)])
+    b = None if autocorr else np.column_stack([_host(X2), _host(Y2), _host(Z2)])
+    edges = _edges_of(binfile)
+    box = boxsize if periodic else None
+    counts = _pair_histogram(session, a, b, edges, box, None).counts.astype(np.uint64)
+    weighted = weights1 is not None
+    if weighted and weight_type not in (None, "pair_product"):
+        raise InputError(f"weight_type={weight_type!r}: twobs weighs a pair by the product of its points' weights")
+    if weighted:
+        ws = [weights1] if autocorr else [weights1, weights2 if weights2 is not None else np.ones(len(b))]
+        sums = _pair_histogram(session, a, b, edges, box, ws).sums
+    n = len(a)
+    if autocorr:
+        counts = counts * 2
+        if weighted:
+            sums = sums * 2
+        if edges[0] == 0:
+            # Corrfunc counts each point with itself at separation 0.
+            counts[0] += n
+            if weighted:
+                sums[0] += float(np.sum(np.asarray(_host(weights1), dtype=np.float64) ** 2))
+    out = np.zeros(len(edges) - 1, dtype=[("rmin", "f8"), ("rmax", "f8"), ("ravg", "f8"),
+                                          ("npairs", "u8"), ("weightavg", "f8")])
+    out["rmin"], out["rmax"], out["npairs"] = edges[:-1], edges[1:], counts
+    if weighted:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out["weightavg"] = np.where(counts > 0, sums / np.maximum(counts, 1), 0.0)
+    return out
+
+
+def xi(data: Any, randoms: Any, bins: Any, estimator: str = "landy-szalay", data_weights: Any = None,
+       random_weights: Any = None, session: Optional[Session] = None) -> dict:
+    """The two-point correlation function of ``data`` against ``randoms`` (arrays
+    of shape (n, 3)), as ``twobs xi`` computes it: DD, RR (and DR for
+    Landy-Szalay) counted exactly, normalised by the pairs each could have
+    had ((W^2 - sum w^2) / 2 within a catalogue, W_D W_R between them).
+    ``bins`` are the edges (evenly or log-evenly spaced). Returns a dict of
+    ``edges``, ``xi``, ``dd``, ``rr`` and ``dr``."""
+    estimator = estimator.lower().replace("_", "-")
+    if estimator not in ("landy-szalay", "natural"):
+        raise InputError(f"estimator={estimator!r}: expected 'landy-szalay' or 'natural'")
+    session = _session(session)
+    edges = np.asarray(bins, dtype=np.float64)
+    d, r = _host(data), _host(randoms)
+    weighted = data_weights is not None or random_weights is not None
+    if weighted and (data_weights is None or random_weights is None):
+        raise InputError("weights for one catalogue only: give both (ones for unweighted randoms)")
+    wd = None if not weighted else np.asarray(_host(data_weights), dtype=np.float64)
+    wr = None if not weighted else np.asarray(_host(random_weights), dtype=np.float64)
+
+    def totals(res: Result) -> np.ndarray:
+        return res.sums if weighted else res.counts.astype(np.float64)
+
+    dd = totals(_pair_histogram(session, d, None, edges, None, None if wd is None else [wd]))
+    rr = totals(_pair_histogram(session, r, None, edges, None, None if wr is None else [wr]))
+    sw = lambda w, n: (float(n), float(n)) if w is None else (float(w.sum()), float((w * w).sum()))  # noqa: E731
+    (Wd, Sd), (Wr, Sr) = sw(wd, len(d)), sw(wr, len(r))
+    dd_n, rr_n = dd / ((Wd * Wd - Sd) / 2), rr / ((Wr * Wr - Sr) / 2)
+    dr = None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if estimator == "landy-szalay":
+            dr = totals(_pair_histogram(session, d, r, edges, None, None if wd is None else [wd, wr]))
+            value = (dd_n - 2 * dr / (Wd * Wr) + rr_n) / rr_n
+        else:
+            value = dd_n / rr_n - 1
+    value = np.where(rr == 0, np.nan, value)
+    return {"edges": edges, "xi": value, "dd": dd, "rr": rr, "dr": dr}
+
+
+# ---------------------------------------------------------------- neighbours
+
+
+def query_pairs(points: Any, eps: float, session: Optional[Session] = None) -> np.ndarray:
+    """Every pair (i, j), i < j, of points at most ``eps`` apart (Euclidean), as
+    an (n, 2) int64 array: scipy's ``cKDTree.query_pairs(eps, output_type="ndarray")``,
+    in the order found (sort it to compare)."""
+    session = _session(session)
+    lib = _device_of(points)
+    result = session.run(_problem("selfjoin"), points, params={"eps": float(eps)})
+    return _back_to(lib, points, result.pairs)
+
+
+def knn(points: Any, k: int, query: Any = None, session: Optional[Session] = None) -> tuple[Any, Any]:
+    """The ``k`` nearest neighbours by Euclidean distance, as scipy returns them:
+    ``(dist, idx)`` of shape (queries, k), nearest first, ties to the smaller
+    index. Without ``query``, of every point among the others (a point is
+    never its own neighbour); with it, of every query point among ``points``.
+    A query with fewer than k partners has ``inf`` and ``len(points)`` where they lack."""
+    session = _session(session)
+    lib = _device_of(points)
+    if query is None:
+        result = session.run(_problem("knn"), points, params={"k": int(k)})
+    else:
+        result = session.run(_problem("knn"), query, points, params={"k": int(k)})
+    ids, dist = result.ids, result.values
+    missing = ids < 0
+    if missing.any():
+        ids = np.where(missing, _host(points).shape[0], ids)
+        dist = np.where(missing, np.inf, dist)
+    return _back_to(lib, points, dist), _back_to(lib, points, ids)
