@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine (no GPU needed). NVRTC compiles every
+# The whole test suite on a fresh machine (no GPU needed): the Rust tests, then
+# the Python package's (scripts/test-python.sh). NVRTC compiles every
 # kernel the generator can emit, so the suite needs libnvrtc: this script
 # installs CUDA 13.0's NVRTC from PyPI into target/nvrtc when it is missing and
 # puts it on the library path, where cudarc finds it.
@@ -17,3 +18,5 @@ fi
 export LD_LIBRARY_PATH="$NVRTC_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 cargo test --locked "$@"
+# The Python package, against the command line just built.
+scripts/test-python.sh

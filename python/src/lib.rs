@@ -48,7 +48,7 @@ fn input_error(e: impl std::error::Error) -> PyErr {
 }
 
 /// A problem: a built-in, a spec file, or a spec and its snippet as text.
-#[pyclass(frozen, module = "twobs._twobs")]
+#[pyclass(frozen, subclass, module = "twobs._twobs")]
 struct Problem {
     inner: twobs::spec::Problem,
 }

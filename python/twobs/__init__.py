@@ -20,7 +20,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from . import _twobs
-from ._twobs import BUILT_IN, Error, InputError, Problem, SpecError
+from ._twobs import BUILT_IN, Error, InputError, SpecError
 
 __all__ = [
     "BUILT_IN",
@@ -74,6 +74,17 @@ class Result:
     def __repr__(self) -> str:
         shown = {k: (v.shape if isinstance(v, np.ndarray) else v) for k, v in self._raw.items() if k != "report"}
         return f"twobs.Result({shown})"
+
+
+class Problem(_twobs.Problem):
+    """A problem: ``Problem("sdh")`` (a built-in), ``Problem("my.xml")`` (a spec
+    file), or ``Problem(spec_text, snippet=cuda_text)``. ``name``, ``summary``,
+    ``output``, ``params`` (name, type, default, description), ``dtypes``."""
+
+    def run(self, a: Any, b: Any = None, params: Optional[dict] = None, weights: Optional[Sequence[Any]] = None,
+            session: Optional["Session"] = None, **options: Any) -> "Result":
+        """Runs the problem on set ``a`` (and ``b``) in ``session`` (see :meth:`Session.run`)."""
+        return _session(session).run(self, a, b, params=params, weights=weights, **options)
 
 
 def _device_of(x: Any) -> Optional[str]:

@@ -307,7 +307,10 @@ impl CpuDriver {
         let walker = self.walker(inputs, grid);
         let items = walker.items();
         let threads = threads.max(1);
-        let mut chunk = (items / (threads * 64)).clamp(1, 4096);
+        // Chunks of at most 2^26 pairs (a fraction of a second): a stop asked
+        // (Ctrl-C in Python) is seen between chunks.
+        let per_item = (walker.pairs_of(0, items) / items.max(1) as u64).max(1);
+        let mut chunk = (items / (threads * 64)).clamp(1, 4096).min(((1u64 << 26) / per_item).max(1) as usize);
         let host = Host::now();
         if let Collect::Totals { slots, .. } = self.collect {
             // Each chunk's totals are kept until the merge, in chunk order (so

@@ -1,0 +1,64 @@
+"""Bad input is a Python exception with the command line's message; Ctrl-C stops a run and frees it."""
+
+import _thread
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import twobs
+
+
+def test_a_wrong_spec_names_its_line_and_column():
+    with pytest.raises(twobs.SpecError, match=r"<spec text>:3:\d+"):
+        twobs.Problem('<problem name="x">\n  <summary>s</summary>\n  <input sets="3" type="f32" dims="3"/>\n</problem>')
+
+
+def test_an_unknown_problem_lists_the_built_ins():
+    with pytest.raises(twobs.SpecError, match="built-ins: sdh, rdf"):
+        twobs.Problem("nosuch")
+
+
+def test_an_unknown_parameter_names_the_known_ones(cpu):
+    with pytest.raises(twobs.InputError, match="has no parameter `rmax`; its parameters are: bins, r_min, r_max"):
+        cpu.run("sdh", np.ones((4, 3), np.float32), params={"rmax": 1.0})
+
+
+def test_nan_is_refused_with_its_row(cpu):
+    points = np.random.default_rng().random((50, 3), dtype=np.float32)
+    points[17, 1] = np.nan
+    with pytest.raises(twobs.InputError, match=r"row 17 \(counting from 0\) holds NaN"):
+        cpu.run("sdh", points)
+
+
+def test_points_of_the_wrong_shape_are_refused(cpu):
+    with pytest.raises(twobs.InputError, match="expected"):
+        cpu.run("rdf", np.ones((5, 3, 2), np.float32))
+    with pytest.raises(twobs.InputError, match="2 columns, but the spec's element has 3"):
+        cpu.run("rdf", [np.ones(5), np.ones(5)])
+
+
+def test_points_far_outside_the_box_are_refused_with_their_extent(cpu):
+    points = (np.random.default_rng().random((100, 3)) * 10).astype(np.float32)
+    with pytest.raises(twobs.InputError, match="lie outside the periodic box"):
+        twobs.RDF(10, 0.4, session=cpu).compute(1.0, points)
+
+
+def test_a_bad_session_option_says_what_it_takes():
+    with pytest.raises(ValueError, match='expected "auto"'):
+        twobs.Session(backend="tpu")
+
+
+def test_ctrl_c_stops_a_long_run_and_the_session_runs_again(cpu):
+    points = np.random.default_rng().random((400_000, 3), dtype=np.float32)  # 8e10 pairs: minutes
+    timer = threading.Timer(1.0, _thread.interrupt_main)
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        cpu.run("sdh", points, params={"bins": 10})
+    stopped = time.monotonic() - start
+    timer.join()
+    assert stopped < 10, f"the run took {stopped:.1f} s to stop"
+    small = cpu.run("sdh", points[:1000], params={"bins": 10})
+    assert int(small.counts.sum()) == 1000 * 999 // 2

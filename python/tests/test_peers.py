@@ -1,0 +1,78 @@
+"""The shapes users know: scipy's neighbours, freud's g(r) normalisation, Corrfunc's pair counts."""
+
+import numpy as np
+import pytest
+
+import twobs
+
+scipy_spatial = pytest.importorskip("scipy.spatial")
+
+
+def test_knn_is_what_ckdtree_query_returns_without_the_point_itself(rng, cpu):
+    points = rng.random((4000, 3), dtype=np.float32)
+    dist, idx = twobs.knn(points, 8, session=cpu)
+    tree = scipy_spatial.cKDTree(points.astype(np.float64))
+    d_ref, i_ref = tree.query(points.astype(np.float64), 9)
+    # scipy finds the point itself first, at 0; twobs never pairs a point with itself.
+    assert (i_ref[:, 0] == np.arange(len(points))).all()
+    np.testing.assert_allclose(dist, d_ref[:, 1:], rtol=2e-6, atol=1e-7)
+    # Ties and float32 rounding may swap neighbours at equal distance; no other difference.
+    differ = idx != i_ref[:, 1:]
+    assert np.all(np.isclose(dist[differ], d_ref[:, 1:][differ], rtol=2e-6)), "only near-ties may differ"
+
+
+def test_knn_pads_as_scipy_does_where_too_few_points(cpu):
+    points = np.array([[0, 0, 0], [1, 0, 0], [0, 2, 0]], dtype=np.float32)
+    dist, idx = twobs.knn(points, 4, session=cpu)
+    assert idx.shape == (3, 4)
+    np.testing.assert_array_equal(idx[:, 2:], 3)
+    assert np.isinf(dist[:, 2:]).all()
+    np.testing.assert_array_equal(idx[0, :2], [1, 2])
+
+
+def test_query_pairs_equals_ckdtree_up_to_pairs_on_float32_edges(rng, cpu):
+    points = rng.random((6000, 3), dtype=np.float32)
+    eps = 0.02
+    got = {tuple(p) for p in twobs.query_pairs(points, eps, session=cpu)}
+    want = scipy_spatial.cKDTree(points.astype(np.float64)).query_pairs(eps)
+    differ = got ^ want
+    d = np.array([np.linalg.norm(points[i].astype(np.float64) - points[j]) for i, j in differ]).reshape(-1)
+    print(f"{len(got)} pairs; {len(differ)} differ, all within 1e-6 of eps")
+    assert np.all(np.abs(d - eps) < 1e-6)
+
+
+def test_dd_counts_as_corrfunc_counts_them(rng, cpu):
+    points = rng.random((2000, 3), dtype=np.float32)
+    edges = np.linspace(0.0, 0.2, 9)
+    x, y, z = points.T
+    dd = twobs.DD(1, 2, edges, x, y, z, periodic=False, session=cpu)
+    assert dd.dtype.names == ("rmin", "rmax", "ravg", "npairs", "weightavg")
+    once = cpu.run("sdh", points, params={"bins": 8, "r_min": 0.0, "r_max": 0.2}).counts
+    want = 2 * once
+    want[0] += len(points)  # each point with itself, in the bucket from 0
+    np.testing.assert_array_equal(dd["npairs"], want)
+    np.testing.assert_array_equal(dd["rmin"], edges[:-1])
+
+
+def test_periodic_dd_from_zero_counts_the_minimum_image_pairs_as_rdf_does(rng, cpu):
+    points = (rng.random((2500, 3)) * 3.0).astype(np.float32)
+    edges = np.linspace(0.0, 1.2, 13)
+    dd = twobs.DD(0, 2, edges, *points[:1200].T, X2=points[1200:, 0], Y2=points[1200:, 1], Z2=points[1200:, 2],
+                  periodic=True, boxsize=3.0, session=cpu)
+    rdf = cpu.run("rdf", points[:1200], points[1200:], params={"bins": 12, "r_max": 1.2, "box": 3.0}).counts
+    np.testing.assert_array_equal(dd["npairs"], rdf)
+
+
+def test_log_binned_weighted_dd_averages_the_weight_products(rng, cpu):
+    points = rng.random((1500, 3), dtype=np.float32)
+    w = rng.random(1500)
+    edges = np.geomspace(0.01, 0.3, 7)
+    dd = twobs.DD(1, 2, edges, *points.T, weights1=w, periodic=False, weight_type="pair_product", session=cpu)
+    sums = cpu.run("sdh", points, params={"bins": 6, "r_min": 0.01, "r_max": 0.3}, weights=[w], log_bins=True).sums
+    np.testing.assert_allclose(dd["weightavg"] * dd["npairs"], 2 * sums, rtol=1e-12)
+    np.testing.assert_allclose(dd["rmax"], edges[1:], rtol=1e-12)
+
+
+def test_bins_twobs_cannot_hold_are_refused_with_the_reason(cpu):
+    with pytest.raises(twobs.InputError, match="evenly spaced or log-evenly"):
+        twobs.DD(1, 1, [0.0, 0.1, 0.15, 0.4], *np.ones((3, 10), dtype=np.float32), periodic=False, session=cpu)

@@ -1,0 +1,122 @@
+"""Every function of the package gives the command line's numbers on the same points."""
+
+import csv
+
+import numpy as np
+import pytest
+
+import twobs
+from conftest import ROOT
+
+
+def test_a_histogram_equals_twobs_run(cli, rng, cpu):
+    points = rng.random((3000, 3), dtype=np.float32)
+    report = cli.report("sdh", "--input", cli.npy("p", points), "--param", "bins=37", "--param", "r_max=0.9")
+    result = cpu.run("sdh", points, params={"bins": 37, "r_max": 0.9})
+    assert result.kind == "histogram"
+    assert result.counts.dtype == np.uint64
+    np.testing.assert_array_equal(result.counts, report["result"]["counts"])
+    np.testing.assert_array_equal(result.edges, report["result"]["edges"])
+
+
+def test_a_two_set_histogram_with_weights_equals_twobs_run(cli, rng, cpu):
+    a, b = rng.random((1500, 3), dtype=np.float32), rng.random((1100, 3), dtype=np.float32)
+    wa, wb = rng.random(1500), rng.random(1100)
+    report = cli.report("sdh", "--input", cli.npy("a", a), "--input", cli.npy("b", b),
+                        "--weights", cli.npy("wa", wa), "--weights", cli.npy("wb", wb), "--param", "bins=20")
+    result = cpu.run("sdh", a, b, params={"bins": 20}, weights=[wa, wb])
+    np.testing.assert_array_equal(result.sums, report["result"]["sums"])
+
+
+def test_layouts_and_types_of_numpy_arrays_give_the_same_counts(rng, cpu):
+    points = rng.random((2000, 3), dtype=np.float32)
+    want = cpu.run("sdh", points, params={"bins": 16}).counts
+    fortran = np.asfortranarray(points)
+    strided = np.repeat(points, 2, axis=1)[:, ::2]  # a view whose rows are 24 bytes apart
+    for same in (fortran, strided, points.astype(np.float64), list(points.T)):
+        np.testing.assert_array_equal(cpu.run("sdh", same, params={"bins": 16}).counts, want)
+
+
+def test_rdf_counts_and_g_of_r_equal_twobs_run(cli, rng, cpu):
+    box = (2.0, 2.5, 3.0)
+    points = (rng.random((4000, 3)) * box).astype(np.float32)
+    report = cli.report("rdf", "--input", cli.npy("p", points), "--param", "box=2,2.5,3",
+                        "--param", "r_max=0.9", "--param", "bins=45")
+    rdf = twobs.RDF(45, 0.9, normalization_mode="finite_size", session=cpu).compute(box, points)
+    # freud counts each pair from both ends; the command line counts it once.
+    np.testing.assert_array_equal(rdf.bin_counts, 2 * np.asarray(report["result"]["counts"], dtype=np.uint64))
+    np.testing.assert_allclose(rdf.rdf, report["result"]["g_r"], rtol=1e-12)
+    exact = twobs.RDF(45, 0.9, session=cpu).compute((box, points))
+    n = len(points)
+    np.testing.assert_allclose(exact.rdf, rdf.rdf * (n - 1) / n, rtol=1e-12)
+
+
+def test_rdf_adds_frames_each_with_its_own_box(rng, cpu):
+    rdf = twobs.RDF(30, 0.6, session=cpu)
+    total = np.zeros(30, dtype=np.uint64)
+    density = 0.0
+    for frame, side in enumerate((2.0, 2.1, 1.9)):
+        points = (rng.random((1500, 3)) * side).astype(np.float32)
+        rdf.compute(side, points, reset=frame == 0)
+        total += 2 * cpu.run("rdf", points, params={"bins": 30, "r_max": 0.6, "box": side}).counts
+        density += 1500 * 1500 / side**3
+    assert rdf.frames == 3
+    np.testing.assert_array_equal(rdf.bin_counts, total)
+    e = rdf.bin_edges
+    np.testing.assert_allclose(rdf.rdf, total / (density * 4 / 3 * np.pi * (e[1:] ** 3 - e[:-1] ** 3)), rtol=1e-12)
+
+
+def test_xi_equals_twobs_xi(cli, rng, cpu):
+    data = np.clip(rng.normal(0.5, 0.15, (2500, 3)), 0, 1).astype(np.float32)
+    randoms = rng.random((4000, 3), dtype=np.float32)
+    out = cli.folder / "xi.csv"
+    cli.run("xi", "--data", cli.npy("d", data), "--randoms", cli.npy("r", randoms), "--backend", "cpu",
+            "--param", "bins=12", "--param", "r_min=0.01", "--param", "r_max=0.3", "--log-bins", "--out", str(out))
+    rows = list(csv.DictReader(out.open()))
+    edges = np.geomspace(0.01, 0.3, 13)
+    got = twobs.xi(data, randoms, edges, session=cpu)
+    for column in ("dd", "dr", "rr"):
+        np.testing.assert_array_equal(got[column], [float(r[column]) for r in rows])
+    np.testing.assert_allclose(got["xi"], [float(r["xi"]) for r in rows], rtol=1e-12, equal_nan=True)
+
+
+def test_query_pairs_equals_twobs_run_selfjoin(cli, rng, cpu):
+    points = rng.random((5000, 3), dtype=np.float32)
+    out = cli.folder / "pairs.npy"
+    cli.run("run", "selfjoin", "--input", cli.npy("p", points), "--param", "eps=0.03", "--backend", "cpu",
+            "--quiet", "--sorted", "--out", str(out))
+    pairs = twobs.query_pairs(points, 0.03, session=cpu)
+    assert pairs.dtype == np.int64 and pairs.shape[1] == 2
+    assert (pairs[:, 0] < pairs[:, 1]).all()
+    np.testing.assert_array_equal(pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))], np.load(out))
+
+
+def test_knn_equals_twobs_run_knn(cli, rng, cpu):
+    points = rng.random((3000, 3), dtype=np.float32)
+    queries = rng.random((700, 3), dtype=np.float32)
+    out = cli.folder / "knn.npy"
+    cli.run("run", "knn", "--input", cli.npy("q", queries), "--input", cli.npy("p", points), "--param", "k=6",
+            "--backend", "cpu", "--quiet", "--out", str(out))
+    dist, idx = twobs.knn(points, 6, query=queries, session=cpu)
+    np.testing.assert_array_equal(idx, np.load(out))
+    np.testing.assert_array_equal(dist, np.load(cli.folder / "knn_values.npy"))
+    assert dist.dtype == np.float32 and (np.diff(dist, axis=1) >= 0).all()
+
+
+def test_a_spec_given_as_text_runs_as_its_file_does(cli, rng, cpu):
+    folder = ROOT / "examples" / "manhattan"
+    spec, snippet = (folder / "manhattan.xml").read_text(), (folder / "manhattan.cu").read_text()
+    points = rng.random((2000, 4), dtype=np.float32)
+    report = cli.report(str(folder / "manhattan.xml"), "--input", cli.npy("p", points))
+    from_text = twobs.Problem(spec, snippet=snippet)
+    from_file = twobs.Problem(str(folder / "manhattan.xml"))
+    assert from_text.name == from_file.name == "manhattan"
+    np.testing.assert_array_equal(from_text.run(points, session=cpu).counts, report["result"]["counts"])
+    np.testing.assert_array_equal(from_file.run(points, session=cpu).counts, report["result"]["counts"])
+
+
+@pytest.mark.parametrize("name", twobs.BUILT_IN)
+def test_every_built_in_loads_and_names_its_parameters(name):
+    problem = twobs.Problem(name)
+    assert problem.name == name
+    assert all(len(p) == 4 for p in problem.params)
