@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""The Python package on a GPU host, beside the peers users would call instead
+(issue 32). Every case runs in this one process, so the session's second call
+is what a notebook's second call costs. Prints a table and writes JSON lines
+to $OUT/bench-python.jsonl.
+
+Cases (all data drawn here with numpy default_rng(2026)):
+  session   g(r) of 100k atoms (box 46.4, r_max 5, 100 bins): first call and
+            the next ten, each call's wall time and the report's kernel,
+            upload and download seconds
+  frames    g(r) over 50 frames of 100k atoms, one RDF.compute(reset=False)
+            per frame, beside freud.density.RDF on every host core
+  knn-gpu   KNN K = 16 of 1M (and 10M) 3-D points held by CuPy on the GPU,
+            beside jz-tree on the same points as a JAX array; neighbour sets compared
+  numpy     numpy to numpy: KNN K = 16 of 1M points, g(r) of 1M atoms (box 100, r_max 5)
+
+Usage: scripts/bench-python.py [CASE ...]    (default: every case)
+"""
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+import twobs
+
+OUT = os.environ.get("OUT", ".")
+CASES = sys.argv[1:] or ["session", "frames", "numpy", "knn-gpu"]
+rng = np.random.default_rng(2026)
+log = open(os.path.join(OUT, "bench-python.jsonl"), "a")
+
+
+def record(case, **fields):
+    fields["case"] = case
+    log.write(json.dumps(fields) + "\n")
+    log.flush()
+    print(case, " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in fields.items()
+                         if k != "case"), flush=True)
+
+
+def gpu_parts(result):
+    g = result.timings.get("gpu") or {}
+    return {k: g.get(k, 0.0) for k in ("kernel_s", "upload_s", "download_s", "setup_s", "teardown_s",
+                                        "prepare_s", "index_s", "compile_s", "context_s")}
+
+
+def timed(f, *args, **kw):
+    t = time.perf_counter()
+    out = f(*args, **kw)
+    return out, time.perf_counter() - t
+
+
+def case_session():
+    atoms = (rng.random((100_000, 3)) * 46.4).astype(np.float32)
+    session = twobs.Session()
+    params = {"bins": 100, "r_max": 5.0, "box": 46.4}
+    for call in range(12):
+        result, wall = timed(session.run, "rdf", atoms, params=params)
+        parts = gpu_parts(result)
+        record("session", call=call, wall_s=wall, compute_s=result.timings["compute_s"],
+               outside_kernels_s=wall - parts["kernel_s"], **parts)
+
+
+def case_frames():
+    frames = [(rng.random((100_000, 3)) * 46.4).astype(np.float32) for _ in range(50)]
+    rdf = twobs.RDF(100, 5.0)
+    rdf.compute(46.4, frames[0])  # the session's first call: context and kernel
+    for repeat in range(3):
+        t = time.perf_counter()
+        for f, x in enumerate(frames):
+            rdf.compute(46.4, x, reset=f == 0)
+        wall = time.perf_counter() - t
+        record("frames", repeat=repeat, frames=50, twobs_s=wall, per_frame_ms=1e3 * wall / 50)
+    counts = rdf.bin_counts
+    try:
+        import freud
+    except ImportError as e:
+        record("frames", freud=f"not installed: {e}")
+        return
+    box = freud.box.Box.cube(46.4)
+    # freud wants points in [-L/2, L/2).
+    shifted = [x - np.float32(23.2) for x in frames]
+    f_rdf = freud.density.RDF(bins=100, r_max=5.0)
+    t = time.perf_counter()
+    for f, x in enumerate(shifted):
+        f_rdf.compute((box, x), reset=f == 0)
+    wall = time.perf_counter() - t
+    differ = int(np.sum(np.asarray(f_rdf.bin_counts, dtype=np.int64) != counts.astype(np.int64)))
+    record("frames", freud_s=wall, freud_threads=freud.parallel.get_num_threads(), bins_differing=differ,
+           pairs_twobs=int(counts.sum()), pairs_freud=int(np.sum(f_rdf.bin_counts)))
+
+
+def case_numpy():
+    points = rng.random((1_000_000, 3), dtype=np.float32)
+    session = twobs.Session()
+    for call in range(4):
+        (dist, idx), wall = timed(twobs.knn, points, 16, session=session)
+        record("numpy", job="knn 1M K=16", call=call, wall_s=wall)
+    atoms = (rng.random((1_000_000, 3)) * 100).astype(np.float32)
+    rdf = twobs.RDF(100, 5.0, session=session)
+    for call in range(4):
+        _, wall = timed(rdf.compute, 100.0, atoms)
+        record("numpy", job="g(r) 1M atoms box 100 r_max 5", call=call, wall_s=wall,
+               **gpu_parts_of_report(rdf.report))
+
+
+def gpu_parts_of_report(report):
+    g = report["timings"].get("gpu") or {}
+    return {k: g.get(k, 0.0) for k in ("kernel_s", "upload_s", "download_s", "index_s")}
+
+
+def case_knn_gpu():
+    try:
+        import cupy
+    except ImportError as e:
+        record("knn-gpu", cupy=f"not installed: {e}")
+        return
+    for n in (1_000_000, 10_000_000):
+        host = rng.random((n, 3), dtype=np.float32)
+        points = cupy.asarray(host)
+        session = twobs.Session()
+        for call in range(4):
+            cupy.cuda.Device().synchronize()
+            (dist, idx), wall = timed(twobs.knn, points, 16, session=session)
+            cupy.cuda.Device().synchronize()
+            record("knn-gpu", n=n, call=call, twobs_s=wall, on_gpu=type(idx).__module__)
+        ids = cupy.asnumpy(idx)
+        try:
+            import jax
+            import jax.numpy as jnp
+            import jztree.knn
+        except ImportError as e:
+            record("knn-gpu", n=n, jztree=f"not installed: {e}")
+            continue
+        xj = jnp.asarray(host)
+        fn = jax.jit(lambda x: jztree.knn.knn(x, 17))
+        r, i = fn(xj)
+        i.block_until_ready()
+        for call in range(4):
+            t = time.perf_counter()
+            r, i = fn(xj)
+            i.block_until_ready()
+            record("knn-gpu", n=n, call=call, jztree_s=time.perf_counter() - t)
+        theirs = np.asarray(i)
+        # jz-tree lists the point itself among its neighbours; twobs never does.
+        same = 0
+        for q in range(0, n, max(1, n // 20000)):
+            mine = set(ids[q].tolist())
+            other = set(theirs[q].tolist()) - {q}
+            same += mine == set(list(other)[:16]) or mine <= other
+        record("knn-gpu", n=n, sampled_queries=len(range(0, n, max(1, n // 20000))), same_sets=same)
+
+
+for name in CASES:
+    try:
+        globals()["case_" + name.replace("-", "_")]()
+    except Exception as e:  # one case's failure does not lose the others
+        record(name, error=f"{type(e).__name__}: {e}")
