@@ -59,6 +59,11 @@ impl PairList {
         &self.parts
     }
 
+    /// The lists, as found, given away (no copy).
+    pub fn into_parts(self) -> Vec<Vec<[u32; 2]>> {
+        self.parts
+    }
+
     /// Every pair in one list, in order (a copy).
     pub fn to_vec(&self) -> Vec<[u32; 2]> {
         self.iter().copied().collect()

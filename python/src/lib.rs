@@ -155,6 +155,59 @@ fn numpy_name(s: Scalar) -> &'static str {
 #[pyclass(frozen, module = "twobs._twobs")]
 struct Session {
     options: RunOptions,
+    /// The columns of the last calls' points, kept so that the next call
+    /// copies its arrays into memory already touched (a fresh allocation
+    /// pays a page fault per 4 KiB: 11 ms for a million 3-D points on a GPU host).
+    pool: Pool,
+}
+
+/// Host buffers a session reuses: columns given back after each run.
+#[derive(Default)]
+struct Pool(std::sync::Mutex<Vec<Column>>);
+
+/// Columns a pool keeps at most (the last calls' sets, weights included).
+const POOL_COLUMNS: usize = 16;
+
+impl Pool {
+    /// An empty column of `scalar` with room for `n` values: a kept one where one is large enough.
+    fn take(&self, scalar: Scalar, n: usize) -> Column {
+        let mut kept = self.0.lock().expect("pool lock");
+        match kept.iter().position(|c| c.scalar() == scalar && capacity(c) >= n) {
+            Some(k) => {
+                let mut c = kept.swap_remove(k);
+                clear(&mut c);
+                c
+            }
+            None => Column::with_capacity(scalar, n),
+        }
+    }
+
+    fn give(&self, columns: impl IntoIterator<Item = Column>) {
+        let mut kept = self.0.lock().expect("pool lock");
+        kept.extend(columns);
+        let extra = kept.len().saturating_sub(POOL_COLUMNS);
+        kept.drain(..extra);
+    }
+}
+
+fn capacity(c: &Column) -> usize {
+    match c {
+        Column::F32(v) => v.capacity(),
+        Column::F64(v) => v.capacity(),
+        Column::I32(v) => v.capacity(),
+        Column::I64(v) => v.capacity(),
+        Column::U32(v) => v.capacity(),
+    }
+}
+
+fn clear(c: &mut Column) {
+    match c {
+        Column::F32(v) => v.clear(),
+        Column::F64(v) => v.clear(),
+        Column::I32(v) => v.clear(),
+        Column::I64(v) => v.clear(),
+        Column::U32(v) => v.clear(),
+    }
 }
 
 #[pymethods]
@@ -205,6 +258,7 @@ impl Session {
         };
         Ok(Session {
             options: RunOptions { backend, threads, f64: false, quiet: !progress, gpu, verify, index, cache },
+            pool: Pool::default(),
         })
     }
 
@@ -225,6 +279,7 @@ impl Session {
         outside_box: Option<&str>,
         f64: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
+        let began = std::time::Instant::now();
         let sets = 1 + b.is_some() as usize;
         let mut spec = problem.inner.with_sets(sets).map_err(input_error)?;
         if log_bins {
@@ -235,9 +290,9 @@ impl Session {
             spec = spec.with_dims(d).map_err(input_error)?;
         }
         let components = spec.input.element.components();
-        let mut inputs = Inputs { a: point_set(a, &components, "set A")?, b: None };
+        let mut inputs = Inputs { a: point_set(a, &components, "set A", &self.pool)?, b: None };
         if let Some(b) = b {
-            inputs.b = Some(point_set(b, &components, "set B")?);
+            inputs.b = Some(point_set(b, &components, "set B", &self.pool)?);
         }
         let params = spec.bind(&params).map_err(input_error)?;
         let policy = match outside_box {
@@ -280,11 +335,29 @@ impl Session {
         }
         let mut options = self.options.clone();
         options.f64 = f64;
-        let exec = compute(py, &spec, &params, &inputs, &options)?;
+        let taken_s = began.elapsed().as_secs_f64();
+        let computed = compute(py, &spec, &params, &inputs, &options);
+        let run_s = began.elapsed().as_secs_f64() - taken_s;
+        let mut exec = match computed {
+            Ok(exec) => exec,
+            Err(e) => {
+                self.pool.give(inputs.sets_mut().flat_map(|s| std::mem::take(&mut s.columns)));
+                return Err(e);
+            }
+        };
         let (volume, volume_from) = twobs::report::volume(&spec, &params, &inputs);
-        let out = result(py, &spec, &params, &inputs, &exec)?;
+        let outcome = std::mem::replace(&mut exec.outcome, Outcome::Totals(Totals::Counts(Vec::new())));
+        let out = result(py, &spec, &params, &inputs, outcome)?;
+        self.pool.give(inputs.sets_mut().flat_map(|s| std::mem::take(&mut s.columns)));
         notes.extend(exec.notes.iter().cloned());
-        out.set_item("report", report(&spec, &exec, notes).to_string())?;
+        // Where a call's time went outside the engine: taking the arrays in
+        // (copies, checks, the box) and giving the results out.
+        let steps = serde_json::json!({
+            "take_s": taken_s,
+            "run_s": run_s,
+            "give_s": began.elapsed().as_secs_f64() - taken_s - run_s,
+        });
+        out.set_item("report", report(&spec, &exec, notes, steps).to_string())?;
         out.set_item("volume", volume)?;
         out.set_item("volume_from", volume_from)?;
         Ok(out)
@@ -321,7 +394,12 @@ fn dims_of(set: &Bound<'_, PyAny>) -> PyResult<Option<u32>> {
 }
 
 /// A set's points as the engine's columns, checked against the spec's components.
-fn point_set(set: &Bound<'_, PyAny>, components: &[twobs::spec::Component], origin: &str) -> PyResult<PointSet> {
+fn point_set(
+    set: &Bound<'_, PyAny>,
+    components: &[twobs::spec::Component],
+    origin: &str,
+    pool: &Pool,
+) -> PyResult<PointSet> {
     let columns = if set.is_instance_of::<PyList>() || set.is_instance_of::<PyTuple>() {
         let given: Vec<Bound<'_, PyAny>> = set.extract()?;
         if given.len() != components.len() {
@@ -333,7 +411,7 @@ fn point_set(set: &Bound<'_, PyAny>, components: &[twobs::spec::Component], orig
         }
         given.iter().zip(components).map(|(c, comp)| column(c, comp.scalar, origin)).collect::<PyResult<Vec<_>>>()?
     } else {
-        matrix_columns(set, components[0].scalar, origin)?
+        matrix_columns(set, components[0].scalar, origin, pool)?
     };
     let set = PointSet { columns, origin: origin.to_owned(), rows: None };
     set.validate(components, false).map_err(input_error)
@@ -356,20 +434,25 @@ fn column(c: &Bound<'_, PyAny>, scalar: Scalar, origin: &str) -> PyResult<Column
     })
 }
 
-/// A 2-D array's columns, one pass over its rows (the one copy a run makes of its points).
-fn matrix_columns(m: &Bound<'_, PyAny>, scalar: Scalar, origin: &str) -> PyResult<Vec<Column>> {
+/// A 2-D array's columns (the one copy a run makes of its points), into the pool's buffers.
+fn matrix_columns(m: &Bound<'_, PyAny>, scalar: Scalar, origin: &str, pool: &Pool) -> PyResult<Vec<Column>> {
     macro_rules! take {
         ($t:ty, $v:ident) => {{
             let a: PyReadonlyArray2<'_, $t> = m.extract().map_err(|_| wrong_type(origin, scalar))?;
             let view = a.as_array();
             let (n, d) = view.dim();
-            let mut cols: Vec<Vec<$t>> = (0..d).map(|_| Vec::with_capacity(n)).collect();
-            for row in view.rows() {
-                for (col, x) in cols.iter_mut().zip(row) {
-                    col.push(*x);
+            let mut cols = Vec::with_capacity(d);
+            for c in 0..d {
+                let Column::$v(mut col) = pool.take(scalar, n) else { unreachable!("the pool gives the scalar asked") };
+                match (a.is_c_contiguous(), a.as_slice()) {
+                    // Row-major: coordinate c of every point, d values apart.
+                    (true, Ok(rows)) => col.extend(rows.iter().skip(c).step_by(d).copied()),
+                    // Column-major or strided (as_slice takes Fortran order too).
+                    _ => col.extend(view.column(c).iter().copied()),
                 }
+                cols.push(Column::$v(col));
             }
-            cols.into_iter().map(Column::$v).collect()
+            cols
         }};
     }
     Ok(match scalar {
@@ -434,53 +517,87 @@ fn compute(
     })
 }
 
-/// The outcome as numpy arrays, with the histogram's edges.
+/// The outcome as numpy arrays, with the histogram's edges: the engine's own
+/// buffers handed to numpy where their layout allows (no copy), indices as
+/// int32 where every index fits (u32::MAX, "no neighbour", reads as -1).
 fn result<'py>(
     py: Python<'py>,
     problem: &twobs::spec::Problem,
     params: &Params,
     inputs: &Inputs,
-    exec: &Execution,
+    outcome: Outcome,
 ) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
     out.set_item("kind", problem.output.kind())?;
-    match (&exec.outcome, &problem.output) {
+    let other = inputs.other();
+    // Indices are the engine's own where no row was dropped and all fit an int32.
+    let as_found = inputs.a.rows.is_none()
+        && other.rows.is_none()
+        && inputs.a.len().max(other.len()) <= i32::MAX as usize;
+    match (outcome, &problem.output) {
         (Outcome::Totals(Totals::Counts(c)), Output::Count { .. }) => out.set_item("count", c[0])?,
         (Outcome::Totals(Totals::Sums(s)), Output::Sum) => out.set_item("sum", s[0])?,
         (Outcome::Totals(totals), _) => {
             match totals {
-                Totals::Counts(c) => out.set_item("counts", c.clone().into_pyarray(py))?,
-                Totals::Sums(s) => out.set_item("sums", s.clone().into_pyarray(py))?,
+                Totals::Counts(c) => out.set_item("counts", c.into_pyarray(py))?,
+                Totals::Sums(s) => out.set_item("sums", s.into_pyarray(py))?,
             }
             let edges = twobs::stage::contribution::histogram_edges(problem, params);
             out.set_item("edges", edges.into_pyarray(py))?;
         }
         (Outcome::Pairs(pairs), _) => {
-            let other = inputs.other();
-            let mut flat = Vec::with_capacity(2 * pairs.len());
-            for &[i, j] in pairs.iter() {
-                flat.push(inputs.a.original_row(i as u64) as i64);
-                flat.push(other.original_row(j as u64) as i64);
-            }
-            let array = flat.into_pyarray(py).reshape([pairs.len(), 2])?;
+            let n = pairs.len();
+            let mut parts = pairs.into_parts();
+            let array = if as_found && parts.len() <= 1 {
+                let flat: Vec<i32> = parts.pop().map_or(Vec::new(), |p| indices_as_i32(flatten(p)));
+                flat.into_pyarray(py).reshape([n, 2])?.into_any()
+            } else {
+                let mut flat = Vec::with_capacity(2 * n);
+                for [i, j] in parts.into_iter().flatten() {
+                    flat.push(inputs.a.original_row(i as u64) as i64);
+                    flat.push(other.original_row(j as u64) as i64);
+                }
+                flat.into_pyarray(py).reshape([n, 2])?.into_any()
+            };
             out.set_item("pairs", array)?;
         }
         (Outcome::Knn { k, ids, values }, _) => {
-            let other = inputs.other();
-            let rows: Vec<i64> =
-                ids.iter().map(|&j| if j == u32::MAX { -1 } else { other.original_row(j as u64) as i64 }).collect();
-            let queries = ids.len() / (*k).max(1);
-            out.set_item("k", *k)?;
-            out.set_item("ids", rows.into_pyarray(py).reshape([queries, *k])?)?;
-            out.set_item("values", knn_values(py, values, queries, *k)?)?;
+            let queries = ids.len() / k.max(1);
+            out.set_item("k", k)?;
+            out.set_item("missing", ids.iter().filter(|&&j| j == u32::MAX).count())?;
+            let ids = if as_found {
+                indices_as_i32(ids).into_pyarray(py).reshape([queries, k])?.into_any()
+            } else {
+                let rows: Vec<i64> =
+                    ids.iter().map(|&j| if j == u32::MAX { -1 } else { other.original_row(j as u64) as i64 }).collect();
+                rows.into_pyarray(py).reshape([queries, k])?.into_any()
+            };
+            out.set_item("ids", ids)?;
+            out.set_item("values", knn_values(py, values, queries, k)?)?;
         }
     }
     Ok(out)
 }
 
-fn knn_values<'py>(py: Python<'py>, values: &Column, queries: usize, k: usize) -> PyResult<Bound<'py, PyAny>> {
-    fn shaped<'py, T: numpy::Element + Clone>(py: Python<'py>, v: &[T], q: usize, k: usize) -> PyResult<Bound<'py, PyAny>> {
-        let a: Bound<'py, PyArray2<T>> = v.to_vec().into_pyarray(py).reshape([q, k])?;
+/// Pairs as one flat list of indices, in place.
+fn flatten(pairs: Vec<[u32; 2]>) -> Vec<u32> {
+    let mut pairs = std::mem::ManuallyDrop::new(pairs);
+    let (ptr, len, cap) = (pairs.as_mut_ptr(), pairs.len(), pairs.capacity());
+    // SAFETY: [u32; 2] is two u32s with u32's alignment; the allocation is handed over whole.
+    unsafe { Vec::from_raw_parts(ptr as *mut u32, 2 * len, 2 * cap) }
+}
+
+/// Indices below 2^31 read as int32, in place (u32::MAX, "none", reads as -1).
+fn indices_as_i32(v: Vec<u32>) -> Vec<i32> {
+    let mut v = std::mem::ManuallyDrop::new(v);
+    let (ptr, len, cap) = (v.as_mut_ptr(), v.len(), v.capacity());
+    // SAFETY: u32 and i32 have one size and alignment; the allocation is handed over whole.
+    unsafe { Vec::from_raw_parts(ptr as *mut i32, len, cap) }
+}
+
+fn knn_values<'py>(py: Python<'py>, values: Column, queries: usize, k: usize) -> PyResult<Bound<'py, PyAny>> {
+    fn shaped<'py, T: numpy::Element>(py: Python<'py>, v: Vec<T>, q: usize, k: usize) -> PyResult<Bound<'py, PyAny>> {
+        let a: Bound<'py, PyArray2<T>> = v.into_pyarray(py).reshape([q, k])?;
         Ok(a.into_any())
     }
     match values {
@@ -493,7 +610,7 @@ fn knn_values<'py>(py: Python<'py>, values: &Column, queries: usize, k: usize) -
 }
 
 /// What the run did, as the command line's JSON report says it.
-fn report(problem: &twobs::spec::Problem, exec: &Execution, notes: Vec<String>) -> serde_json::Value {
+fn report(problem: &twobs::spec::Problem, exec: &Execution, notes: Vec<String>, steps: serde_json::Value) -> serde_json::Value {
     serde_json::json!({
         "problem": problem.name,
         "backend": exec.backend.name(),
@@ -504,6 +621,7 @@ fn report(problem: &twobs::spec::Problem, exec: &Execution, notes: Vec<String>) 
         "schedule": exec.schedule.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
         "timings": exec.timings,
         "verified": exec.verified,
+        "steps": steps,
     })
 }
 

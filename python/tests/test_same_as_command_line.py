@@ -86,7 +86,7 @@ def test_query_pairs_equals_twobs_run_selfjoin(cli, rng, cpu):
     cli.run("run", "selfjoin", "--input", cli.npy("p", points), "--param", "eps=0.03", "--backend", "cpu",
             "--quiet", "--sorted", "--out", str(out))
     pairs = twobs.query_pairs(points, 0.03, session=cpu)
-    assert pairs.dtype == np.int64 and pairs.shape[1] == 2
+    assert pairs.dtype == np.int32 and pairs.shape[1] == 2
     assert (pairs[:, 0] < pairs[:, 1]).all()
     np.testing.assert_array_equal(pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))], np.load(out))
 

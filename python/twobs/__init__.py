@@ -45,7 +45,9 @@ class Result:
     ``kind`` is ``count``, ``sum``, ``histogram``, ``pairs`` or ``knn``;
     histograms have ``edges`` and ``counts`` (or ``sums`` when weighted),
     pairs an (n, 2) ``pairs`` array, KNN ``ids`` and ``values`` of shape
-    (queries, k) with -1 where a query has fewer than k partners.
+    (queries, k) with -1 where a query has fewer than k partners (``missing``
+    counts them). Indices are int32 where every index fits (the engine's own
+    buffers, handed over without a copy), else int64.
     """
 
     def __init__(self, raw: dict):
@@ -522,7 +524,7 @@ def xi(data: Any, randoms: Any, bins: Any, estimator: str = "landy-szalay", data
 
 def query_pairs(points: Any, eps: float, session: Optional[Session] = None) -> np.ndarray:
     """Every pair (i, j), i < j, of points at most ``eps`` apart (Euclidean), as
-    an (n, 2) int64 array: scipy's ``cKDTree.query_pairs(eps, output_type="ndarray")``,
+    an (n, 2) integer array (int32 below 2^31 points): scipy's ``cKDTree.query_pairs(eps, output_type="ndarray")``,
     in the order found (sort it to compare)."""
     session = _session(session)
     lib = _device_of(points)
@@ -543,8 +545,8 @@ def knn(points: Any, k: int, query: Any = None, session: Optional[Session] = Non
     else:
         result = session.run(_problem("knn"), query, points, params={"k": int(k)})
     ids, dist = result.ids, result.values
-    missing = ids < 0
-    if missing.any():
+    if result.missing:
+        missing = ids < 0
         ids = np.where(missing, _host(points).shape[0], ids)
         dist = np.where(missing, np.inf, dist)
     return _back_to(lib, points, dist), _back_to(lib, points, ids)

@@ -104,8 +104,11 @@ impl From<DriverError> for GpuError {
 
 /// Whether libcuda can be loaded.
 pub fn driver_available() -> Result<(), GpuError> {
+    // Once per process: the probe opens the library each time (a millisecond
+    // a run, where a session runs many), and a loaded driver stays loaded.
+    static PRESENT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     // SAFETY: only probes whether the shared library can be opened.
-    if unsafe { sys::is_culib_present() } { Ok(()) } else { Err(GpuError::NoDriver) }
+    if *PRESENT.get_or_init(|| unsafe { sys::is_culib_present() }) { Ok(()) } else { Err(GpuError::NoDriver) }
 }
 
 /// Whether this machine can run kernels: the driver loads and sees a GPU.
@@ -175,6 +178,13 @@ fn device_of(ordinal: usize) -> Result<Device, GpuError> {
 /// The limits of GPU `ordinal`, read from the driver without a context (so
 /// that kernels can be planned and compiled while the context is made).
 fn limits_of(ordinal: usize) -> Result<Device, GpuError> {
+    // A GPU's limits do not change while the process lives: read once.
+    static READ: crate::cache::Memo<Device> = crate::cache::Memo::new();
+    let read = READ.get_or_try(crate::cache::Key::of(&[&ordinal.to_le_bytes()]), || read_limits(ordinal))?;
+    Ok((*read).clone())
+}
+
+fn read_limits(ordinal: usize) -> Result<Device, GpuError> {
     use cudarc::driver::result::device;
     use sys::CUdevice_attribute::*;
     let reading = "reading the GPU's limits";

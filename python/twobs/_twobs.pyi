@@ -1,0 +1,56 @@
+"""Type stubs of the extension module (python/src/lib.rs)."""
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+BUILT_IN: list[str]
+
+class Error(Exception): ...
+class SpecError(Error): ...
+class InputError(Error): ...
+
+class Problem:
+    def __init__(self, spec: str, snippet: Optional[str] = None) -> None: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def summary(self) -> str: ...
+    @property
+    def output(self) -> str: ...
+    @property
+    def params(self) -> list[tuple[str, str, str, str]]: ...
+    @property
+    def dtypes(self) -> list[str]: ...
+    @property
+    def dims_from_input(self) -> bool: ...
+    @property
+    def sets(self) -> str: ...
+
+class Session:
+    def __init__(
+        self,
+        backend: str = "auto",
+        gpus: Optional[Sequence[int]] = None,
+        threads: int = 0,
+        streams: int = 2,
+        index: str = "auto",
+        verify: bool = False,
+        progress: bool = False,
+    ) -> None: ...
+    @property
+    def backend(self) -> str: ...
+    def run(
+        self,
+        problem: Problem,
+        a: np.ndarray | Sequence[np.ndarray],
+        b: np.ndarray | Sequence[np.ndarray] | None = None,
+        params: Sequence[str] = ...,
+        weights: Sequence[np.ndarray] = ...,
+        log_bins: bool = False,
+        outside_box: Optional[str] = None,
+        f64: bool = False,
+    ) -> dict[str, Any]: ...
+
+def built_in_file(name: str) -> str: ...
+def stop() -> None: ...
