@@ -97,6 +97,13 @@ fn closest(sets: &[&PointSet], dims: usize) -> Option<f64> {
             (0..s.len()).step_by(step).map(|i| (0..dims).map(|c| s.columns[c].get_f64(i)).collect())
         })
         .collect();
+    // Two coordinates whose nonzero magnitudes are all at least 2^-40 differ by
+    // 0 or by at least 2^-63, whose square is f32's smallest normal: no pair of
+    // the sample can be closer than that, and the quadratic search is skipped
+    // (a millisecond a call, where a session's frames come many a second).
+    if sample.iter().flatten().all(|&x| x == 0.0 || x.abs() >= (-40f64).exp2()) {
+        return None;
+    }
     let nearest = (0..sample.len())
         .into_par_iter()
         .map(|i| {
