@@ -1,0 +1,40 @@
+//! Where a run's host time goes before the GPU starts, for a session's call:
+//! the range check, the shapes and the schedule, timed on this machine for a
+//! described H200 (no GPU needed). `cargo run --release --example probe-call-overhead`
+use std::time::Instant;
+
+use twobs::data::{Column, Inputs, PointSet};
+use twobs::index::{IndexChoice, Shapes};
+use twobs::schedule::{GpuOptions, Hybrid, Schedule, Workers};
+
+fn main() {
+    let problem = twobs::problems::built_in("rdf").expect("rdf");
+    let params = problem.bind(&["bins=100".into(), "r_max=5".into(), "box=46.4".into()]).expect("params");
+    for n in [100_000usize, 1_000_000] {
+        let mut state = 12345u64;
+        let mut next = || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 40) as f32 / (1u64 << 24) as f32 * 46.4
+        };
+        let columns = (0..3).map(|_| Column::F32((0..n).map(|_| next()).collect())).collect();
+        let inputs = Inputs { a: PointSet { columns, origin: "probe".into(), rows: None }, b: None };
+        let h200 = twobs::device::Device::profile("h200").expect("h200");
+        let workers = Workers::described(&h200, 1, 141 << 30, 2, 16);
+        let opts = GpuOptions { gpus: None, block_points: None, streams: 2, forced: Default::default(), pool_pairs: None, piece_pairs: None, hybrid: Hybrid::Auto };
+        for round in 0..3 {
+            let t = Instant::now();
+            let range = twobs::data::f32_range(&problem, &params, &inputs);
+            let t_range = t.elapsed();
+            let t = Instant::now();
+            let shapes = Shapes::of(&inputs);
+            let t_shapes = t.elapsed();
+            let t = Instant::now();
+            let schedule = Schedule::make(&problem, &params, &shapes, IndexChoice::Auto, &opts, &workers).expect("schedule");
+            let t_schedule = t.elapsed();
+            println!(
+                "n={n} round {round}: range {:?} ({range:?}), shapes {:?}, schedule {:?} ({} GPUs)",
+                t_range, t_shapes, t_schedule, schedule.gpus
+            );
+        }
+    }
+}
