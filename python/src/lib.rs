@@ -345,9 +345,14 @@ impl Session {
                 return Err(e);
             }
         };
-        let (volume, volume_from) = twobs::report::volume(&spec, &params, &inputs);
         let outcome = std::mem::replace(&mut exec.outcome, Outcome::Totals(Totals::Counts(Vec::new())));
         let out = result(py, &spec, &params, &inputs, outcome)?;
+        if let Output::Histogram { .. } = spec.output {
+            // What g(r) takes a frame's pair density over (a pass over the points where the box is open).
+            let (volume, volume_from) = twobs::report::volume(&spec, &params, &inputs);
+            out.set_item("volume", volume)?;
+            out.set_item("volume_from", volume_from)?;
+        }
         self.pool.give(inputs.sets_mut().flat_map(|s| std::mem::take(&mut s.columns)));
         notes.extend(exec.notes.iter().cloned());
         // Where a call's time went outside the engine: taking the arrays in
@@ -358,8 +363,6 @@ impl Session {
             "give_s": began.elapsed().as_secs_f64() - taken_s - run_s,
         });
         out.set_item("report", report(&spec, &exec, notes, steps).to_string())?;
-        out.set_item("volume", volume)?;
-        out.set_item("volume_from", volume_from)?;
         Ok(out)
     }
 
@@ -480,10 +483,10 @@ fn gather<T: Copy + Send + Sync>(col: &mut Vec<T>, rows: &[T], d: usize, c: usiz
     unsafe { col.set_len(n) };
 }
 
-/// How many of `ids` are u32::MAX (a query's missing neighbour), on every core.
-fn missing(ids: &[u32]) -> usize {
-    use rayon::prelude::*;
-    ids.par_chunks(1 << 16).map(|c| c.iter().map(|&j| (j == u32::MAX) as usize).sum::<usize>()).sum()
+/// How many queries have fewer than `k` neighbours: lists run best first,
+/// so a short one ends in u32::MAX (a pass over the last column alone).
+fn short_lists(ids: &[u32], k: usize) -> usize {
+    ids.chunks_exact(k.max(1)).filter(|list| list[list.len() - 1] == u32::MAX).count()
 }
 
 fn wrong_type(origin: &str, scalar: Scalar) -> PyErr {
@@ -586,7 +589,7 @@ fn result<'py>(
         (Outcome::Knn { k, ids, values }, _) => {
             let queries = ids.len() / k.max(1);
             out.set_item("k", k)?;
-            out.set_item("missing", missing(&ids))?;
+            out.set_item("missing", short_lists(&ids, k))?;
             let ids = if as_found {
                 indices_as_i32(ids).into_pyarray(py).reshape([queries, k])?.into_any()
             } else {

@@ -46,14 +46,14 @@ class Result:
     histograms have ``edges`` and ``counts`` (or ``sums`` when weighted),
     pairs an (n, 2) ``pairs`` array, KNN ``ids`` and ``values`` of shape
     (queries, k) with -1 where a query has fewer than k partners (``missing``
-    counts them). Indices are int32 where every index fits (the engine's own
+    counts such queries). Histograms carry ``volume``, what g(r) takes a
+    frame's pair density over. Indices are int32 where every index fits (the engine's own
     buffers, handed over without a copy), else int64.
     """
 
     def __init__(self, raw: dict):
         self._raw = raw
         self.kind: str = raw["kind"]
-        self.volume: float = raw["volume"]
         self._report: Optional[dict] = None
 
     def __getattr__(self, name: str) -> Any:
