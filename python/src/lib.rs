@@ -506,7 +506,7 @@ fn compute(
     std::thread::scope(|s| {
         let (done, mut finished) = mpsc::channel();
         s.spawn(move || {
-            let _ = done.send(twobs::run::execute(problem, params, inputs, options));
+            let _ = done.send(twobs::stop::watching(|| twobs::run::execute(problem, params, inputs, options)));
         });
         let mut interrupted = None;
         loop {
