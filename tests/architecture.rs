@@ -9,9 +9,9 @@ use std::path::Path;
 /// use the ones before it, never one after it. `outcome` (the results' types)
 /// and `data` (the points' types) are the vocabulary the stages produce and
 /// consume; `stage` holds the families the planner composes; `cache` serves
-/// the backends.
-const FLOW: [&str; 22] = [
-    "spec", "problems", "memory", "data", "outcome", "write", "device", "model", "stage", "index", "plan", "codegen",
+/// the backends; `stop` (requests to stop a run) is read by the backends.
+const FLOW: [&str; 23] = [
+    "spec", "problems", "memory", "stop", "data", "outcome", "write", "device", "model", "stage", "index", "plan", "codegen",
     "cache", "schedule", "backend", "verify", "run", "tune", "xi", "plot", "report", "cli",
 ];
 
