@@ -370,13 +370,27 @@ pub fn document(target: &Target, value: &serde_json::Value) -> Result<(), WriteE
 
 /// Named columns of one row per bucket: CSV with a header, an N x C float64
 /// npy of the columns in order, or a JSON object of arrays.
-pub fn table(target: &Target, columns: &[(&str, &[f64])]) -> Result<(), WriteError> {
+/// A bucket edge as CSV text: the shortest decimal that reads back as the same
+/// float32 where the edge is one (the spec's f32 parameters make them:
+/// `0.05`, not `0.04999999867545234`), else the f64's shortest.
+pub fn edge_text(x: f64) -> String {
+    let narrow = x as f32;
+    if narrow as f64 == x { narrow.to_string() } else { x.to_string() }
+}
+
+/// Writes named columns of numbers; the first `edges` columns are bucket
+/// edges, written in CSV as [`edge_text`] says.
+pub fn table(target: &Target, columns: &[(&str, &[f64])], edges: usize) -> Result<(), WriteError> {
     let n = columns.first().map_or(0, |(_, c)| c.len());
     target.write(|w| match target.format {
         Format::Csv => {
             writeln!(w, "{}", columns.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(","))?;
             for k in 0..n {
-                let row: Vec<String> = columns.iter().map(|(_, c)| c[k].to_string()).collect();
+                let row: Vec<String> = columns
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (_, c))| if i < edges { edge_text(c[k]) } else { c[k].to_string() })
+                    .collect();
                 writeln!(w, "{}", row.join(","))?;
             }
             Ok(())
@@ -416,9 +430,10 @@ pub fn histogram(target: &Target, h: &Histogram) -> Result<(), WriteError> {
         Format::Csv => {
             writeln!(w, "bin_lo,bin_hi,{column}{}", if h.g.is_some() { ",g_r" } else { "" })?;
             for k in 0..n {
+                let (lo, hi) = (edge_text(h.edges[k]), edge_text(h.edges[k + 1]));
                 match h.totals {
-                    Totals::Counts(c) => write!(w, "{},{},{}", h.edges[k], h.edges[k + 1], c[k])?,
-                    Totals::Sums(s) => write!(w, "{},{},{}", h.edges[k], h.edges[k + 1], s[k])?,
+                    Totals::Counts(c) => write!(w, "{lo},{hi},{}", c[k])?,
+                    Totals::Sums(s) => write!(w, "{lo},{hi},{}", s[k])?,
                 }
                 if let Some(g) = h.g {
                     write!(w, ",{}", g[k])?;
@@ -593,5 +608,21 @@ pub fn knn(target: &Target, k: usize, ids: &[i64], values: &Column) -> Result<Op
             target.write(|w| writeln!(w, "{v}"))?;
             Ok(None)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::edge_text;
+
+    #[test]
+    fn an_edge_that_is_a_float32_is_written_as_its_shortest_decimal() {
+        assert_eq!(edge_text(0.05f32 as f64), "0.05");
+        assert_eq!(edge_text(1.7320508f32 as f64), "1.7320508");
+        assert_eq!(edge_text(0.0), "0");
+        // Log-spaced edges computed in f64 are no float32: their own shortest decimal.
+        assert_eq!(edge_text(0.1), "0.1");
+        let log_edge = 0.01f64 * (0.3f64 / 0.01).powf(1.0 / 12.0);
+        assert_eq!(edge_text(log_edge).parse::<f64>().unwrap(), log_edge);
     }
 }

@@ -120,3 +120,30 @@ def test_every_built_in_loads_and_names_its_parameters(name):
     problem = twobs.Problem(name)
     assert problem.name == name
     assert all(len(p) == 4 for p in problem.params)
+
+
+def test_a_record_element_takes_its_columns_and_joins_as_twobs_run(cli, rng, cpu):
+    a = rng.integers(-1000, 1000, 3000, dtype=np.int32)
+    b = rng.integers(-1000, 1000, 2000, dtype=np.int32)
+    out = cli.folder / "band.npy"
+    cli.run("run", "nlj", "--input", cli.npy("a", a.reshape(-1, 1)), "--input", cli.npy("b", b.reshape(-1, 1)),
+            "--param", "d=3", "--backend", "cpu", "--quiet", "--sorted", "--out", str(out))
+    pairs = cpu.run("nlj", [a], [b], params={"d": 3}).pairs
+    np.testing.assert_array_equal(pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))], np.load(out))
+    # The same keys as a 2-D array of one column.
+    same = cpu.run("nlj", a.reshape(-1, 1), b.reshape(-1, 1), params={"d": 3}).pairs
+    assert len(same) == len(pairs)
+
+
+def test_f32_overflowing_points_are_refused_with_the_way_out(cpu):
+    points = np.array([[0, 0, 0], [3e19, 0, 0], [1, 1, 1]], dtype=np.float32)
+    with pytest.raises(twobs.InputError, match="past f32's largest number"):
+        twobs.Session(backend="cpu").run(twobs.Problem(
+            '<problem name="own"><summary>s</summary><input sets="1" type="f32" dims="3"/>'
+            '<function file="f.cu" name="f" symmetric="true"/><output kind="sum"/></problem>',
+            snippet="__device__ float f(const Point& a, const Point& b) { float d = coord(a, 0) - coord(b, 0); return d * d; }"),
+            points)
+    # A built-in's snippet moves to f64 on the CPU backend, as the command line does, and says so.
+    result = cpu.run("sdh", points, params={"bins": 4, "r_max": 1e20})
+    assert int(result.counts.sum()) == 3
+    assert any("f64" in note for note in result.report["notes"])

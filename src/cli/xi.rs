@@ -139,7 +139,7 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         columns.push(("dr", dr));
     }
     columns.extend([("rr", &rr[..]), ("xi", &xi[..])]);
-    crate::write::table(&target, &columns)?;
+    crate::write::table(&target, &columns, 2)?;
     if let Some(path) = &args.plot {
         let figure = plot::Figure {
             title: format!(
