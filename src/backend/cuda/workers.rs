@@ -12,8 +12,9 @@ use rand::{RngExt, SeedableRng};
 use super::kernels::{KernelPair, Launcher};
 use super::{DeviceGrid, Doing, GpuError, GpuTimings, Resident};
 use crate::data::{Column, Inputs, PointSet};
+use crate::ranks::Counter;
 use crate::schedule::GpuOptions;
-use crate::schedule::pieces::Piece;
+use crate::schedule::pieces::{self, Piece};
 use crate::spec::Scalar;
 use crate::stage::input::DeviceBlock;
 use crate::stage::output::dob::{self, DeviceDob, PairNames};
@@ -80,6 +81,9 @@ pub(super) struct Gpu<'a> {
     /// The groups of pieces it takes (a group runs in order on one stream):
     /// one queue that every GPU shares, or its own share of a grid.
     pub(super) queue: &'a Mutex<VecDeque<Vec<Piece>>>,
+    /// Where MPI ranks share the queue: the counter that hands out its
+    /// places, and its length at the start.
+    pub(super) shared: Option<(&'a dyn Counter, usize)>,
 }
 
 /// Runs `streams` stream threads on one GPU. Totals live in one buffer that
@@ -171,7 +175,12 @@ pub(super) fn stream_worker(
     let mut stream = Stream::open(job, gpu, stage, totals, origin)?;
     stream.timings.setup_s = setup.elapsed().as_secs_f64();
     loop {
-        let Some(group) = gpu.queue.lock().expect("queue lock").pop_front() else { break };
+        let taken = {
+            let mut queue = gpu.queue.lock().expect("queue lock");
+            let length = gpu.shared.map_or(queue.len(), |(_, l)| l);
+            pieces::take(&mut queue, length, gpu.shared.map(|(c, _)| c))
+        };
+        let Some(group) = taken else { break };
         stream.run_group(&group)?;
     }
     stream.finish()
