@@ -120,13 +120,14 @@ mod with_mpi {
             problems.insert(case.args[0].clone());
         }
         // Every built-in is among the cases.
-        let built_in: std::collections::BTreeSet<String> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/problems"))
-            .unwrap()
-            .filter_map(|e| {
-                let p = e.unwrap().path();
-                (p.extension()? == "xml").then(|| p.file_stem().unwrap().to_string_lossy().into_owned())
-            })
-            .collect();
+        let built_in: std::collections::BTreeSet<String> =
+            std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/problems"))
+                .unwrap()
+                .filter_map(|e| {
+                    let p = e.unwrap().path();
+                    (p.extension()? == "xml").then(|| p.file_stem().unwrap().to_string_lossy().into_owned())
+                })
+                .collect();
         assert_eq!(problems, built_in);
     }
 
@@ -191,7 +192,19 @@ mod with_mpi {
         // 2e10 pairs on one thread a rank: minutes, far longer than the test waits.
         let mut job = mpiexec()
             .args(["-n", "2", twobs.get_program().to_str().unwrap()])
-            .args(["run", "sdh", "--input", "uniform:200000", "--backend", "cpu", "--threads", "1", "--quiet", "--out", "h.csv"])
+            .args([
+                "run",
+                "sdh",
+                "--input",
+                "uniform:200000",
+                "--backend",
+                "cpu",
+                "--threads",
+                "1",
+                "--quiet",
+                "--out",
+                "h.csv",
+            ])
             .envs(twobs.get_envs().filter_map(|(k, v)| Some((k, v?))))
             .current_dir(&dir)
             .stdout(Stdio::piped())
