@@ -244,27 +244,41 @@ mod with_mpi {
         assert!(!dir.join("h.csv").exists(), "a result was written by a job that lost a rank");
     }
 
-    /// A rank that fails (here: an input only rank 0 can read) ends every
-    /// rank, and the error names the rank.
-    #[test]
-    fn a_failing_rank_aborts_the_others_with_its_error() {
-        let dir = folder("failing");
-        let twobs = common::command(&dir);
-        // Rank 1 is given another seed's data by the launcher's per-rank variable:
-        // a file only rank 0 finds.
-        std::fs::write(dir.join("p0.csv"), "0.1,0.2,0.3\n0.4,0.5,0.6\n0.7,0.8,0.9\n").unwrap();
-        let out = mpiexec()
+    /// `twobs run ARGS` under `mpiexec -n 2`, through `sh -c` (so that `$PMI_RANK` may differ by rank).
+    fn two_ranks_of_sh(dir: &Path, args: &str) -> std::process::Output {
+        let twobs = common::command(dir);
+        mpiexec()
             .args(["-n", "2", "sh", "-c"])
-            .arg(format!(
-                "exec {} run sdh --input p$PMI_RANK.csv --backend cpu --threads 1 --quiet --out h.csv",
-                twobs.get_program().to_str().unwrap()
-            ))
+            .arg(format!("exec {} run {args}", twobs.get_program().to_str().unwrap()))
             .envs(twobs.get_envs().filter_map(|(k, v)| Some((k, v?))))
-            .current_dir(&dir)
+            .current_dir(dir)
             .output()
-            .unwrap();
+            .unwrap()
+    }
+
+    /// Rank 0 reads the inputs for every rank: where it cannot, it ends the
+    /// job (the others wait for its broadcast) with its error and its rank.
+    #[test]
+    fn a_rank_that_fails_ends_the_others_with_its_error() {
+        let dir = folder("failing");
+        let out = two_ranks_of_sh(&dir, "sdh --input absent.csv --backend cpu --threads 1 --quiet --out h.csv");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{stderr}");
-        assert!(stderr.contains("error: rank 1 of 2") && stderr.contains("p1.csv"), "{stderr}");
+        assert!(stderr.contains("error: rank 0 of 2") && stderr.contains("absent.csv"), "{stderr}");
+    }
+
+    /// Ranks that would cut the work differently (here: other thread counts,
+    /// which make other chunks) refuse to run, each saying which rank differs.
+    #[test]
+    fn ranks_that_describe_other_machines_refuse_to_share_a_run() {
+        let dir = folder("unlike");
+        let out = two_ranks_of_sh(
+            &dir,
+            "sdh --input uniform:500 --backend cpu --threads $((PMI_RANK + 1)) --quiet --out h.csv",
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(stderr.contains("rank 0 has 1 CPU threads, but rank 1 has 2 CPU threads"), "{stderr}");
+        assert!(!dir.join("h.csv").exists());
     }
 }

@@ -127,6 +127,9 @@ pub(super) fn run_command(args: RunArgs) -> anyhow::Result<()> {
         // The other ranks would wait for this one: MPI ends them all.
         (Err(e), Some(h)) if h.0.size() > 1 => {
             eprintln!("error: rank {} of {} on {}: {e:#}", h.0.rank(), h.0.size(), h.0.host());
+            // The launcher forwards a rank's output through its proxy, which
+            // the abort ends: a moment first, for the message to get out.
+            std::thread::sleep(std::time::Duration::from_millis(300));
             h.0.abort(1)
         }
         (result, _) => result,
@@ -176,8 +179,20 @@ fn run_as(mut args: RunArgs, ranks: Option<ranks::Handle>) -> anyhow::Result<()>
     // input is read: a large input takes a while to read or draw.
     let destinations = if root { Some(Destinations::check(&problem, &args)?) } else { None };
     let mut run_opts = run_options(&args)?;
-    run_opts.ranks = ranks;
-    let (frames, input_notes) = read_points(&problem, &params, &given, &components, &opts, &args)?;
+    run_opts.ranks = ranks.clone();
+    // Rank 0 reads the inputs once and sends them to every rank.
+    let (frames, input_notes) = match ranks.as_ref().map(|h| &*h.0).filter(|r| r.size() > 1) {
+        None => read_points(&problem, &params, &given, &components, &opts, &args)?,
+        Some(r) => {
+            let read = if root {
+                let (frames, notes) = read_points(&problem, &params, &given, &components, &opts, &args)?;
+                Some(ranks::encode_frames(&frames, &notes))
+            } else {
+                None
+            };
+            ranks::decode_frames(&r.broadcast(read))?
+        }
+    };
     let mut exec = run::execute_frames(&problem, &params, &frames, &run_opts)?;
     exec.notes.splice(0..0, input_notes);
     if !args.quiet {

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
-use crate::data::Column;
+use crate::data::{Column, Inputs, PointSet};
 use crate::outcome::Totals;
 use crate::spec::Scalar;
 use crate::stage::output::Partial;
@@ -162,12 +162,7 @@ pub fn encode(parts: &[Keyed]) -> Vec<u8> {
                 put(&mut out, rows.len() as u64);
                 for (first, values, ids) in rows {
                     put(&mut out, *first as u64);
-                    out.push(scalar_code(values.scalar()));
-                    put(&mut out, values.len() as u64);
-                    (0..values.len()).for_each(|x| {
-                        let width = values.scalar().bytes() as usize;
-                        out.extend_from_slice(&values.bits(x).to_le_bytes()[..width]);
-                    });
+                    put_column(&mut out, values);
                     put(&mut out, ids.len() as u64);
                     ids.iter().for_each(|&i| out.extend_from_slice(&i.to_le_bytes()));
                 }
@@ -198,11 +193,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Keyed>, WireError> {
                 let mut out = Vec::new();
                 for _ in 0..rows {
                     let first = r.u64()? as usize;
-                    let scalar = scalar_of(r.take(1)?[0]).ok_or_else(|| r.error("an unknown value type"))?;
-                    let width = scalar.bytes() as usize;
-                    let len = r.u64()? as usize;
-                    let raw = r.take(len.checked_mul(width).ok_or_else(|| r.error("too many values"))?)?;
-                    let values = column_from(scalar, raw);
+                    let values = r.column()?;
                     let ids = r.many(4, |b| u32_at(b, 0))?;
                     out.push((first, values, ids));
                 }
@@ -216,6 +207,62 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Keyed>, WireError> {
         return Err(r.error("bytes left over after the last partial result"));
     }
     Ok(parts)
+}
+
+/// Little-endian bytes of a run's frames of point sets, for rank 0 to send
+/// every rank what it read once (and the notes its reading made).
+pub fn encode_frames(frames: &[Inputs], notes: &[String]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let text = |out: &mut Vec<u8>, t: &str| {
+        put(out, t.len() as u64);
+        out.extend_from_slice(t.as_bytes());
+    };
+    put(&mut out, notes.len() as u64);
+    notes.iter().for_each(|n| text(&mut out, n));
+    put(&mut out, frames.len() as u64);
+    for inputs in frames {
+        for set in std::iter::once(&inputs.a).chain(&inputs.b) {
+            out.push(1);
+            text(&mut out, &set.origin);
+            match &set.rows {
+                Some(rows) => {
+                    out.push(1);
+                    put(&mut out, rows.len() as u64);
+                    rows.iter().for_each(|&r| put(&mut out, r));
+                }
+                None => out.push(0),
+            }
+            put(&mut out, set.columns.len() as u64);
+            set.columns.iter().for_each(|c| put_column(&mut out, c));
+        }
+        if inputs.b.is_none() {
+            out.push(0);
+        }
+    }
+    out
+}
+
+/// The frames and notes `encode_frames` wrote.
+pub fn decode_frames(bytes: &[u8]) -> Result<(Vec<Inputs>, Vec<String>), WireError> {
+    let mut r = Reader { bytes, at: 0 };
+    let notes = (0..r.u64()?).map(|_| r.text()).collect::<Result<Vec<_>, _>>()?;
+    let mut frames = Vec::new();
+    for _ in 0..r.u64()? {
+        let a = r.point_set()?.ok_or_else(|| r.error("a frame without its set A"))?;
+        let b = r.point_set()?;
+        frames.push(Inputs { a, b });
+    }
+    if r.at != bytes.len() {
+        return Err(r.error("bytes left over after the last frame"));
+    }
+    Ok((frames, notes))
+}
+
+fn put_column(out: &mut Vec<u8>, column: &Column) {
+    out.push(scalar_code(column.scalar()));
+    put(out, column.len() as u64);
+    let width = column.scalar().bytes() as usize;
+    (0..column.len()).for_each(|x| out.extend_from_slice(&column.bits(x).to_le_bytes()[..width]));
 }
 
 fn put(out: &mut Vec<u8>, x: u64) {
@@ -271,6 +318,33 @@ impl Reader<'_> {
         Ok(out)
     }
 
+    fn column(&mut self) -> Result<Column, WireError> {
+        let scalar = scalar_of(self.take(1)?[0]).ok_or_else(|| self.error("an unknown value type"))?;
+        let len = self.u64()? as usize;
+        let raw = self.take(len.checked_mul(scalar.bytes() as usize).ok_or_else(|| self.error("too many values"))?)?;
+        Ok(column_from(scalar, raw))
+    }
+
+    fn text(&mut self) -> Result<String, WireError> {
+        let len = self.u64()? as usize;
+        let raw = self.take(len)?.to_vec();
+        String::from_utf8(raw).map_err(|_| self.error("text that is not UTF-8"))
+    }
+
+    /// A point set, or None where the frame has no set B.
+    fn point_set(&mut self) -> Result<Option<PointSet>, WireError> {
+        if self.take(1)?[0] == 0 {
+            return Ok(None);
+        }
+        let origin = self.text()?;
+        let rows = match self.take(1)?[0] {
+            0 => None,
+            _ => Some(self.many(8, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))?),
+        };
+        let columns = (0..self.u64()?).map(|_| self.column()).collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(PointSet { columns, origin, rows }))
+    }
+
     fn u64(&mut self) -> Result<u64, WireError> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
     }
@@ -312,6 +386,31 @@ mod tests {
         }
         let Partial::Totals(Totals::Sums(s)) = &back[1].1 else { panic!("sums") };
         assert!(s[2].is_nan() && s[1].is_sign_negative() && s[4] == 1e-310);
+    }
+
+    #[test]
+    fn frames_of_point_sets_come_back_from_the_wire_as_they_left() {
+        let set = |origin: &str, rows| PointSet {
+            columns: vec![Column::F32(vec![0.25, -1.5, f32::MAX]), Column::I32(vec![7, -7, 0])],
+            origin: origin.into(),
+            rows,
+        };
+        let frames = vec![
+            Inputs { a: set("a.npy", None), b: Some(set("b.csv", Some(vec![0, 2, 5]))) },
+            Inputs { a: set("uniform:3 (seed 1)", None), b: None },
+        ];
+        let notes = vec!["a note".to_owned(), String::new()];
+        let (back, notes_back) = decode_frames(&encode_frames(&frames, &notes)).expect("decodes");
+        assert_eq!(notes_back, notes);
+        assert_eq!(back.len(), 2);
+        for (x, y) in frames.iter().zip(&back) {
+            for (s, t) in std::iter::once(&x.a).chain(&x.b).zip(std::iter::once(&y.a).chain(&y.b)) {
+                assert_eq!((&s.columns, &s.origin, &s.rows), (&t.columns, &t.origin, &t.rows));
+            }
+            assert_eq!(x.b.is_some(), y.b.is_some());
+        }
+        let bytes = encode_frames(&frames, &notes);
+        assert!(decode_frames(&bytes[..bytes.len() - 1]).is_err());
     }
 
     #[test]
