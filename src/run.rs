@@ -440,7 +440,7 @@ impl Run<'_> {
                     threads: 0,
                     taken: run.timings.per_gpu.iter().map(|g| g.pieces).sum(),
                     pairs: run.timings.per_gpu.iter().map(|g| g.pairs).sum(),
-                    compute_s: compute_s,
+                    compute_s,
                 };
                 self.combined(r, parts, work, |parts| {
                     output::merge(shape.collect, problem.function.returns, inputs.a.len(), parts)

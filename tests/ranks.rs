@@ -5,6 +5,7 @@
 //! hang. Needs `--features mpi` and an MPI on the PATH
 //! (`scripts/install-mpi.sh`); `scripts/test.sh` runs it so.
 
+#[cfg(feature = "mpi")]
 mod common;
 
 #[cfg(not(feature = "mpi"))]
@@ -84,7 +85,7 @@ mod with_mpi {
         args.extend(case.args.iter().cloned());
         args.extend(["--backend", "cpu", "--threads", "2", "--quiet", "--out", out].map(str::to_owned));
         let output = match ranks {
-            None => common::command(dir).args(&args).output().unwrap(),
+            None => common::twobs(dir, &args.iter().map(String::as_str).collect::<Vec<_>>()),
             Some(n) => {
                 let twobs = common::command(dir);
                 mpiexec()
@@ -96,12 +97,7 @@ mod with_mpi {
                     .unwrap()
             }
         };
-        assert!(
-            output.status.success(),
-            "{} on {ranks:?} ranks failed: {}",
-            case.name,
-            String::from_utf8_lossy(&output.stderr)
-        );
+        assert!(output.status.success(), "{} on {ranks:?} ranks failed: {}", case.name, common::stderr(&output));
         std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {} not written: {e}", case.name, file.display()))
     }
 
@@ -144,7 +140,7 @@ mod with_mpi {
             .current_dir(&dir)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{}", common::stderr(&out));
         let report: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("r.json")).unwrap()).unwrap();
         let ranks = report["ranks"].as_array().expect("a list of ranks");
         assert_eq!(ranks.len(), 3, "{report}");
@@ -262,7 +258,7 @@ mod with_mpi {
     fn a_rank_that_fails_ends_the_others_with_its_error() {
         let dir = folder("failing");
         let out = two_ranks_of_sh(&dir, "sdh --input absent.csv --backend cpu --threads 1 --quiet --out h.csv");
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = common::stderr(&out);
         assert!(!out.status.success(), "{stderr}");
         assert!(stderr.contains("error: rank 0 of 2") && stderr.contains("absent.csv"), "{stderr}");
     }
@@ -276,7 +272,7 @@ mod with_mpi {
             &dir,
             "sdh --input uniform:500 --backend cpu --threads $((PMI_RANK + 1)) --quiet --out h.csv",
         );
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = common::stderr(&out);
         assert!(!out.status.success(), "{stderr}");
         assert!(stderr.contains("rank 0 has 1 CPU threads, but rank 1 has 2 CPU threads"), "{stderr}");
         assert!(!dir.join("h.csv").exists());

@@ -300,6 +300,14 @@ impl Results {
             Results::Parts(_) => panic!("a rank's partial results are merged on rank 0, not taken as an outcome"),
         }
     }
+
+    /// [`Results::merged`], borrowed.
+    pub fn outcome(&self) -> &Outcome {
+        match self {
+            Results::Merged(outcome) => outcome,
+            Results::Parts(_) => panic!("a rank's partial results are merged on rank 0, not taken as an outcome"),
+        }
+    }
 }
 
 pub struct GpuRun {
@@ -932,22 +940,20 @@ fn compute(
     timings.upload_s += residents.iter().flatten().map(|r| r.upload_s).sum::<f64>();
     let parts = gather(results, cpu_results, ordinals, job.start.elapsed().as_secs_f64(), &mut timings, split)?;
     let combine = Instant::now();
-    if ask.part.counter.is_some() {
-        // A rank's part: rank 0 merges every rank's partials.
-        let results = Results::Parts(parts.0);
-        timings.wall_s = wall.elapsed().as_secs_f64();
-        return Ok(GpuRun {
-            results,
-            devices: devices.to_vec(),
-            plans,
-            timings,
-            notes,
-            block_points,
-            index,
-            schedule: None,
-        });
-    }
-    let outcome = match (stage.collect(), parts) {
+    // A rank's part: rank 0 merges every rank's partials.
+    let results = match ask.part.counter {
+        Some(_) => Results::Parts(parts.0),
+        None => Results::Merged(merge(ask, stage, parts)),
+    };
+    timings.combine_s += combine.elapsed().as_secs_f64();
+    timings.wall_s = wall.elapsed().as_secs_f64();
+    Ok(GpuRun { results, devices: devices.to_vec(), plans, timings, notes, block_points, index, schedule: None })
+}
+
+/// The GPUs' partial results merged, with the CPU's KNN rows where it took part.
+fn merge(ask: Ask, stage: OutputStage, parts: (Vec<Partial>, Option<Vec<hybrid::CpuRows>>)) -> Outcome {
+    let Ask { problem, inputs, .. } = ask;
+    match (stage.collect(), parts) {
         // A search of rings wrote each list to its query's input row itself;
         // the CPU's lists go over the rows it took.
         (Collect::Knn { k }, (parts, Some(cpu_rows))) => {
@@ -958,11 +964,7 @@ fn compute(
             hybrid::lists_with_cpu_rows(k as usize, problem.function.returns, inputs.a.len(), gpu, cpu_rows)
         }
         (collect, (parts, _)) => output::merge(collect, problem.function.returns, inputs.a.len(), parts),
-    };
-    timings.combine_s += combine.elapsed().as_secs_f64();
-    timings.wall_s = wall.elapsed().as_secs_f64();
-    let results = Results::Merged(outcome);
-    Ok(GpuRun { results, devices: devices.to_vec(), plans, timings, notes, block_points, index, schedule: None })
+    }
 }
 
 /// Each GPU's drain of the direct output buffer, where the output is pairs.
