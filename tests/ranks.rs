@@ -49,6 +49,8 @@ mod with_mpi {
             case("knn-rings", "knn --input uniform:1500 --param k=5", "npy"),
             case("knn-two-sets", "knn --input uniform:700 --input uniform:600 --param k=3 --index none", "npy"),
             case("nlj-grid", "nlj --input ka.csv --input kb.csv --param d=2", "npy"),
+            // Rank 0 checks the merged result against every pair.
+            case("selfjoin-grid-verified", "selfjoin --input uniform:2000 --verify", "npy"),
         ]
     }
 

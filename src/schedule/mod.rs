@@ -639,6 +639,20 @@ mod tests {
     }
 
     #[test]
+    fn ranks_describe_their_gpus_rank_after_rank_and_take_their_own_places() {
+        let one = Workers::described(&h200(), 2, 1 << 37, 2, 32);
+        let four = one.repeated(4);
+        assert_eq!(four.gpus.len(), 8);
+        assert_eq!((four.gpu_memory, four.streams, four.cores), (one.gpu_memory, one.streams, one.cores));
+        assert_eq!(four.describe(), Workers::described(&h200(), 8, 1 << 37, 2, 32).describe());
+        // Rank r's GPUs are places 2r, 2r + 1 of the schedule's GPUs.
+        let part = |rank: usize| Part { first_gpu: 2 * rank, counter: None };
+        assert_eq!((0..4).map(|r| part(r).gpus(2, 8)).collect::<Vec<_>>(), vec![2, 2, 2, 2]);
+        // A schedule of 3 GPUs: rank 1 runs one of its two, ranks 2 and 3 none.
+        assert_eq!((0..4).map(|r| part(r).gpus(2, 3)).collect::<Vec<_>>(), vec![2, 1, 0, 0]);
+    }
+
+    #[test]
     fn even_rows_split_evenly() {
         let row_start: Vec<u32> = (0..=100).map(|r| 3 * r).collect();
         let pairs = vec![10u64; 300];
