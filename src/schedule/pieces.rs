@@ -149,6 +149,8 @@ pub struct Cut {
     /// GPUs that share one queue: this process's, or every rank's where
     /// ranks share it (the first pieces are a 1/(2W) share for W streams in all).
     pub gpus: usize,
+    /// Each GPU walks its own rows of a grid (`Sharing::Rows`): a queue a GPU.
+    pub own_rows: bool,
     pub piece_pairs: Option<u64>,
     pub with_cpu: bool,
     pub rings: bool,
@@ -183,7 +185,7 @@ pub fn queues(
     let tile = plan.launch.block_size as u64;
     let max_partners = kernels.iter().filter_map(|[own, _]| (*own)?.launch.partners_per_launch).min();
     // One queue that every GPU shares, or a queue for each GPU's own share.
-    let workers = if shares.len() == 1 { cut.gpus.max(1) * streams } else { streams };
+    let workers = if cut.own_rows { streams } else { cut.gpus.max(1) * streams };
     shares
         .into_iter()
         .map(|(work, pairs)| {

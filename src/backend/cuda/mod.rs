@@ -504,7 +504,7 @@ fn run_schedule(
         Found::Host(grid, _) => Some(grid),
         _ => None,
     };
-    let mut run = compute(ask, ready, grid_work, summary, host_grid, &mut split, ordinals, devices, wall, all.len())?;
+    let mut run = compute(ask, ready, grid_work, summary, host_grid, &mut split, ordinals, devices, wall, schedule)?;
     run.timings.hybrid = split;
     run.schedule = Some(schedule.clone());
     // Fewer GPUs than the run was given: the report says why.
@@ -848,7 +848,7 @@ fn compute(
     ordinals: &[usize],
     devices: &[Device],
     wall: Instant,
-    all_gpus: usize,
+    schedule: &Schedule,
 ) -> Result<GpuRun, GpuError> {
     let Ask { problem, inputs, opts, progress, .. } = ask;
     let Ready {
@@ -886,8 +886,17 @@ fn compute(
         .iter()
         .map(|(own, between)| [own.as_ref().map(|l| &l.plan), between.as_ref().map(|l| &l.plan)])
         .collect();
-    let cut =
-        pieces::Cut { streams, gpus: all_gpus, piece_pairs: opts.piece_pairs, with_cpu: cpu_driver.is_some(), rings };
+    // A split by rows gives each GPU a queue of its own; every other queue is
+    // shared by every GPU taking part, every rank's.
+    let own_rows = grid_work.is_some() && schedule.sharing == Sharing::Rows;
+    let cut = pieces::Cut {
+        streams,
+        gpus: schedule.gpus,
+        own_rows,
+        piece_pairs: opts.piece_pairs,
+        with_cpu: cpu_driver.is_some(),
+        rings,
+    };
     let queues = pieces::queues(&kernel_plans, groups, grid_work, [&a_blocks, &b_blocks], cut);
     timings.pieces = queues.iter().map(|q| q.iter().map(Vec::len).sum::<usize>()).sum::<usize>() as u64;
     // No more streams than groups to share: an idle stream would only allocate
@@ -913,7 +922,8 @@ fn compute(
         value: problem.function.returns,
     };
     // Where ranks share one queue, each takes the places a counter hands out.
-    let shared = (queues.len() == 1).then_some(ask.part.counter).flatten().map(|c| (c, queues[0].len()));
+    let shared = ask.part.counter.filter(|_| !own_rows).map(|c| (c, queues[0].len()));
+    assert!(shared.is_none() || queues.len() == 1, "ranks share one queue");
     assert!(
         shared.is_none() || cpu_driver.is_none(),
         "the CPU beside the GPUs takes from the back of this process's queue alone"
