@@ -3,9 +3,12 @@
 //! from rank 0.
 //!
 //! A counter lives on rank 0. There, a thread of its own answers the other
-//! ranks' requests (blocking receives, which keep MPI's progress going
-//! while rank 0's own threads compute), and rank 0's threads take from the
-//! same atomic directly. Another rank's threads ask one at a time: a
+//! ranks' requests (its probes keep MPI's progress going while rank 0's own
+//! threads compute; it probes without rest for [`SPIN`] after a request,
+//! which keeps up with requests in a burst, and sleeps [`IDLE`] between
+//! probes after that, where a blocking receive would spin a core that a CPU
+//! run's threads need), and rank 0's threads take from the same atomic
+//! directly. Another rank's threads ask one at a time: a
 //! request, then its answer. Messages of one counter carry tags of its own,
 //! so counters of successive lists (frames) never mix.
 
@@ -24,6 +27,14 @@ use super::{Counter, Ranks};
 /// A request for the next position, and a rank's word that it has stopped asking.
 const ASK: u64 = 0;
 const DONE: u64 = 1;
+
+/// How long the counter's server sleeps after a probe that found no request,
+/// once [`SPIN`] has passed without one: a piece of work is milliseconds, an
+/// answer this much later costs nothing.
+const IDLE: std::time::Duration = std::time::Duration::from_micros(20);
+
+/// How long after a request the counter's server probes without sleeping.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(500);
 
 /// Bytes a message carries at most (MPI counts in 32-bit integers).
 const MESSAGE_BYTES: usize = 1 << 30;
@@ -93,9 +104,16 @@ impl Ranks for World {
         let served = next.clone();
         let server = std::thread::spawn(move || {
             let world = world();
-            let mut done = 0;
+            let (mut done, mut last) = (0, std::time::Instant::now());
             while done < others {
-                let (word, status) = world.any_process().receive_with_tag::<u64>(tag);
+                let Some((message, _)) = world.any_process().immediate_matched_probe_with_tag(tag) else {
+                    if last.elapsed() > SPIN {
+                        std::thread::sleep(IDLE);
+                    }
+                    continue;
+                };
+                last = std::time::Instant::now();
+                let (word, status) = message.matched_receive::<u64>();
                 match word {
                     DONE => done += 1,
                     _ => {
