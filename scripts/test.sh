@@ -4,6 +4,11 @@
 # kernel the generator can emit, so the suite needs libnvrtc: this script
 # installs CUDA 13.0's NVRTC from PyPI into target/nvrtc when it is missing and
 # puts it on the library path, where cudarc finds it.
+#
+# Then the MPI ranks' tests (tests/ranks.rs, issue 34): an MPI is installed
+# (scripts/install-mpi.sh) and the build with `--features mpi` runs every
+# built-in under `mpiexec -n 1, 2, 4` against one process. With arguments
+# (a filter, say) only `cargo test "$@"` and the Python tests run, and the script says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,3 +25,12 @@ export LD_LIBRARY_PATH="$NVRTC_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 cargo test --locked "$@"
 # The Python package, against the command line just built.
 scripts/test-python.sh
+
+if [[ $# -gt 0 ]]; then
+  echo "test.sh: the MPI ranks' tests did not run (arguments were given); scripts/test.sh alone runs them" >&2
+  exit 0
+fi
+scripts/install-mpi.sh
+start=$SECONDS
+cargo test --locked --features mpi --test ranks
+echo "test.sh: the MPI ranks' tests (build and run) took $((SECONDS - start)) s" >&2

@@ -25,6 +25,7 @@ pub mod outcome;
 pub mod plan;
 pub mod plot;
 pub mod problems;
+pub mod ranks;
 pub mod report;
 pub mod run;
 pub mod schedule;

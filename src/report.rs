@@ -266,6 +266,7 @@ pub fn present(
     }
     say_timings(exec, &lines);
     say_gpus(exec, &lines);
+    say_ranks(exec, &lines);
     if let Some(v) = &exec.verified {
         lines.say(format!("verified: {v}"));
     }
@@ -505,6 +506,27 @@ fn say_gpus(exec: &Execution, lines: &Lines) {
     }
 }
 
+/// What each MPI rank took of the run, where several shared it.
+fn say_ranks(exec: &Execution, lines: &Lines) {
+    if exec.ranks.is_empty() {
+        return;
+    }
+    let pairs: u128 = exec.ranks.iter().map(|r| r.pairs).sum();
+    let slowest = exec.ranks.iter().map(|r| r.compute_s).fold(0.0, f64::max);
+    lines.say(format!("  MPI: {} ranks shared the work; the slowest computed for {slowest:.3} s", exec.ranks.len()));
+    for r in &exec.ranks {
+        let on = if r.gpus > 0 { format!("{} GPU(s)", r.gpus) } else { format!("{} CPU threads", r.threads) };
+        lines.say(format!(
+            "  rank {} on {} ({on}): {} pieces of the shared list, {:.1}% of the pairs, {:.3} s",
+            r.rank,
+            r.host,
+            r.taken,
+            100.0 * r.pairs as f64 / pairs.max(1) as f64,
+            r.compute_s
+        ));
+    }
+}
+
 /// The JSON report: the problem, the inputs, the run, and the result.
 fn report(
     problem: &Problem,
@@ -533,5 +555,6 @@ fn report(
         "timings": exec.timings,
         "plans": exec.plans,
         "verified": exec.verified,
+        "ranks": exec.ranks,
     })
 }

@@ -15,8 +15,11 @@ use crate::data::{Inputs, OutOfF32};
 use crate::index::{self, IndexChoice, IndexError, Shapes, Summary};
 use crate::outcome::Outcome;
 use crate::plan::{Plan, Points, Shape};
-use crate::schedule::{GpuOptions, Indexing, Schedule, ScheduleError, Workers};
+use crate::ranks::{self, Keyed, RankWork, Ranks, WireError};
+use crate::schedule::{GpuOptions, Hybrid, Indexing, Part, Schedule, ScheduleError, Workers};
 use crate::spec::{Params, Problem};
+use crate::stage::output::Partial;
+use crate::stage::output::{self, Collect};
 use crate::verify::{self, VerifyError};
 
 /// Which backend to run on.
@@ -65,6 +68,10 @@ pub enum RunError {
     Index(#[from] IndexError),
     #[error(transparent)]
     Schedule(#[from] ScheduleError),
+    #[error(transparent)]
+    Wire(#[from] WireError),
+    #[error("the MPI ranks cannot share one schedule: {0}")]
+    Unlike(String),
 }
 
 #[derive(Debug, Clone)]
@@ -81,6 +88,8 @@ pub struct RunOptions {
     /// Whether a cut-off problem visits only the pairs of neighbouring grid cells.
     pub index: IndexChoice,
     pub cache: Cache,
+    /// The MPI ranks that share this run, where it is one of several processes.
+    pub ranks: Option<ranks::Handle>,
 }
 
 /// Seconds spent in each stage.
@@ -131,6 +140,8 @@ pub struct Execution {
     pub schedule: Vec<(&'static str, String)>,
     /// What --verify compared.
     pub verified: Option<String>,
+    /// What each MPI rank did, on rank 0 of a run of several (empty otherwise).
+    pub ranks: Vec<RankWork>,
 }
 
 fn progress_bar(total: u128, quiet: bool) -> ProgressBar {
@@ -295,7 +306,9 @@ fn execute_one(
         Backend::Cuda => run.on_gpus(notes)?,
         Backend::Cpu => run.on_cpu(notes, threads, f64_mode)?,
     };
-    if opts.verify {
+    // Under MPI, rank 0 holds the merged result and checks it.
+    let holds_result = opts.ranks.as_ref().is_none_or(|h| h.0.rank() == 0);
+    if opts.verify && holds_result {
         let t = Instant::now();
         let under = match exec.backend {
             Backend::Cuda => verify::Under::Gpu,
@@ -369,19 +382,44 @@ impl Run<'_> {
         let Run { problem, params, inputs, opts, shape } = *self;
         let bar = progress_bar(shape.pairs, opts.quiet);
         let gpus = cuda::gpus(&opts.gpu)?;
+        let ranked = opts.ranks.as_ref().map(|h| &*h.0);
+        let mut gpu_opts = opts.gpu.clone();
+        // Every rank makes the schedule for every rank's GPUs.
+        let workers = match ranked {
+            None => gpus.workers.clone(),
+            Some(r) => {
+                agree(r, gpus.workers.describe())?;
+                if gpu_opts.hybrid != Hybrid::Off {
+                    notes.push("MPI ranks: the GPUs alone (the CPU beside the GPUs takes from the back of one process's queue, which ranks share)".into());
+                    gpu_opts.hybrid = Hybrid::Off;
+                }
+                gpus.workers.repeated(r.size())
+            }
+        };
         let start = Instant::now();
-        let schedule = Schedule::make(problem, params, &Shapes::of(inputs), opts.index, &opts.gpu, &gpus.workers)?;
+        let schedule = Schedule::make(problem, params, &Shapes::of(inputs), opts.index, &gpu_opts, &workers)?;
         let schedule_s = start.elapsed().as_secs_f64();
+        let counter = ranked.map(|r| r.counter());
+        let part =
+            Part { first_gpu: ranked.map_or(0, |r| r.rank() * gpus.ordinals.len()), counter: counter.as_deref() };
         let ask = cuda::Ask {
             problem,
             params,
             inputs,
             choice: opts.index,
-            opts: &opts.gpu,
+            opts: &gpu_opts,
             cache: &opts.cache,
             progress: &bar,
+            part,
         };
-        let run = cuda::run_scheduled(ask, &gpus, &schedule, schedule_s)?;
+        let mine = part.gpus(gpus.ordinals.len(), schedule.gpus);
+        let run = (mine > 0).then(|| cuda::run_scheduled(ask, &gpus, &schedule, schedule_s)).transpose();
+        // This rank has stopped taking work (rank 0 waits here for the others).
+        drop(counter);
+        let Some(run) = run? else {
+            let r = ranked.expect("rank 0 runs the first GPU");
+            return idle_rank(r, self.shape, notes, &schedule);
+        };
         bar.finish_and_clear();
         notes.extend(run.notes.iter().cloned());
         let g = &run.timings;
@@ -392,6 +430,26 @@ impl Run<'_> {
             nvrtc::fp_instructions(&codegen::render_probe(problem, params, run.plans[0].test), &run.devices[0].arch())
                 .ok();
         let name = &run.devices[0].name;
+        let (outcome, ranks) = match (run.results, ranked) {
+            (cuda::Results::Merged(outcome), _) => (outcome, Vec::new()),
+            (cuda::Results::Parts(parts), Some(r)) => {
+                let key = |i: usize| ((r.rank() as u64) << 32) | i as u64;
+                let parts = parts.into_iter().enumerate().map(|(i, p)| (key(i), p)).collect();
+                let work = RankWork {
+                    rank: r.rank(),
+                    host: r.host(),
+                    gpus: run.devices.len(),
+                    threads: 0,
+                    taken: run.timings.per_gpu.iter().map(|g| g.pieces).sum(),
+                    pairs: run.timings.per_gpu.iter().map(|g| g.pairs).sum(),
+                    compute_s,
+                };
+                self.combined(r, parts, work, |parts| {
+                    output::merge(shape.collect, problem.function.returns, inputs.a.len(), parts)
+                })?
+            }
+            (cuda::Results::Parts(_), None) => unreachable!("partial results come back only from a rank's part"),
+        };
         Ok(Execution {
             backend: Backend::Cuda,
             device: format!(
@@ -404,7 +462,7 @@ impl Run<'_> {
             notes,
             shape,
             index: run.index,
-            outcome: run.outcome,
+            outcome,
             timings: Timings {
                 compile_s: g.compile_s,
                 compute_s,
@@ -421,6 +479,7 @@ impl Run<'_> {
             plans: run.plans,
             schedule: run.schedule.as_ref().map(Schedule::describe).unwrap_or_default(),
             verified: None,
+            ranks,
         })
     }
 
@@ -444,7 +503,27 @@ impl Run<'_> {
             notes.push(format!("the cached CPU driver was built again: {why}"));
         }
         let compute = Instant::now();
-        let outcome = driver.run(inputs, grid.as_ref(), threads, &bar)?;
+        let (outcome, ranks) = match opts.ranks.as_ref().map(|h| &*h.0) {
+            None => (driver.run(inputs, grid.as_ref(), threads, &bar)?, Vec::new()),
+            Some(r) => {
+                // The chunks depend on the thread count: every rank must cut alike.
+                agree(r, format!("{threads} CPU threads"))?;
+                let counter = r.counter();
+                let ran = driver.run_parts(inputs, grid.as_ref(), threads, &bar, &*counter);
+                drop(counter);
+                let (parts, pairs) = ran?;
+                let work = RankWork {
+                    rank: r.rank(),
+                    host: r.host(),
+                    gpus: 0,
+                    threads,
+                    taken: parts.len() as u64,
+                    pairs,
+                    compute_s: compute.elapsed().as_secs_f64(),
+                };
+                self.combined(r, parts, work, |parts| driver.finish(inputs, grid.as_ref(), parts))?
+            }
+        };
         bar.finish_and_clear();
         let compute_s = compute.elapsed().as_secs_f64() + index_s.unwrap_or(0.0);
         let pairs = index.pairs;
@@ -469,6 +548,77 @@ impl Run<'_> {
             plans: vec![],
             schedule: schedule.describe(),
             verified: None,
+            ranks,
         })
     }
+
+    /// On rank 0, every rank's partials (`parts` are this rank's) merged
+    /// by `merge` in key order, and what each rank did; on the other ranks
+    /// the outcome keeps nothing (what they found went to rank 0).
+    fn combined(
+        &self,
+        r: &dyn Ranks,
+        parts: Vec<Keyed>,
+        work: RankWork,
+        merge: impl FnOnce(Vec<Partial>) -> Outcome,
+    ) -> Result<(Outcome, Vec<RankWork>), RunError> {
+        let works = r.gather(serde_json::to_vec(&work).expect("a rank's work is plain data"));
+        let parts = r.gather(ranks::encode(&parts));
+        let (Some(works), Some(parts)) = (works, parts) else {
+            return Ok((kept_elsewhere(&self.shape), Vec::new()));
+        };
+        let works = works
+            .iter()
+            .map(|b| {
+                serde_json::from_slice(b).map_err(|e| WireError { at: e.column(), len: b.len(), what: e.to_string() })
+            })
+            .collect::<Result<Vec<RankWork>, _>>()?;
+        let parts = parts.iter().map(|b| ranks::decode(b)).collect::<Result<Vec<_>, _>>()?;
+        Ok((merge(ranks::in_order(parts)), works))
+    }
+}
+
+/// What a rank other than 0 keeps of a run: nothing, of the run's kind.
+fn kept_elsewhere(shape: &Shape) -> Outcome {
+    match shape.collect {
+        Collect::Totals { total, .. } => Outcome::Totals(total.zeros(0)),
+        Collect::Pairs => Outcome::Pairs(Default::default()),
+        Collect::Knn { k } => {
+            Outcome::Knn { k: k as usize, ids: Vec::new(), values: crate::data::Column::F32(Vec::new()) }
+        }
+    }
+}
+
+/// Whether every rank describes the same machine (`mine`): rank 0 compares,
+/// and every rank gets its verdict, so that all go on or all stop.
+fn agree(r: &dyn Ranks, mine: String) -> Result<(), RunError> {
+    let verdict = r.gather(mine.into_bytes()).map(|all| {
+        let described: Vec<String> = all.into_iter().map(|b| String::from_utf8_lossy(&b).into_owned()).collect();
+        ranks::unlike(&described).unwrap_or_default().into_bytes()
+    });
+    match r.broadcast(verdict) {
+        v if v.is_empty() => Ok(()),
+        v => Err(RunError::Unlike(String::from_utf8_lossy(&v).into_owned())),
+    }
+}
+
+/// A rank none of whose GPUs the schedule takes (a run too small for every
+/// rank's GPUs): it sends rank 0 nothing but its word.
+fn idle_rank(r: &dyn Ranks, shape: Shape, notes: Vec<String>, schedule: &Schedule) -> Result<Execution, RunError> {
+    let work = RankWork { rank: r.rank(), host: r.host(), gpus: 0, threads: 0, taken: 0, pairs: 0, compute_s: 0.0 };
+    let _ = r.gather(serde_json::to_vec(&work).expect("a rank's work is plain data"));
+    let _ = r.gather(ranks::encode(&[]));
+    Ok(Execution {
+        backend: Backend::Cuda,
+        device: format!("none of this rank's GPUs: {}", schedule.why_gpus),
+        notes,
+        shape,
+        index: Summary::brute("this rank took no part".into(), 0),
+        outcome: kept_elsewhere(&shape),
+        timings: Timings::default(),
+        plans: Vec::new(),
+        schedule: schedule.describe(),
+        verified: None,
+        ranks: Vec::new(),
+    })
 }

@@ -475,7 +475,7 @@ pub fn on_gpu(
         let hidden = indicatif::ProgressBar::hidden();
         let run = cuda::run(&case.problem, &case.params, &case.inputs, IndexChoice::None, &opts, &cache, &hidden)
             .map_err(|e| Box::new(RunError::Gpu(e)))?;
-        Ok((run.outcome, run.timings.kernel_s))
+        Ok((run.results.merged(), run.timings.kernel_s))
     }
 }
 

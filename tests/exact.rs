@@ -633,6 +633,7 @@ fn run_f64(name: &str, params: &[String], inputs: &Inputs) -> Outcome {
         verify: false,
         index: twobs::index::IndexChoice::Auto,
         cache: cache(),
+        ranks: None,
     };
     twobs::run::execute(&p, &params, inputs, &opts).unwrap().outcome
 }
@@ -804,6 +805,7 @@ fn execute(
         verify: false,
         index: twobs::index::IndexChoice::Auto,
         cache: cache(),
+        ranks: None,
     };
     twobs::run::execute(p, &p.bind(params).unwrap(), inputs, &opts).map_err(|e| e.to_string())
 }

@@ -35,6 +35,7 @@ fn options(index: IndexChoice) -> RunOptions {
         verify: false,
         index,
         cache: Cache::at(concat!(env!("CARGO_TARGET_TMPDIR"), "/twobs-cache")),
+        ranks: None,
     }
 }
 

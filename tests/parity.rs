@@ -223,7 +223,7 @@ fn case(
     let cpu = CpuDriver::compile(problem, &params, &shape, IndexKind::None, false, &cache)
         .map_err(|e| format!("CPU: {e}"))?;
     let reference = cpu.run(&inputs, None, threads, &hidden).map_err(|e| format!("CPU: {e}"))?;
-    if let Some(d) = run.outcome.difference(&reference) {
+    if let Some(d) = run.results.outcome().difference(&reference) {
         return Err(format!("seed {seed}, plan {}: the GPU differs from the CPU: {d}", run.plans[0].variant).into());
     }
     gpus_took_their_share(&run, &opts)

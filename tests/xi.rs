@@ -31,6 +31,7 @@ fn cpu() -> RunOptions {
         verify: false,
         index: twobs::index::IndexChoice::Auto,
         cache: Cache::at(concat!(env!("CARGO_TARGET_TMPDIR"), "/twobs-cache")),
+        ranks: None,
     }
 }
 

@@ -21,6 +21,7 @@ use crate::index::{Grid, IndexKind};
 use crate::memory::{Host, TooLarge};
 use crate::outcome::Outcome;
 use crate::plan::Shape;
+use crate::ranks::{Counter, Keyed, Local};
 use crate::spec::{Params, Problem, Scalar};
 use crate::stage::RingShape;
 use crate::stage::output::{self, Collect, Partial, Total};
@@ -304,6 +305,33 @@ impl CpuDriver {
         threads: usize,
         progress: &ProgressBar,
     ) -> Result<Outcome, CpuError> {
+        let (parts, _) = self.run_parts(inputs, grid, threads, progress, &Local::default())?;
+        Ok(self.finish(inputs, grid, parts.into_iter().map(|(_, p)| p).collect()))
+    }
+
+    /// The outcome of every chunk's partial result, in chunk order.
+    pub fn finish(&self, inputs: &Inputs, grid: Option<&Grid>, parts: Vec<Partial>) -> Outcome {
+        let outcome = output::merge(self.collect, self.value, inputs.a.len(), parts);
+        match grid {
+            Some(g) if self.index == IndexKind::Rings => outcome.rows_from_cell_order(&g.a.perm),
+            _ => outcome,
+        }
+    }
+
+    /// [`CpuDriver::run`]'s chunks, each keyed by its place: the chunks
+    /// this process's threads took from `counter`, which hands out chunk
+    /// numbers (to this process alone, or to every rank of an MPI run). The
+    /// chunks depend on the work and on `threads`, not on who takes them,
+    /// so merged in key order they add up alike on any number of ranks.
+    /// Also returns the pairs the chunks taken here visited.
+    pub fn run_parts(
+        &self,
+        inputs: &Inputs,
+        grid: Option<&Grid>,
+        threads: usize,
+        progress: &ProgressBar,
+        counter: &dyn Counter,
+    ) -> Result<(Vec<Keyed>, u128), CpuError> {
         let walker = self.walker(inputs, grid);
         let items = walker.items();
         let threads = threads.max(1);
@@ -338,12 +366,12 @@ impl CpuDriver {
             self.check_pairs_fit(&walker, &host)?;
         }
         let chunks = items.div_ceil(chunk);
-        let next = AtomicUsize::new(0);
         // Pairs found so far, and whether they outgrew the memory available.
         let found = AtomicU64::new(0);
         let most_pairs = host.map_or(u64::MAX, |h| h.available / 8);
         let (stop, done) = (AtomicBool::new(false), AtomicUsize::new(0));
         let watch = crate::stop::Watch::start();
+        let visited = AtomicU64::new(0);
 
         // Workers take chunks of work items in turn; results are kept per
         // chunk, so that their merge does not depend on which thread ran which.
@@ -351,8 +379,11 @@ impl CpuDriver {
             let mut out = Vec::new();
             let mut buffer = walker.buffer();
             loop {
-                let c = next.fetch_add(1, Ordering::Relaxed);
-                if c >= chunks || stop.load(Ordering::Relaxed) || watch.asked() {
+                if stop.load(Ordering::Relaxed) || watch.asked() {
+                    break;
+                }
+                let c = usize::try_from(counter.next()).unwrap_or(usize::MAX);
+                if c >= chunks {
                     break;
                 }
                 let (lo, hi) = (c * chunk, ((c + 1) * chunk).min(items));
@@ -364,7 +395,9 @@ impl CpuDriver {
                 }
                 out.push((c, part));
                 done.fetch_add(hi - lo, Ordering::Relaxed);
-                progress.inc(walker.pairs_of(lo, hi));
+                let pairs = walker.pairs_of(lo, hi);
+                visited.fetch_add(pairs, Ordering::Relaxed);
+                progress.inc(pairs);
             }
             out
         };
@@ -391,12 +424,7 @@ impl CpuDriver {
             .into());
         }
         parts.sort_by_key(|(c, _)| *c);
-        let outcome =
-            output::merge(self.collect, self.value, inputs.a.len(), parts.into_iter().map(|(_, p)| p).collect());
-        Ok(match grid {
-            Some(g) if walker.rings => outcome.rows_from_cell_order(&g.a.perm),
-            _ => outcome,
-        })
+        Ok((parts.into_iter().map(|(c, p)| (c as u64, p)).collect(), u128::from(visited.into_inner())))
     }
 
     /// Refuses, before the run, pairs that cannot fit `host`'s memory. Where

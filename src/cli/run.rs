@@ -9,6 +9,7 @@ use super::{BackendArg, DEFAULT_STREAMS, ForcedArgs, FormatArg, bind, load, with
 use crate::cache::Cache;
 use crate::data::{self, InputOptions, Inputs, Outside, PointSet, read_frames};
 use crate::index::IndexChoice;
+use crate::ranks;
 use crate::report::{self, OutputOptions};
 use crate::run::{self, Execution, RunOptions};
 use crate::schedule::{GpuOptions, Hybrid};
@@ -121,6 +122,48 @@ pub(super) struct RunArgs {
 const DEFAULT_DATASET_POINTS: u64 = 20_000;
 
 pub(super) fn run_command(args: RunArgs) -> anyhow::Result<()> {
+    let ranks = start_ranks()?;
+    match (run_as(args, ranks.clone()), &ranks) {
+        // The other ranks would wait for this one: MPI ends them all.
+        (Err(e), Some(h)) if h.0.size() > 1 => {
+            eprintln!("error: rank {} of {} on {}: {e:#}", h.0.rank(), h.0.size(), h.0.host());
+            // The launcher forwards a rank's output through its proxy, which
+            // the abort ends: a moment first, for the message to get out.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            h.0.abort(1)
+        }
+        (result, _) => result,
+    }
+}
+
+/// MPI's world where an MPI launcher started this process (every rank,
+/// one rank too, takes the path of ranks).
+#[cfg(feature = "mpi")]
+fn start_ranks() -> anyhow::Result<Option<ranks::Handle>> {
+    if crate::ranks::launched().is_none() {
+        return Ok(None);
+    }
+    let world = crate::ranks::mpi::World::start()?;
+    Ok(Some(ranks::Handle(std::sync::Arc::new(world))))
+}
+
+/// Without MPI, a launcher's several copies would each run the whole problem
+/// and write the same files: refused.
+#[cfg(not(feature = "mpi"))]
+fn start_ranks() -> anyhow::Result<Option<ranks::Handle>> {
+    match crate::ranks::launched() {
+        Some(n) if n > 1 => anyhow::bail!(
+            "an MPI launcher started {n} copies of this twobs, which was built without MPI: each would run the whole problem and write the same files; build it with `cargo build --release --features mpi`, or run one process"
+        ),
+        _ => Ok(None),
+    }
+}
+
+/// The run, as one process or as one rank of several: only rank 0 writes
+/// the result, the report and the plot, and says the notes.
+fn run_as(mut args: RunArgs, ranks: Option<ranks::Handle>) -> anyhow::Result<()> {
+    let root = ranks.as_ref().is_none_or(|h| h.0.rank() == 0);
+    args.quiet |= !root;
     let problem = load(&args.problem, args.log_bins)?;
     let params = bind(&problem, &args.params)?;
     refuse_flags_of_another_backend(&args)?;
@@ -134,9 +177,22 @@ pub(super) fn run_command(args: RunArgs) -> anyhow::Result<()> {
     let problem = with_weights(problem, args.weights.len(), sets_per_frame)?;
     // Where the result, the report and the plot go is checked before the
     // input is read: a large input takes a while to read or draw.
-    let destinations = Destinations::check(&problem, &args)?;
-    let run_opts = run_options(&args)?;
-    let (frames, input_notes) = read_points(&problem, &params, &given, &components, &opts, &args)?;
+    let destinations = if root { Some(Destinations::check(&problem, &args)?) } else { None };
+    let mut run_opts = run_options(&args)?;
+    run_opts.ranks = ranks.clone();
+    // Rank 0 reads the inputs once and sends them to every rank.
+    let (frames, input_notes) = match ranks.as_ref().map(|h| &*h.0).filter(|r| r.size() > 1) {
+        None => read_points(&problem, &params, &given, &components, &opts, &args)?,
+        Some(r) => {
+            let read = if root {
+                let (frames, notes) = read_points(&problem, &params, &given, &components, &opts, &args)?;
+                Some(ranks::encode_frames(&frames, &notes))
+            } else {
+                None
+            };
+            ranks::decode_frames(&r.broadcast(read))?
+        }
+    };
     let mut exec = run::execute_frames(&problem, &params, &frames, &run_opts)?;
     exec.notes.splice(0..0, input_notes);
     if !args.quiet {
@@ -144,7 +200,10 @@ pub(super) fn run_command(args: RunArgs) -> anyhow::Result<()> {
             eprintln!("note: {note}");
         }
     }
-    write_outputs(&problem, &params, &frames, &exec, destinations, &args)
+    match destinations {
+        Some(destinations) => write_outputs(&problem, &params, &frames, &exec, destinations, &args),
+        None => Ok(()),
+    }
 }
 
 /// Flags that only one backend has, refused on a run on the other.
@@ -420,6 +479,7 @@ fn run_options(args: &RunArgs) -> anyhow::Result<RunOptions> {
         verify: args.verify,
         index: args.index,
         cache: Cache::user()?,
+        ranks: None,
     })
 }
 

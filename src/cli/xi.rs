@@ -122,6 +122,7 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         verify: false,
         index: IndexChoice::Auto,
         cache,
+        ranks: None,
     };
     let (counts, runs) = xi::count(
         &problem,

@@ -80,9 +80,54 @@ impl Workers {
         Workers { gpus: Vec::new(), gpu_memory: 0, streams: 1, cores: threads.max(1) }
     }
 
+    /// The workers of `ranks` processes, each with these GPUs: the machine
+    /// every MPI rank describes alike, its GPUs rank after rank.
+    pub fn repeated(&self, ranks: usize) -> Workers {
+        let gpus = (0..ranks.max(1)).flat_map(|_| self.gpus.iter().cloned()).collect();
+        Workers { gpus, ..self.clone() }
+    }
+
+    /// The machine in words, as ranks compare theirs.
+    pub fn describe(&self) -> String {
+        let names: Vec<&str> = self.gpus.iter().map(|g| g.name.as_str()).collect();
+        format!(
+            "{} GPU(s) [{}] of {} bytes, {} stream(s) each",
+            self.gpus.len(),
+            names.join(", "),
+            self.gpu_memory,
+            self.streams
+        )
+    }
+
     /// CPU threads that may take part beside the threads feeding the GPUs.
     pub fn cpu_threads(&self) -> usize {
         self.cores.saturating_sub(self.gpus.len() * self.streams).max(1)
+    }
+}
+
+/// This process's part of a schedule that several processes (MPI ranks)
+/// make alike from the same inputs and the same described workers (each
+/// rank's GPUs, once a rank).
+#[derive(Clone, Copy, Default)]
+pub struct Part<'a> {
+    /// This process's first GPU's place among every rank's GPUs.
+    pub first_gpu: usize,
+    /// Hands out the places of a queue that every rank shares; None where
+    /// the queue is this process's alone.
+    pub counter: Option<&'a dyn crate::ranks::Counter>,
+}
+
+impl Part<'_> {
+    /// The schedule's GPUs that are this process's: at most `mine` of them,
+    /// from its first GPU's place, of the `taking_part` that do.
+    pub fn gpus(&self, mine: usize, taking_part: usize) -> usize {
+        taking_part.saturating_sub(self.first_gpu).min(mine)
+    }
+}
+
+impl std::fmt::Debug for Part<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Part {{ first_gpu: {}, shared: {} }}", self.first_gpu, self.counter.is_some())
     }
 }
 
@@ -591,6 +636,20 @@ mod tests {
                 assert!((got as f64 - want).abs() <= heaviest as f64 + 1e-6 * total as f64, "{got} against {want}");
             }
         }
+    }
+
+    #[test]
+    fn ranks_describe_their_gpus_rank_after_rank_and_take_their_own_places() {
+        let one = Workers::described(&h200(), 2, 1 << 37, 2, 32);
+        let four = one.repeated(4);
+        assert_eq!(four.gpus.len(), 8);
+        assert_eq!((four.gpu_memory, four.streams, four.cores), (one.gpu_memory, one.streams, one.cores));
+        assert_eq!(four.describe(), Workers::described(&h200(), 8, 1 << 37, 2, 32).describe());
+        // Rank r's GPUs are places 2r, 2r + 1 of the schedule's GPUs.
+        let part = |rank: usize| Part { first_gpu: 2 * rank, counter: None };
+        assert_eq!((0..4).map(|r| part(r).gpus(2, 8)).collect::<Vec<_>>(), vec![2, 2, 2, 2]);
+        // A schedule of 3 GPUs: rank 1 runs one of its two, ranks 2 and 3 none.
+        assert_eq!((0..4).map(|r| part(r).gpus(2, 3)).collect::<Vec<_>>(), vec![2, 1, 0, 0]);
     }
 
     #[test]

@@ -12,6 +12,7 @@
 use std::collections::VecDeque;
 
 use crate::plan::Plan;
+use crate::ranks::Counter;
 use crate::stage::visit::{KernelKind, Unit, Walk};
 
 /// One launch's worth of work: steps [first, end) of every block of `unit`,
@@ -145,6 +146,11 @@ pub type GridShares = Vec<(Vec<GridWork>, u128)>;
 #[derive(Debug, Clone, Copy)]
 pub struct Cut {
     pub streams: usize,
+    /// GPUs that share one queue: this process's, or every rank's where
+    /// ranks share it (the first pieces are a 1/(2W) share for W streams in all).
+    pub gpus: usize,
+    /// Each GPU walks its own rows of a grid (`Sharing::Rows`): a queue a GPU.
+    pub own_rows: bool,
     pub piece_pairs: Option<u64>,
     pub with_cpu: bool,
     pub rings: bool,
@@ -172,14 +178,14 @@ pub fn queues(
         let units: Vec<Unit> = groups.into_iter().flatten().collect();
         let work = work(kernels, &units, a_blocks, b_blocks);
         let min_pairs = cut.piece_pairs.map_or(MIN_PIECE_PAIRS, u128::from);
-        return vec![self::cut(&work, kernels.len() * streams, min_pairs).into_iter().map(|p| vec![p]).collect()];
+        return vec![self::cut(&work, cut.gpus.max(1) * streams, min_pairs).into_iter().map(|p| vec![p]).collect()];
     };
     // Consecutive units of the grid (most pairs first) per piece.
     let plan = kernels[0][0].expect("the grid's kernel");
     let tile = plan.launch.block_size as u64;
     let max_partners = kernels.iter().filter_map(|[own, _]| (*own)?.launch.partners_per_launch).min();
     // One queue that every GPU shares, or a queue for each GPU's own share.
-    let workers = if shares.len() == 1 { kernels.len() * streams } else { streams };
+    let workers = if cut.own_rows { streams } else { cut.gpus.max(1) * streams };
     shares
         .into_iter()
         .map(|(work, pairs)| {
@@ -230,6 +236,25 @@ fn work(
             Work { unit, walk, max_partners }
         })
         .collect()
+}
+
+/// The next group of `queue`, a queue of `length` groups at the start: its
+/// front where the queue is this process's alone (`counter` None), else
+/// the group at the place `counter` hands out, where every rank holds the
+/// same queue and takes from one counter. The groups before that place were
+/// taken by other ranks: they are dropped here. The caller holds the
+/// queue's lock while it takes, so this process's places arrive in order.
+pub fn take<T>(queue: &mut VecDeque<T>, length: usize, counter: Option<&dyn Counter>) -> Option<T> {
+    let Some(counter) = counter else { return queue.pop_front() };
+    let place = usize::try_from(counter.next()).unwrap_or(usize::MAX);
+    let taken = length - queue.len();
+    if place >= length {
+        queue.clear();
+        return None;
+    }
+    assert!(place >= taken, "a counter hands out places in order (place {place}, {taken} taken here)");
+    queue.drain(..place - taken);
+    queue.pop_front()
 }
 
 /// The CPU's claim on a grid run's queue (`backend::hybrid`): units from
@@ -353,6 +378,32 @@ mod tests {
             let steps = u64::from(p.steps.1.min(walk.steps() as u32) - p.steps.0);
             assert!(512 * steps * walk.partners_per_step() <= u64::from(u32::MAX), "{p:?}");
         }
+    }
+
+    #[test]
+    fn ranks_sharing_one_queue_take_each_group_once() {
+        use crate::ranks::Local;
+        // Three ranks hold the same queue of 50 groups; one counter hands out places.
+        let counter = Local::default();
+        let mut queues: Vec<VecDeque<u32>> = (0..3).map(|_| (0..50).collect()).collect();
+        let mut got: Vec<Vec<u32>> = vec![Vec::new(); 3];
+        // The ranks ask in an uneven order: rank 2 often, rank 0 seldom.
+        let turns = [2, 2, 1, 2, 0, 1, 2, 2, 1];
+        for t in 0.. {
+            let r = turns[t % turns.len()];
+            match take(&mut queues[r], 50, Some(&counter)) {
+                Some(g) => got[r].push(g),
+                None if got.iter().map(Vec::len).sum::<usize>() == 50 => break,
+                None => {}
+            }
+        }
+        let mut all: Vec<u32> = got.iter().flatten().copied().collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..50).collect::<Vec<_>>(), "{got:?}");
+        assert!(got.iter().all(|g| g.windows(2).all(|w| w[0] < w[1])), "each rank's groups in order");
+        // Alone, a queue is taken from its front.
+        let mut alone: VecDeque<u32> = (0..3).collect();
+        assert_eq!(take(&mut alone, 3, None), Some(0));
     }
 
     #[test]

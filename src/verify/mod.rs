@@ -120,7 +120,7 @@ pub fn verify(
         Under::Gpu => {
             let mut opts = gpu_opts.clone();
             opts.block_points = None;
-            cuda::run(&cross, params, &sub, index, &opts, cache, &hidden)?.outcome
+            cuda::run(&cross, params, &sub, index, &opts, cache, &hidden)?.results.merged()
         }
         Under::Cpu { .. } => cpu_on_grid(&cross, params, &sub, gpu_opts, cache, threads, f64_mode)?,
     };

@@ -31,7 +31,7 @@ use crate::index::{self, Grid, IndexChoice, IndexError, IndexKind, Layout, Shape
 use crate::outcome::Outcome;
 use crate::plan::{Forced, Plan, PlanError, Points, Shape};
 use crate::schedule::pieces::{self, GridWork, Piece};
-use crate::schedule::{self, GpuOptions, Hybrid, Indexing, Schedule, ScheduleError, Sharing, Split, Workers};
+use crate::schedule::{self, GpuOptions, Hybrid, Indexing, Part, Schedule, ScheduleError, Sharing, Split, Workers};
 use crate::spec::{Params, Problem, Sets};
 use crate::stage::contribution::Test;
 use crate::stage::input::{DeviceBlock, PAD_POINTS};
@@ -297,8 +297,33 @@ impl GpuTimings {
     }
 }
 
+/// What a run found: merged, or (where it is one MPI rank's part of a
+/// run) the partial results, for rank 0 to merge with the other ranks'.
+pub enum Results {
+    Merged(Outcome),
+    Parts(Vec<Partial>),
+}
+
+impl Results {
+    /// The outcome of a run that was not a rank's part.
+    pub fn merged(self) -> Outcome {
+        match self {
+            Results::Merged(outcome) => outcome,
+            Results::Parts(_) => panic!("a rank's partial results are merged on rank 0, not taken as an outcome"),
+        }
+    }
+
+    /// [`Results::merged`], borrowed.
+    pub fn outcome(&self) -> &Outcome {
+        match self {
+            Results::Merged(outcome) => outcome,
+            Results::Parts(_) => panic!("a rank's partial results are merged on rank 0, not taken as an outcome"),
+        }
+    }
+}
+
 pub struct GpuRun {
-    pub outcome: Outcome,
+    pub results: Results,
     pub devices: Vec<Device>,
     /// The diagonal kernel's plan, and the plan of the kernel between two blocks when one ran.
     pub plans: Vec<Plan>,
@@ -386,6 +411,8 @@ pub struct Ask<'a> {
     pub opts: &'a GpuOptions,
     pub cache: &'a Cache,
     pub progress: &'a ProgressBar,
+    /// This process's part, where MPI ranks share the schedule.
+    pub part: Part<'a>,
 }
 
 /// Runs `problem` on `inputs` on the GPUs of `opts`; `index` says whether a
@@ -404,7 +431,7 @@ pub fn run(
     // The schedule's sample of the grid is made for these inputs: compute, not preparation.
     let start = Instant::now();
     let schedule = Schedule::make(problem, params, &Shapes::of(inputs), index, opts, &gpus.workers)?;
-    let ask = Ask { problem, params, inputs, choice: index, opts, cache, progress };
+    let ask = Ask { problem, params, inputs, choice: index, opts, cache, progress, part: Part::default() };
     run_scheduled(ask, &gpus, &schedule, start.elapsed().as_secs_f64())
 }
 
@@ -437,7 +464,11 @@ fn run_schedule(
 ) -> Result<GpuRun, GpuError> {
     let Ask { problem, params, inputs, choice, .. } = ask;
     let given = ordinals.len();
-    let (ordinals, devices) = (&ordinals[..schedule.gpus], &devices[..schedule.gpus]);
+    // Every rank's GPUs taking part (rank after rank, each rank's alike), and this process's.
+    let all: Vec<Device> = (0..schedule.gpus).map(|g| devices[g % devices.len()].clone()).collect();
+    let mine = ask.part.gpus(given, schedule.gpus);
+    assert!(mine > 0, "a process whose GPUs take no part in the schedule does not run it");
+    let (ordinals, devices) = (&ordinals[..mine], &devices[..mine]);
     let shape = Shape::new(problem, params, plan_points(inputs));
     let index_start = Instant::now();
     let mut split = schedule.hybrid.clone();
@@ -473,7 +504,7 @@ fn run_schedule(
                 .collect();
             (Some(vec![(work, grid.pairs)]), summary.clone())
         }
-        Found::Device(layout) => sort_on_gpus(ask, &mut ready, layout, schedule.sharing, devices)?,
+        Found::Device(layout) => sort_on_gpus(ask, &mut ready, layout, schedule.sharing, devices, &all)?,
     };
     if let Some(work) = &grid_work
         && !ask.progress.is_hidden()
@@ -485,7 +516,7 @@ fn run_schedule(
         Found::Host(grid, _) => Some(grid),
         _ => None,
     };
-    let mut run = compute(ask, ready, grid_work, summary, host_grid, &mut split, ordinals, devices, wall)?;
+    let mut run = compute(ask, ready, grid_work, summary, host_grid, &mut split, ordinals, devices, wall, schedule)?;
     run.timings.hybrid = split;
     run.schedule = Some(schedule.clone());
     // Fewer GPUs than the run was given: the report says why.
@@ -746,6 +777,7 @@ fn sort_on_gpus(
     layout: &Layout,
     sharing: Sharing,
     devices: &[Device],
+    all: &[Device],
 ) -> Result<(Option<GridShares>, Summary), GpuError> {
     let Ask { problem, params, inputs, choice, cache, .. } = ask;
     let start = Instant::now();
@@ -759,8 +791,10 @@ fn sort_on_gpus(
     let start = Instant::now();
     let plan = ready.compiled[0].0.as_ref().expect("the grid's kernel").plan.clone();
     let run = (plan.launch.block_size * plan.launch.points_per_thread, plan.launch.block_size);
-    // GPUs split by rows in proportion to their FP32 issue rates.
-    let weights: Vec<f64> = devices.iter().map(Device::fp32_issue_rate).collect();
+    // GPUs split by rows in proportion to their FP32 issue rates: every
+    // rank's GPUs, of which this process's take their own places.
+    let weights: Vec<f64> = all.iter().map(Device::fp32_issue_rate).collect();
+    let first = ask.part.first_gpu;
     let raws: Vec<Resident> =
         ready.residents.iter_mut().map(|r| r.take().expect("the GPU holds the inputs it sorts")).collect();
     let built: Vec<Result<grid::Built, GpuError>> = std::thread::scope(|s| {
@@ -776,7 +810,7 @@ fn sort_on_gpus(
                     ctx.bind_to_thread().doing("binding the context")?;
                     let stream = ctx.new_stream().doing("creating a stream")?;
                     let share = match sharing {
-                        Sharing::Rows => grid::Share::Rows { part, weights },
+                        Sharing::Rows => grid::Share::Rows { part: first + part, weights },
                         Sharing::Queue => grid::Share::All,
                     };
                     grid::build(
@@ -826,6 +860,7 @@ fn compute(
     ordinals: &[usize],
     devices: &[Device],
     wall: Instant,
+    schedule: &Schedule,
 ) -> Result<GpuRun, GpuError> {
     let Ask { problem, inputs, opts, progress, .. } = ask;
     let Ready {
@@ -863,7 +898,17 @@ fn compute(
         .iter()
         .map(|(own, between)| [own.as_ref().map(|l| &l.plan), between.as_ref().map(|l| &l.plan)])
         .collect();
-    let cut = pieces::Cut { streams, piece_pairs: opts.piece_pairs, with_cpu: cpu_driver.is_some(), rings };
+    // A split by rows gives each GPU a queue of its own; every other queue is
+    // shared by every GPU taking part, every rank's.
+    let own_rows = grid_work.is_some() && schedule.sharing == Sharing::Rows;
+    let cut = pieces::Cut {
+        streams,
+        gpus: schedule.gpus,
+        own_rows,
+        piece_pairs: opts.piece_pairs,
+        with_cpu: cpu_driver.is_some(),
+        rings,
+    };
     let queues = pieces::queues(&kernel_plans, groups, grid_work, [&a_blocks, &b_blocks], cut);
     timings.pieces = queues.iter().map(|q| q.iter().map(Vec::len).sum::<usize>()).sum::<usize>() as u64;
     // No more streams than groups to share: an idle stream would only allocate
@@ -889,6 +934,13 @@ fn compute(
         value: problem.function.returns,
         watch: crate::stop::Watch::start(),
     };
+    // Where ranks share one queue, each takes the places a counter hands out.
+    let shared = ask.part.counter.filter(|_| !own_rows).map(|c| (c, queues[0].len()));
+    assert!(shared.is_none() || queues.len() == 1, "ranks share one queue");
+    assert!(
+        shared.is_none() || cpu_driver.is_none(),
+        "the CPU beside the GPUs takes from the back of this process's queue alone"
+    );
     let queues: Vec<Mutex<VecDeque<Vec<Piece>>>> = queues.into_iter().map(Mutex::new).collect();
     // The CPU's threads, where it takes part, walk the host's grid.
     let cpu_side = cpu_driver
@@ -904,13 +956,27 @@ fn compute(
             staging: stagings[g].as_deref(),
             // One queue for all, or each GPU its own (a split by rows).
             queue: &queues[g.min(queues.len() - 1)],
+            shared,
         })
         .collect();
     let (results, cpu_results) = run_threads(&job, &gpus, cpu_side.as_ref(), &queues[0], stage, streams_used);
     timings.upload_s += residents.iter().flatten().map(|r| r.upload_s).sum::<f64>();
     let parts = gather(results, cpu_results, ordinals, job.start.elapsed().as_secs_f64(), &mut timings, split)?;
     let combine = Instant::now();
-    let outcome = match (stage.collect(), parts) {
+    // A rank's part: rank 0 merges every rank's partials.
+    let results = match ask.part.counter {
+        Some(_) => Results::Parts(parts.0),
+        None => Results::Merged(merge(ask, stage, parts)),
+    };
+    timings.combine_s += combine.elapsed().as_secs_f64();
+    timings.wall_s = wall.elapsed().as_secs_f64();
+    Ok(GpuRun { results, devices: devices.to_vec(), plans, timings, notes, block_points, index, schedule: None })
+}
+
+/// The GPUs' partial results merged, with the CPU's KNN rows where it took part.
+fn merge(ask: Ask, stage: OutputStage, parts: (Vec<Partial>, Option<Vec<hybrid::CpuRows>>)) -> Outcome {
+    let Ask { problem, inputs, .. } = ask;
+    match (stage.collect(), parts) {
         // A search of rings wrote each list to its query's input row itself;
         // the CPU's lists go over the rows it took.
         (Collect::Knn { k }, (parts, Some(cpu_rows))) => {
@@ -921,10 +987,7 @@ fn compute(
             hybrid::lists_with_cpu_rows(k as usize, problem.function.returns, inputs.a.len(), gpu, cpu_rows)
         }
         (collect, (parts, _)) => output::merge(collect, problem.function.returns, inputs.a.len(), parts),
-    };
-    timings.combine_s += combine.elapsed().as_secs_f64();
-    timings.wall_s = wall.elapsed().as_secs_f64();
-    Ok(GpuRun { outcome, devices: devices.to_vec(), plans, timings, notes, block_points, index, schedule: None })
+    }
 }
 
 /// Each GPU's drain of the direct output buffer, where the output is pairs.

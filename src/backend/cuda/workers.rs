@@ -12,8 +12,9 @@ use rand::{RngExt, SeedableRng};
 use super::kernels::{KernelPair, Launcher};
 use super::{DeviceGrid, Doing, GpuError, GpuTimings, Resident};
 use crate::data::{Column, Inputs, PointSet};
+use crate::ranks::Counter;
 use crate::schedule::GpuOptions;
-use crate::schedule::pieces::Piece;
+use crate::schedule::pieces::{self, Piece};
 use crate::spec::Scalar;
 use crate::stage::input::DeviceBlock;
 use crate::stage::output::dob::{self, DeviceDob, PairNames};
@@ -82,6 +83,9 @@ pub(super) struct Gpu<'a> {
     /// The groups of pieces it takes (a group runs in order on one stream):
     /// one queue that every GPU shares, or its own share of a grid.
     pub(super) queue: &'a Mutex<VecDeque<Vec<Piece>>>,
+    /// Where MPI ranks share the queue: the counter that hands out its
+    /// places, and its length at the start.
+    pub(super) shared: Option<(&'a dyn Counter, usize)>,
 }
 
 /// Runs `streams` stream threads on one GPU. Totals live in one buffer that
@@ -176,7 +180,12 @@ pub(super) fn stream_worker(
         if job.watch.asked() {
             return Err(crate::stop::Stopped.into());
         }
-        let Some(group) = gpu.queue.lock().expect("queue lock").pop_front() else { break };
+        let taken = {
+            let mut queue = gpu.queue.lock().expect("queue lock");
+            let length = gpu.shared.map_or(queue.len(), |(_, l)| l);
+            pieces::take(&mut queue, length, gpu.shared.map(|(c, _)| c))
+        };
+        let Some(group) = taken else { break };
         stream.run_group(&group)?;
     }
     stream.finish()

@@ -1,0 +1,473 @@
+//! Several processes running one schedule: MPI ranks, one or more a
+//! machine, each with the GPUs (or CPU threads) of its own.
+//!
+//! Every rank reads the same inputs and makes the same schedule from them
+//! and from the same described workers (its own GPUs, as many times as
+//! there are ranks), so the ranks agree on the list of work without sending
+//! it. What they share at run time is one counter a list ([`Counter`]): a
+//! stream or thread that wants work takes the next position of the list,
+//! whichever rank it is on, so a rank that finishes early goes on taking
+//! the pieces the others have not reached (the list's pieces shrink towards
+//! its end, so the ranks finish within one small piece of each other).
+//! What each rank found goes to rank 0 keyed by its position in the list
+//! ([`Keyed`], [`encode`]), and rank 0 merges it in key order
+//! ([`in_order`]): f64 sums add in the same order whatever the number of
+//! ranks, pairs come out in the one process's order.
+//!
+//! This module holds what needs no MPI (the counter's contract, the wire
+//! format, the order of the merge, the check that ranks describe the same
+//! machine); `mpi` (behind the cargo feature of that name) is the one room
+//! that calls MPI.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::Serialize;
+
+use crate::data::{Column, Inputs, PointSet};
+use crate::outcome::Totals;
+use crate::spec::Scalar;
+use crate::stage::output::Partial;
+
+#[cfg(feature = "mpi")]
+pub mod mpi;
+
+/// The number of processes an MPI launcher (mpiexec, mpirun, srun) started,
+/// where one started this process: the process managers' own variables
+/// say so (MPICH's and Slurm's PMI, PMIx, Open MPI).
+pub fn launched() -> Option<usize> {
+    let size = ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "SLURM_NTASKS"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok());
+    let rank = ["PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"].iter().any(|v| std::env::var_os(v).is_some());
+    rank.then(|| size.unwrap_or(1))
+}
+
+/// Hands out the positions of a list of work that every rank holds alike:
+/// each position once, in increasing order, to whichever thread of
+/// whichever rank asks first; past the end once every one is taken.
+pub trait Counter: Sync {
+    fn next(&self) -> u64;
+}
+
+/// One process's counter: the list is this process's alone.
+#[derive(Debug, Default)]
+pub struct Local(AtomicU64);
+
+impl Counter for Local {
+    fn next(&self) -> u64 {
+        self.0.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// The processes of one run, as the run sees them (MPI's world, in the
+/// `mpi` build). Every method but `rank`, `size` and `host` is collective:
+/// every rank calls it, in the same order.
+pub trait Ranks: Send + Sync {
+    fn rank(&self) -> usize;
+    fn size(&self) -> usize;
+    /// This rank's machine, for the report.
+    fn host(&self) -> String;
+    /// A counter every rank shares for one list of work. Each rank drops
+    /// it once its own threads have stopped taking work; rank 0's drop
+    /// waits until every rank has.
+    fn counter(&self) -> Box<dyn Counter + '_>;
+    /// Every rank's bytes, in rank order, on rank 0; None on the others.
+    fn gather(&self, mine: Vec<u8>) -> Option<Vec<Vec<u8>>>;
+    /// Rank 0's bytes (`Some` there, ignored elsewhere) on every rank.
+    fn broadcast(&self, bytes: Option<Vec<u8>>) -> Vec<u8>;
+    /// Ends every rank's process with `code`: one rank failed, and the
+    /// others would wait for it.
+    fn abort(&self, code: i32) -> !;
+}
+
+/// A handle on the ranks of a run, for `RunOptions` (which is `Debug` and `Clone`).
+#[derive(Clone)]
+pub struct Handle(pub std::sync::Arc<dyn Ranks>);
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "rank {} of {}", self.0.rank(), self.0.size())
+    }
+}
+
+/// A partial result with its key: its position in the list of work (CPU
+/// chunks), or its rank and place there (GPUs' streams), so that rank 0
+/// merges every rank's partials in one order.
+pub type Keyed = (u64, Partial);
+
+/// Every rank's partials in key order: the order the merge adds them in.
+pub fn in_order(per_rank: Vec<Vec<Keyed>>) -> Vec<Partial> {
+    let mut all: Vec<Keyed> = per_rank.into_iter().flatten().collect();
+    all.sort_by_key(|(key, _)| *key);
+    all.into_iter().map(|(_, p)| p).collect()
+}
+
+/// What one rank did, for the report of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct RankWork {
+    pub rank: usize,
+    pub host: String,
+    /// GPUs (0: CPU threads) it ran on, and its threads.
+    pub gpus: usize,
+    pub threads: usize,
+    /// Positions of the shared list it took, and their pairs.
+    pub taken: u64,
+    pub pairs: u128,
+    /// Seconds from the start of its compute to the end of its last piece.
+    pub compute_s: f64,
+}
+
+/// The machine each rank described (its GPUs' names and count), where they
+/// differ from rank 0's: ranks make one schedule only if they run alike.
+pub fn unlike(described: &[String]) -> Option<String> {
+    let first = described.first()?;
+    let odd: Vec<String> =
+        described.iter().enumerate().filter(|(_, d)| *d != first).map(|(r, d)| format!("rank {r} has {d}")).collect();
+    (!odd.is_empty()).then(|| format!("rank 0 has {first}, but {}", odd.join(", ")))
+}
+
+/// Why bytes from another rank could not be read.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("a rank's partial results are cut short or damaged at byte {at} of {len}: {what}")]
+pub struct WireError {
+    pub at: usize,
+    pub len: usize,
+    pub what: String,
+}
+
+/// Little-endian bytes of keyed partials, for the trip to rank 0.
+pub fn encode(parts: &[Keyed]) -> Vec<u8> {
+    let mut out = Vec::new();
+    put(&mut out, parts.len() as u64);
+    for (key, part) in parts {
+        put(&mut out, *key);
+        match part {
+            Partial::Totals(Totals::Counts(c)) => {
+                out.push(0);
+                put(&mut out, c.len() as u64);
+                c.iter().for_each(|&x| put(&mut out, x));
+            }
+            Partial::Totals(Totals::Sums(s)) => {
+                out.push(1);
+                put(&mut out, s.len() as u64);
+                s.iter().for_each(|&x| put(&mut out, x.to_bits()));
+            }
+            Partial::Pairs(p) => {
+                out.push(2);
+                put(&mut out, p.len() as u64);
+                p.iter().flatten().for_each(|&i| out.extend_from_slice(&i.to_le_bytes()));
+            }
+            Partial::Knn(rows) => {
+                out.push(3);
+                put(&mut out, rows.len() as u64);
+                for (first, values, ids) in rows {
+                    put(&mut out, *first as u64);
+                    put_column(&mut out, values);
+                    put(&mut out, ids.len() as u64);
+                    ids.iter().for_each(|&i| out.extend_from_slice(&i.to_le_bytes()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The keyed partials `encode` wrote.
+pub fn decode(bytes: &[u8]) -> Result<Vec<Keyed>, WireError> {
+    let mut r = Reader { bytes, at: 0 };
+    let count = r.u64()?;
+    let mut parts = Vec::new();
+    for _ in 0..count {
+        let key = r.u64()?;
+        let part = match r.take(1)?[0] {
+            0 => Partial::Totals(Totals::Counts(r.many(8, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))?)),
+            1 => Partial::Totals(Totals::Sums(
+                r.many(8, |b| f64::from_bits(u64::from_le_bytes(b.try_into().expect("8 bytes"))))?,
+            )),
+            2 => {
+                let flat = r.many(8, |b| [u32_at(b, 0), u32_at(b, 4)])?;
+                Partial::Pairs(flat)
+            }
+            3 => {
+                let rows = r.u64()?;
+                let mut out = Vec::new();
+                for _ in 0..rows {
+                    let first = r.u64()? as usize;
+                    let values = r.column()?;
+                    let ids = r.many(4, |b| u32_at(b, 0))?;
+                    out.push((first, values, ids));
+                }
+                Partial::Knn(out)
+            }
+            other => return Err(r.error(&format!("an unknown kind of partial result ({other})"))),
+        };
+        parts.push((key, part));
+    }
+    if r.at != bytes.len() {
+        return Err(r.error("bytes left over after the last partial result"));
+    }
+    Ok(parts)
+}
+
+/// Little-endian bytes of a run's frames of point sets, for rank 0 to send
+/// every rank what it read once (and the notes its reading made).
+pub fn encode_frames(frames: &[Inputs], notes: &[String]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let text = |out: &mut Vec<u8>, t: &str| {
+        put(out, t.len() as u64);
+        out.extend_from_slice(t.as_bytes());
+    };
+    put(&mut out, notes.len() as u64);
+    notes.iter().for_each(|n| text(&mut out, n));
+    put(&mut out, frames.len() as u64);
+    for inputs in frames {
+        for set in std::iter::once(&inputs.a).chain(&inputs.b) {
+            out.push(1);
+            text(&mut out, &set.origin);
+            match &set.rows {
+                Some(rows) => {
+                    out.push(1);
+                    put(&mut out, rows.len() as u64);
+                    rows.iter().for_each(|&r| put(&mut out, r));
+                }
+                None => out.push(0),
+            }
+            put(&mut out, set.columns.len() as u64);
+            set.columns.iter().for_each(|c| put_column(&mut out, c));
+        }
+        if inputs.b.is_none() {
+            out.push(0);
+        }
+    }
+    out
+}
+
+/// The frames and notes `encode_frames` wrote.
+pub fn decode_frames(bytes: &[u8]) -> Result<(Vec<Inputs>, Vec<String>), WireError> {
+    let mut r = Reader { bytes, at: 0 };
+    let notes = (0..r.u64()?).map(|_| r.text()).collect::<Result<Vec<_>, _>>()?;
+    let mut frames = Vec::new();
+    for _ in 0..r.u64()? {
+        let a = r.point_set()?.ok_or_else(|| r.error("a frame without its set A"))?;
+        let b = r.point_set()?;
+        frames.push(Inputs { a, b });
+    }
+    if r.at != bytes.len() {
+        return Err(r.error("bytes left over after the last frame"));
+    }
+    Ok((frames, notes))
+}
+
+fn put_column(out: &mut Vec<u8>, column: &Column) {
+    out.push(scalar_code(column.scalar()));
+    put(out, column.len() as u64);
+    let width = column.scalar().bytes() as usize;
+    (0..column.len()).for_each(|x| out.extend_from_slice(&column.bits(x).to_le_bytes()[..width]));
+}
+
+fn put(out: &mut Vec<u8>, x: u64) {
+    out.extend_from_slice(&x.to_le_bytes());
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn scalar_code(s: Scalar) -> u8 {
+    match s {
+        Scalar::F32 => 0,
+        Scalar::F64 => 1,
+        Scalar::I32 => 2,
+        Scalar::I64 => 3,
+        Scalar::U32 => 4,
+    }
+}
+
+fn scalar_of(code: u8) -> Option<Scalar> {
+    [Scalar::F32, Scalar::F64, Scalar::I32, Scalar::I64, Scalar::U32].get(code as usize).copied()
+}
+
+/// A column of `scalar` from its little-endian bytes.
+fn column_from(scalar: Scalar, raw: &[u8]) -> Column {
+    let w = scalar.bytes() as usize;
+    let words = raw.chunks_exact(w);
+    match scalar {
+        Scalar::F32 => Column::F32(words.map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes"))).collect()),
+        Scalar::F64 => Column::F64(words.map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes"))).collect()),
+        Scalar::I32 => Column::I32(words.map(|b| i32::from_le_bytes(b.try_into().expect("4 bytes"))).collect()),
+        Scalar::I64 => Column::I64(words.map(|b| i64::from_le_bytes(b.try_into().expect("8 bytes"))).collect()),
+        Scalar::U32 => Column::U32(words.map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes"))).collect()),
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn error(&self, what: &str) -> WireError {
+        WireError { at: self.at, len: self.bytes.len(), what: what.to_owned() }
+    }
+
+    fn take(&mut self, n: usize) -> Result<&[u8], WireError> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
+        let end = end.ok_or_else(|| self.error(&format!("{n} more bytes were expected")))?;
+        let out = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(out)
+    }
+
+    fn column(&mut self) -> Result<Column, WireError> {
+        let scalar = scalar_of(self.take(1)?[0]).ok_or_else(|| self.error("an unknown value type"))?;
+        let len = self.u64()? as usize;
+        let raw = self.take(len.checked_mul(scalar.bytes() as usize).ok_or_else(|| self.error("too many values"))?)?;
+        Ok(column_from(scalar, raw))
+    }
+
+    fn text(&mut self) -> Result<String, WireError> {
+        let len = self.u64()? as usize;
+        let raw = self.take(len)?.to_vec();
+        String::from_utf8(raw).map_err(|_| self.error("text that is not UTF-8"))
+    }
+
+    /// A point set, or None where the frame has no set B.
+    fn point_set(&mut self) -> Result<Option<PointSet>, WireError> {
+        if self.take(1)?[0] == 0 {
+            return Ok(None);
+        }
+        let origin = self.text()?;
+        let rows = match self.take(1)?[0] {
+            0 => None,
+            _ => Some(self.many(8, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))?),
+        };
+        let columns = (0..self.u64()?).map(|_| self.column()).collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(PointSet { columns, origin, rows }))
+    }
+
+    fn u64(&mut self) -> Result<u64, WireError> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+    }
+
+    /// A count, then that many items of `width` bytes each.
+    fn many<T>(&mut self, width: usize, item: impl Fn(&[u8]) -> T) -> Result<Vec<T>, WireError> {
+        let n = self.u64()? as usize;
+        let raw = self.take(n.checked_mul(width).ok_or_else(|| self.error("too many items"))?)?;
+        Ok(raw.chunks_exact(width).map(item).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_of_partial_comes_back_from_the_wire_as_it_left() {
+        let parts: Vec<Keyed> = vec![
+            (7, Partial::Totals(Totals::Counts(vec![0, 3, u64::MAX]))),
+            (2, Partial::Totals(Totals::Sums(vec![0.1, -0.0, f64::NAN, f64::INFINITY, 1e-310]))),
+            (9, Partial::Pairs(vec![[1, 2], [u32::MAX, 0]])),
+            (0, Partial::Pairs(vec![])),
+            (
+                u64::MAX,
+                Partial::Knn(vec![
+                    (4, Column::F32(vec![0.5, f32::INFINITY]), vec![3, u32::MAX]),
+                    (6, Column::I64(vec![-5, i64::MAX]), vec![1, 0]),
+                    (8, Column::F64(vec![1.0 / 3.0]), vec![2]),
+                ]),
+            ),
+        ];
+        let back = decode(&encode(&parts)).expect("decodes");
+        assert_eq!(back.len(), parts.len());
+        for ((k, p), (kb, pb)) in parts.iter().zip(&back) {
+            assert_eq!(k, kb);
+            // NaN != NaN: compare the encodings, which hold every bit.
+            assert_eq!(encode(&[(*k, p.clone())]), encode(&[(*kb, pb.clone())]));
+        }
+        let Partial::Totals(Totals::Sums(s)) = &back[1].1 else { panic!("sums") };
+        assert!(s[2].is_nan() && s[1].is_sign_negative() && s[4] == 1e-310);
+    }
+
+    #[test]
+    fn frames_of_point_sets_come_back_from_the_wire_as_they_left() {
+        let set = |origin: &str, rows| PointSet {
+            columns: vec![Column::F32(vec![0.25, -1.5, f32::MAX]), Column::I32(vec![7, -7, 0])],
+            origin: origin.into(),
+            rows,
+        };
+        let frames = vec![
+            Inputs { a: set("a.npy", None), b: Some(set("b.csv", Some(vec![0, 2, 5]))) },
+            Inputs { a: set("uniform:3 (seed 1)", None), b: None },
+        ];
+        let notes = vec!["a note".to_owned(), String::new()];
+        let (back, notes_back) = decode_frames(&encode_frames(&frames, &notes)).expect("decodes");
+        assert_eq!(notes_back, notes);
+        assert_eq!(back.len(), 2);
+        for (x, y) in frames.iter().zip(&back) {
+            for (s, t) in std::iter::once(&x.a).chain(&x.b).zip(std::iter::once(&y.a).chain(&y.b)) {
+                assert_eq!((&s.columns, &s.origin, &s.rows), (&t.columns, &t.origin, &t.rows));
+            }
+            assert_eq!(x.b.is_some(), y.b.is_some());
+        }
+        let bytes = encode_frames(&frames, &notes);
+        assert!(decode_frames(&bytes[..bytes.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn damaged_bytes_are_refused_with_where() {
+        let bytes = encode(&[(1, Partial::Pairs(vec![[1, 2], [3, 4]]))]);
+        let cut = decode(&bytes[..bytes.len() - 3]).unwrap_err();
+        assert_eq!(cut.len, bytes.len() - 3);
+        assert!(cut.what.contains("more bytes"), "{cut}");
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode(&longer).unwrap_err().what.contains("left over"));
+        let mut odd = bytes;
+        odd[16] = 9;
+        assert!(decode(&odd).unwrap_err().to_string().contains("unknown kind of partial result (9)"));
+    }
+
+    #[test]
+    fn partials_merge_in_key_order_whatever_rank_found_them() {
+        let sum = |k: u64, x: f64| (k, Partial::Totals(Totals::Sums(vec![x])));
+        // Sums that a different order would round differently.
+        let values = [1e16, 1.0, -1e16, 1.0, 3.0];
+        let one: Vec<Keyed> = values.iter().enumerate().map(|(k, &x)| sum(k as u64, x)).collect();
+        let reference = in_order(vec![one.clone()]);
+        // The same keys spread over ranks in any way: the same order.
+        let split =
+            vec![vec![one[3].clone(), one[0].clone()], vec![], vec![one[4].clone(), one[1].clone(), one[2].clone()]];
+        let merged = in_order(split);
+        let total = |parts: &[Partial]| {
+            let mut t = Totals::Sums(vec![0.0]);
+            parts.iter().for_each(|p| {
+                if let Partial::Totals(x) = p {
+                    t.add(x)
+                }
+            });
+            t
+        };
+        assert_eq!(total(&merged), total(&reference));
+        assert_eq!(total(&reference), Totals::Sums(vec![4.0]));
+    }
+
+    #[test]
+    fn ranks_that_describe_another_machine_are_named() {
+        assert_eq!(unlike(&["2 x H200".into(), "2 x H200".into()]), None);
+        let why = unlike(&["2 x H200".into(), "2 x H200".into(), "1 x H100".into()]).expect("unlike");
+        assert!(why.contains("rank 2 has 1 x H100") && why.starts_with("rank 0 has 2 x H200"), "{why}");
+        assert_eq!(unlike(&[]), None);
+    }
+
+    #[test]
+    fn a_local_counter_hands_out_each_position_once_in_order() {
+        let c = Local::default();
+        let taken: Vec<u64> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..4).map(|_| s.spawn(|| (0..100).map(|_| c.next()).collect::<Vec<_>>())).collect();
+            hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        });
+        let mut sorted = taken.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..400).collect::<Vec<_>>());
+    }
+}

@@ -1,0 +1,282 @@
+//! MPI ranks share one run (issue 34): every built-in problem, on the CPU
+//! backend, run by `mpiexec -n 1`, `-n 2` and `-n 4` writes the very bytes
+//! that one process writes (histograms, f64 sums, pairs in their order,
+//! KNN lists), and a rank killed mid-run ends the job with an error, not a
+//! hang. Needs `--features mpi` and an MPI on the PATH
+//! (`scripts/install-mpi.sh`); `scripts/test.sh` runs it so.
+
+#[cfg(feature = "mpi")]
+mod common;
+
+#[cfg(not(feature = "mpi"))]
+#[test]
+#[ignore = "needs a build with --features mpi and an MPI (scripts/test.sh runs it: scripts/install-mpi.sh, then cargo test --features mpi --test ranks)"]
+fn ranks_need_the_mpi_feature() {}
+
+#[cfg(feature = "mpi")]
+mod with_mpi {
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use super::common;
+
+    /// One case: a name, the arguments of `twobs run` (without the output),
+    /// and the result file's extension.
+    struct Case {
+        name: &'static str,
+        args: Vec<String>,
+        out: &'static str,
+    }
+
+    fn case(name: &'static str, args: &str, out: &'static str) -> Case {
+        Case { name, args: args.split_whitespace().map(str::to_owned).collect(), out }
+    }
+
+    /// Every built-in in problems/, on small inputs: brute force and grids,
+    /// one set and two, counts, f64 sums, pairs and KNN lists.
+    fn cases() -> Vec<Case> {
+        vec![
+            case("sdh", "sdh --input uniform:1500", "csv"),
+            case("sdh-two-sets", "sdh --input uniform:700 --input clustered:900", "csv"),
+            case("rdf-grid", "rdf --input uniform:3000 --param r_max=0.08 --param bins=40", "csv"),
+            case("rdf-two-sets", "rdf --input uniform:900 --input uniform:800 --param box=0", "csv"),
+            case("2pcf-grid", "2pcf --input clustered:3000 --param r=0.05", "json"),
+            case("kde-sum", "kde --input clustered:1200", "json"),
+            case("kde-sum-f64", "kde --input uniform:900 --f64", "json"),
+            case("selfjoin-grid", "selfjoin --input clustered:3000", "npy"),
+            case("selfjoin-every-pair", "selfjoin --input uniform:1500 --index none --param eps=0.05", "npy"),
+            case("knn-rings", "knn --input uniform:1500 --param k=5", "npy"),
+            case("knn-two-sets", "knn --input uniform:700 --input uniform:600 --param k=3 --index none", "npy"),
+            case("nlj-grid", "nlj --input ka.csv --input kb.csv --param d=2", "npy"),
+            // Rank 0 checks the merged result against every pair.
+            case("selfjoin-grid-verified", "selfjoin --input uniform:2000 --verify", "npy"),
+        ]
+    }
+
+    fn folder(name: &str) -> PathBuf {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ranks").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// Integer keys for the band join, the same on every run.
+    fn write_keys(dir: &Path) {
+        let keys = |n: u64, seed: u64| -> String {
+            (0..n).map(|i| format!("{}\n", (i * 7919 + seed * 104_729) % 300)).collect()
+        };
+        std::fs::write(dir.join("ka.csv"), keys(900, 1)).unwrap();
+        std::fs::write(dir.join("kb.csv"), keys(700, 2)).unwrap();
+    }
+
+    fn mpiexec() -> Command {
+        let c = Command::new("mpiexec");
+        // Not found: the test fails and says how to install one.
+        assert!(
+            Command::new("mpiexec").arg("--version").output().is_ok_and(|o| o.status.success()),
+            "mpiexec is not on the PATH: run scripts/install-mpi.sh"
+        );
+        c
+    }
+
+    /// `twobs run` of `case` writing `out`: one process (`ranks` None) or under `mpiexec -n ranks`.
+    fn run(dir: &Path, case: &Case, ranks: Option<usize>, out: &str) -> Vec<u8> {
+        let file = dir.join(out);
+        let _ = std::fs::remove_file(&file);
+        let mut args: Vec<String> = vec!["run".into()];
+        args.extend(case.args.iter().cloned());
+        args.extend(["--backend", "cpu", "--threads", "2", "--quiet", "--out", out].map(str::to_owned));
+        let output = match ranks {
+            None => common::twobs(dir, &args.iter().map(String::as_str).collect::<Vec<_>>()),
+            Some(n) => {
+                let twobs = common::command(dir);
+                mpiexec()
+                    .args(["-n", &n.to_string(), twobs.get_program().to_str().unwrap()])
+                    .args(&args)
+                    .envs(twobs.get_envs().filter_map(|(k, v)| Some((k, v?))))
+                    .current_dir(dir)
+                    .output()
+                    .unwrap()
+            }
+        };
+        assert!(output.status.success(), "{} on {ranks:?} ranks failed: {}", case.name, common::stderr(&output));
+        std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {} not written: {e}", case.name, file.display()))
+    }
+
+    #[test]
+    fn every_built_in_on_1_2_and_4_ranks_writes_the_bytes_of_one_process() {
+        let dir = folder("built-ins");
+        write_keys(&dir);
+        let mut problems = std::collections::BTreeSet::new();
+        for case in cases() {
+            let one = run(&dir, &case, None, &format!("{}-one.{}", case.name, case.out));
+            assert!(!one.is_empty(), "{}", case.name);
+            for ranks in [1, 2, 4] {
+                let got = run(&dir, &case, Some(ranks), &format!("{}-{ranks}.{}", case.name, case.out));
+                assert!(got == one, "{} on {ranks} ranks differs from one process", case.name);
+            }
+            problems.insert(case.args[0].clone());
+        }
+        // Every built-in is among the cases.
+        let built_in: std::collections::BTreeSet<String> =
+            std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/problems"))
+                .unwrap()
+                .filter_map(|e| {
+                    let p = e.unwrap().path();
+                    (p.extension()? == "xml").then(|| p.file_stem().unwrap().to_string_lossy().into_owned())
+                })
+                .collect();
+        assert_eq!(problems, built_in);
+    }
+
+    /// Only rank 0 writes; the report names every rank and what it took.
+    #[test]
+    fn rank_0_reports_every_rank_and_the_pairs_add_up() {
+        let dir = folder("report");
+        let twobs = common::command(&dir);
+        let out = mpiexec()
+            .args(["-n", "3", twobs.get_program().to_str().unwrap()])
+            .args(["run", "sdh", "--input", "uniform:2000", "--backend", "cpu", "--threads", "1", "--quiet"])
+            .args(["--report", "r.json", "--out", "h.csv"])
+            .envs(twobs.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        let report: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("r.json")).unwrap()).unwrap();
+        let ranks = report["ranks"].as_array().expect("a list of ranks");
+        assert_eq!(ranks.len(), 3, "{report}");
+        let pairs: u64 = ranks.iter().map(|r| r["pairs"].as_u64().unwrap()).sum();
+        assert_eq!(pairs, 2000 * 1999 / 2);
+        assert!(ranks.iter().enumerate().all(|(i, r)| r["rank"].as_u64() == Some(i as u64)));
+    }
+
+    /// The processes of `mpiexec`'s job: twobs processes whose parent chain leads to `root`.
+    fn ranks_of(root: u32) -> Vec<u32> {
+        let parent = |pid: u32| -> Option<u32> {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            stat.rsplit_once(") ")?.1.split_whitespace().nth(1)?.parse().ok()
+        };
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if comm.trim() != "twobs" {
+                continue;
+            }
+            let mut p = parent(pid);
+            for _ in 0..8 {
+                match p {
+                    Some(q) if q == root => {
+                        found.push(pid);
+                        break;
+                    }
+                    Some(q) if q > 1 => p = parent(q),
+                    _ => break,
+                }
+            }
+        }
+        found.sort_unstable();
+        found
+    }
+
+    /// A rank killed in the middle of a long run ends the whole job with a
+    /// failure status and a message, within seconds (the others would wait
+    /// for it at the counter or the gather).
+    #[test]
+    fn a_killed_rank_ends_the_job_with_an_error_not_a_hang() {
+        let dir = folder("killed");
+        let twobs = common::command(&dir);
+        // 2e10 pairs on one thread a rank: minutes, far longer than the test waits.
+        let mut job = mpiexec()
+            .args(["-n", "2", twobs.get_program().to_str().unwrap()])
+            .args([
+                "run",
+                "sdh",
+                "--input",
+                "uniform:200000",
+                "--backend",
+                "cpu",
+                "--threads",
+                "1",
+                "--quiet",
+                "--out",
+                "h.csv",
+            ])
+            .envs(twobs.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .current_dir(&dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        let ranks = loop {
+            let ranks = ranks_of(job.id());
+            if ranks.len() == 2 {
+                break ranks;
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "the two ranks did not start: {ranks:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        // Into the compute (the driver is compiled or cached, the counter made).
+        std::thread::sleep(Duration::from_secs(3));
+        assert!(job.try_wait().unwrap().is_none(), "the job ended before a rank was killed");
+        unsafe { libc::kill(ranks[1] as i32, libc::SIGKILL) };
+        let killed = Instant::now();
+        let status = loop {
+            if let Some(s) = job.try_wait().unwrap() {
+                break s;
+            }
+            if killed.elapsed() > Duration::from_secs(60) {
+                let _ = job.kill();
+                panic!("the job still ran 60 s after a rank was killed");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        // MPICH's launcher says which process ended and how on its standard output.
+        let mut said = String::new();
+        std::io::Read::read_to_string(job.stdout.as_mut().unwrap(), &mut said).unwrap();
+        std::io::Read::read_to_string(job.stderr.as_mut().unwrap(), &mut said).unwrap();
+        assert!(!status.success(), "a job with a killed rank succeeded: {said}");
+        assert!(said.contains(&ranks[1].to_string()) && said.to_lowercase().contains("killed"), "{said}");
+        assert!(!dir.join("h.csv").exists(), "a result was written by a job that lost a rank");
+    }
+
+    /// `twobs run ARGS` under `mpiexec -n 2`, through `sh -c` (so that `$PMI_RANK` may differ by rank).
+    fn two_ranks_of_sh(dir: &Path, args: &str) -> std::process::Output {
+        let twobs = common::command(dir);
+        mpiexec()
+            .args(["-n", "2", "sh", "-c"])
+            .arg(format!("exec {} run {args}", twobs.get_program().to_str().unwrap()))
+            .envs(twobs.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .current_dir(dir)
+            .output()
+            .unwrap()
+    }
+
+    /// Rank 0 reads the inputs for every rank: where it cannot, it ends the
+    /// job (the others wait for its broadcast) with its error and its rank.
+    #[test]
+    fn a_rank_that_fails_ends_the_others_with_its_error() {
+        let dir = folder("failing");
+        let out = two_ranks_of_sh(&dir, "sdh --input absent.csv --backend cpu --threads 1 --quiet --out h.csv");
+        let stderr = common::stderr(&out);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(stderr.contains("error: rank 0 of 2") && stderr.contains("absent.csv"), "{stderr}");
+    }
+
+    /// Ranks that would cut the work differently (here: other thread counts,
+    /// which make other chunks) refuse to run, each saying which rank differs.
+    #[test]
+    fn ranks_that_describe_other_machines_refuse_to_share_a_run() {
+        let dir = folder("unlike");
+        let out = two_ranks_of_sh(
+            &dir,
+            "sdh --input uniform:500 --backend cpu --threads $((PMI_RANK + 1)) --quiet --out h.csv",
+        );
+        let stderr = common::stderr(&out);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(stderr.contains("rank 0 has 1 CPU threads, but rank 1 has 2 CPU threads"), "{stderr}");
+        assert!(!dir.join("h.csv").exists());
+    }
+}
