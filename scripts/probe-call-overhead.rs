@@ -20,7 +20,15 @@ fn main() {
         let inputs = Inputs { a: PointSet { columns, origin: "probe".into(), rows: None }, b: None };
         let h200 = twobs::device::Device::profile("h200").expect("h200");
         let workers = Workers::described(&h200, 1, 141 << 30, 2, 16);
-        let opts = GpuOptions { gpus: None, block_points: None, streams: 2, forced: Default::default(), pool_pairs: None, piece_pairs: None, hybrid: Hybrid::Auto };
+        let opts = GpuOptions {
+            gpus: None,
+            block_points: None,
+            streams: 2,
+            forced: Default::default(),
+            pool_pairs: None,
+            piece_pairs: None,
+            hybrid: Hybrid::Auto,
+        };
         for round in 0..3 {
             let t = Instant::now();
             let range = twobs::data::f32_range(&problem, &params, &inputs);
@@ -29,7 +37,8 @@ fn main() {
             let shapes = Shapes::of(&inputs);
             let t_shapes = t.elapsed();
             let t = Instant::now();
-            let schedule = Schedule::make(&problem, &params, &shapes, IndexChoice::Auto, &opts, &workers).expect("schedule");
+            let schedule =
+                Schedule::make(&problem, &params, &shapes, IndexChoice::Auto, &opts, &workers).expect("schedule");
             let t_schedule = t.elapsed();
             println!(
                 "n={n} round {round}: range {:?} ({range:?}), shapes {:?}, schedule {:?} ({} GPUs)",

@@ -138,7 +138,13 @@ fn conventions(problem: &Problem, visit: Visit, symmetric: bool) -> String {
 /// normalised: each frame's pair density (its pairs over its volume: the
 /// periodic box's, else the bounding box of its data) adds to the ideal-gas
 /// count of every shell, as MDAnalysis's InterRDF averages over frames.
-pub fn g_of_r(problem: &Problem, params: &Params, frames: &[Inputs], edges: &[f64], counts: &[f64]) -> (Vec<f64>, String) {
+pub fn g_of_r(
+    problem: &Problem,
+    params: &Params,
+    frames: &[Inputs],
+    edges: &[f64],
+    counts: &[f64],
+) -> (Vec<f64>, String) {
     let densities: Vec<(f64, String)> = frames.iter().map(|inputs| pair_density(problem, params, inputs)).collect();
     let pair_density: f64 = densities.iter().map(|(d, _)| d).sum();
     let g = counts
@@ -308,8 +314,8 @@ fn present_histogram(
     result: &mut serde_json::Map<String, serde_json::Value>,
 ) -> Result<(), ReportError> {
     let edges = contribution::histogram_edges(problem, params);
-    let g =
-        (problem.normalize == Some(Normalization::Rdf)).then(|| g_of_r(problem, params, frames, &edges, &totals.as_f64()));
+    let g = (problem.normalize == Some(Normalization::Rdf))
+        .then(|| g_of_r(problem, params, frames, &edges, &totals.as_f64()));
     let what = match totals {
         Totals::Counts(c) => format!("{} pairs counted", c.iter().sum::<u64>()),
         Totals::Sums(s) => format!("pair weights summing to {}", s.iter().sum::<f64>()),

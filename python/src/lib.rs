@@ -20,9 +20,24 @@ use twobs::run::{BackendChoice, Execution, RunOptions};
 use twobs::schedule::{GpuOptions, Hybrid};
 use twobs::spec::{Element, Output, Params, Scalar, Spacing};
 
-create_exception!(_twobs, Error, PyException, "What twobs refused or could not do, with the same message as the command line.");
-create_exception!(_twobs, SpecError, Error, "A problem spec or its snippet is wrong (the message names the file, line and column).");
-create_exception!(_twobs, InputError, Error, "Points, weights or parameters twobs cannot take (the message names the value).");
+create_exception!(
+    _twobs,
+    Error,
+    PyException,
+    "What twobs refused or could not do, with the same message as the command line."
+);
+create_exception!(
+    _twobs,
+    SpecError,
+    Error,
+    "A problem spec or its snippet is wrong (the message names the file, line and column)."
+);
+create_exception!(
+    _twobs,
+    InputError,
+    Error,
+    "Points, weights or parameters twobs cannot take (the message names the value)."
+);
 
 /// An anyhow-style chain of causes, one line, as the command line prints it.
 fn message(e: &dyn std::error::Error) -> String {
@@ -238,9 +253,7 @@ impl Session {
             "grid" => twobs::index::IndexChoice::Grid,
             "none" => twobs::index::IndexChoice::None,
             other => {
-                return Err(PyValueError::new_err(format!(
-                    "index={other:?}: expected \"auto\", \"grid\" or \"none\""
-                )));
+                return Err(PyValueError::new_err(format!("index={other:?}: expected \"auto\", \"grid\" or \"none\"")));
             }
         };
         if gpus.as_ref().is_some_and(Vec::is_empty) {
@@ -257,7 +270,17 @@ impl Session {
             hybrid: Hybrid::Auto,
         };
         Ok(Session {
-            options: RunOptions { backend, threads, f64: false, quiet: !progress, gpu, verify, index, cache },
+            options: RunOptions {
+                backend,
+                threads,
+                f64: false,
+                quiet: !progress,
+                gpu,
+                verify,
+                index,
+                cache,
+                ranks: None,
+            },
             pool: Pool::default(),
         })
     }
@@ -372,10 +395,12 @@ impl Session {
         match self.options.backend {
             BackendChoice::Cpu => "cpu",
             BackendChoice::Cuda => "cuda",
-            BackendChoice::Auto => match twobs::backend::cuda::usable().and_then(|()| Ok(twobs::backend::nvrtc::available()?)) {
-                Ok(()) => "cuda",
-                Err(_) => "cpu",
-            },
+            BackendChoice::Auto => {
+                match twobs::backend::cuda::usable().and_then(|()| Ok(twobs::backend::nvrtc::available()?)) {
+                    Ok(()) => "cuda",
+                    Err(_) => "cpu",
+                }
+            }
         }
     }
 }
@@ -556,9 +581,8 @@ fn result<'py>(
     out.set_item("kind", problem.output.kind())?;
     let other = inputs.other();
     // Indices are the engine's own where no row was dropped and all fit an int32.
-    let as_found = inputs.a.rows.is_none()
-        && other.rows.is_none()
-        && inputs.a.len().max(other.len()) <= i32::MAX as usize;
+    let as_found =
+        inputs.a.rows.is_none() && other.rows.is_none() && inputs.a.len().max(other.len()) <= i32::MAX as usize;
     match (outcome, &problem.output) {
         (Outcome::Totals(Totals::Counts(c)), Output::Count { .. }) => out.set_item("count", c[0])?,
         (Outcome::Totals(Totals::Sums(s)), Output::Sum) => out.set_item("sum", s[0])?,
@@ -635,7 +659,12 @@ fn knn_values<'py>(py: Python<'py>, values: Column, queries: usize, k: usize) ->
 }
 
 /// What the run did, as the command line's JSON report says it.
-fn report(problem: &twobs::spec::Problem, exec: &Execution, notes: Vec<String>, steps: serde_json::Value) -> serde_json::Value {
+fn report(
+    problem: &twobs::spec::Problem,
+    exec: &Execution,
+    notes: Vec<String>,
+    steps: serde_json::Value,
+) -> serde_json::Value {
     serde_json::json!({
         "problem": problem.name,
         "backend": exec.backend.name(),

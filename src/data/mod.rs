@@ -397,8 +397,11 @@ impl PointSet {
         }
         // Most sets are finite throughout: a pass over each column says so (vectorised).
         let finite = self.columns.iter().all(Column::all_finite);
-        let bad: Vec<usize> =
-            if finite { Vec::new() } else { (0..n).filter(|&i| !self.columns.iter().all(|c| c.is_finite(i))).collect() };
+        let bad: Vec<usize> = if finite {
+            Vec::new()
+        } else {
+            (0..n).filter(|&i| !self.columns.iter().all(|c| c.is_finite(i))).collect()
+        };
         if let Some(&first) = bad.first() {
             if !drop_nonfinite {
                 return Err(input_error!(
@@ -590,9 +593,8 @@ mod tests {
             for k in [0, n / 2, n - 1] {
                 holed[k] = f32::NAN;
             }
-            let want = holed
-                .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x as f64), h.max(x as f64)));
+            let want =
+                holed.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x as f64), h.max(x as f64)));
             assert_eq!(Column::F32(holed).min_max(), want, "{n} floats with NaNs");
         }
         assert_eq!(Column::F64(vec![f64::NAN; 5]).min_max(), (f64::INFINITY, f64::NEG_INFINITY));
