@@ -40,9 +40,17 @@ fn main() {
             let schedule =
                 Schedule::make(&problem, &params, &shapes, IndexChoice::Auto, &opts, &workers).expect("schedule");
             let t_schedule = t.elapsed();
+            let t = Instant::now();
+            let probe = twobs::codegen::render_probe(&problem, &params, twobs::stage::Test::Keys);
+            let t_probe = t.elapsed();
             println!(
-                "n={n} round {round}: range {:?} ({range:?}), shapes {:?}, schedule {:?} ({} GPUs)",
-                t_range, t_shapes, t_schedule, schedule.gpus
+                "n={n} round {round}: range {:?} ({range:?}), shapes {:?}, schedule {:?} ({} GPUs), FP probe rendered {:?} ({} bytes)",
+                t_range,
+                t_shapes,
+                t_schedule,
+                schedule.gpus,
+                t_probe,
+                probe.source.len()
             );
         }
     }

@@ -49,6 +49,11 @@ impl Key {
         Key(fnv1a_128(&bytes))
     }
 
+    /// The key's 16 bytes, to key something made from what it names.
+    pub fn bytes(self) -> [u8; 16] {
+        self.0.to_le_bytes()
+    }
+
     pub fn hex(self) -> String {
         format!("{:032x}", self.0)
     }

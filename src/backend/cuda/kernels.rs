@@ -30,6 +30,9 @@ pub(super) type KernelPair<K> = (Option<K>, Option<K>);
 /// made while the GPU's context is being created.
 #[derive(Clone)]
 pub(super) struct Compiled {
+    /// What was asked (the problem, parameters, GPU, points, forced shape):
+    /// names the cubin, so that loading it need not hash its bytes each run.
+    pub(super) asked: Key,
     pub(super) plan: Plan,
     pub(super) entry: String,
     pub(super) cubin: Arc<Vec<u8>>,
@@ -51,7 +54,8 @@ impl Compiled {
         // session's calls) plan, render and read the disk cache once, not 43 ms a frame.
         static PLANNED: Memo<Compiled> = Memo::new();
         let asked = format!("{problem:?}\n{params:?}\n{dev:?}\n{points:?}\n{forced:?}\n{grid}");
-        let compiled = PLANNED.get_or_try(Key::of(&[asked.as_bytes()]), || -> Result<Compiled, GpuError> {
+        let asked = Key::of(&[asked.as_bytes()]);
+        let compiled = PLANNED.get_or_try(asked, || -> Result<Compiled, GpuError> {
             let plan = if grid {
                 Plan::grid(problem, params, dev, points, forced)?
             } else {
@@ -59,15 +63,15 @@ impl Compiled {
             };
             let kernel = codegen::render(problem, params, &plan, dev, "twobs run");
             let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
-            Ok(Compiled { plan, entry: kernel.entry, cubin })
+            Ok(Compiled { asked, plan, entry: kernel.entry, cubin })
         })?;
         Ok((*compiled).clone())
     }
 
     /// Loads the kernel into `ctx` (once per process and GPU).
     pub(super) fn load(self, dev: &Device, ctx: &Arc<CudaContext>) -> Result<Launcher, GpuError> {
-        let Compiled { plan, entry, cubin } = self;
-        let func = loaded(ctx, &cubin, &entry, "the kernel", |func| {
+        let Compiled { asked, plan, entry, cubin } = self;
+        let func = loaded(ctx, asked, &cubin, &entry, "the kernel", |func| {
             if plan.launch.shared_bytes + plan.launch.contribution_shared_bytes > dev.shared_per_block {
                 func.set_attribute(
                     sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -85,12 +89,13 @@ impl Compiled {
 /// process and GPU.
 fn loaded(
     ctx: &Arc<CudaContext>,
+    named: Key,
     cubin: &[u8],
     entry: &str,
     what: &str,
     prepare: impl FnOnce(&CudaFunction) -> Result<(), GpuError>,
 ) -> Result<CudaFunction, GpuError> {
-    let key = Key::of(&[cubin, &ctx.ordinal().to_le_bytes()]);
+    let key = Key::of(&[&named.bytes(), &ctx.ordinal().to_le_bytes()]);
     let func = MODULES.get_or_try(key, || -> Result<CudaFunction, GpuError> {
         let module =
             ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec())).doing(&format!("loading {what}"))?;
@@ -125,10 +130,11 @@ impl Launcher {
 pub(super) fn dob_drain(ctx: &Arc<CudaContext>, dev: &Device, cache: &Cache) -> Result<CudaFunction, GpuError> {
     // Keyed by the GPU before anything is rendered or read: a trajectory's frames find it in memory.
     static DRAINS: Memo<CudaFunction> = Memo::new();
-    let drain = DRAINS.get_or_try(Key::of(&[dev.arch().as_bytes(), &ctx.ordinal().to_le_bytes()]), || {
+    let key = Key::of(&[dev.arch().as_bytes(), &ctx.ordinal().to_le_bytes()]);
+    let drain = DRAINS.get_or_try(key, || {
         let kernel = codegen::render_dob_drain();
         let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
-        loaded(ctx, &cubin, &kernel.entry, "the output drain", |_| Ok(()))
+        loaded(ctx, key, &cubin, &kernel.entry, "the output drain", |_| Ok(()))
     })?;
     Ok((*drain).clone())
 }
