@@ -531,7 +531,9 @@ fn compute(
     std::thread::scope(|s| {
         let (done, mut finished) = mpsc::channel();
         s.spawn(move || {
-            let _ = done.send(twobs::stop::watching(|| twobs::run::execute(problem, params, inputs, options)));
+            #[allow(clippy::result_large_err, reason = "one result a call, sent once")]
+            let run = || twobs::run::execute(problem, params, inputs, options);
+            let _ = done.send(twobs::stop::watching(run));
         });
         let mut interrupted = None;
         loop {
