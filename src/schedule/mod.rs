@@ -197,7 +197,9 @@ impl Schedule {
             block_points,
             estimated_pairs: None,
         };
-        let layout = match index::layout(problem, params, shapes, shape.pairs, choice)? {
+        // The CPU alone walks cells finer than the cutoff; GPUs walk theirs.
+        let fineness = if all == 0 { CPU_RUNS.cells } else { index::Cells::AsCutoff };
+        let layout = match index::layout(problem, params, shapes, shape.pairs, choice, fineness)? {
             Ok(layout) => layout,
             Err(summary) => return Ok(brute(summary)),
         };
@@ -234,7 +236,11 @@ impl Schedule {
         };
         let host = |layout: Layout| -> Result<Indexing, ScheduleError> {
             let plan = Plan::grid(problem, params, &workers.gpus[0], points, opts.forced)?;
-            let runs = Runs { points: plan.launch.block_size * plan.launch.points_per_thread, whole_rows: true };
+            let runs = Runs {
+                points: plan.launch.block_size * plan.launch.points_per_thread,
+                whole_rows: true,
+                cells: index::Cells::AsCutoff,
+            };
             Ok(Indexing::Host { layout, runs })
         };
         let schedule = |indexing, gpus, sharing, why_gpus: String| Schedule {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <algorithm>
 #include <cstdlib>
+#include <mutex>
 #include <utility>
 
 #define __device__
