@@ -1082,6 +1082,123 @@ mod tests {
         }
     }
 
+    /// Points in [0, 1)^dims that a grid of cells `side` wide for cutoff
+    /// `value` must not lose: random ones, ones on cell boundaries (multiples
+    /// of the side), pairs exactly `value` apart on an axis, duplicates, and
+    /// points at 0 and just below 1 (pairs across a periodic box's edge).
+    fn adversarial(n: usize, dims: usize, value: f64, side: f64, rng: &mut rand::rngs::StdRng) -> PointSet {
+        let mut rows: Vec<Vec<f64>> = Vec::new();
+        while rows.len() < n {
+            let base: Vec<f64> = (0..dims)
+                .map(|_| match rng.random_range(0..4u32) {
+                    0 => (rng.random_range(0..(1.0 / side) as u32) as f64 * side).min(0.999),
+                    1 => [0.0, 1.0 - 1e-9, 1.0 - value][rng.random_range(0..3usize)],
+                    _ => rng.random::<f64>(),
+                })
+                .collect();
+            let mut partner = base.clone();
+            let axis = rng.random_range(0..dims);
+            partner[axis] = (partner[axis] + value).min(1.0 - 1e-9);
+            rows.push(base.clone());
+            rows.push(partner);
+            rows.push(base);
+        }
+        rows.truncate(n);
+        PointSet {
+            columns: (0..dims).map(|d| Column::F64(rows.iter().map(|r| r[d]).collect())).collect(),
+            origin: "adversarial".into(),
+            rows: None,
+        }
+    }
+
+    /// The pairs the grid's units visit, in input indices, each with the
+    /// times it is visited (unordered for a lower triangle).
+    fn visited(grid: &Grid, visit: Visit) -> std::collections::HashMap<(u32, u32), u32> {
+        let mut seen = std::collections::HashMap::new();
+        for u in &grid.units {
+            for i in u.own[0]..u.own[1] {
+                for r in u.ranges[0]..u.ranges[1] {
+                    let [lo, hi] = grid.ranges[r as usize];
+                    let lo = if visit == Visit::LowerTriangle && r == u.ranges[0] { i + 1 } else { lo };
+                    for j in lo..hi {
+                        if visit == Visit::AllPairs && j == i {
+                            continue;
+                        }
+                        let (a, b) = (grid.a.perm[i as usize], grid.other().perm[j as usize]);
+                        let key = if visit == Visit::LowerTriangle { (a.min(b), a.max(b)) } else { (a, b) };
+                        *seen.entry(key).or_insert(0) += 1;
+                    }
+                }
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn finer_cells_visit_every_pair_within_the_cutoff_once() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
+        let value = 0.1;
+        for reach in 1..=MAX_REACH {
+            for (dims, periodic, visit) in [
+                (3, true, Visit::LowerTriangle),
+                (3, false, Visit::LowerTriangle),
+                (2, true, Visit::AllPairs),
+                (3, true, Visit::Cross),
+                (1, true, Visit::LowerTriangle),
+                (2, false, Visit::Cross),
+            ] {
+                let spans: Vec<Span> = (0..dims)
+                    .map(|c| Span {
+                        component: c,
+                        name: format!("x{c}"),
+                        integer: false,
+                        origin: 0.0,
+                        extent: 1.0,
+                        length: periodic.then_some(1.0),
+                    })
+                    .collect();
+                let (axes, _) = fit_axes(value, &spans, 1 << 20, reach);
+                assert_eq!(axes.len(), dims, "reach {reach}: every axis gets cells");
+                let side = axes[0].side;
+                let n = if dims == 1 { 400 } else { 1500 };
+                let a = adversarial(n, dims, value, side, &mut rng);
+                let b = (visit == Visit::Cross).then(|| adversarial(n / 2, dims, value, side, &mut rng));
+                let inputs = Inputs { a, b };
+                let runs = Runs { points: 5, whole_rows: reach % 2 == 0, cells: Cells::Finer };
+                let grid = build(axes, reach, &inputs, visit, runs);
+                let seen = visited(&grid, visit);
+                let what = format!("reach {reach}, {dims}-D, periodic {periodic}, {visit:?}");
+                let twice = seen.iter().find(|(_, times)| **times > 1);
+                assert!(twice.is_none(), "{what}: pair {twice:?} visited more than once");
+                // Every pair within the cutoff on every axis (minimum image in a periodic box).
+                let other = inputs.other();
+                let near = |i: usize, j: usize| {
+                    (0..dims).all(|d| {
+                        let x = (inputs.a.columns[d].get_f64(i) - other.columns[d].get_f64(j)).abs();
+                        (if periodic { x.min(1.0 - x) } else { x }) <= value
+                    })
+                };
+                let mut within = 0;
+                for i in 0..inputs.a.len() {
+                    for j in 0..other.len() {
+                        let counted = match visit {
+                            Visit::LowerTriangle => i < j,
+                            Visit::AllPairs => i != j,
+                            Visit::Cross => true,
+                        };
+                        if counted && near(i, j) {
+                            within += 1;
+                            assert!(seen.contains_key(&(i as u32, j as u32)), "{what}: pair ({i}, {j}) within the cutoff not visited");
+                        }
+                    }
+                }
+                assert!(within > n, "{what}: only {within} pairs within the cutoff: the test proves little");
+                let listed: u64 = grid.units.iter().map(|u| u.pairs).sum();
+                assert_eq!(listed, seen.values().map(|&t| t as u64).sum::<u64>(), "{what}: the units' pair counts");
+            }
+        }
+    }
+
     fn uniform(n: usize, dims: usize, scale: f64, rng: &mut rand::rngs::StdRng) -> PointSet {
         PointSet {
             columns: (0..dims)
