@@ -525,7 +525,7 @@ pub fn render_cpu(problem: &Problem, params: &Params, shape: &Shape, index: Inde
             shape.collect.cpu_fragment(),
             json!({
                 "rings": index == IndexKind::Rings,
-                "key_edges": crate::backend::cpu::CpuBuckets::choose(problem).0 == crate::backend::cpu::CpuBuckets::KeyEdges,
+                "key_edges": contribution::CpuBuckets::choose(problem).0 == contribution::CpuBuckets::KeyEdges,
                 "log": matches!(&problem.output, crate::spec::Output::Histogram { spacing: crate::spec::Spacing::Log, .. }),
             }),
         ),

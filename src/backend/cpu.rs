@@ -21,7 +21,7 @@ use crate::index::{Grid, IndexKind};
 use crate::memory::{Host, TooLarge};
 use crate::outcome::Outcome;
 use crate::plan::Shape;
-use crate::spec::{Output, Params, Problem, Scalar};
+use crate::spec::{Params, Problem, Scalar};
 use crate::stage::RingShape;
 use crate::stage::output::{self, Collect, Partial, Total};
 use crate::stage::visit::Visit;
@@ -72,41 +72,6 @@ pub enum CpuError {
     Cache(#[from] CacheError),
     #[error(transparent)]
     Memory(#[from] TooLarge),
-}
-
-/// How the CPU driver finds a histogram pair's bucket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CpuBuckets {
-    /// From the pair's value, the definition.
-    Values,
-    /// From the key: one comparison against the key edges of the range
-    /// (most pairs a grid visits lie past the last bucket), a bisection over
-    /// them for those within. Each edge is the smallest key whose value
-    /// reaches the bucket, found with the driver's own map, so that every
-    /// key lands where its value does (`templates/cpu/output/totals.cpp`).
-    KeyEdges,
-}
-
-impl CpuBuckets {
-    /// Key edges where the spec declares a key map and each pair adds 1 to
-    /// one bucket; else values. With the reason, for the report.
-    pub fn choose(problem: &Problem) -> (CpuBuckets, String) {
-        let Output::Histogram { weight, .. } = &problem.output else {
-            return (CpuBuckets::Values, format!("a {} output: each pair's value is tested", problem.output.kind()));
-        };
-        match (&problem.function.key, weight.is_some() || problem.input.point_weights) {
-            (None, _) => (CpuBuckets::Values, "the spec declares no key map: each pair's bucket is its value's".into()),
-            (Some(_), true) => (CpuBuckets::Values, "weighted pairs: each pair's bucket is its value's".into()),
-            (Some(k), false) => (
-                CpuBuckets::KeyEdges,
-                format!(
-                    "{}(a, b) is {}({}(a, b)): each pair's key is compared with the edges of the range, and bisected over the bucket edges where it falls within; the edges are the smallest keys whose {} reaches each bucket",
-                    problem.function.name, k.map, k.key, k.map
-                ),
-            ),
-        }
-    }
 }
 
 /// The most bytes of histogram copies a CPU run keeps until their merge
