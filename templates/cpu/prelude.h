@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 #include <utility>
 
 #define __device__

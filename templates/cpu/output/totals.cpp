@@ -55,9 +55,51 @@ static inline void slots_of_keys(const Key* k, unsigned n, unsigned* slot) {
   }
 }
 
+// The keys of own point `own` with partners j0 .. j0 + m, into k: a loop the
+// compiler vectorises once every call in it is inlined, which flatten asks
+// (the compiler's own limits leave a snippet's larger functions, such as
+// rdf's minimum image, as calls).
+[[gnu::flatten]] static void keys_of_run(const Point& own, const TwobsColumns& partners, uint64_t j0, uint64_t m,
+                                         Key* k) {
+  for (uint64_t t = 0; t < m; ++t) k[t] = twobs_key(own, load_point(partners, j0 + t));
+}
+
+// Keeps the keys of k[0..m) within the range (reaching `first`, not `past`)
+// at out[0..), in order; returns how many. NaN keys are not kept.
+template <class K>
+static inline unsigned keep_within(const K* k, unsigned m, K first, K past, K* out) {
+  unsigned n = 0;
+  for (unsigned t = 0; t < m; ++t) {
+    out[n] = k[t];
+    n += (k[t] >= first) & !(k[t] >= past);
+  }
+  return n;
+}
+#if defined(__AVX512F__)
+// The same, 16 keys an instruction: a mask of the comparisons (ordered, so
+// that a NaN key is not kept and a NaN edge is reached by none), the kept
+// keys packed to the front and stored whole (out has 16 keys of room past m).
+static inline unsigned keep_within(const float* k, unsigned m, float first, float past, float* out) {
+  const __m512 lo = _mm512_set1_ps(first), hi = _mm512_set1_ps(past);
+  unsigned n = 0;
+  for (unsigned t = 0; t < m; t += 16) {
+    const __mmask16 valid = m - t >= 16 ? 0xffff : static_cast<__mmask16>((1u << (m - t)) - 1);
+    const __m512 v = _mm512_maskz_loadu_ps(valid, k + t);
+    const __mmask16 in = valid & _mm512_cmp_ps_mask(v, lo, _CMP_GE_OQ) & ~_mm512_cmp_ps_mask(v, hi, _CMP_GE_OQ);
+    _mm512_storeu_ps(out + n, _mm512_maskz_compress_ps(in, v));
+    n += static_cast<unsigned>(__builtin_popcount(in));
+  }
+  return n;
+}
+#endif
+
 // Adds the contributions of work items [begin, end) (rows, or grid units)
 // into totals[SLOTS]: each run of partners' keys in blocks (a loop the
-// compiler vectorises), then the few in a bucket counted.
+// compiler vectorises), those within the range kept until a few hundred
+// wait, then their buckets found together (a vectorised loop over them) and
+// counted, in four copies of the totals where they are small (a bucket's
+// count is then not a chain of increments of one word, each waiting for the
+// last). A NaN key is tested on its value.
 extern "C" void twobs_rows(const TwobsSet* a, const TwobsSet* b, const TwobsGrid* grid, uint64_t begin, uint64_t end,
                            Total* totals) {
   twobs_prepare();
@@ -67,36 +109,40 @@ extern "C" void twobs_rows(const TwobsSet* a, const TwobsSet* b, const TwobsGrid
   }
   const Key first = KEY_EDGES[0], past = KEY_EDGES[SLOTS];
   const TwobsColumns partners = columns_of(b);
+  constexpr unsigned BLOCK = 64, PENDING = 256, COPIES = SLOTS <= 512 ? 4 : 1;
+  // On the stack (16 KiB at most): a thread_local would be looked up at every count.
+  Total copies[COPIES][COPIES > 1 ? SLOTS : 1];
+  Total* const count = COPIES > 1 ? &copies[0][0] : totals;
+  if (COPIES > 1) memset(copies, 0, sizeof copies);
+  Key pending[PENDING + BLOCK + 16];
+  unsigned held = 0;
+  auto count_pending = [&] {
+    unsigned slot[PENDING + BLOCK];
+    slots_of_keys(pending, held, slot);
+    for (unsigned u = 0; u < held; ++u) count[(u % COPIES) * SLOTS + slot[u]] += 1;
+    held = 0;
+  };
   for_runs(a, b, grid, begin, end, [&](uint64_t, const Point& own, uint64_t lo, uint64_t hi) {
-    constexpr uint64_t BLOCK = 64;
     Key k[BLOCK];
     for (uint64_t j0 = lo; j0 < hi; j0 += BLOCK) {
-      const uint64_t m = std::min(BLOCK, hi - j0);
-      for (uint64_t t = 0; t < m; ++t) k[t] = twobs_key(own, load_point(partners, j0 + t));
-      // The keys within the range (and NaN ones), marked in a vectorised
-      // loop and gathered without a branch: most keys a grid visits lie past
-      // the last bucket, in no order a branch could predict.
-      uint8_t hit[BLOCK];
-      for (uint64_t t = 0; t < m; ++t) hit[t] = (k[t] >= first) & !(k[t] >= past) | (k[t] != k[t]);
-      unsigned kept[BLOCK], n = 0;
-      Key within[BLOCK];
-      for (unsigned t = 0; t < m; ++t) {
-        kept[n] = t;
-        within[n] = k[t];
-        n += hit[t];
-      }
-      unsigned slot[BLOCK];
-      slots_of_keys(within, n, slot);
-      for (unsigned u = 0; u < n; ++u) {
-        if (within[u] == within[u]) {
-          totals[slot[u]] += 1;
-        } else {
-          const Contribution c = contribute(own, load_point(b, j0 + kept[u]));
+      const unsigned m = static_cast<unsigned>(std::min<uint64_t>(BLOCK, hi - j0));
+      keys_of_run(own, partners, j0, m, k);
+      held += keep_within(k, m, first, past, pending + held);
+      bool nan = false;
+      for (unsigned t = 0; t < m; ++t) nan |= k[t] != k[t];
+      for (unsigned t = 0; nan && t < m; ++t) {
+        if (k[t] != k[t]) {
+          const Contribution c = contribute(own, load_point(b, j0 + t));
           if (c.slot < SLOTS) totals[c.slot] += c.amount;
         }
       }
+      if (held >= PENDING) count_pending();
     }
   });
+  count_pending();
+  for (unsigned c = 0; COPIES > 1 && c < COPIES; ++c) {
+    for (unsigned j = 0; j < SLOTS; ++j) totals[j] += copies[c][j];
+  }
 }
 {%- else %}
 
