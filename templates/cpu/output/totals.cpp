@@ -65,30 +65,37 @@ static inline void slots_of_keys(const Key* k, unsigned n, unsigned* slot) {
 }
 
 // Keeps the keys of k[0..m) within the range (reaching `first`, not `past`)
-// at out[0..), in order; returns how many. NaN keys are not kept.
+// at out[0..), in order; returns how many. NaN keys are not kept: `nan`
+// says whether there was one.
 template <class K>
-static inline unsigned keep_within(const K* k, unsigned m, K first, K past, K* out) {
+static inline unsigned keep_within(const K* k, unsigned m, K first, K past, K* out, bool& nan) {
   unsigned n = 0;
   for (unsigned t = 0; t < m; ++t) {
     out[n] = k[t];
     n += (k[t] >= first) & !(k[t] >= past);
   }
+  bool any = false;
+  for (unsigned t = 0; t < m; ++t) any |= k[t] != k[t];
+  nan = any;
   return n;
 }
 #if defined(__AVX512F__)
 // The same, 16 keys an instruction: a mask of the comparisons (ordered, so
 // that a NaN key is not kept and a NaN edge is reached by none), the kept
 // keys packed to the front and stored whole (out has 16 keys of room past m).
-static inline unsigned keep_within(const float* k, unsigned m, float first, float past, float* out) {
+static inline unsigned keep_within(const float* k, unsigned m, float first, float past, float* out, bool& nan) {
   const __m512 lo = _mm512_set1_ps(first), hi = _mm512_set1_ps(past);
   unsigned n = 0;
+  __mmask16 unordered = 0;
   for (unsigned t = 0; t < m; t += 16) {
     const __mmask16 valid = m - t >= 16 ? 0xffff : static_cast<__mmask16>((1u << (m - t)) - 1);
     const __m512 v = _mm512_maskz_loadu_ps(valid, k + t);
     const __mmask16 in = valid & _mm512_cmp_ps_mask(v, lo, _CMP_GE_OQ) & ~_mm512_cmp_ps_mask(v, hi, _CMP_GE_OQ);
     _mm512_storeu_ps(out + n, _mm512_maskz_compress_ps(in, v));
     n += static_cast<unsigned>(__builtin_popcount(in));
+    unordered |= valid & _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
   }
+  nan = unordered != 0;
   return n;
 }
 #endif
@@ -117,8 +124,12 @@ extern "C" void twobs_rows(const TwobsSet* a, const TwobsSet* b, const TwobsGrid
   Key pending[PENDING + BLOCK + 16];
   unsigned held = 0;
   auto count_pending = [&] {
-    unsigned slot[PENDING + BLOCK];
-    slots_of_keys(pending, held, slot);
+    // Buckets for a whole number of vectors (the padding is not counted):
+    // no scalar remainder once per edge.
+    const unsigned whole = (held + 15) & ~15u;
+    for (unsigned u = held; u < whole; ++u) pending[u] = first;
+    unsigned slot[PENDING + BLOCK + 16];
+    slots_of_keys(pending, whole, slot);
     for (unsigned u = 0; u < held; ++u) count[(u % COPIES) * SLOTS + slot[u]] += 1;
     held = 0;
   };
@@ -127,9 +138,8 @@ extern "C" void twobs_rows(const TwobsSet* a, const TwobsSet* b, const TwobsGrid
     for (uint64_t j0 = lo; j0 < hi; j0 += BLOCK) {
       const unsigned m = static_cast<unsigned>(std::min<uint64_t>(BLOCK, hi - j0));
       keys_of_run(own, partners, j0, m, k);
-      held += keep_within(k, m, first, past, pending + held);
-      bool nan = false;
-      for (unsigned t = 0; t < m; ++t) nan |= k[t] != k[t];
+      bool nan;
+      held += keep_within(k, m, first, past, pending + held, nan);
       for (unsigned t = 0; nan && t < m; ++t) {
         if (k[t] != k[t]) {
           const Contribution c = contribute(own, load_point(b, j0 + t));
