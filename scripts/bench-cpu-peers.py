@@ -24,7 +24,9 @@ again inside it.
 
 Usage: scripts/bench-cpu-peers.py [--quick] [--rows a,b,...] [--reps N] [--huge] [--json FILE]
   --quick  the rows on 200k points or fewer (g(r) 1M and DD 1M left out)
-  --huge   also g(r) of 1M atoms at r_max 0.25 (hours: every pair before issue 33)
+  --huge   also g(r) of 1M atoms at r_max 0.25 (hours before issue 33: every pair); its peer (freud,
+           ~6,000 s) only with --huge-peer
+  --reuse-peers  take peers' times and results kept in target/peers-cache by an earlier run
 """
 import argparse
 import json
@@ -62,7 +64,7 @@ TWOBS = os.environ.get("TWOBS", os.path.join(ROOT, "target", "release", "twobs")
 # Another build of twobs timed on each row beside this one (the same data, the
 # same minute of the machine), its result checked equal: a before and after.
 BEFORE = os.environ.get("TWOBS_BEFORE")
-REUSE_PEERS = False
+REUSE_PEERS = HUGE_PEER = False
 WORK = tempfile.mkdtemp(prefix="bench-cpu-peers-", dir=os.path.join(ROOT, "target"))
 THREADS = os.cpu_count()
 
@@ -161,11 +163,14 @@ def moved(ours, theirs, twice):
 
 
 def row(name, ours, theirs, peer_name, differ, near):
+    if theirs is None:  # the peer was not run (--huge without --huge-peer)
+        return {"job": name, "twobs_s": ours, "peer": peer_name + " (not run)", "peer_s": None, "ratio": None,
+                "pairs_differ": None, "pairs_near_edges": None, "exact_up_to_edges": None}
     return {"job": name, "twobs_s": ours, "peer": peer_name, "peer_s": theirs, "ratio": ours / theirs,
             "pairs_differ": int(differ), "pairs_near_edges": int(near), "exact_up_to_edges": bool(differ <= near)}
 
 
-def gr(name, n, r_max, bins, reps):
+def gr(name, n, r_max, bins, reps, peer_too=True):
     """g(r) of n atoms in the periodic unit box against freud's RDF (each pair twice there)."""
     import freud
     pts = points(n, 1) - np.float32(0.5)  # freud's box is centred on the origin
@@ -181,6 +186,8 @@ def gr(name, n, r_max, bins, reps):
         rdf.compute(system=(box, pts), reset=True)
         return rdf.bin_counts
 
+    if not peer_too:
+        return row(name, ours, None, "freud", None, None), rep
     theirs, fc = peer(call, reps, f"gr-{n}-{r_max}-{bins}")
     differ = moved(counts, fc, 2)
     edges = np.arange(1, bins + 1) * (r_max / bins)
@@ -286,7 +293,7 @@ ROWS = {
     "dd1m": (True, lambda reps: dd("DD(r) 20 log buckets 0.001-0.1, 1M open", 1_000_000, False, reps)),
     "dd1mp": (True, lambda reps: dd("DD(r) 20 log buckets 0.001-0.1, 1M periodic", 1_000_000, True, reps)),
     "xi": (False, lambda reps: xi("Landy-Szalay xi, 100k data, 200k randoms", 100_000, 200_000, reps)),
-    "gr1m025": (True, lambda reps: gr("g(r) 1M atoms, r_max 0.25, periodic", 1_000_000, 0.25, 100, reps)),
+    "gr1m025": (True, lambda reps: gr("g(r) 1M atoms, r_max 0.25, periodic", 1_000_000, 0.25, 100, reps, HUGE_PEER)),
 }
 
 
@@ -296,12 +303,13 @@ def main():
     ap.add_argument("--huge", action="store_true")
     ap.add_argument("--rows", default="")
     ap.add_argument("--reps", type=int, default=0)
+    ap.add_argument("--huge-peer", action="store_true", help="with --huge, run freud on that row too (hours)")
     ap.add_argument("--json")
     ap.add_argument("--reuse-peers", action="store_true",
                     help="take each peer's time and result from target/peers-cache where an earlier run left them")
     args = ap.parse_args()
-    global REUSE_PEERS
-    REUSE_PEERS = args.reuse_peers
+    global REUSE_PEERS, HUGE_PEER
+    REUSE_PEERS, HUGE_PEER = args.reuse_peers, args.huge_peer
     names = [n for n in ROWS if n != "gr1m025" or args.huge]
     if args.quick:
         names = [n for n in names if not ROWS[n][0]]
@@ -320,10 +328,12 @@ def main():
         r["index"] = rep.get("index", {}).get("why", "") if isinstance(rep.get("index"), dict) else ""
         r["report"] = rep
         rows.append(r)
-        ok = "" if r["exact_up_to_edges"] else " (MORE than the edges)"
+        ok = "" if r["exact_up_to_edges"] in (True, None) else " (MORE than the edges)"
         was = f" {rep['before_s']:.3f} | {'yes' if rep['same_as_before'] else 'NO'} |" if BEFORE else ""
-        print(f"| {r['job']} |{was} {r['twobs_s']:.3f} | {r['peer']} | {r['peer_s']:.3f} | {r['ratio']:.2f} | "
-              f"{r['pairs_differ']}{ok} | {r['pairs_near_edges']} | {r['index'][:80]} |", flush=True)
+        num = lambda x, f: "-" if x is None else format(x, f)  # noqa: E731
+        print(f"| {r['job']} |{was} {r['twobs_s']:.3f} | {r['peer']} | {num(r['peer_s'], '.3f')} | "
+              f"{num(r['ratio'], '.2f')} | {num(r['pairs_differ'], 'd')}{ok} | {num(r['pairs_near_edges'], 'd')} | "
+              f"{r['index'][:110]} |", flush=True)
     if args.json:
         json.dump(rows, open(args.json, "w"), indent=1, default=str)
 
