@@ -270,9 +270,9 @@ def xi(name, nd, nr, reps, lo=0.001, hi=0.1, bins=20):
     r = [rand[:, c].astype(np.float64) for c in range(3)]
 
     def call():
-        dd_ = DD(1, 2, edges, *d)
-        dr = DD(0, 2, edges, *d, X2=r[0], Y2=r[1], Z2=r[2])
-        rr = DD(1, 2, edges, *r)
+        dd_ = DD(1, 2, edges, *d, periodic=False)
+        dr = DD(0, 2, edges, *d, X2=r[0], Y2=r[1], Z2=r[2], periodic=False)
+        rr = DD(1, 2, edges, *r, periodic=False)
         return dd_, dr, rr, convert_3d_counts_to_cf(nd, nd, nr, nr, dd_, dr, dr, rr)
 
     theirs, (dd_, dr, rr, cf) = peer(call, reps, f"xi-{nd}-{nr}-{lo}-{hi}-{bins}")
