@@ -1188,7 +1188,10 @@ mod tests {
                         };
                         if counted && near(i, j) {
                             within += 1;
-                            assert!(seen.contains_key(&(i as u32, j as u32)), "{what}: pair ({i}, {j}) within the cutoff not visited");
+                            assert!(
+                                seen.contains_key(&(i as u32, j as u32)),
+                                "{what}: pair ({i}, {j}) within the cutoff not visited"
+                            );
                         }
                     }
                 }

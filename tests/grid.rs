@@ -300,7 +300,9 @@ fn the_sample_estimate_of_a_grids_pairs() {
         let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
         let shape = Shape::new(&p, &params, points);
         let shapes = index::Shapes::of(&inputs);
-        let layout = index::layout(&p, &params, &shapes, shape.pairs, IndexChoice::Grid, index::CPU_RUNS.cells).unwrap().unwrap();
+        let layout = index::layout(&p, &params, &shapes, shape.pairs, IndexChoice::Grid, index::CPU_RUNS.cells)
+            .unwrap()
+            .unwrap();
         let (grid, _) =
             index::choose(&p, &params, &inputs, shape.visit, shape.pairs, IndexChoice::Grid, index::CPU_RUNS).unwrap();
         let exact = grid.unwrap().pairs as f64;
