@@ -22,7 +22,9 @@ Peers are installed in a venv under target/peers-venv (Corrfunc builds
 against libgsl-dev: `apt-get install -y libgsl-dev`); the script runs itself
 again inside it.
 
-Usage: scripts/bench-cpu-peers.py [--quick] [--rows a,b,...] [--reps N] [--huge] [--json FILE]
+Usage: scripts/bench-cpu-peers.py [--quick] [--rows a,b,...] [--reps N] [--huge [--huge-peer]] [--reuse-peers] [--json FILE]
+  rows: gr100k gr1m join1m knn1m dd200k dd200kp dd1m dd1mp xi gr1m025
+  TWOBS=binary (default target/release/twobs), TWOBS_BEFORE=binary (a second build timed beside it)
   --quick  the rows on 200k points or fewer (g(r) 1M and DD 1M left out)
   --huge   also g(r) of 1M atoms at r_max 0.25 (hours before issue 33: every pair); its peer (freud,
            ~6,000 s) only with --huge-peer
