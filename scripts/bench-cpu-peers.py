@@ -25,7 +25,7 @@ again inside it.
 Usage: scripts/bench-cpu-peers.py [--quick] [--rows a,b,...] [--reps N] [--huge [--huge-peer]] [--reuse-peers] [--json FILE]
   rows: gr100k gr1m join1m knn1m dd200k dd200kp dd1m dd1mp xi gr1m025
   TWOBS=binary (default target/release/twobs), TWOBS_BEFORE=binary (a second build timed beside it)
-  --quick  the rows on 200k points or fewer (g(r) 1M and DD 1M left out)
+  --quick  every row but g(r) of 1M atoms and DD(r) of 1M points (minutes each before issue 33)
   --huge   also g(r) of 1M atoms at r_max 0.25 (hours before issue 33: every pair); its peer (freud,
            ~6,000 s) only with --huge-peer
   --reuse-peers  take peers' times and results kept in target/peers-cache by an earlier run
