@@ -520,7 +520,15 @@ pub fn render_cpu(problem: &Problem, params: &Params, shape: &Shape, index: Inde
                 render_fragment(&cx, Template::CpuVisitRings, json!({ "skip_self": shape.visit == Visit::AllPairs }))
             }
         },
-        "output": render_fragment(&cx, shape.collect.cpu_fragment(), json!({ "rings": index == IndexKind::Rings })),
+        "output": render_fragment(
+            &cx,
+            shape.collect.cpu_fragment(),
+            json!({
+                "rings": index == IndexKind::Rings,
+                "key_edges": contribution::CpuBuckets::choose(problem).0 == contribution::CpuBuckets::KeyEdges,
+                "log": matches!(&problem.output, crate::spec::Output::Histogram { spacing: crate::spec::Spacing::Log, .. }),
+            }),
+        ),
     });
     cx.insert("fragments".into(), fragments);
     cx.insert("names".into(), json!({ "visit": shape.visit.name(), "kind": problem.output.kind() }));

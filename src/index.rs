@@ -60,9 +60,31 @@ pub enum IndexError {
 
 /// Most axes a grid indexes: a cell's neighbours then lie in 3^(k-1) runs.
 const MAX_AXES: usize = 3;
-/// An axis is indexed only if it gets this many cells: with three, a middle
-/// cell's neighbours are every cell.
+/// An axis is indexed only if it gets this many cells (for a reach of one
+/// cell; 2 reach + 2 for a reach of several): with three, a middle cell's
+/// neighbours are every cell.
 const MIN_CELLS: u64 = 4;
+/// Most cells a cutoff spans on the CPU ([`Cells::Finer`]).
+const MAX_REACH: u32 = 4;
+/// Fewest points of the other set a run of 2 reach + 1 finer cells should
+/// hold on average, so that each run's loop amortises its setup (measured:
+/// see `choose_reach`).
+const RUN_POINTS: f64 = 48.0;
+
+/// How wide a grid's cells are against the cutoff.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cells {
+    /// No narrower than the cutoff: a unit meets the 3^k cells around its
+    /// own (the GPU's kernels walk that stencil themselves).
+    AsCutoff,
+    /// A fraction 1 / reach of the cutoff, reach chosen from the density
+    /// (the CPU's driver walks the host's ranges, whatever their number):
+    /// the (2 reach + 1)^k cells around a unit hold fewer pairs beyond the
+    /// cutoff, (1 + 1 / (2 reach))^k times the cutoff's cube against 27 / 8
+    /// of it in 3-D.
+    Finer,
+}
 /// The grid is chosen (`auto`) when it visits at most this share of the pairs.
 const MAX_SHARE: f64 = 0.5;
 
@@ -115,6 +137,8 @@ pub struct Unit {
 #[derive(Debug, Clone)]
 pub struct Grid {
     pub axes: Vec<Axis>,
+    /// Cells a cutoff spans ([`Layout::reach`]).
+    pub reach: u32,
     pub a: Sorted,
     /// The other set, for two-set problems.
     pub b: Option<Sorted>,
@@ -188,6 +212,8 @@ pub struct Layout {
     pub kind: IndexKind,
     pub axes: Vec<Axis>,
     pub cells: u64,
+    /// Cells a cutoff spans: a unit meets the cells within `reach` of its own on each axis.
+    pub reach: u32,
     /// `cutoff eps=0.01 over x,y`.
     pub cutoff: String,
 }
@@ -331,25 +357,26 @@ impl Layout {
             let Some(axis0) = self.axes.first() else { return keys.len() as u64 };
             let mut met = 0u64;
             let (n0, c0) = (axis0.cells as i64, c[0]);
-            'row: for offsets in 0..3u32.pow(k as u32 - 1) {
+            let (reach, side) = (self.reach as i64, 2 * self.reach + 1);
+            'row: for offsets in 0..side.pow(k as u32 - 1) {
                 let mut n = c;
                 let mut rest = offsets;
                 for (x, axis) in n.iter_mut().zip(&self.axes).skip(1) {
                     let cells = axis.cells as i64;
-                    *x += (rest % 3) as i64 - 1;
-                    rest /= 3;
+                    *x += (rest % side) as i64 - reach;
+                    rest /= side;
                     if axis.periodic {
                         *x = x.rem_euclid(cells);
                     } else if !(0..cells).contains(x) {
                         continue 'row;
                     }
                 }
-                // Cells c0 - 1 ..= c0 + 1 of the row: clipped, or wrapped into
-                // two runs (an axis has at least MIN_CELLS > 3 cells, so none is met twice).
-                met += match (axis0.periodic, c0 - 1 < 0, c0 + 1 >= n0) {
-                    (true, true, _) => in_run(&n, n0 - 1, n0 - 1) + in_run(&n, 0, c0 + 1),
-                    (true, _, true) => in_run(&n, c0 - 1, n0 - 1) + in_run(&n, 0, 0),
-                    _ => in_run(&n, (c0 - 1).max(0), (c0 + 1).min(n0 - 1)),
+                // Cells c0 - reach ..= c0 + reach of the row: clipped, or wrapped into
+                // two runs (an axis has at least 2 reach + 2 cells, so none is met twice).
+                met += match (axis0.periodic, c0 - reach < 0, c0 + reach >= n0) {
+                    (true, true, _) => in_run(&n, n0 + c0 - reach, n0 - 1) + in_run(&n, 0, c0 + reach),
+                    (true, _, true) => in_run(&n, c0 - reach, n0 - 1) + in_run(&n, 0, c0 + reach - n0),
+                    _ => in_run(&n, (c0 - reach).max(0), (c0 + reach).min(n0 - 1)),
                 };
             }
             met
@@ -370,6 +397,7 @@ pub fn layout(
     shapes: &Shapes,
     all_pairs: u128,
     choice: IndexChoice,
+    fineness: Cells,
 ) -> Result<Result<Layout, Summary>, IndexError> {
     let brute = |why: String| Summary::brute(why, all_pairs);
     if choice == IndexChoice::None {
@@ -431,7 +459,14 @@ pub fn layout(
     let over_names = over.iter().map(|&c| components[c].name.as_str()).collect::<Vec<_>>().join(",");
     Ok(Ok(match (&cutoff.value, &problem.output) {
         (Some(value), _) => {
-            let (axes, cells) = fit_axes(params.eval(value).as_f64(), &spans, cap);
+            let width = params.eval(value).as_f64();
+            let (axes, cells, reach) = match fineness {
+                Cells::AsCutoff => {
+                    let (axes, cells) = fit_axes(width, &spans, cap, 1);
+                    (axes, cells, 1)
+                }
+                Cells::Finer => finer_axes(width, &spans, cap, shapes.other().len),
+            };
             if axes.is_empty() && choice == IndexChoice::Auto {
                 // One cell would hold every point: the grid would visit every pair.
                 return Ok(Err(brute(format!(
@@ -439,11 +474,16 @@ pub fn layout(
                     params.describe(value)
                 ))));
             }
+            let finer = match reach {
+                1 => String::new(),
+                m => format!(" in cells 1/{m} of it wide, each meeting the {} around it", reach_cells(m, axes.len())),
+            };
             Layout {
                 kind: IndexKind::Grid,
                 axes,
                 cells,
-                cutoff: format!("cutoff {} over {over_names}", params.describe(value)),
+                reach,
+                cutoff: format!("cutoff {} over {over_names}{finer}", params.describe(value)),
             }
         }
         (None, Output::Knn { k }) => {
@@ -454,6 +494,7 @@ pub fn layout(
                 kind: IndexKind::Rings,
                 axes,
                 cells,
+                reach: 1,
                 cutoff: format!(
                     "K = {k}: rings of cells {side:.6e} wide over {over_names}, sized from a sample for ~{target} candidates a query"
                 ),
@@ -474,18 +515,24 @@ struct Span {
     length: Option<f64>,
 }
 
-/// The axes of cells no narrower than `value`: the covered components with
-/// the most cells (as many as fit their extents), at most `MAX_AXES`, while
-/// the cells stay within `cap`; the last one coarsened to fit.
-fn fit_axes(value: f64, spans: &[Span], cap: u64) -> (Vec<Axis>, u64) {
+/// The axes of cells no narrower than `value / reach`: the covered
+/// components with the most cells (as many as fit their extents, at least
+/// 2 reach + 2), at most `MAX_AXES`, while the cells stay within `cap`; the
+/// last one coarsened to fit. A pair within `value` then lies within `reach`
+/// cells of each other on every axis.
+fn fit_axes(value: f64, spans: &[Span], cap: u64, reach: u32) -> (Vec<Axis>, u64) {
+    let least_cells = MIN_CELLS.max(2 * reach as u64 + 2);
     let mut candidates: Vec<Axis> = Vec::new();
     for span in spans {
         let extent = span.extent;
         // Wider than the cutoff by more than rounding: whole numbers differ by
         // at least 1 past it; floats by 2^-10 of it plus 2^-20 of the extent,
         // far above what rounding a separation in f32 can move it.
-        let least =
-            if span.integer { value + 0.5 } else { value * (1.0 + 1.0 / 1024.0) + extent / (1u64 << 20) as f64 };
+        let least = if span.integer {
+            (value + 0.5) / reach as f64
+        } else {
+            value * (1.0 + 1.0 / 1024.0) / reach as f64 + extent / (1u64 << 20) as f64
+        };
         if !least.is_finite() || least <= 0.0 || !extent.is_finite() {
             continue;
         }
@@ -506,7 +553,7 @@ fn fit_axes(value: f64, spans: &[Span], cap: u64) -> (Vec<Axis>, u64) {
             cells: cells.min(u32::MAX as u64) as u32,
             periodic: span.length.is_some(),
         };
-        if axis.cells as u64 >= MIN_CELLS {
+        if axis.cells as u64 >= least_cells {
             candidates.push(axis);
         }
     }
@@ -515,7 +562,7 @@ fn fit_axes(value: f64, spans: &[Span], cap: u64) -> (Vec<Axis>, u64) {
     let mut cells = 1u64;
     for mut axis in candidates.into_iter().take(MAX_AXES) {
         let room = cap / cells;
-        if room < MIN_CELLS {
+        if room < least_cells {
             break;
         }
         if axis.cells as u64 > room {
@@ -533,6 +580,35 @@ fn fit_axes(value: f64, spans: &[Span], cap: u64) -> (Vec<Axis>, u64) {
         axes.push(axis);
     }
     (axes, cells)
+}
+
+/// The CPU's cells: the most a cutoff spans (its reach, up to
+/// [`MAX_REACH`]) while a run of 2 reach + 1 of them holds [`RUN_POINTS`] of
+/// the other set's `points` on average and the grid keeps as many axes as
+/// cells as wide as the cutoff give it. Finer cells visit fewer pairs beyond
+/// the cutoff, but more runs, each shorter. Where the cutoff leaves too few
+/// cells as wide as itself for any axis (a quarter of a periodic box: 3),
+/// finer cells still give a grid.
+fn finer_axes(value: f64, spans: &[Span], cap: u64, points: usize) -> (Vec<Axis>, u64, u32) {
+    let (axes, cells) = fit_axes(value, spans, cap, 1);
+    for reach in (2..=MAX_REACH).rev() {
+        let (finer, finer_cells) = fit_axes(value, spans, cap, reach);
+        let run = points as f64 / finer_cells.max(1) as f64 * (2 * reach + 1) as f64;
+        if !finer.is_empty() && finer.len() >= axes.len() && run >= RUN_POINTS {
+            return (finer, finer_cells, reach);
+        }
+    }
+    (axes, cells, 1)
+}
+
+/// The cells around (and with) a cell within `reach` of it on `axes` axes, in words.
+fn reach_cells(reach: u32, axes: usize) -> String {
+    let side = 2 * reach + 1;
+    match axes {
+        0 => "one cell".into(),
+        1 => format!("{side} cells"),
+        k => format!("{side}^{k} cells"),
+    }
 }
 
 /// Candidates a KNN query should meet in its first ring (the 3^k cells
@@ -561,7 +637,7 @@ fn knn_side(k: u32, spans: &[Span], cap: u64, shapes: &Shapes) -> (f64, Vec<Axis
     let dims = usable.len().clamp(1, MAX_AXES);
     let volume: f64 = usable.iter().map(|s| s.extent).product::<f64>().max(f64::MIN_POSITIVE);
     let mut side = (volume * ring_target(k, dims) / 3f64.powi(dims as i32) / others).powf(1.0 / dims as f64);
-    let mut fitted = fit_axes(side, spans, cap);
+    let mut fitted = fit_axes(side, spans, cap, 1);
     for _ in 0..3 {
         if fitted.0.is_empty() {
             break;
@@ -569,13 +645,14 @@ fn knn_side(k: u32, spans: &[Span], cap: u64, shapes: &Shapes) -> (f64, Vec<Axis
         let target = ring_target(k, fitted.0.len());
         let sampled_met = target * others.min(ESTIMATE_SAMPLE as f64) / others;
         let widen = (SAMPLED_MET / sampled_met).max(1.0).powf(1.0 / fitted.0.len() as f64);
-        let wide = fit_axes(side * widen, spans, cap);
+        let wide = fit_axes(side * widen, spans, cap, 1);
         // Wider cells must cover the same components (each with at least
         // MIN_CELLS cells) to scale by volume: the ratio of the cells' volumes.
         let same_components = wide.0.len() == fitted.0.len()
             && fitted.0.iter().all(|f| wide.0.iter().any(|w| w.component == f.component));
         let measured = if same_components { wide } else { fitted.clone() };
-        let layout = Layout { kind: IndexKind::Rings, axes: measured.0, cells: measured.1, cutoff: String::new() };
+        let layout =
+            Layout { kind: IndexKind::Rings, axes: measured.0, cells: measured.1, reach: 1, cutoff: String::new() };
         let volume = |axes: &[Axis]| axes.iter().map(|a| a.side).product::<f64>();
         let ring_share = volume(&fitted.0) / volume(&layout.axes);
         let met = layout.median_neighbours(shapes) * ring_share;
@@ -583,7 +660,7 @@ fn knn_side(k: u32, spans: &[Span], cap: u64, shapes: &Shapes) -> (f64, Vec<Axis
             break;
         }
         side *= (target / met).powf(1.0 / fitted.0.len() as f64);
-        fitted = fit_axes(side, spans, cap);
+        fitted = fit_axes(side, spans, cap, 1);
     }
     (side, fitted.0, fitted.1)
 }
@@ -628,7 +705,7 @@ pub fn choose(
     choice: IndexChoice,
     runs: Runs,
 ) -> Result<(Option<Grid>, Summary), IndexError> {
-    Ok(match layout(problem, params, &Shapes::of(inputs), all_pairs, choice)? {
+    Ok(match layout(problem, params, &Shapes::of(inputs), all_pairs, choice, runs.cells)? {
         Ok(layout) => sort_and_decide(&layout, inputs, visit, all_pairs, choice, runs),
         Err(brute) => (None, brute),
     })
@@ -645,7 +722,7 @@ pub fn sort_and_decide(
     choice: IndexChoice,
     runs: Runs,
 ) -> (Option<Grid>, Summary) {
-    let grid = build(layout.axes.clone(), inputs, visit, runs);
+    let grid = build(layout.axes.clone(), layout.reach, inputs, visit, runs);
     let summary = decide(layout, grid.pairs, all_pairs, choice);
     match summary.index {
         IndexKind::None => (None, summary),
@@ -660,11 +737,15 @@ pub fn sort_and_decide(
 pub struct Runs {
     pub points: u32,
     pub whole_rows: bool,
+    /// How wide the cells are: the GPU's kernels walk 3^k cells as wide as
+    /// the cutoff, the CPU's driver whatever ranges the host lists.
+    pub cells: Cells,
 }
 
 /// The CPU's units: one cell's points, at most 256 of them, so that a dense
-/// cell cannot stall one worker.
-pub const CPU_RUNS: Runs = Runs { points: 256, whole_rows: false };
+/// cell cannot stall one worker; cells finer than the cutoff where the
+/// density allows.
+pub const CPU_RUNS: Runs = Runs { points: 256, whole_rows: false, cells: Cells::Finer };
 
 /// A row of cells next to a run's row: its offset over axes 1..k, and whether
 /// it is the own row.
@@ -676,20 +757,22 @@ struct RowOffset {
 /// The rows a run meets (as [`row_offsets`] lists them, the own row first),
 /// by their offsets over axes 1 and 2: the GPU's grid builder takes them.
 pub fn stencil_rows(k: usize, diagonal: bool) -> Vec<[i64; 2]> {
-    row_offsets(k, diagonal).iter().map(|r| [r.offset[1], r.offset[2]]).collect()
+    row_offsets(k, diagonal, 1).iter().map(|r| [r.offset[1], r.offset[2]]).collect()
 }
 
-/// The rows a run meets: all 3^(k-1) of them, or with `diagonal` the own row
-/// and the rows after it in row order (the last axis most significant), so
-/// that each pair of neighbouring rows meets once. The own row comes first.
-fn row_offsets(k: usize, diagonal: bool) -> Vec<RowOffset> {
-    let rows = 3usize.pow(k.saturating_sub(1) as u32);
+/// The rows a run meets, those within `reach` of its own on axes 1..k: all
+/// (2 reach + 1)^(k-1) of them, or with `diagonal` the own row and the rows
+/// after it in row order (the last axis most significant), so that each
+/// pair of neighbouring rows meets once. The own row comes first.
+fn row_offsets(k: usize, diagonal: bool, reach: u32) -> Vec<RowOffset> {
+    let side = 2 * reach as usize + 1;
+    let rows = side.pow(k.saturating_sub(1) as u32);
     let mut out: Vec<RowOffset> = (0..rows)
         .map(|mut r| {
             let mut offset = [0i64; MAX_AXES];
             for o in offset.iter_mut().take(k).skip(1) {
-                *o = (r % 3) as i64 - 1;
-                r /= 3;
+                *o = (r % side) as i64 - reach as i64;
+                r /= side;
             }
             RowOffset { own: offset.iter().all(|&o| o == 0), offset }
         })
@@ -703,7 +786,7 @@ fn row_offsets(k: usize, diagonal: bool) -> Vec<RowOffset> {
 }
 
 /// Sorts both sets into the cells of `axes` and lists each run's neighbours.
-fn build(axes: Vec<Axis>, inputs: &Inputs, visit: Visit, runs: Runs) -> Grid {
+fn build(axes: Vec<Axis>, reach: u32, inputs: &Inputs, visit: Visit, runs: Runs) -> Grid {
     let cells: usize = axes.iter().map(|a| a.cells as usize).product();
     let a = sort(&inputs.a, &axes, cells);
     let b = inputs.b.as_ref().map(|b| sort(b, &axes, cells));
@@ -713,7 +796,7 @@ fn build(axes: Vec<Axis>, inputs: &Inputs, visit: Visit, runs: Runs) -> Grid {
     let k = axes.len();
     let n: Vec<i64> = axes.iter().map(|x| x.cells as i64).collect();
     let row_len = n.first().copied().unwrap_or(1);
-    let rows = row_offsets(k, diagonal);
+    let rows = row_offsets(k, diagonal, reach);
 
     // The runs of one row of cells, [x0, x1] at a time, with their ranges
     // (numbered from 0 in `ranges`).
@@ -742,7 +825,7 @@ fn build(axes: Vec<Axis>, inputs: &Inputs, visit: Visit, runs: Runs) -> Grid {
             let hi = a.cell_start[row_start + x1 as usize + 1];
             let first = ranges.len() as u32;
             for row in &rows {
-                push_row_runs(&coords, row, (x0, x1), &n, &axes, diagonal, other_start, ranges);
+                push_row_runs(&coords, row, (x0, x1), reach as i64, &n, &axes, diagonal, other_start, ranges);
             }
             let mine = &ranges[first as usize..];
             let total: u64 = mine.iter().map(|r| (r[1] - r[0]) as u64).sum();
@@ -800,18 +883,21 @@ fn build(axes: Vec<Axis>, inputs: &Inputs, visit: Visit, runs: Runs) -> Grid {
     }
     units.sort_unstable_by_key(|u| (std::cmp::Reverse(u.pairs), u.own[0]));
     let pairs = units.iter().map(|u| u.pairs as u128).sum();
-    Grid { axes, a, b, units, ranges, pairs }
+    Grid { axes, reach, a, b, units, ranges, pairs }
 }
 
 /// Pushes the runs of sorted points of the other set in one row next to the
-/// run of cells [x0, x1] of the row at `coords`: cells x0 - 1 ..= x1 + 1 of
-/// that row (from x0 on in the own row with `diagonal`), one run, or two
-/// where a periodic row wraps. Nothing where the row is past an open edge.
+/// run of cells [x0, x1] of the row at `coords`: cells x0 - reach ..= x1 +
+/// reach of that row (from x0 on in the own row with `diagonal`), one run,
+/// or two where a periodic row wraps. Nothing where the row is past an open
+/// edge. A periodic axis has at least 2 reach + 2 cells, so that no cell is
+/// met twice.
 #[allow(clippy::too_many_arguments)]
 fn push_row_runs(
     coords: &[i64; MAX_AXES],
     row: &RowOffset,
     (x0, x1): (i64, i64),
+    reach: i64,
     n: &[i64],
     axes: &[Axis],
     diagonal: bool,
@@ -837,17 +923,20 @@ fn push_row_runs(
     let at = |x: i64| start[(base + x) as usize];
     let len = n[0];
     if diagonal && row.own {
-        // The own row from the run on: a run meets the cell after it, never
-        // the one before (that cell's run meets it). Where the row wraps, the
-        // pair of its last and first cells is met from the first's run.
-        let hi = (x1 + 1).min(len - 1);
+        // The own row from the run on: a run meets the `reach` cells after
+        // it, never those before (their runs meet it). Where the row wraps,
+        // the pairs of its last cells and its first are met from the first
+        // cells' runs: cells x0 - reach .. -1 of the row, wrapped, less any
+        // the run already meets.
+        let hi = (x1 + reach).min(len - 1);
         out.push([at(x0), at(hi + 1)]);
-        if axes[0].periodic && x0 == 0 && hi < len - 1 {
-            out.push([at(len - 1), at(len)]);
+        let wrapped = (len - (reach - x0)).max(hi + 1);
+        if axes[0].periodic && x0 < reach && wrapped < len {
+            out.push([at(wrapped), at(len)]);
         }
         return;
     }
-    let (lo, hi) = (x0 - 1, x1 + 1);
+    let (lo, hi) = (x0 - reach, x1 + reach);
     if !axes[0].periodic {
         out.push([at(lo.max(0)), at(hi.min(len - 1) + 1)]);
     } else if hi - lo + 1 >= len {
@@ -913,8 +1002,9 @@ mod tests {
     use super::*;
     use rand::{RngExt, SeedableRng};
 
-    /// The sampled points of the other set in the 3^k cells around each
-    /// sampled query, counted pair by pair: what the search of row runs must find.
+    /// The sampled points of the other set in the cells within the layout's
+    /// reach of each sampled query's, counted pair by pair: what the search
+    /// of row runs must find.
     fn met_pair_by_pair(layout: &Layout, shapes: &Shapes) -> Vec<u64> {
         let cells = |set: &PointSet, i: usize| -> Vec<i64> {
             layout.axes.iter().map(|a| a.cell(set.columns[a.component].get_f64(i)) as i64).collect()
@@ -927,7 +1017,8 @@ mod tests {
                 let near = |o: &Vec<i64>| {
                     layout.axes.iter().zip(c.iter().zip(o)).all(|(a, (&x, &y))| {
                         let d = (x - y).abs();
-                        d <= 1 || (a.periodic && d == a.cells as i64 - 1)
+                        let reach = layout.reach as i64;
+                        d <= reach || (a.periodic && d >= a.cells as i64 - reach)
                     })
                 };
                 others.iter().filter(|o| near(o)).count() as u64
@@ -938,9 +1029,17 @@ mod tests {
     #[test]
     fn sampled_neighbours_count_what_pairs_of_cells_count() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
-        for (dims, periodic, two_sets) in
-            [(1, false, false), (2, true, false), (3, false, true), (3, true, true), (2, false, true)]
-        {
+        for (dims, periodic, two_sets, reach) in [
+            (1, false, false, 1),
+            (2, true, false, 1),
+            (3, false, true, 1),
+            (3, true, true, 1),
+            (2, false, true, 1),
+            (1, true, false, 3),
+            (2, true, false, 2),
+            (3, false, true, 2),
+            (3, true, true, 3),
+        ] {
             let set = |n: usize, rng: &mut rand::rngs::StdRng| PointSet {
                 columns: (0..dims)
                     .map(|_| Column::F64((0..n).map(|_| rng.random::<f64>().powi(2)).collect()))
@@ -949,7 +1048,8 @@ mod tests {
                 rows: None,
             };
             let inputs = Inputs { a: set(5_000, &mut rng), b: two_sets.then(|| set(3_000, &mut rng)) };
-            let cells = [4u32, 9, 23][..dims].to_vec();
+            // The fewest cells a reach allows on the first axis.
+            let cells = [2 * reach + 2, 9, 23][..dims].to_vec();
             let axes: Vec<Axis> = cells
                 .iter()
                 .enumerate()
@@ -966,6 +1066,7 @@ mod tests {
                 kind: IndexKind::Grid,
                 cells: cells.iter().map(|&n| n as u64).product(),
                 axes,
+                reach,
                 cutoff: String::new(),
             };
             let shapes = Shapes::of(&inputs);
@@ -974,10 +1075,130 @@ mod tests {
             let wrong = (0..want.len()).find(|&q| met.get(q) != Some(&want[q]));
             assert!(
                 met.len() == want.len() && wrong.is_none(),
-                "{dims}-D, periodic {periodic}, two sets {two_sets}: sampled query {wrong:?} met {:?} points, not {:?}",
+                "{dims}-D, periodic {periodic}, two sets {two_sets}, reach {reach}: sampled query {wrong:?} met {:?} points, not {:?}",
                 wrong.map(|q| met.get(q)),
                 wrong.map(|q| want[q])
             );
+        }
+    }
+
+    /// Points in [0, 1)^dims that a grid of cells `side` wide for cutoff
+    /// `value` must not lose: random ones, ones on cell boundaries (multiples
+    /// of the side), pairs exactly `value` apart on an axis, duplicates, and
+    /// points at 0 and just below 1 (pairs across a periodic box's edge).
+    fn adversarial(n: usize, dims: usize, value: f64, side: f64, rng: &mut rand::rngs::StdRng) -> PointSet {
+        let mut rows: Vec<Vec<f64>> = Vec::new();
+        while rows.len() < n {
+            let base: Vec<f64> = (0..dims)
+                .map(|_| match rng.random_range(0..4u32) {
+                    0 => (rng.random_range(0..(1.0 / side) as u32) as f64 * side).min(0.999),
+                    1 => [0.0, 1.0 - 1e-9, 1.0 - value][rng.random_range(0..3usize)],
+                    _ => rng.random::<f64>(),
+                })
+                .collect();
+            let mut partner = base.clone();
+            let axis = rng.random_range(0..dims);
+            partner[axis] = (partner[axis] + value).min(1.0 - 1e-9);
+            rows.push(base.clone());
+            rows.push(partner);
+            rows.push(base);
+        }
+        rows.truncate(n);
+        PointSet {
+            columns: (0..dims).map(|d| Column::F64(rows.iter().map(|r| r[d]).collect())).collect(),
+            origin: "adversarial".into(),
+            rows: None,
+        }
+    }
+
+    /// The pairs the grid's units visit, in input indices, each with the
+    /// times it is visited (unordered for a lower triangle).
+    fn visited(grid: &Grid, visit: Visit) -> std::collections::HashMap<(u32, u32), u32> {
+        let mut seen = std::collections::HashMap::new();
+        for u in &grid.units {
+            for i in u.own[0]..u.own[1] {
+                for r in u.ranges[0]..u.ranges[1] {
+                    let [lo, hi] = grid.ranges[r as usize];
+                    let lo = if visit == Visit::LowerTriangle && r == u.ranges[0] { i + 1 } else { lo };
+                    for j in lo..hi {
+                        if visit == Visit::AllPairs && j == i {
+                            continue;
+                        }
+                        let (a, b) = (grid.a.perm[i as usize], grid.other().perm[j as usize]);
+                        let key = if visit == Visit::LowerTriangle { (a.min(b), a.max(b)) } else { (a, b) };
+                        *seen.entry(key).or_insert(0) += 1;
+                    }
+                }
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn finer_cells_visit_every_pair_within_the_cutoff_once() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
+        let value = 0.1;
+        for reach in 1..=MAX_REACH {
+            for (dims, periodic, visit) in [
+                (3, true, Visit::LowerTriangle),
+                (3, false, Visit::LowerTriangle),
+                (2, true, Visit::AllPairs),
+                (3, true, Visit::Cross),
+                (1, true, Visit::LowerTriangle),
+                (2, false, Visit::Cross),
+            ] {
+                let spans: Vec<Span> = (0..dims)
+                    .map(|c| Span {
+                        component: c,
+                        name: format!("x{c}"),
+                        integer: false,
+                        origin: 0.0,
+                        extent: 1.0,
+                        length: periodic.then_some(1.0),
+                    })
+                    .collect();
+                let (axes, _) = fit_axes(value, &spans, 1 << 20, reach);
+                assert_eq!(axes.len(), dims, "reach {reach}: every axis gets cells");
+                let side = axes[0].side;
+                let n = if dims == 1 { 400 } else { 1500 };
+                let a = adversarial(n, dims, value, side, &mut rng);
+                let b = (visit == Visit::Cross).then(|| adversarial(n / 2, dims, value, side, &mut rng));
+                let inputs = Inputs { a, b };
+                let runs = Runs { points: 5, whole_rows: reach % 2 == 0, cells: Cells::Finer };
+                let grid = build(axes, reach, &inputs, visit, runs);
+                let seen = visited(&grid, visit);
+                let what = format!("reach {reach}, {dims}-D, periodic {periodic}, {visit:?}");
+                let twice = seen.iter().find(|(_, times)| **times > 1);
+                assert!(twice.is_none(), "{what}: pair {twice:?} visited more than once");
+                // Every pair within the cutoff on every axis (minimum image in a periodic box).
+                let other = inputs.other();
+                let near = |i: usize, j: usize| {
+                    (0..dims).all(|d| {
+                        let x = (inputs.a.columns[d].get_f64(i) - other.columns[d].get_f64(j)).abs();
+                        (if periodic { x.min(1.0 - x) } else { x }) <= value
+                    })
+                };
+                let mut within = 0;
+                for i in 0..inputs.a.len() {
+                    for j in 0..other.len() {
+                        let counted = match visit {
+                            Visit::LowerTriangle => i < j,
+                            Visit::AllPairs => i != j,
+                            Visit::Cross => true,
+                        };
+                        if counted && near(i, j) {
+                            within += 1;
+                            assert!(
+                                seen.contains_key(&(i as u32, j as u32)),
+                                "{what}: pair ({i}, {j}) within the cutoff not visited"
+                            );
+                        }
+                    }
+                }
+                assert!(within > n, "{what}: only {within} pairs within the cutoff: the test proves little");
+                let listed: u64 = grid.units.iter().map(|u| u.pairs).sum();
+                assert_eq!(listed, seen.values().map(|&t| t as u64).sum::<u64>(), "{what}: the units' pair counts");
+            }
         }
     }
 
@@ -997,7 +1218,7 @@ mod tests {
         // no axis, and a sample of its pairs was asked of axes[0].
         let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
         let inputs = Shapes::of(&Inputs { a: uniform(3_001, 3, 1.0, &mut rng), b: None });
-        let layout = Layout { kind: IndexKind::Grid, axes: Vec::new(), cells: 1, cutoff: String::new() };
+        let layout = Layout { kind: IndexKind::Grid, axes: Vec::new(), cells: 1, reach: 1, cutoff: String::new() };
         let n = 3_001u128;
         assert_eq!(layout.estimated_pairs(&inputs, Visit::LowerTriangle), n * (n - 1) / 2);
         assert_eq!(layout.estimated_pairs(&inputs, Visit::AllPairs), n * (n - 1));
@@ -1014,12 +1235,12 @@ mod tests {
         let all = 2_000u128 * 1_999 / 2;
         for r in ["0.5", "2", "1e30"] {
             let params = problem.bind(&[format!("r={r}")]).expect("params");
-            let Ok(Err(brute)) = layout(&problem, &params, &inputs, all, IndexChoice::Auto) else {
+            let Ok(Err(brute)) = layout(&problem, &params, &inputs, all, IndexChoice::Auto, Cells::AsCutoff) else {
                 panic!("r = {r}: no grid expected")
             };
             assert!(brute.why.contains("fewer than 4 cells"), "r = {r}: {}", brute.why);
             // Forced, the grid is one cell, and its estimate is every pair.
-            let Ok(Ok(one)) = layout(&problem, &params, &inputs, all, IndexChoice::Grid) else {
+            let Ok(Ok(one)) = layout(&problem, &params, &inputs, all, IndexChoice::Grid, Cells::AsCutoff) else {
                 panic!("r = {r}: --index grid is honoured with one cell")
             };
             assert!(one.axes.is_empty() && one.cells == 1);

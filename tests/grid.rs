@@ -9,7 +9,7 @@ use rand::{RngExt, SeedableRng};
 use twobs::backend::cpu::CpuDriver;
 use twobs::cache::Cache;
 use twobs::data::{Column, Generator, Inputs, PointSet, synthesize};
-use twobs::index::{self, IndexChoice, IndexKind, Runs};
+use twobs::index::{self, Cells, IndexChoice, IndexKind, Runs};
 use twobs::outcome::Outcome;
 use twobs::plan::{Points, Shape};
 use twobs::problems::built_in;
@@ -72,13 +72,19 @@ fn agree(what: &str, problem: &Problem, params: &[String], inputs: &Inputs, skip
     let driver =
         CpuDriver::compile(problem, &params, &shape, IndexKind::Grid, false, &options(IndexChoice::Grid).cache)
             .unwrap();
+    // And cells as wide as the cutoff (the GPU's) and finer (the CPU's).
     for points in [7, 256, 100_000] {
-        let runs = Runs { points, whole_rows: true };
-        let (grid, summary) =
-            index::choose(problem, &params, inputs, shape.visit, shape.pairs, IndexChoice::Grid, runs).unwrap();
-        let got = driver.run(inputs, grid.as_ref(), 2, &ProgressBar::hidden()).unwrap();
-        if let Some(d) = got.difference(&brute.outcome) {
-            panic!("{what}: the grid in runs of up to {points} points differs from brute force: {d} ({})", summary.why);
+        for cells in [Cells::AsCutoff, Cells::Finer] {
+            let runs = Runs { points, whole_rows: true, cells };
+            let (grid, summary) =
+                index::choose(problem, &params, inputs, shape.visit, shape.pairs, IndexChoice::Grid, runs).unwrap();
+            let got = driver.run(inputs, grid.as_ref(), 2, &ProgressBar::hidden()).unwrap();
+            if let Some(d) = got.difference(&brute.outcome) {
+                panic!(
+                    "{what}: the grid in runs of up to {points} points, {cells:?} cells, differs from brute force: {d} ({})",
+                    summary.why
+                );
+            }
         }
     }
 }
@@ -228,12 +234,20 @@ fn auto_keeps_brute_force_where_the_grid_skips_too_little_and_says_why() {
     let far = run(&p, &["r=0.6".into()], &inputs, IndexChoice::Auto);
     assert_eq!(far.index.index, IndexKind::None);
     assert!(far.index.why.contains("fewer than 4 cells on every axis"), "{}", far.index.why);
-    // In 1-D, 4 cells of 0.25 visit 5/8 of the pairs: the grid is made, then not taken.
+    // In 1-D, 4 cells of 0.25 visit 5/8 of the pairs: the grid is made, then
+    // not taken. (40 points are too few for cells finer than the cutoff.)
     let line = p.with_dims(1).unwrap();
-    let one_d = Inputs { a: synthetic(&line, Generator::Uniform, 2000, seed()), b: None };
-    let wide = run(&line, &["r=0.245".into()], &one_d, IndexChoice::Auto);
+    let sparse = Inputs { a: synthetic(&line, Generator::Uniform, 40, seed()), b: None };
+    let wide = run(&line, &["r=0.245".into()], &sparse, IndexChoice::Auto);
     assert_eq!(wide.index.index, IndexKind::None);
     assert!(wide.index.why.contains("too many to be worth a grid"), "{}", wide.index.why);
+    // 2000 points take cells a quarter of the cutoff wide: 17 of them, each
+    // unit meeting 9, visit about a quarter of the pairs, and the grid is taken.
+    let one_d = Inputs { a: synthetic(&line, Generator::Uniform, 2000, seed()), b: None };
+    let finer = run(&line, &["r=0.245".into()], &one_d, IndexChoice::Auto);
+    assert_eq!(finer.index.index, IndexKind::Grid, "{}", finer.index.why);
+    assert!(finer.index.why.contains("1/4 of it wide"), "{}", finer.index.why);
+    assert_eq!(finer.outcome, run(&line, &["r=0.245".into()], &one_d, IndexChoice::None).outcome);
     let near = run(&p, &["r=0.05".into()], &inputs, IndexChoice::Auto);
     assert_eq!(near.index.index, IndexKind::Grid, "{}", near.index.why);
     assert!(near.index.pairs < far.index.pairs / 20, "{}", near.index.why);
@@ -287,7 +301,9 @@ fn the_sample_estimate_of_a_grids_pairs() {
         let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
         let shape = Shape::new(&p, &params, points);
         let shapes = index::Shapes::of(&inputs);
-        let layout = index::layout(&p, &params, &shapes, shape.pairs, IndexChoice::Grid).unwrap().unwrap();
+        let layout = index::layout(&p, &params, &shapes, shape.pairs, IndexChoice::Grid, index::CPU_RUNS.cells)
+            .unwrap()
+            .unwrap();
         let (grid, _) =
             index::choose(&p, &params, &inputs, shape.visit, shape.pairs, IndexChoice::Grid, index::CPU_RUNS).unwrap();
         let exact = grid.unwrap().pairs as f64;

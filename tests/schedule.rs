@@ -144,7 +144,7 @@ fn without_a_gpu_the_cpu_takes_every_unit_of_a_host_grid() {
     let shapes = Shapes { a: described(&p, 1_000_000, Generator::Clustered, seed()), b: None };
     let s = schedule(&p, &params, &shapes, &Workers::cpu(2), Hybrid::Auto);
     let Indexing::Host { runs, .. } = s.indexing else { panic!("{:?}", s.describe()) };
-    assert_eq!(runs, Runs { points: 256, whole_rows: false });
+    assert_eq!(runs, Runs { points: 256, whole_rows: false, cells: twobs::index::Cells::Finer });
     assert!(s.gpus == 0 && s.hybrid.cpu && s.hybrid.cpu_threads == 2, "{}", s.hybrid.why);
 }
 

@@ -22,7 +22,8 @@ use serde::Serialize;
 use crate::device::Device;
 use crate::index::{self, CPU_RUNS, IndexChoice, IndexError, IndexKind, Layout, Runs, Shapes, Summary};
 use crate::plan::{Forced, Plan, PlanError, Points, Shape};
-use crate::spec::{Params, Problem};
+use crate::spec::{Output, Params, Problem};
+use crate::stage::contribution::CpuBuckets;
 use crate::stage::input::PAD_POINTS;
 
 /// What a GPU run was asked for, besides the problem and its inputs.
@@ -189,6 +190,9 @@ pub struct Schedule {
     pub block_points: usize,
     /// The grid's pairs, estimated from a sample where a decision needed them.
     pub estimated_pairs: Option<u128>,
+    /// How the CPU's driver finds a histogram pair's bucket, and why, where
+    /// the CPU takes part in a histogram.
+    pub cpu_buckets: Option<(CpuBuckets, String)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -233,6 +237,7 @@ impl Schedule {
             0 => most,
             _ => block_points(shapes.a.point_bytes(), most, opts, workers.gpu_memory, workers.streams),
         };
+        let buckets = || matches!(problem.output, Output::Histogram { .. }).then(|| CpuBuckets::choose(problem));
         let brute = |summary: Summary| Schedule {
             indexing: Indexing::Brute(summary),
             gpus: all,
@@ -241,8 +246,11 @@ impl Schedule {
             hybrid: if all == 0 { Split::cpu_alone(workers.cores) } else { Split::gpus_alone(NO_GRID) },
             block_points,
             estimated_pairs: None,
+            cpu_buckets: if all == 0 { buckets() } else { None },
         };
-        let layout = match index::layout(problem, params, shapes, shape.pairs, choice)? {
+        // The CPU alone walks cells finer than the cutoff; GPUs walk theirs.
+        let fineness = if all == 0 { CPU_RUNS.cells } else { index::Cells::AsCutoff };
+        let layout = match index::layout(problem, params, shapes, shape.pairs, choice, fineness)? {
             Ok(layout) => layout,
             Err(summary) => return Ok(brute(summary)),
         };
@@ -255,6 +263,7 @@ impl Schedule {
                 hybrid: Split::cpu_alone(workers.cores),
                 block_points,
                 estimated_pairs: None,
+                cpu_buckets: buckets(),
             });
         }
         if block_points < most {
@@ -279,7 +288,11 @@ impl Schedule {
         };
         let host = |layout: Layout| -> Result<Indexing, ScheduleError> {
             let plan = Plan::grid(problem, params, &workers.gpus[0], points, opts.forced)?;
-            let runs = Runs { points: plan.launch.block_size * plan.launch.points_per_thread, whole_rows: true };
+            let runs = Runs {
+                points: plan.launch.block_size * plan.launch.points_per_thread,
+                whole_rows: true,
+                cells: index::Cells::AsCutoff,
+            };
             Ok(Indexing::Host { layout, runs })
         };
         let schedule = |indexing, gpus, sharing, why_gpus: String| Schedule {
@@ -290,6 +303,7 @@ impl Schedule {
             hybrid: hybrid.clone(),
             block_points: most,
             estimated_pairs: estimate,
+            cpu_buckets: if hybrid.cpu { buckets() } else { None },
         };
         let first_alone = |why: String| format!("the first GPU alone: {why}");
         // A search of rings writes every list of its GPU in one buffer, which
@@ -360,6 +374,9 @@ impl Schedule {
         lines.push(("blocks", format!("{} points a block", self.block_points)));
         if let Some(e) = self.estimated_pairs {
             lines.push(("estimate", format!("~{e} pairs on the grid, from a sample")));
+        }
+        if let Some((_, why)) = &self.cpu_buckets {
+            lines.push(("cpu buckets", why.clone()));
         }
         lines
     }

@@ -401,3 +401,38 @@ pub fn describe(problem: &Problem, params: &Params) -> String {
         Output::Knn { k } => format!("{} nearest per query (smallest values, ties to the smaller index)", show(k)),
     }
 }
+
+/// How the CPU driver finds a histogram pair's bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuBuckets {
+    /// From the pair's value, the definition.
+    Values,
+    /// From the key: compared with the first and last key edges (most pairs
+    /// a grid visits lie past the last bucket), and for those within, the
+    /// count of edges the key reaches. Each edge is the smallest key whose value
+    /// reaches the bucket, found with the driver's own map, so that every
+    /// key lands where its value does (`templates/cpu/output/totals.cpp`).
+    KeyEdges,
+}
+
+impl CpuBuckets {
+    /// Key edges where the spec declares a key map and each pair adds 1 to
+    /// one bucket; else values. With the reason, for the report.
+    pub fn choose(problem: &Problem) -> (CpuBuckets, String) {
+        let Output::Histogram { weight, .. } = &problem.output else {
+            return (CpuBuckets::Values, format!("a {} output: each pair's value is tested", problem.output.kind()));
+        };
+        match (&problem.function.key, weight.is_some() || problem.input.point_weights) {
+            (None, _) => (CpuBuckets::Values, "the spec declares no key map: each pair's bucket is its value's".into()),
+            (Some(_), true) => (CpuBuckets::Values, "weighted pairs: each pair's bucket is its value's".into()),
+            (Some(k), false) => (
+                CpuBuckets::KeyEdges,
+                format!(
+                    "{}(a, b) is {}({}(a, b)): each pair's key is compared with the first and last bucket edges, and its bucket is the count of edges it reaches where it falls within; the edges are the smallest keys whose {} reaches each bucket, bisected at start with the driver's own arithmetic",
+                    problem.function.name, k.map, k.key, k.map
+                ),
+            ),
+        }
+    }
+}

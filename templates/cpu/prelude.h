@@ -7,6 +7,10 @@
 #include <cmath>
 #include <algorithm>
 #include <cstdlib>
+#include <mutex>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 #include <utility>
 
 #define __device__

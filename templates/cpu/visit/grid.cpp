@@ -37,3 +37,25 @@ static inline void for_pairs(const TwobsSet* a, const TwobsSet* b, const TwobsGr
     }
   }
 }
+// Calls f(i, own, lo, hi) for the same pairs as for_pairs, as runs [lo, hi) of
+// consecutive partners j of own point i: a loop over a run can be vectorised.
+template <class F>
+static inline void for_runs(const TwobsSet* a, const TwobsSet*, const TwobsGrid* g, uint64_t begin, uint64_t end,
+                            F&& f) {
+  for (uint64_t u = begin; u < end; ++u) {
+    const uint32_t* unit = g->units + 4 * u;
+    for (uint64_t i = unit[0]; i < unit[1]; ++i) {
+      const Point own = load_point(a, i);
+      for (uint32_t r = unit[2]; r < unit[3]; ++r) {
+        const uint64_t lo = TWOBS_DIAGONAL && r == unit[2] ? i + 1 : g->ranges[2 * r];
+        const uint64_t hi = g->ranges[2 * r + 1];
+        if (TWOBS_SKIP_SELF && lo <= i && i < hi) {
+          f(i, own, lo, i);
+          f(i, own, i + 1, hi);
+        } else if (lo < hi) {
+          f(i, own, lo, hi);
+        }
+      }
+    }
+  }
+}
