@@ -187,10 +187,10 @@ impl Pool {
     /// An empty column of `scalar` with room for `n` values: a kept one where one is large enough.
     fn take(&self, scalar: Scalar, n: usize) -> Column {
         let mut kept = self.0.lock().expect("pool lock");
-        match kept.iter().position(|c| c.scalar() == scalar && capacity(c) >= n) {
+        match kept.iter().position(|c| c.scalar() == scalar && c.capacity() >= n) {
             Some(k) => {
                 let mut c = kept.swap_remove(k);
-                clear(&mut c);
+                c.clear();
                 c
             }
             None => Column::with_capacity(scalar, n),
@@ -202,26 +202,6 @@ impl Pool {
         kept.extend(columns);
         let extra = kept.len().saturating_sub(POOL_COLUMNS);
         kept.drain(..extra);
-    }
-}
-
-fn capacity(c: &Column) -> usize {
-    match c {
-        Column::F32(v) => v.capacity(),
-        Column::F64(v) => v.capacity(),
-        Column::I32(v) => v.capacity(),
-        Column::I64(v) => v.capacity(),
-        Column::U32(v) => v.capacity(),
-    }
-}
-
-fn clear(c: &mut Column) {
-    match c {
-        Column::F32(v) => v.clear(),
-        Column::F64(v) => v.clear(),
-        Column::I32(v) => v.clear(),
-        Column::I64(v) => v.clear(),
-        Column::U32(v) => v.clear(),
     }
 }
 

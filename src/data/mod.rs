@@ -305,6 +305,16 @@ impl Column {
         }
     }
 
+    /// Values the column holds room for.
+    pub fn capacity(&self) -> usize {
+        each!(self, v => v.capacity())
+    }
+
+    /// Empties the column, keeping its room (a buffer to fill again).
+    pub fn clear(&mut self) {
+        each!(self, v => v.clear())
+    }
+
     /// Whether every value is finite (integers always are).
     fn all_finite(&self) -> bool {
         match self {
