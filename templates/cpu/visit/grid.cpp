@@ -17,28 +17,9 @@ constexpr bool TWOBS_SKIP_SELF = {{ stage.skip_self }};
 static inline uint64_t input_index_a(const TwobsGrid* g, uint64_t i) { return g->perm_a[i]; }
 static inline uint64_t input_index_b(const TwobsGrid* g, uint64_t j) { return g->perm_b[j]; }
 
-// Calls f(i, own, j, q) for the pairs of work items [begin, end), i and j
-// the points' places in cell order (input_index_* names them).
-template <class F>
-static inline void for_pairs(const TwobsSet* a, const TwobsSet* b, const TwobsGrid* g, uint64_t begin, uint64_t end,
-                             F&& f) {
-  for (uint64_t u = begin; u < end; ++u) {
-    const uint32_t* unit = g->units + 4 * u;
-    for (uint64_t i = unit[0]; i < unit[1]; ++i) {
-      const Point own = load_point(a, i);
-      for (uint32_t r = unit[2]; r < unit[3]; ++r) {
-        const uint64_t lo = TWOBS_DIAGONAL && r == unit[2] ? i + 1 : g->ranges[2 * r];
-        const uint64_t hi = g->ranges[2 * r + 1];
-        for (uint64_t j = lo; j < hi; ++j) {
-          if (TWOBS_SKIP_SELF && j == i) continue;
-          f(i, own, j, load_point(b, j));
-        }
-      }
-    }
-  }
-}
-// Calls f(i, own, lo, hi) for the same pairs as for_pairs, as runs [lo, hi) of
-// consecutive partners j of own point i: a loop over a run can be vectorised.
+// Calls f(i, own, lo, hi) for the pairs of work items [begin, end), as runs
+// [lo, hi) of consecutive partners j of own point i (i and j the points' places
+// in cell order; input_index_* names them): a loop over a run can be vectorised.
 template <class F>
 static inline void for_runs(const TwobsSet* a, const TwobsSet*, const TwobsGrid* g, uint64_t begin, uint64_t end,
                             F&& f) {
@@ -58,4 +39,12 @@ static inline void for_runs(const TwobsSet* a, const TwobsSet*, const TwobsGrid*
       }
     }
   }
+}
+// Calls f(i, own, j, q) for the same pairs as for_runs, one at a time.
+template <class F>
+static inline void for_pairs(const TwobsSet* a, const TwobsSet* b, const TwobsGrid* g, uint64_t begin, uint64_t end,
+                             F&& f) {
+  for_runs(a, b, g, begin, end, [&](uint64_t i, const Point& own, uint64_t lo, uint64_t hi) {
+    for (uint64_t j = lo; j < hi; ++j) f(i, own, j, load_point(b, j));
+  });
 }
