@@ -623,19 +623,7 @@ fn run_f64(name: &str, params: &[String], inputs: &Inputs) -> Outcome {
     if p.input.dims_from_input {
         p = p.with_dims(inputs.a.columns.len() as u32).unwrap();
     }
-    let params = p.bind(params).unwrap();
-    let opts = twobs::run::RunOptions {
-        backend: twobs::run::BackendChoice::Cpu,
-        threads: 2,
-        f64: true,
-        quiet: true,
-        gpu: Default::default(),
-        verify: false,
-        index: twobs::index::IndexChoice::Auto,
-        cache: cache(),
-        ranks: None,
-    };
-    twobs::run::execute(&p, &params, inputs, &opts).unwrap().outcome
+    execute(&p, params, inputs, twobs::run::BackendChoice::Cpu, true).unwrap().outcome
 }
 
 /// `n` points of `d` random f32 coordinates in [0, 1): no grid, so that
