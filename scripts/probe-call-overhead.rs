@@ -8,9 +8,13 @@ use twobs::index::{IndexChoice, Shapes};
 use twobs::schedule::{GpuOptions, Hybrid, Schedule, Workers};
 
 fn main() {
-    let problem = twobs::problems::built_in("rdf").expect("rdf");
-    let params = problem.bind(&["bins=100".into(), "r_max=5".into(), "box=46.4".into()]).expect("params");
-    for n in [100_000usize, 1_000_000] {
+    let rdf = twobs::problems::built_in("rdf").expect("rdf");
+    let rdf_params = rdf.bind(&["bins=100".into(), "r_max=5".into(), "box=46.4".into()]).expect("params");
+    let knn = twobs::problems::built_in("knn").expect("knn");
+    let knn_params = knn.bind(&["k=16".into()]).expect("params");
+    let cases = [(&rdf, &rdf_params, 100_000usize), (&rdf, &rdf_params, 1_000_000), (&knn, &knn_params, 1_000_000)];
+    for (problem, params, n) in cases {
+        let (problem, params): (&twobs::spec::Problem, _) = (problem, params);
         let mut state = 12345u64;
         let mut next = || {
             state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -44,7 +48,8 @@ fn main() {
             let probe = twobs::codegen::render_probe(&problem, &params, twobs::stage::Test::Keys);
             let t_probe = t.elapsed();
             println!(
-                "n={n} round {round}: range {:?} ({range:?}), shapes {:?}, schedule {:?} ({} GPUs), FP probe rendered {:?} ({} bytes)",
+                "{} n={n} round {round}: range {:?} ({range:?}), shapes {:?}, schedule {:?} ({} GPUs), FP probe rendered {:?} ({} bytes)",
+                problem.name,
                 t_range,
                 t_shapes,
                 t_schedule,
