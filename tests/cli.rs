@@ -288,7 +288,7 @@ fn a_box_most_points_fall_outside_is_an_error_and_rdf_names_its_box() {
     assert!(!o.status.success(), "seed {seed}: {}", stderr(&o));
     let e = stderr(&o);
     assert!(e.contains("atoms.csv: ") && e.contains(" of 500 points lie outside the periodic box box=1"), "{e}");
-    assert!(e.contains("the data spans [") && e.contains("--param box=...") && e.contains("--outside-box wrap"), "{e}");
+    assert!(e.contains("the data spans [") && e.contains("(box=...)") && e.contains("(--outside-box wrap)"), "{e}");
     assert!(!dir.path().join("gr.csv").exists(), "nothing written");
     let notes = |o: &Output| -> Vec<String> {
         assert!(o.status.success(), "seed {seed}: {}", stderr(o));

@@ -309,7 +309,10 @@ impl Session {
         let mut notes = Vec::new();
         if let Some((name, pbox)) = spec.periodic_box(&params) {
             for set in inputs.sets_mut() {
-                let moved = set.into_box((&name, &pbox), policy).map_err(input_error)?;
+                // The library names no option: the wrapping it offers is outside_box="wrap" here.
+                let moved = set
+                    .into_box((&name, &pbox), policy)
+                    .map_err(|e| InputError::new_err(format!("{e} (outside_box=\"wrap\")")))?;
                 if moved > 0 {
                     notes.push(format!("{}: {moved} points outside the box {name}={pbox} wrapped into it", set.origin));
                 }

@@ -41,8 +41,10 @@ def test_points_of_the_wrong_shape_are_refused(cpu):
 
 def test_points_far_outside_the_box_are_refused_with_their_extent(cpu):
     points = (np.random.default_rng().random((100, 3)) * 10).astype(np.float32)
-    with pytest.raises(twobs.InputError, match="lie outside the periodic box"):
+    with pytest.raises(twobs.InputError, match="lie outside the periodic box") as refused:
         twobs.RDF(10, 0.4, session=cpu).compute(1.0, points)
+    # Python's spelling of the way out, not the command line's flags.
+    assert 'outside_box="wrap"' in str(refused.value) and "--" not in str(refused.value)
 
 
 def test_a_bad_session_option_says_what_it_takes():

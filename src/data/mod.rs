@@ -468,7 +468,7 @@ impl PointSet {
                 let out = (0..n).filter(|&i| outside([0, 1, 2].map(|c| self.columns[c].get_f64(i)))).count();
                 if 2 * out > n {
                     return Err(input_error!(
-                        "{}: {out} of {n} points lie outside the periodic box {name}={b}, whose corner is the origin; the data spans {}. Give the data's box (--param {name}=...), or pass --outside-box wrap to wrap the points into this one",
+                        "{}: {out} of {n} points lie outside the periodic box {name}={b}, whose corner is the origin; the data spans {}. Give the data's box ({name}=...), or have the points wrapped into this one",
                         self.origin,
                         extent(&self.bounds())
                     ));

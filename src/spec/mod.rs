@@ -338,7 +338,7 @@ impl Problem {
         let mut values: Vec<(String, Value)> = self.params.iter().map(|p| (p.name.clone(), p.default)).collect();
         for item in overrides {
             let (name, text) =
-                item.split_once('=').ok_or_else(|| param_error!("--param {item}: expected NAME=VALUE"))?;
+                item.split_once('=').ok_or_else(|| param_error!("parameter `{item}`: expected NAME=VALUE"))?;
             let (name, text) = (name.trim(), text.trim());
             let Some(param) = self.param(name) else {
                 let known: Vec<&str> = self.params.iter().map(|p| p.name.as_str()).collect();
@@ -348,7 +348,7 @@ impl Problem {
                     if known.is_empty() { "(none)".to_owned() } else { known.join(", ") }
                 ));
             };
-            let value = param.parse_value(text).map_err(|why| param_error!("--param {name}={text}: {why}"))?;
+            let value = param.parse_value(text).map_err(|why| param_error!("parameter {name}={text}: {why}"))?;
             values.iter_mut().find(|(n, _)| n == name).expect("declared").1 = value;
         }
         let params = Params { values };
@@ -357,7 +357,7 @@ impl Problem {
             match self.blamed_param(&blame) {
                 Some(p) if !overrides.iter().any(|o| o.split_once('=').is_some_and(|(n, _)| n.trim() == p.name)) => {
                     param_error!(
-                        "{}: {} (the default of `{}`; --param {}=VALUE sets another)",
+                        "{}: {} (the default of `{}`; {}=VALUE sets another)",
                         p.default_at,
                         e.0,
                         p.name,
