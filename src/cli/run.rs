@@ -419,9 +419,8 @@ fn into_periodic_box(
             for inputs in frames.iter_mut() {
                 for (k, set) in inputs.sets_mut().enumerate() {
                     // The library names no flag: the wrapping it offers is --outside-box wrap here.
-                    moved[k] += set
-                        .into_box((&name, &b), policy)
-                        .map_err(|e| anyhow::anyhow!("{e} (--outside-box wrap)"))?;
+                    moved[k] +=
+                        set.into_box((&name, &b), policy).map_err(|e| anyhow::anyhow!("{e} (--outside-box wrap)"))?;
                 }
             }
             let over = if frames.len() > 1 { format!(" (over {} frames)", frames.len()) } else { String::new() };
