@@ -144,16 +144,21 @@ pub struct Execution {
     pub ranks: Vec<RankWork>,
 }
 
-fn progress_bar(total: u128, quiet: bool) -> ProgressBar {
+/// The bar of a run of `total` pairs on `workers` ("cpu, 2 threads").
+fn progress_bar(total: u128, quiet: bool, workers: String) -> ProgressBar {
     // Only long runs get a bar; indicatif draws nothing when stderr is not a terminal.
     if quiet || total < 2_000_000_000 {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(total.min(u64::MAX as u128) as u64);
     bar.set_style(
-        ProgressStyle::with_template("{spinner} {bar:40} {percent:>3}% of {human_len} pairs, {eta} left")
+        ProgressStyle::with_template("{spinner} {msg}: {bar:30} {percent:>3}% of {human_len} pairs, {eta} left")
             .expect("valid template"),
     );
+    bar.set_message(workers);
+    // Drawn from the start, not at the first finished chunk: the compile
+    // and a CPU's first chunks took seconds with nothing on the terminal.
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
     bar
 }
 
@@ -395,8 +400,10 @@ impl Run<'_> {
     /// has, and the backend runs it.
     fn on_gpus(&self, mut notes: Vec<String>) -> Result<Execution, RunError> {
         let Run { problem, params, inputs, opts, shape } = *self;
-        let bar = progress_bar(shape.pairs, opts.quiet);
+        let bar = progress_bar(shape.pairs, opts.quiet, "cuda".into());
         let gpus = cuda::gpus(&opts.gpu)?;
+        let names: Vec<&str> = gpus.workers.gpus.iter().map(|g| g.name.as_str()).collect();
+        bar.set_message(format!("cuda, {}", names.join(" + ")));
         let ranked = opts.ranks.as_ref().map(|h| &*h.0);
         let mut gpu_opts = opts.gpu.clone();
         // Every rank makes the schedule for every rank's GPUs.
@@ -510,7 +517,7 @@ impl Run<'_> {
             Indexing::Device(_) => unreachable!("a schedule without GPUs sorts its grid on the host"),
         };
         let index_s = self.grid_tried().then(|| index_start.elapsed().as_secs_f64());
-        let bar = progress_bar(index.pairs, opts.quiet);
+        let bar = progress_bar(index.pairs, opts.quiet, format!("cpu, {threads} threads"));
         let driver = CpuDriver::compile(problem, params, &shape, index.index, f64_mode, &opts.cache)?;
         if let Some(why) = &driver.rebuilt {
             notes.push(format!("the cached CPU driver was built again: {why}"));
