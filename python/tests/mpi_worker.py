@@ -3,7 +3,9 @@
 Reads the points test_mpi.py wrote in FOLDER, runs every function with
 ``comm=MPI.COMM_WORLD`` and writes what this rank got to FOLDER/rank<r>.npz
 (``None`` results are left out and listed in ``none``). MODE ``same`` runs
-the cases; ``differ`` gives each rank other points, which must be refused.
+the cases; ``differ`` gives each rank other points, which must be refused;
+``handles`` hands the engine a communicator with another MPI library's name,
+and with a size that is not its own, which must be refused before use.
 """
 
 import json
@@ -41,6 +43,7 @@ def cases(folder: Path, comm) -> dict:
     got["sdh"] = sdh.counts
     mpi = sdh.report["mpi"]
     got["sdh_rank_pairs"] = np.array([int(k["pairs"]) for k in mpi["ranks"]], dtype=np.uint64)
+    got["sdh_rank_input_bytes"] = np.array([int(k["input_bytes"]) for k in mpi["ranks"]], dtype=np.uint64)
     got["session"] = np.array([session.rank, session.size, mpi["rank"], mpi["size"]])
     # A split of the world: each half shares its own run, on its own points.
     if comm.Get_size() >= 2:
@@ -60,10 +63,18 @@ def main() -> None:
             got = cases(folder, comm)
             out = {k: v for k, v in got.items() if v is not None}
             out["none"] = np.array(sorted(k for k, v in got.items() if v is None))
-        else:
+        elif mode == "differ":
             p = np.load(folder / "p.npy") + np.float32(rank * 1e-3)
             twobs.Problem("sdh").run(p, comm=comm)
             out["error"] = np.array("no error")
+        else:
+            handle, size, library = comm.py2f(), comm.Get_size(), MPI.Get_library_version()
+            for name, args in (("library", (handle, rank, size, "Open MPI v5.0.3")), ("size", (handle, rank, size + 1, library))):
+                try:
+                    twobs._twobs.Session(comm=args)
+                    out[name] = np.array("no error")
+                except twobs.Error as e:
+                    out[name] = np.array(str(e))
     except twobs.Error as e:
         out["error"] = np.array(str(e))
     except Exception:

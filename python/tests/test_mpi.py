@@ -127,6 +127,8 @@ def test_every_function_on_1_2_and_4_ranks_gives_one_process_results(tmp_path: P
         # Rank 0's report says what each rank did: their pairs add up to all of them.
         shares = got[0]["sdh_rank_pairs"]
         assert len(shares) == ranks and int(shares.sum()) == 900 * 899 // 2, shares
+        # What each rank held of the points, measured: all of them (900 x 3 float32), not its share.
+        assert list(got[0]["sdh_rank_input_bytes"]) == [900 * 3 * 4] * ranks
 
 
 @needs_mpi
@@ -135,3 +137,10 @@ def test_ranks_given_other_points_refuse_and_name_the_rank(tmp_path: Path, rng):
     for r, mine in enumerate(_ranks(tmp_path, 2, "differ")):
         said = str(mine["error"])
         assert "rank 0 has inputs 1500 points" in said and "but rank 1 has inputs 1500 points" in said, (r, said)
+
+
+@needs_mpi
+def test_a_communicator_of_another_mpi_or_of_another_size_is_refused_before_use(tmp_path: Path):
+    (mine,) = _ranks(tmp_path, 1, "handles")
+    assert "another MPI library" in str(mine["library"]) and "Open MPI v5.0.3" in str(mine["library"]), mine
+    assert "reads as rank 0 of 1" in str(mine["size"]) and "rank 0 of 2" in str(mine["size"]), mine
