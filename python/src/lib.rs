@@ -337,8 +337,8 @@ impl Session {
         if let Some(h) = &options.ranks {
             // Every rank must pass the same points: refused on every rank, with each odd one named.
             let r = &*h.0;
-            py.detach(|| twobs::run::agree(r, twobs::ranks::fingerprint(&inputs)))
-                .map_err(|e| Error::new_err(message(&e)))?;
+            py.detach(|| twobs::run::agree(r, twobs::ranks::fingerprint(&inputs)).map_err(|e| message(&e)))
+                .map_err(Error::new_err)?;
         }
         let taken_s = began.elapsed().as_secs_f64();
         let computed = compute(py, &spec, &params, &inputs, &options);

@@ -170,7 +170,14 @@ pub fn fingerprint(inputs: &Inputs) -> String {
             let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
             for c in &set.columns {
                 h = mix(h, c.len() as u64 ^ ((scalar_code(c.scalar()) as u64) << 56));
-                (0..c.len()).for_each(|x| h = mix(h, c.bits(x)));
+                // One match a column, not a value.
+                h = match c {
+                    Column::F32(v) => v.iter().fold(h, |h, x| mix(h, x.to_bits() as u64)),
+                    Column::F64(v) => v.iter().fold(h, |h, x| mix(h, x.to_bits())),
+                    Column::I32(v) => v.iter().fold(h, |h, &x| mix(h, x as u32 as u64)),
+                    Column::I64(v) => v.iter().fold(h, |h, &x| mix(h, x as u64)),
+                    Column::U32(v) => v.iter().fold(h, |h, &x| mix(h, x as u64)),
+                };
             }
             format!("{} points x {} columns, digest {h:016x}", set.len(), set.columns.len())
         })
