@@ -293,6 +293,8 @@ mod with_mpi {
     #[test]
     fn srun_without_a_pmi_is_refused_with_the_options_that_work() {
         let dir = folder("srun");
+        // A file left by an earlier run of this test would pass for one written now.
+        let _ = std::fs::remove_file(dir.join("h.csv"));
         let out = common::command(&dir)
             .args(["run", "sdh", "--input", "uniform:300", "--backend", "cpu", "--quiet", "--out", "h.csv"])
             .env("SLURM_PROCID", "0")
@@ -305,12 +307,14 @@ mod with_mpi {
         assert!(stderr.contains("srun started 2 tasks") && stderr.contains("srun --mpi=pmi2"), "{stderr}");
         assert!(!dir.join("h.csv").exists());
         // One task of a step (a batch script's own step) runs as one process.
+        let _ = std::fs::remove_file(dir.join("one.csv"));
         let one = common::command(&dir)
-            .args(["run", "sdh", "--input", "uniform:300", "--backend", "cpu", "--quiet", "--out", "h.csv"])
+            .args(["run", "sdh", "--input", "uniform:300", "--backend", "cpu", "--quiet", "--out", "one.csv"])
             .env("SLURM_PROCID", "0")
             .env("SLURM_STEP_NUM_TASKS", "1")
             .output()
             .unwrap();
         assert!(one.status.success(), "{}", common::stderr(&one));
+        assert!(dir.join("one.csv").exists());
     }
 }
