@@ -49,6 +49,8 @@ def _mpiexec() -> str:
 
 def _ranks(folder: Path, ranks: int, mode: str) -> list[dict]:
     """mpi_worker.py in `mode` under `mpiexec -n ranks`: what each rank wrote."""
+    for old in folder.glob("rank*.npz"):
+        old.unlink()  # an earlier run's file would pass for this one's
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     done = subprocess.run(
         [_mpiexec(), "-n", str(ranks), sys.executable, str(WORKER), str(folder), mode],
