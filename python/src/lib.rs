@@ -280,66 +280,80 @@ impl Session {
     ) -> PyResult<Bound<'py, PyDict>> {
         let began = std::time::Instant::now();
         let sets = 1 + b.is_some() as usize;
-        let mut spec = problem.inner.with_sets(sets).map_err(input_error)?;
-        if log_bins {
-            spec = spec.with_spacing(Spacing::Log).map_err(input_error)?;
-        }
-        let dims = dims_of(a)?;
-        if let (Element::Vector { .. }, Some(d)) = (&spec.input.element, dims) {
-            spec = spec.with_dims(d).map_err(input_error)?;
-        }
-        let components = spec.input.element.components();
-        let mut inputs = Inputs { a: point_set(a, &components, "set A", &self.pool)?, b: None };
-        if let Some(b) = b {
-            inputs.b = Some(point_set(b, &components, "set B", &self.pool)?);
-        }
-        let params = spec.bind(&params).map_err(input_error)?;
-        let policy = match outside_box {
-            None => None,
-            Some("wrap") => Some(twobs::data::Outside::Wrap),
-            Some("refuse") => Some(twobs::data::Outside::Refuse),
-            Some(other) => {
-                return Err(PyValueError::new_err(format!("outside_box={other:?}: expected \"wrap\" or \"refuse\"")));
+        // The arrays and parameters as the engine takes them, or why not.
+        let taken = (|| -> PyResult<(twobs::spec::Problem, Params, Inputs, Vec<String>)> {
+            let mut spec = problem.inner.with_sets(sets).map_err(input_error)?;
+            if log_bins {
+                spec = spec.with_spacing(Spacing::Log).map_err(input_error)?;
             }
-        };
-        let mut notes = Vec::new();
-        if let Some((name, pbox)) = spec.periodic_box(&params) {
-            for set in inputs.sets_mut() {
-                let moved = set.into_box((&name, &pbox), policy).map_err(input_error)?;
-                if moved > 0 {
-                    notes.push(format!("{}: {moved} points outside the box {name}={pbox} wrapped into it", set.origin));
-                }
+            let dims = dims_of(a)?;
+            if let (Element::Vector { .. }, Some(d)) = (&spec.input.element, dims) {
+                spec = spec.with_dims(d).map_err(input_error)?;
             }
-        }
-        if !weights.is_empty() {
-            if weights.len() != sets {
-                return Err(InputError::new_err(format!(
-                    "{} weight arrays for {sets} set(s) of points: give one per set, in the same order",
-                    weights.len()
-                )));
+            let components = spec.input.element.components();
+            let mut inputs = Inputs { a: point_set(a, &components, "set A", &self.pool)?, b: None };
+            if let Some(b) = b {
+                inputs.b = Some(point_set(b, &components, "set B", &self.pool)?);
             }
-            spec = spec.with_point_weights().map_err(input_error)?;
-            for (set, w) in inputs.sets_mut().zip(&weights) {
-                let w = w.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
-                if w.len() != set.len() {
-                    return Err(InputError::new_err(format!(
-                        "{} weights for {} ({} points)",
-                        w.len(),
-                        set.origin,
-                        set.len()
+            let params = spec.bind(&params).map_err(input_error)?;
+            let policy = match outside_box {
+                None => None,
+                Some("wrap") => Some(twobs::data::Outside::Wrap),
+                Some("refuse") => Some(twobs::data::Outside::Refuse),
+                Some(other) => {
+                    return Err(PyValueError::new_err(format!(
+                        "outside_box={other:?}: expected \"wrap\" or \"refuse\""
                     )));
                 }
-                set.columns.push(Column::F64(w.to_vec()));
+            };
+            let mut notes = Vec::new();
+            if let Some((name, pbox)) = spec.periodic_box(&params) {
+                for set in inputs.sets_mut() {
+                    let moved = set.into_box((&name, &pbox), policy).map_err(input_error)?;
+                    if moved > 0 {
+                        notes.push(format!(
+                            "{}: {moved} points outside the box {name}={pbox} wrapped into it",
+                            set.origin
+                        ));
+                    }
+                }
             }
-        }
+            if !weights.is_empty() {
+                if weights.len() != sets {
+                    return Err(InputError::new_err(format!(
+                        "{} weight arrays for {sets} set(s) of points: give one per set, in the same order",
+                        weights.len()
+                    )));
+                }
+                spec = spec.with_point_weights().map_err(input_error)?;
+                for (set, w) in inputs.sets_mut().zip(&weights) {
+                    let w = w.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
+                    if w.len() != set.len() {
+                        return Err(InputError::new_err(format!(
+                            "{} weights for {} ({} points)",
+                            w.len(),
+                            set.origin,
+                            set.len()
+                        )));
+                    }
+                    set.columns.push(Column::F64(w.to_vec()));
+                }
+            }
+            Ok((spec, params, inputs, notes))
+        })();
         let mut options = self.options.clone();
         options.f64 = f64;
         if let Some(h) = &options.ranks {
             // Every rank must pass the same points: refused on every rank, with each odd one named.
+            // A rank whose arrays were refused says why here too: the others would wait for it.
             let r = &*h.0;
-            py.detach(|| twobs::run::agree(r, twobs::ranks::fingerprint(&inputs)).map_err(|e| message(&e)))
-                .map_err(Error::new_err)?;
+            let mine = match &taken {
+                Ok((_, _, inputs, _)) => twobs::ranks::fingerprint(inputs),
+                Err(e) => format!("an error: {e}"),
+            };
+            py.detach(|| twobs::run::agree(r, mine).map_err(|e| message(&e))).map_err(Error::new_err)?;
         }
+        let (spec, params, mut inputs, mut notes) = taken?;
         let taken_s = began.elapsed().as_secs_f64();
         let computed = compute(py, &spec, &params, &inputs, &options);
         let run_s = began.elapsed().as_secs_f64() - taken_s;

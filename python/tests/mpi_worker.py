@@ -3,7 +3,8 @@
 Reads the points test_mpi.py wrote in FOLDER, runs every function with
 ``comm=MPI.COMM_WORLD`` and writes what this rank got to FOLDER/rank<r>.npz
 (``None`` results are left out and listed in ``none``). MODE ``same`` runs
-the cases; ``differ`` gives each rank other points, which must be refused;
+the cases; ``differ`` gives each rank other points, which must be refused
+(``nan``: one rank's points are refused, and the others hear why);
 ``handles`` hands the engine a communicator with another MPI library's name,
 and with a size that is not its own, which must be refused before use.
 """
@@ -65,6 +66,12 @@ def main() -> None:
             out["none"] = np.array(sorted(k for k, v in got.items() if v is None))
         elif mode == "differ":
             p = np.load(folder / "p.npy") + np.float32(rank * 1e-3)
+            twobs.Problem("sdh").run(p, comm=comm)
+            out["error"] = np.array("no error")
+        elif mode == "nan":
+            p = np.load(folder / "p.npy")
+            if rank == 1:
+                p[17, 1] = np.nan
             twobs.Problem("sdh").run(p, comm=comm)
             out["error"] = np.array("no error")
         else:

@@ -141,6 +141,15 @@ def test_ranks_given_other_points_refuse_and_name_the_rank(tmp_path: Path, rng):
         assert "rank 0 has inputs 1500 points" in said and "but rank 1 has inputs 1500 points" in said, (r, said)
 
 
+
+@needs_mpi
+def test_a_rank_whose_points_are_refused_tells_the_others_instead_of_leaving_them_waiting(tmp_path: Path, rng):
+    _write_inputs(tmp_path, rng)
+    for r, mine in enumerate(_ranks(tmp_path, 2, "nan")):
+        said = str(mine["error"])
+        assert "but rank 1 has an error" in said and "row 17 (counting from 0) holds NaN" in said, (r, said)
+
+
 @needs_mpi
 def test_a_communicator_of_another_mpi_or_of_another_size_is_refused_before_use(tmp_path: Path):
     (mine,) = _ranks(tmp_path, 1, "handles")
