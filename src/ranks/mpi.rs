@@ -102,7 +102,7 @@ pub enum StartError {
     )]
     OtherLibrary { theirs: String, ours: String },
     #[error(
-        "MPI is not initialized in twobs's MPI library ({ours:?}), though the communicator's (mpi4py's) is: the two link different MPI libraries"
+        "MPI is not initialized in twobs's MPI library ({ours:?}): mpi4py did not initialize it (`mpi4py.rc.initialize = False`, and no `MPI.Init_thread()` yet), or it runs on another copy of the library"
     )]
     NotInitialized { ours: String },
     #[error(
