@@ -7,7 +7,8 @@
 #
 # Then the MPI ranks' tests (tests/ranks.rs, issue 34): an MPI is installed
 # (scripts/install-mpi.sh) and the build with `--features mpi` runs every
-# built-in under `mpiexec -n 1, 2, 4` against one process. With arguments
+# built-in under `mpiexec -n 1, 2, 4` against one process; then the Python
+# package's `comm=` (python/tests/test_mpi.py) with mpi4py on the same MPI. With arguments
 # (a filter, say) only `cargo test "$@"` and the Python tests run, and the script says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,3 +35,6 @@ scripts/install-mpi.sh
 start=$SECONDS
 cargo test --locked --features mpi --test ranks
 echo "test.sh: the MPI ranks' tests (build and run) took $((SECONDS - start)) s" >&2
+start=$SECONDS
+scripts/test-python.sh --mpi python/tests/test_mpi.py
+echo "test.sh: the Python package's comm= tests (build and run) took $((SECONDS - start)) s" >&2

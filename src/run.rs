@@ -440,7 +440,7 @@ impl Run<'_> {
         drop(counter);
         let Some(run) = run? else {
             let r = ranked.expect("rank 0 runs the first GPU");
-            return idle_rank(r, self.shape, notes, &schedule);
+            return idle_rank(r, self.shape, notes, &schedule, inputs);
         };
         bar.finish_and_clear();
         notes.extend(run.notes.iter().cloned());
@@ -463,6 +463,7 @@ impl Run<'_> {
                     taken: run.timings.per_gpu.iter().map(|g| g.pieces).sum(),
                     pairs: run.timings.per_gpu.iter().map(|g| g.pairs).sum(),
                     compute_s,
+                    input_bytes: inputs.held_bytes(),
                 };
                 self.combined(r, parts, work, |parts| {
                     output::merge(shape.collect, problem.function.returns, inputs.a.len(), parts)
@@ -540,6 +541,7 @@ impl Run<'_> {
                     taken: parts.len() as u64,
                     pairs,
                     compute_s: compute.elapsed().as_secs_f64(),
+                    input_bytes: inputs.held_bytes(),
                 };
                 self.combined(r, parts, work, |parts| driver.finish(inputs, grid.as_ref(), parts))?
             }
@@ -609,9 +611,10 @@ fn kept_elsewhere(shape: &Shape) -> Outcome {
     }
 }
 
-/// Whether every rank describes the same machine (`mine`): rank 0 compares,
-/// and every rank gets its verdict, so that all go on or all stop.
-fn agree(r: &dyn Ranks, mine: String) -> Result<(), RunError> {
+/// Whether every rank describes the same machine (`mine`; or the same
+/// inputs, `ranks::fingerprint`): rank 0 compares, and every rank gets its
+/// verdict, so that all go on or all stop.
+pub fn agree(r: &dyn Ranks, mine: String) -> Result<(), RunError> {
     let verdict = r.gather(mine.into_bytes()).map(|all| {
         let described: Vec<String> = all.into_iter().map(|b| String::from_utf8_lossy(&b).into_owned()).collect();
         ranks::unlike(&described).unwrap_or_default().into_bytes()
@@ -624,8 +627,23 @@ fn agree(r: &dyn Ranks, mine: String) -> Result<(), RunError> {
 
 /// A rank none of whose GPUs the schedule takes (a run too small for every
 /// rank's GPUs): it sends rank 0 nothing but its word.
-fn idle_rank(r: &dyn Ranks, shape: Shape, notes: Vec<String>, schedule: &Schedule) -> Result<Execution, RunError> {
-    let work = RankWork { rank: r.rank(), host: r.host(), gpus: 0, threads: 0, taken: 0, pairs: 0, compute_s: 0.0 };
+fn idle_rank(
+    r: &dyn Ranks,
+    shape: Shape,
+    notes: Vec<String>,
+    schedule: &Schedule,
+    inputs: &Inputs,
+) -> Result<Execution, RunError> {
+    let work = RankWork {
+        rank: r.rank(),
+        host: r.host(),
+        gpus: 0,
+        threads: 0,
+        taken: 0,
+        pairs: 0,
+        compute_s: 0.0,
+        input_bytes: inputs.held_bytes(),
+    };
     let _ = r.gather(serde_json::to_vec(&work).expect("a rank's work is plain data"));
     let _ = r.gather(ranks::encode(&[]));
     Ok(Execution {

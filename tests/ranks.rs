@@ -149,6 +149,12 @@ mod with_mpi {
         let pairs: u64 = ranks.iter().map(|r| r["pairs"].as_u64().unwrap()).sum();
         assert_eq!(pairs, 2000 * 1999 / 2);
         assert!(ranks.iter().enumerate().all(|(i, r)| r["rank"].as_u64() == Some(i as u64)));
+        // What a rank holds of the inputs, measured: today the whole set
+        // (2000 points x 3 f32) on every rank, not its share (docs/architecture.md
+        // says why a rank's memory is not bounded by its share, and what would bound it).
+        for r in ranks {
+            assert_eq!(r["input_bytes"].as_u64(), Some(2000 * 3 * 4), "{r}");
+        }
     }
 
     /// The processes of `mpiexec`'s job: twobs processes whose parent chain leads to `root`.
@@ -278,5 +284,37 @@ mod with_mpi {
         assert!(!out.status.success(), "{stderr}");
         assert!(stderr.contains("rank 0 has 1 CPU threads, but rank 1 has 2 CPU threads"), "{stderr}");
         assert!(!dir.join("h.csv").exists());
+    }
+
+    /// `srun -n 2` without a PMI (`--mpi=none`, a cluster's default on some
+    /// sites) starts two copies that each see an MPI world of one: refused,
+    /// with the `srun` options that work, instead of two whole runs writing
+    /// one file. (No Slurm here: its variables are set as srun sets them.)
+    #[test]
+    fn srun_without_a_pmi_is_refused_with_the_options_that_work() {
+        let dir = folder("srun");
+        // A file left by an earlier run of this test would pass for one written now.
+        let _ = std::fs::remove_file(dir.join("h.csv"));
+        let out = common::command(&dir)
+            .args(["run", "sdh", "--input", "uniform:300", "--backend", "cpu", "--quiet", "--out", "h.csv"])
+            .env("SLURM_PROCID", "0")
+            .env("SLURM_STEP_NUM_TASKS", "2")
+            .env("SLURM_NTASKS", "2")
+            .output()
+            .unwrap();
+        let stderr = common::stderr(&out);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(stderr.contains("srun started 2 tasks") && stderr.contains("srun --mpi=pmi2"), "{stderr}");
+        assert!(!dir.join("h.csv").exists());
+        // One task of a step (a batch script's own step) runs as one process.
+        let _ = std::fs::remove_file(dir.join("one.csv"));
+        let one = common::command(&dir)
+            .args(["run", "sdh", "--input", "uniform:300", "--backend", "cpu", "--quiet", "--out", "one.csv"])
+            .env("SLURM_PROCID", "0")
+            .env("SLURM_STEP_NUM_TASKS", "1")
+            .output()
+            .unwrap();
+        assert!(one.status.success(), "{}", common::stderr(&one));
+        assert!(dir.join("one.csv").exists());
     }
 }

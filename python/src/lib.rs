@@ -207,9 +207,13 @@ impl Pool {
 
 #[pymethods]
 impl Session {
+    /// `comm`: (Fortran handle, rank, size, MPI library) of an mpi4py
+    /// communicator, as the Python side reads them; its ranks share every run.
     #[new]
-    #[pyo3(signature = (backend="auto", gpus=None, threads=0, streams=2, index="auto", verify=false, progress=false))]
+    #[pyo3(signature = (backend="auto", gpus=None, threads=0, streams=2, index="auto", verify=false, progress=false, comm=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         backend: &str,
         gpus: Option<Vec<usize>>,
         threads: usize,
@@ -217,6 +221,7 @@ impl Session {
         index: &str,
         verify: bool,
         progress: bool,
+        comm: Option<(i64, usize, usize, String)>,
     ) -> PyResult<Session> {
         let backend = match backend {
             "auto" => BackendChoice::Auto,
@@ -249,18 +254,9 @@ impl Session {
             piece_pairs: None,
             hybrid: Hybrid::Auto,
         };
+        let ranks = comm.map(|c| ranks_of(py, c)).transpose()?;
         Ok(Session {
-            options: RunOptions {
-                backend,
-                threads,
-                f64: false,
-                quiet: !progress,
-                gpu,
-                verify,
-                index,
-                cache,
-                ranks: None,
-            },
+            options: RunOptions { backend, threads, f64: false, quiet: !progress, gpu, verify, index, cache, ranks },
             pool: Pool::default(),
         })
     }
@@ -284,63 +280,83 @@ impl Session {
     ) -> PyResult<Bound<'py, PyDict>> {
         let began = std::time::Instant::now();
         let sets = 1 + b.is_some() as usize;
-        let mut spec = problem.inner.with_sets(sets).map_err(input_error)?;
-        if log_bins {
-            spec = spec.with_spacing(Spacing::Log).map_err(input_error)?;
-        }
-        let dims = dims_of(a)?;
-        if let (Element::Vector { .. }, Some(d)) = (&spec.input.element, dims) {
-            spec = spec.with_dims(d).map_err(input_error)?;
-        }
-        let components = spec.input.element.components();
-        let mut inputs = Inputs { a: point_set(a, &components, "set A", &self.pool)?, b: None };
-        if let Some(b) = b {
-            inputs.b = Some(point_set(b, &components, "set B", &self.pool)?);
-        }
-        let params = spec.bind(&params).map_err(input_error)?;
-        let policy = match outside_box {
-            None => None,
-            Some("wrap") => Some(twobs::data::Outside::Wrap),
-            Some("refuse") => Some(twobs::data::Outside::Refuse),
-            Some(other) => {
-                return Err(PyValueError::new_err(format!("outside_box={other:?}: expected \"wrap\" or \"refuse\"")));
+        // The arrays and parameters as the engine takes them, or why not.
+        let taken = (|| -> PyResult<(twobs::spec::Problem, Params, Inputs, Vec<String>)> {
+            let mut spec = problem.inner.with_sets(sets).map_err(input_error)?;
+            if log_bins {
+                spec = spec.with_spacing(Spacing::Log).map_err(input_error)?;
             }
-        };
-        let mut notes = Vec::new();
-        if let Some((name, pbox)) = spec.periodic_box(&params) {
-            for set in inputs.sets_mut() {
-                // The library names no option: the wrapping it offers is outside_box="wrap" here.
-                let moved = set
-                    .into_box((&name, &pbox), policy)
-                    .map_err(|e| InputError::new_err(format!("{e} (outside_box=\"wrap\")")))?;
-                if moved > 0 {
-                    notes.push(format!("{}: {moved} points outside the box {name}={pbox} wrapped into it", set.origin));
-                }
+            let dims = dims_of(a)?;
+            if let (Element::Vector { .. }, Some(d)) = (&spec.input.element, dims) {
+                spec = spec.with_dims(d).map_err(input_error)?;
             }
-        }
-        if !weights.is_empty() {
-            if weights.len() != sets {
-                return Err(InputError::new_err(format!(
-                    "{} weight arrays for {sets} set(s) of points: give one per set, in the same order",
-                    weights.len()
-                )));
+            let components = spec.input.element.components();
+            let mut inputs = Inputs { a: point_set(a, &components, "set A", &self.pool)?, b: None };
+            if let Some(b) = b {
+                inputs.b = Some(point_set(b, &components, "set B", &self.pool)?);
             }
-            spec = spec.with_point_weights().map_err(input_error)?;
-            for (set, w) in inputs.sets_mut().zip(&weights) {
-                let w = w.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
-                if w.len() != set.len() {
-                    return Err(InputError::new_err(format!(
-                        "{} weights for {} ({} points)",
-                        w.len(),
-                        set.origin,
-                        set.len()
+            let params = spec.bind(&params).map_err(input_error)?;
+            let policy = match outside_box {
+                None => None,
+                Some("wrap") => Some(twobs::data::Outside::Wrap),
+                Some("refuse") => Some(twobs::data::Outside::Refuse),
+                Some(other) => {
+                    return Err(PyValueError::new_err(format!(
+                        "outside_box={other:?}: expected \"wrap\" or \"refuse\""
                     )));
                 }
-                set.columns.push(Column::F64(w.to_vec()));
+            };
+            let mut notes = Vec::new();
+            if let Some((name, pbox)) = spec.periodic_box(&params) {
+                for set in inputs.sets_mut() {
+                    // The library names no option: the wrapping it offers is outside_box="wrap" here.
+                    let moved = set
+                        .into_box((&name, &pbox), policy)
+                        .map_err(|e| InputError::new_err(format!("{e} (outside_box=\"wrap\")")))?;
+                    if moved > 0 {
+                        notes.push(format!(
+                            "{}: {moved} points outside the box {name}={pbox} wrapped into it",
+                            set.origin
+                        ));
+                    }
+                }
             }
-        }
+            if !weights.is_empty() {
+                if weights.len() != sets {
+                    return Err(InputError::new_err(format!(
+                        "{} weight arrays for {sets} set(s) of points: give one per set, in the same order",
+                        weights.len()
+                    )));
+                }
+                spec = spec.with_point_weights().map_err(input_error)?;
+                for (set, w) in inputs.sets_mut().zip(&weights) {
+                    let w = w.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
+                    if w.len() != set.len() {
+                        return Err(InputError::new_err(format!(
+                            "{} weights for {} ({} points)",
+                            w.len(),
+                            set.origin,
+                            set.len()
+                        )));
+                    }
+                    set.columns.push(Column::F64(w.to_vec()));
+                }
+            }
+            Ok((spec, params, inputs, notes))
+        })();
         let mut options = self.options.clone();
         options.f64 = f64;
+        if let Some(h) = &options.ranks {
+            // Every rank must pass the same points: refused on every rank, with each odd one named.
+            // A rank whose arrays were refused says why here too: the others would wait for it.
+            let r = &*h.0;
+            let mine = match &taken {
+                Ok((_, _, inputs, _)) => twobs::ranks::fingerprint(inputs),
+                Err(e) => format!("an error: {e}"),
+            };
+            py.detach(|| twobs::run::agree(r, mine).map_err(|e| message(&e))).map_err(Error::new_err)?;
+        }
+        let (spec, params, mut inputs, mut notes) = taken?;
         let taken_s = began.elapsed().as_secs_f64();
         let computed = compute(py, &spec, &params, &inputs, &options);
         let run_s = began.elapsed().as_secs_f64() - taken_s;
@@ -351,8 +367,15 @@ impl Session {
                 return Err(e);
             }
         };
-        let outcome = std::mem::replace(&mut exec.outcome, Outcome::Totals(Totals::Counts(Vec::new())));
-        let out = result(py, &spec, &params, &inputs, outcome)?;
+        let mut outcome = std::mem::replace(&mut exec.outcome, Outcome::Totals(Totals::Counts(Vec::new())));
+        // Under ranks: totals on every rank, pairs and KNN lists on rank 0 alone (as `comm.gather` gives).
+        let mut held = true;
+        if let Some(h) = &options.ranks {
+            let r = &*h.0;
+            held = r.rank() == 0 || matches!(outcome, Outcome::Totals(_));
+            outcome = py.detach(|| twobs::ranks::share_totals(r, outcome)).map_err(|e| Error::new_err(message(&e)))?;
+        }
+        let out = if held { result(py, &spec, &params, &inputs, outcome)? } else { elsewhere(py, &spec)? };
         if let Output::Histogram { .. } = spec.output {
             // What g(r) takes a frame's pair density over (a pass over the points where the box is open).
             let (volume, volume_from) = twobs::report::volume(&spec, &params, &inputs);
@@ -368,8 +391,18 @@ impl Session {
             "run_s": run_s,
             "give_s": began.elapsed().as_secs_f64() - taken_s - run_s,
         });
-        out.set_item("report", report(&spec, &exec, notes, steps).to_string())?;
+        let mut report = report(&spec, &exec, notes, steps);
+        if let Some(h) = &options.ranks {
+            report["mpi"] = serde_json::json!({ "rank": h.0.rank(), "size": h.0.size(), "ranks": exec.ranks });
+        }
+        out.set_item("report", report.to_string())?;
         Ok(out)
+    }
+
+    /// This session's rank and the number of ranks (0 and 1 without `comm`).
+    #[getter]
+    fn rank(&self) -> (usize, usize) {
+        self.options.ranks.as_ref().map_or((0, 1), |h| (h.0.rank(), h.0.size()))
     }
 
     /// The backend a run of this session takes when it starts now ("cuda" or "cpu").
@@ -386,6 +419,38 @@ impl Session {
             }
         }
     }
+}
+
+/// The ranks of an mpi4py communicator (collective: every rank of it calls).
+#[cfg(feature = "mpi")]
+fn ranks_of(py: Python<'_>, comm: (i64, usize, usize, String)) -> PyResult<twobs::ranks::Handle> {
+    let (handle, rank, size, library) = comm;
+    let world = py
+        .detach(|| twobs::ranks::mpi::World::from_fortran(handle, rank, size, &library))
+        .map_err(|e| Error::new_err(message(&e)))?;
+    Ok(twobs::ranks::Handle(std::sync::Arc::new(world)))
+}
+
+/// A wheel without MPI refuses a communicator: each rank would run the whole problem alone.
+#[cfg(not(feature = "mpi"))]
+fn ranks_of(_py: Python<'_>, _comm: (i64, usize, usize, String)) -> PyResult<twobs::ranks::Handle> {
+    Err(Error::new_err(
+        "comm=: this twobs was built without MPI, and each rank would run the whole problem alone; build the package with its `mpi` feature (`maturin develop --features mpi`, or `MATURIN_PEP517_ARGS=\"--features mpi\" pip install .`) against the MPI mpi4py uses",
+    ))
+}
+
+/// A rank's result of pairs or KNN lists, which rank 0 alone holds: the kind, and None for the arrays.
+fn elsewhere<'py>(py: Python<'py>, problem: &twobs::spec::Problem) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item("kind", problem.output.kind())?;
+    let arrays: &[&str] = match problem.output {
+        Output::Pairs { .. } => &["pairs"],
+        _ => &["ids", "values", "k", "missing"],
+    };
+    for name in arrays {
+        out.set_item(*name, py.None())?;
+    }
+    Ok(out)
 }
 
 /// The dimension of a 2-D array's points (None for a list of columns).
@@ -687,5 +752,7 @@ fn _twobs(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SpecError", m.py().get_type::<SpecError>())?;
     m.add("InputError", m.py().get_type::<InputError>())?;
     m.add("BUILT_IN", twobs::problems::BUILT_IN.to_vec())?;
+    // Whether `Session(comm=...)` can share runs between MPI ranks.
+    m.add("MPI", cfg!(feature = "mpi"))?;
     Ok(())
 }

@@ -9,6 +9,13 @@ A :class:`Session` keeps, for its life, the backend it runs on; the CUDA
 contexts, compiled kernels and CPU drivers of every plan run in the process
 stay loaded behind it, so that the second call of a shape costs its compute.
 Functions take ``session=``; without it they use :func:`default_session`.
+
+Under MPI (a package built with its ``mpi`` feature), ``Session(comm=comm)``
+takes an mpi4py communicator, as TreeCorr's ``process(comm=comm)`` does: every
+rank of it calls with the same points, the ranks share the work, and every
+rank gets the exact result of one process (histograms, counts and sums), or
+rank 0 alone (pairs and KNN lists; ``None`` on the others, as
+``comm.gather`` gives). The functions take ``comm=`` too.
 """
 
 from __future__ import annotations
@@ -20,13 +27,14 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from . import _twobs
-from ._twobs import BUILT_IN, Error, InputError, SpecError
+from ._twobs import BUILT_IN, MPI, Error, InputError, SpecError
 
 __all__ = [
     "BUILT_IN",
     "DD",
     "Error",
     "InputError",
+    "MPI",
     "Problem",
     "RDF",
     "Result",
@@ -84,9 +92,10 @@ class Problem(_twobs.Problem):
     ``output``, ``params`` (name, type, default, description), ``dtypes``."""
 
     def run(self, a: Any, b: Any = None, params: Optional[dict] = None, weights: Optional[Sequence[Any]] = None,
-            session: Optional["Session"] = None, **options: Any) -> "Result":
-        """Runs the problem on set ``a`` (and ``b``) in ``session`` (see :meth:`Session.run`)."""
-        return _session(session).run(self, a, b, params=params, weights=weights, **options)
+            session: Optional["Session"] = None, comm: Any = None, **options: Any) -> "Result":
+        """Runs the problem on set ``a`` (and ``b``) in ``session``, or shared by the
+        ranks of ``comm`` (see :meth:`Session.run` and :class:`Session`)."""
+        return _session(session, comm).run(self, a, b, params=params, weights=weights, **options)
 
 
 def _device_of(x: Any) -> Optional[str]:
@@ -167,11 +176,40 @@ def _param_text(value: Any) -> str:
     return str(value)
 
 
+def _comm_args(comm: Any) -> tuple:
+    """An mpi4py intracommunicator as the engine takes it: its Fortran handle
+    (one integer in every MPI), this rank, the size, and mpi4py's MPI library."""
+    if not MPI:
+        # Refused before mpi4py is touched: the wheel has no MPI to use it with.
+        return (0, 0, 1, "")
+    try:
+        from mpi4py import MPI as mpi
+    except ImportError as e:
+        raise Error(f"comm=: mpi4py cannot be imported ({e}); install it against twobs's MPI") from e
+    if not isinstance(comm, mpi.Intracomm):
+        raise InputError(f"comm={comm!r}: expected an mpi4py intracommunicator (MPI.COMM_WORLD, or one of its splits)")
+    if comm == mpi.COMM_NULL:
+        raise InputError("comm=MPI.COMM_NULL: this process is in no group of that communicator")
+    return (int(comm.py2f()), comm.Get_rank(), comm.Get_size(), mpi.Get_library_version())
+
+
 class Session:
     """Where runs go and with what: ``backend`` ("auto", "cuda" or "cpu"),
     ``gpus`` (ordinals; all by default), CPU ``threads`` (0: every core),
     ``index`` ("auto", "grid", "none"), ``verify`` (re-compute on the CPU and
-    fail on any difference), ``progress`` (a bar on stderr for long runs)."""
+    fail on any difference), ``progress`` (a bar on stderr for long runs).
+
+    ``comm``: an mpi4py communicator whose ranks share every run of the
+    session. Making the session and each run are collective: every rank of
+    ``comm`` calls them in the same order, with the same points and options
+    (the ranks check that their points agree, and refuse to run otherwise).
+    Each rank takes pieces of one schedule from a counter on rank 0 (a rank
+    that finishes early takes the others' tail); rank 0 merges in one fixed
+    order, so results are those of one process bit for bit. Histograms,
+    counts and sums come back on every rank; pairs and KNN lists on rank 0
+    only (``None`` elsewhere). A GPU run takes each rank's ``gpus``, and every
+    rank must see the same kind and number (and the same ``threads`` on the CPU).
+    """
 
     def __init__(
         self,
@@ -182,6 +220,7 @@ class Session:
         index: str = "auto",
         verify: bool = False,
         progress: bool = False,
+        comm: Any = None,
     ):
         self._native = _twobs.Session(
             backend=backend,
@@ -191,12 +230,23 @@ class Session:
             index=index,
             verify=verify,
             progress=progress,
+            comm=None if comm is None else _comm_args(comm),
         )
 
     @property
     def backend(self) -> str:
         """The backend a run starts on now: "cuda" or "cpu"."""
         return self._native.backend
+
+    @property
+    def rank(self) -> int:
+        """This process's rank among the session's (0 without ``comm``)."""
+        return self._native.rank[0]
+
+    @property
+    def size(self) -> int:
+        """How many ranks share the session's runs (1 without ``comm``)."""
+        return self._native.rank[1]
 
     def run(
         self,
@@ -257,8 +307,23 @@ def default_session() -> Session:
     return _default
 
 
-def _session(session: Optional[Session]) -> Session:
-    return session if session is not None else default_session()
+# Sessions made for a `comm=` given to a function, by the communicator
+# (kept alive here, so that its id stays its own) and the session's options.
+_comm_sessions: dict = {}
+
+
+def _session(session: Optional[Session], comm: Any = None, **options: Any) -> Session:
+    if comm is None:
+        if session is None and options:
+            return Session(**options)
+        return session if session is not None else default_session()
+    if session is not None:
+        raise InputError("give session= or comm=, not both: make the session with Session(comm=comm)")
+    key = (id(comm), tuple(sorted(options.items())))
+    if key not in _comm_sessions:
+        # Collective: every rank makes it at the same call.
+        _comm_sessions[key] = (comm, Session(comm=comm, **options))
+    return _comm_sessions[key][1]
 
 
 # ---------------------------------------------------------------- g(r)
@@ -297,7 +362,7 @@ class RDF:
     """
 
     def __init__(self, bins: int, r_max: float, r_min: float = 0.0, normalization_mode: str = "exact",
-                 session: Optional[Session] = None):
+                 session: Optional[Session] = None, comm: Any = None):
         if bins < 1:
             raise InputError(f"bins={bins}: at least 1")
         if not (r_max > 0):
@@ -311,6 +376,7 @@ class RDF:
         self.r_min = 0.0
         self.normalization_mode = normalization_mode
         self._session = session
+        self._comm = comm
         self._problem = Problem("rdf")
         self._reset()
 
@@ -332,7 +398,7 @@ class RDF:
             self._reset()
         box_text, volume = _box_param(box)
         params = {"bins": self.bins, "r_max": self.r_max, "box": box_text}
-        session = _session(self._session)
+        session = _session(self._session, self._comm)
         result = session.run(self._problem, points, query_points, params=params)
         n_p = _host(points).shape[0]
         n_q = n_p if query_points is None else _host(query_points).shape[0]
@@ -437,7 +503,7 @@ def _pair_histogram(session: Session, a: np.ndarray, b: Optional[np.ndarray], ed
 def DD(autocorr: int, nthreads: int, binfile: Any, X1: Any, Y1: Any, Z1: Any, weights1: Any = None,
        periodic: bool = True, X2: Any = None, Y2: Any = None, Z2: Any = None, weights2: Any = None,
        verbose: bool = False, boxsize: Any = None, output_ravg: bool = False, weight_type: Optional[str] = None,
-       session: Optional[Session] = None, **ignored: Any) -> np.ndarray:
+       session: Optional[Session] = None, comm: Any = None, **ignored: Any) -> np.ndarray:
     """Pair counts in Corrfunc's shape (``Corrfunc.theory.DD``): a structured
     array with ``rmin``, ``rmax``, ``ravg`` (0: not computed), ``npairs`` and
     ``weightavg``. As Corrfunc counts them: with ``autocorr=1`` each pair in
@@ -448,8 +514,9 @@ def DD(autocorr: int, nthreads: int, binfile: Any, X1: Any, Y1: Any, Z1: Any, we
     if periodic and boxsize is None:
         raise InputError("periodic=True needs boxsize (L, or (Lx, Ly, Lz))")
     if session is None and nthreads and default_session().backend == "cpu":
-        session = Session(backend="cpu", threads=int(nthreads))
-    session = _session(session)
+        session = _session(None, comm, backend="cpu", threads=int(nthreads))
+    else:
+        session = _session(session, comm)
     a = np.column_stack([_host(X1), _host(Y1), _host(Z1)])
     b = None if autocorr else np.column_stack([_host(X2), _host(Y2), _host(Z2)])
     edges = _edges_of(binfile)
@@ -481,7 +548,7 @@ def DD(autocorr: int, nthreads: int, binfile: Any, X1: Any, Y1: Any, Z1: Any, we
 
 
 def xi(data: Any, randoms: Any, bins: Any, estimator: str = "landy-szalay", data_weights: Any = None,
-       random_weights: Any = None, session: Optional[Session] = None) -> dict:
+       random_weights: Any = None, session: Optional[Session] = None, comm: Any = None) -> dict:
     """The two-point correlation function of ``data`` against ``randoms`` (arrays
     of shape (n, 3)), as ``twobs xi`` computes it: DD, RR (and DR for
     Landy-Szalay) counted exactly, normalised by the pairs each could have
@@ -491,7 +558,7 @@ def xi(data: Any, randoms: Any, bins: Any, estimator: str = "landy-szalay", data
     estimator = estimator.lower().replace("_", "-")
     if estimator not in ("landy-szalay", "natural"):
         raise InputError(f"estimator={estimator!r}: expected 'landy-szalay' or 'natural'")
-    session = _session(session)
+    session = _session(session, comm)
     edges = np.asarray(bins, dtype=np.float64)
     d, r = _host(data), _host(randoms)
     weighted = data_weights is not None or random_weights is not None
@@ -522,29 +589,32 @@ def xi(data: Any, randoms: Any, bins: Any, estimator: str = "landy-szalay", data
 # ---------------------------------------------------------------- neighbours
 
 
-def query_pairs(points: Any, eps: float, session: Optional[Session] = None) -> np.ndarray:
+def query_pairs(points: Any, eps: float, session: Optional[Session] = None, comm: Any = None) -> Optional[np.ndarray]:
     """Every pair (i, j), i < j, of points at most ``eps`` apart (Euclidean), as
     an (n, 2) integer array (int32 below 2^31 points): scipy's ``cKDTree.query_pairs(eps, output_type="ndarray")``,
-    in the order found (sort it to compare)."""
-    session = _session(session)
+    in the order found (sort it to compare). Under ``comm``: on rank 0, None elsewhere."""
+    session = _session(session, comm)
     lib = _device_of(points)
     result = session.run(_problem("selfjoin"), points, params={"eps": float(eps)})
-    return _back_to(lib, points, result.pairs)
+    return None if result.pairs is None else _back_to(lib, points, result.pairs)
 
 
-def knn(points: Any, k: int, query: Any = None, session: Optional[Session] = None) -> tuple[Any, Any]:
+def knn(points: Any, k: int, query: Any = None, session: Optional[Session] = None, comm: Any = None) -> tuple[Any, Any]:
     """The ``k`` nearest neighbours by Euclidean distance, as scipy returns them:
     ``(dist, idx)`` of shape (queries, k), nearest first, ties to the smaller
     index. Without ``query``, of every point among the others (a point is
     never its own neighbour); with it, of every query point among ``points``.
-    A query with fewer than k partners has ``inf`` and ``len(points)`` where they lack."""
-    session = _session(session)
+    A query with fewer than k partners has ``inf`` and ``len(points)`` where they lack.
+    Under ``comm``: on rank 0, ``(None, None)`` elsewhere."""
+    session = _session(session, comm)
     lib = _device_of(points)
     if query is None:
         result = session.run(_problem("knn"), points, params={"k": int(k)})
     else:
         result = session.run(_problem("knn"), query, points, params={"k": int(k)})
     ids, dist = result.ids, result.values
+    if ids is None:
+        return None, None
     if result.missing:
         missing = ids < 0
         ids = np.where(missing, _host(points).shape[0], ids)

@@ -5,6 +5,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 BUILT_IN: list[str]
+MPI: bool
 
 class Error(Exception): ...
 class SpecError(Error): ...
@@ -37,9 +38,12 @@ class Session:
         index: str = "auto",
         verify: bool = False,
         progress: bool = False,
+        comm: Optional[tuple[int, int, int, str]] = None,
     ) -> None: ...
     @property
     def backend(self) -> str: ...
+    @property
+    def rank(self) -> tuple[int, int]: ...
     def run(
         self,
         problem: Problem,

@@ -140,10 +140,18 @@ pub(super) fn run_command(args: RunArgs) -> anyhow::Result<()> {
 /// one rank too, takes the path of ranks).
 #[cfg(feature = "mpi")]
 fn start_ranks() -> anyhow::Result<Option<ranks::Handle>> {
+    use crate::ranks::Ranks;
+    let srun = crate::ranks::srun_tasks();
     if crate::ranks::launched().is_none() {
-        return Ok(None);
+        return match srun {
+            Some(n) => anyhow::bail!(crate::ranks::no_pmi(n)),
+            None => Ok(None),
+        };
     }
     let world = crate::ranks::mpi::World::start()?;
+    if let (1, Some(n)) = (world.size(), srun) {
+        anyhow::bail!(crate::ranks::no_pmi(n));
+    }
     Ok(Some(ranks::Handle(std::sync::Arc::new(world))))
 }
 
@@ -151,7 +159,7 @@ fn start_ranks() -> anyhow::Result<Option<ranks::Handle>> {
 /// and write the same files: refused.
 #[cfg(not(feature = "mpi"))]
 fn start_ranks() -> anyhow::Result<Option<ranks::Handle>> {
-    match crate::ranks::launched() {
+    match crate::ranks::launched().or(crate::ranks::srun_tasks()) {
         Some(n) if n > 1 => anyhow::bail!(
             "an MPI launcher started {n} copies of this twobs, which was built without MPI: each would run the whole problem and write the same files; build it with `cargo build --release --features mpi`, or run one process"
         ),

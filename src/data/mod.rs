@@ -557,6 +557,12 @@ impl Inputs {
         self.b.as_ref().unwrap_or(&self.a)
     }
 
+    /// The bytes of every column of both sets (what a process holds of its inputs).
+    pub fn held_bytes(&self) -> u64 {
+        let set = |s: &PointSet| s.columns.iter().map(|c| c.len() as u64 * c.scalar().bytes() as u64).sum::<u64>();
+        set(&self.a) + self.b.as_ref().map_or(0, set)
+    }
+
     /// Set A, then set B where there is one.
     pub fn sets_mut(&mut self) -> impl Iterator<Item = &mut PointSet> {
         std::iter::once(&mut self.a).chain(self.b.as_mut())

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Serialize;
 
 use crate::data::{Column, Inputs, PointSet};
-use crate::outcome::Totals;
+use crate::outcome::{Outcome, Totals};
 use crate::spec::Scalar;
 use crate::stage::output::Partial;
 
@@ -40,6 +40,23 @@ pub fn launched() -> Option<usize> {
         .find_map(|v| std::env::var(v).ok()?.parse().ok());
     let rank = ["PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"].iter().any(|v| std::env::var_os(v).is_some());
     rank.then(|| size.unwrap_or(1))
+}
+
+/// The tasks of a Slurm step (`srun -n N`) that started this process, where
+/// it has several: `srun` sets these whether or not it gives the tasks a
+/// PMI (`--mpi=pmi2`, `pmix`) through which MPI finds the other ranks.
+pub fn srun_tasks() -> Option<usize> {
+    std::env::var_os("SLURM_PROCID")?;
+    std::env::var("SLURM_STEP_NUM_TASKS").ok()?.parse().ok().filter(|&n| n > 1)
+}
+
+/// Why `srun`'s `tasks` copies must not each run alone: without a PMI every
+/// copy is an MPI world of one, and each would run the whole problem and
+/// write the same files.
+pub fn no_pmi(tasks: usize) -> String {
+    format!(
+        "srun started {tasks} tasks, but gave them no PMI to find each other (MPI sees a world of 1 in each): each would run the whole problem and write the same files; run `srun --mpi=pmi2 ...` (MPICH's own PMI-1 client, as Debian's and scripts/carry-mpi.sh's bundle have, speaks to Slurm's pmi2 plugin), `srun --mpi=pmix ...` for an MPI built with PMIx, or `mpiexec` inside the allocation"
+    )
 }
 
 /// Hands out the positions of a list of work that every rank holds alike:
@@ -115,6 +132,9 @@ pub struct RankWork {
     pub pairs: u128,
     /// Seconds from the start of its compute to the end of its last piece.
     pub compute_s: f64,
+    /// Bytes of input points it held: today every rank holds both sets
+    /// whole (docs/architecture.md says why, and what would bound it).
+    pub input_bytes: u64,
 }
 
 /// The machine each rank described (its GPUs' names and count), where they
@@ -124,6 +144,50 @@ pub fn unlike(described: &[String]) -> Option<String> {
     let odd: Vec<String> =
         described.iter().enumerate().filter(|(_, d)| *d != first).map(|(r, d)| format!("rank {r} has {d}")).collect();
     (!odd.is_empty()).then(|| format!("rank 0 has {first}, but {}", odd.join(", ")))
+}
+
+/// Rank 0's merged totals on every rank (a histogram is a few KB: every
+/// rank of a Python caller gets the whole result, as `MPI_Allreduce` would
+/// give it, but exact); other outcomes stay where they are. Collective.
+pub fn share_totals(r: &dyn Ranks, outcome: Outcome) -> Result<Outcome, WireError> {
+    let Outcome::Totals(totals) = outcome else { return Ok(outcome) };
+    let mine = (r.rank() == 0).then(|| encode(&[(0, Partial::Totals(totals))]));
+    let bytes = r.broadcast(mine);
+    match decode(&bytes)?.pop() {
+        Some((_, Partial::Totals(t))) => Ok(Outcome::Totals(t)),
+        _ => Err(WireError { at: 0, len: bytes.len(), what: "rank 0 sent no totals".into() }),
+    }
+}
+
+/// What a rank was given to run on, in a line that differs where the
+/// points do: each set's origin, size and a digest of its values (a fold
+/// of every value's bits; 3M values in a few ms). Ranks that share a run
+/// must hold the same inputs (`run::agree` compares the lines).
+pub fn fingerprint(inputs: &Inputs) -> String {
+    let sets: Vec<String> = std::iter::once(&inputs.a)
+        .chain(&inputs.b)
+        .map(|set| {
+            let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
+            for c in &set.columns {
+                h = mix(h, c.len() as u64 ^ ((scalar_code(c.scalar()) as u64) << 56));
+                // One match a column, not a value.
+                h = match c {
+                    Column::F32(v) => v.iter().fold(h, |h, x| mix(h, x.to_bits() as u64)),
+                    Column::F64(v) => v.iter().fold(h, |h, x| mix(h, x.to_bits())),
+                    Column::I32(v) => v.iter().fold(h, |h, &x| mix(h, x as u32 as u64)),
+                    Column::I64(v) => v.iter().fold(h, |h, &x| mix(h, x as u64)),
+                    Column::U32(v) => v.iter().fold(h, |h, &x| mix(h, x as u64)),
+                };
+            }
+            format!("{} points x {} columns, digest {h:016x}", set.len(), set.columns.len())
+        })
+        .collect();
+    format!("inputs {}", sets.join(" and "))
+}
+
+/// One step of `fingerprint`'s fold.
+fn mix(h: u64, x: u64) -> u64 {
+    (h.rotate_left(5) ^ x).wrapping_mul(0x0100_0000_01b3_0001)
 }
 
 /// Why bytes from another rank could not be read.
@@ -449,6 +513,23 @@ mod tests {
         };
         assert_eq!(total(&merged), total(&reference));
         assert_eq!(total(&reference), Totals::Sums(vec![4.0]));
+    }
+
+    #[test]
+    fn a_fingerprint_changes_with_any_value_and_not_with_the_origin() {
+        let set = |x: f32, origin: &str| PointSet {
+            columns: vec![Column::F32(vec![0.5, x, 0.25]), Column::F32(vec![1.0, 2.0, 3.0])],
+            origin: origin.into(),
+            rows: None,
+        };
+        let one = Inputs { a: set(0.75, "set A"), b: None };
+        assert_eq!(fingerprint(&one), fingerprint(&Inputs { a: set(0.75, "a.npy"), b: None }));
+        // One bit of one value.
+        let next = f32::from_bits(0.75f32.to_bits() + 1);
+        assert_ne!(fingerprint(&one), fingerprint(&Inputs { a: set(next, "set A"), b: None }));
+        let two = Inputs { a: set(0.75, "set A"), b: Some(set(0.75, "set B")) };
+        assert_ne!(fingerprint(&one), fingerprint(&two));
+        assert!(fingerprint(&two).starts_with("inputs 3 points x 2 columns"), "{}", fingerprint(&two));
     }
 
     #[test]

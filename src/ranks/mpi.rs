@@ -11,14 +11,23 @@
 //! directly. Another rank's threads ask one at a time: a
 //! request, then its answer. Messages of one counter carry tags of its own,
 //! so counters of successive lists (frames) never mix.
+//!
+//! Every message goes over a communicator of twobs's own, a duplicate of
+//! MPI's world (the command line) or of a caller's (the Python package's
+//! `comm=`, an mpi4py communicator): a caller's own messages on theirs never
+//! meet twobs's.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
+use std::mem::ManuallyDrop;
+
 use mpi::Threading;
 use mpi::environment::Universe;
+use mpi::ffi::MPI_Comm;
 use mpi::point_to_point::{Destination, Source};
+use mpi::raw::{AsRaw, FromRaw};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::Root;
 
@@ -39,20 +48,42 @@ const SPIN: std::time::Duration = std::time::Duration::from_micros(500);
 /// Bytes a message carries at most (MPI counts in 32-bit integers).
 const MESSAGE_BYTES: usize = 1 << 30;
 
-/// MPI's world, initialized with threads (a counter's server runs beside the run's threads).
+/// Tags a world's counters cycle through (two each): successive counters
+/// differ, and a session's thousands of runs stay below MPI's least tag bound (32767).
+const COUNTER_TAGS: i32 = 10_000;
+
+/// The ranks of a run over a communicator of twobs's own (a duplicate,
+/// freed on drop), with MPI at the thread level of `MPI_THREAD_MULTIPLE`
+/// (a counter's server runs beside the run's threads).
 pub struct World {
-    _universe: Universe,
+    /// The duplicate every message of twobs goes over.
+    comm: MPI_Comm,
+    /// MPI itself where this world initialized it (finalized on drop, after
+    /// the duplicate is freed); None where a caller (mpi4py) did.
+    _universe: Option<Universe>,
     rank: usize,
     size: usize,
     /// Counters made so far: each takes tags of its own.
     counters: AtomicI32,
 }
 
-// SAFETY: MPI is initialized with MPI_THREAD_MULTIPLE (checked in `start`),
-// so any thread may call it; the universe is only dropped (finalized) by
-// its owner, after every thread that used it has ended.
+// SAFETY: MPI runs at MPI_THREAD_MULTIPLE (checked in `start` and
+// `from_fortran`), so any thread may call it; the communicator is freed and
+// the universe finalized only by their owner, after every thread that used
+// them has ended.
 unsafe impl Send for World {}
 unsafe impl Sync for World {}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        // The duplicate before MPI is finalized (the universe's drop, after
+        // this); a caller's MPI may be finalized already (mpi4py's atexit
+        // runs before Python drops a module's sessions), and then it is gone with it.
+        if !mpi::environment::is_finalized() {
+            drop(unsafe { SimpleCommunicator::from_raw(self.comm) });
+        }
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -62,23 +93,101 @@ pub enum StartError {
         "this MPI library offers threads at level {0:?}, and twobs needs Multiple (a thread answers the other ranks while the run computes); use an MPI built with thread support (MPICH and Open MPI are)"
     )]
     Threading(Threading),
+    #[error(
+        "MPI was initialized at the thread level {0:?}, and twobs needs Multiple (a thread answers the other ranks while the run computes): set `mpi4py.rc.thread_level = \"multiple\"` (mpi4py's default) before `from mpi4py import MPI`"
+    )]
+    CallersThreading(Threading),
+    #[error(
+        "the communicator is of another MPI library than twobs's: mpi4py runs on {theirs:?}, twobs was built against {ours:?}; build mpi4py against twobs's MPI (`MPICC=mpicc pip install --no-binary=mpi4py mpi4py`), or twobs against mpi4py's"
+    )]
+    OtherLibrary { theirs: String, ours: String },
+    #[error(
+        "MPI is not initialized in twobs's MPI library ({ours:?}): mpi4py did not initialize it (`mpi4py.rc.initialize = False`, and no `MPI.Init_thread()` yet), or it runs on another copy of the library"
+    )]
+    NotInitialized { ours: String },
+    #[error(
+        "the communicator's handle {handle} reads as rank {found_rank} of {found_size} in twobs's MPI, but mpi4py says rank {rank} of {size}: the two link different MPI libraries, or the handle is not of this communicator"
+    )]
+    OtherHandle { handle: i64, rank: usize, size: usize, found_rank: usize, found_size: usize },
+    #[error("the communicator's handle {handle} is MPI_COMM_NULL in twobs's MPI: this process is in no group of it")]
+    Null { handle: i64 },
+}
+
+/// The MPI library twobs was built against, as it names itself.
+pub fn library() -> String {
+    mpi::environment::library_version().unwrap_or_else(|_| "?".into()).trim().to_owned()
 }
 
 impl World {
-    /// Initializes MPI.
+    /// Initializes MPI; the run's ranks are its world's.
     pub fn start() -> Result<World, StartError> {
         let (universe, threading) = mpi::initialize_with_threading(Threading::Multiple).ok_or(StartError::Init)?;
         if threading != Threading::Multiple {
             return Err(StartError::Threading(threading));
         }
-        let world = universe.world();
-        Ok(World { rank: world.rank() as usize, size: world.size() as usize, _universe: universe, counters: 0.into() })
+        let own = universe.world().duplicate();
+        let (rank, size) = (own.rank() as usize, own.size() as usize);
+        Ok(World { comm: ManuallyDrop::new(own).as_raw(), _universe: Some(universe), rank, size, counters: 0.into() })
+    }
+
+    /// The ranks of a caller's communicator, given by its Fortran handle
+    /// (mpi4py's `comm.py2f()`, the same integer in every MPI), with the
+    /// rank, size and MPI library the caller's side reads for it: a handle
+    /// of another MPI library is refused, not used. Collective (it
+    /// duplicates the communicator): every rank of it calls.
+    pub fn from_fortran(handle: i64, rank: usize, size: usize, theirs: &str) -> Result<World, StartError> {
+        let ours = library();
+        if theirs.trim() != ours {
+            return Err(StartError::OtherLibrary { theirs: theirs.trim().to_owned(), ours });
+        }
+        if !mpi::environment::is_initialized() {
+            return Err(StartError::NotInitialized { ours });
+        }
+        let threading = mpi::environment::threading_support();
+        if threading != Threading::Multiple {
+            return Err(StartError::CallersThreading(threading));
+        }
+        // SAFETY: MPI is initialized; f2c of any integer gives a handle or
+        // MPI_COMM_NULL, and the caller's rank and size are checked on it
+        // before it is used further.
+        let raw = unsafe { mpi::ffi::RSMPI_Comm_f2c(handle as mpi::ffi::RSMPI_Fint) };
+        // rsmpi names the built-in communicators itself, and wraps only others.
+        let theirs = unsafe {
+            match raw {
+                r if r == mpi::ffi::RSMPI_COMM_NULL => return Err(StartError::Null { handle }),
+                r if r == mpi::ffi::RSMPI_COMM_WORLD => ManuallyDrop::new(SimpleCommunicator::world()),
+                r if r == mpi::ffi::RSMPI_COMM_SELF => ManuallyDrop::new(SimpleCommunicator::self_comm()),
+                r => ManuallyDrop::new(SimpleCommunicator::from_raw(r)),
+            }
+        };
+        let (found_rank, found_size) = (theirs.rank() as usize, theirs.size() as usize);
+        if (found_rank, found_size) != (rank, size) {
+            return Err(StartError::OtherHandle { handle, rank, size, found_rank, found_size });
+        }
+        let own = ManuallyDrop::new(theirs.duplicate());
+        Ok(World { comm: own.as_raw(), _universe: None, rank, size, counters: 0.into() })
+    }
+
+    /// A view of the run's communicator (not freed when dropped).
+    fn comm(&self) -> ManuallyDrop<SimpleCommunicator> {
+        view(self.comm)
     }
 }
 
-fn world() -> SimpleCommunicator {
-    SimpleCommunicator::world()
+/// A communicator handle as rsmpi's type, left for its owner to free.
+fn view(raw: MPI_Comm) -> ManuallyDrop<SimpleCommunicator> {
+    // SAFETY: `raw` is a World's live duplicate, freed only by that World
+    // (ManuallyDrop: never here).
+    ManuallyDrop::new(unsafe { SimpleCommunicator::from_raw(raw) })
 }
+
+/// A communicator's raw handle, for a counter's server thread (an integer in MPICH, a pointer in Open MPI).
+#[derive(Clone, Copy)]
+struct Raw(MPI_Comm);
+
+// SAFETY: MPI handles may be used from any thread at MPI_THREAD_MULTIPLE.
+unsafe impl Send for Raw {}
+unsafe impl Sync for Raw {}
 
 impl Ranks for World {
     fn rank(&self) -> usize {
@@ -95,15 +204,17 @@ impl Ranks for World {
 
     fn counter(&self) -> Box<dyn Counter + '_> {
         // Tags 100, 101 for the first counter, 102, 103 for the next...
-        let tag = 100 + 2 * self.counters.fetch_add(1, Ordering::Relaxed);
+        let tag = 100 + 2 * (self.counters.fetch_add(1, Ordering::Relaxed) % COUNTER_TAGS);
         if self.rank != 0 {
-            return Box::new(Client { tag, lock: Mutex::new(()) });
+            return Box::new(Client { comm: Raw(self.comm), tag, lock: Mutex::new(()) });
         }
         let next = std::sync::Arc::new(AtomicU64::new(0));
         let others = self.size - 1;
         let served = next.clone();
+        let raw = Raw(self.comm);
         let server = std::thread::spawn(move || {
-            let world = world();
+            let raw = raw;
+            let world = view(raw.0);
             let (mut done, mut last) = (0, std::time::Instant::now());
             while done < others {
                 let Some((message, _)) = world.any_process().immediate_matched_probe_with_tag(tag) else {
@@ -127,7 +238,7 @@ impl Ranks for World {
     }
 
     fn gather(&self, mine: Vec<u8>) -> Option<Vec<Vec<u8>>> {
-        let world = world();
+        let world = self.comm();
         const TAG: i32 = 90;
         if self.rank != 0 {
             send(&world.process_at_rank(0), &mine, TAG);
@@ -141,7 +252,7 @@ impl Ranks for World {
     }
 
     fn broadcast(&self, bytes: Option<Vec<u8>>) -> Vec<u8> {
-        let world = world();
+        let world = self.comm();
         let root = world.process_at_rank(0);
         let mut len = bytes.as_ref().map_or(0, |b| b.len() as u64);
         root.broadcast_into(&mut len);
@@ -153,7 +264,7 @@ impl Ranks for World {
     }
 
     fn abort(&self, code: i32) -> ! {
-        world().abort(code)
+        self.comm().abort(code)
     }
 }
 
@@ -198,6 +309,7 @@ impl Drop for Served {
 
 /// Another rank's side: one request at a time, answered by rank 0.
 struct Client {
+    comm: Raw,
     tag: i32,
     lock: Mutex<()>,
 }
@@ -205,7 +317,7 @@ struct Client {
 impl Counter for Client {
     fn next(&self) -> u64 {
         let _one_at_a_time = self.lock.lock().expect("counter lock");
-        let world = world();
+        let world = view(self.comm.0);
         let root = world.process_at_rank(0);
         root.send_with_tag(&ASK, self.tag);
         root.receive_with_tag::<u64>(self.tag + 1).0
@@ -214,6 +326,6 @@ impl Counter for Client {
 
 impl Drop for Client {
     fn drop(&mut self) {
-        world().process_at_rank(0).send_with_tag(&DONE, self.tag);
+        view(self.comm.0).process_at_rank(0).send_with_tag(&DONE, self.tag);
     }
 }
