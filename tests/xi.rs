@@ -11,7 +11,7 @@ use twobs::run::{BackendChoice, RunOptions};
 use twobs::schedule::GpuOptions;
 use twobs::spec::{Problem, Spacing};
 use twobs::stage::contribution::histogram_edges;
-use twobs::xi::{Estimator, count};
+use twobs::xi::{Estimator, Norm, PairCounts, Randoms, count};
 
 fn seed() -> u64 {
     let s = std::env::var("TWOBS_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
@@ -78,6 +78,14 @@ fn between(a: &[[f64; 3]], b: &[[f64; 3]], edges: &[f64]) -> Vec<u64> {
     h
 }
 
+/// DD, DR and RR of counts against randoms.
+fn counted(c: &PairCounts) -> (&Vec<f64>, Option<&Vec<f64>>, &Vec<f64>) {
+    match &c.randoms {
+        Randoms::Counted { dr, rr, .. } => (&c.dd, dr.as_ref(), rr),
+        Randoms::Analytic { .. } => panic!("counted against randoms, not analytic"),
+    }
+}
+
 fn log_sdh() -> Problem {
     built_in("sdh").unwrap().with_spacing(Spacing::Log).unwrap()
 }
@@ -92,15 +100,15 @@ fn pair_counts_and_both_estimators_match_a_brute_force_reference() {
         let (data, randoms) = (grid(&mut rng, nd), grid(&mut rng, nr));
         let inputs = |p: &[[f64; 3]]| Inputs { a: set(p), b: None };
         let (ls, _) =
-            count(&problem, &params, &inputs(&data), &inputs(&randoms), Estimator::LandySzalay, &cpu()).unwrap();
+            count(&problem, &params, &inputs(&data), Some(&inputs(&randoms)), Estimator::LandySzalay, &cpu()).unwrap();
         let (dd, dr, rr) = (within(&data, &edges), between(&data, &randoms, &edges), within(&randoms, &edges));
         let f = |c: &[u64]| c.iter().map(|&x| x as f64).collect::<Vec<f64>>();
-        assert_eq!((&ls.dd, ls.dr.as_ref(), &ls.rr), (&f(&dd), Some(&f(&dr)), &f(&rr)), "{nd} data, {nr} randoms");
+        assert_eq!(counted(&ls), (&f(&dd), Some(&f(&dr)), &f(&rr)), "{nd} data, {nr} randoms");
         assert_eq!(ls.edges, edges);
         // The textbook forms, with the pair totals written out.
         let (fd, fr) = (nd as f64, nr as f64);
-        let xi = ls.xi(Estimator::LandySzalay);
-        let natural = ls.xi(Estimator::Natural);
+        let xi = ls.xi(Estimator::LandySzalay, Norm::Pairs);
+        let natural = ls.xi(Estimator::Natural, Norm::Pairs);
         for k in 0..edges.len() - 1 {
             if rr[k] == 0 {
                 assert!(xi[k].is_nan() && natural[k].is_nan(), "bucket {k}: no random pair, xi undefined");
@@ -119,8 +127,8 @@ fn pair_counts_and_both_estimators_match_a_brute_force_reference() {
         }
         // The natural estimator does not count DR.
         let (nat, runs) =
-            count(&problem, &params, &inputs(&data), &inputs(&randoms), Estimator::Natural, &cpu()).unwrap();
-        assert_eq!((nat.dr, runs.len()), (None, 2));
+            count(&problem, &params, &inputs(&data), Some(&inputs(&randoms)), Estimator::Natural, &cpu()).unwrap();
+        assert_eq!((nat.dr(), runs.len()), (None, 2));
     }
 }
 
@@ -133,15 +141,15 @@ fn uniform_data_is_uncorrelated_and_clustered_data_is_not() {
     let make = |g, n, seed| Inputs { a: synthesize(g, n, &comps, seed).unwrap(), b: None };
     let randoms = make(Generator::Uniform, 6000, s);
     let uniform = make(Generator::Uniform, 3000, s + 1);
-    let (c, _) = count(&problem, &params, &uniform, &randoms, Estimator::LandySzalay, &cpu()).unwrap();
-    let xi = c.xi(Estimator::LandySzalay);
+    let (c, _) = count(&problem, &params, &uniform, Some(&randoms), Estimator::LandySzalay, &cpu()).unwrap();
+    let xi = c.xi(Estimator::LandySzalay, Norm::Pairs);
     // Pairs per bucket run from ~10^2 to ~10^5: the largest buckets are
     // within a few per cent of 0; all within 0.5.
     assert!(xi.iter().all(|x| x.abs() < 0.5), "uniform data: xi = {xi:?}");
     assert!(xi[5..].iter().all(|x| x.abs() < 0.05), "uniform data: xi = {xi:?}");
     let clustered = make(Generator::Clustered, 3000, s + 2);
-    let (c, _) = count(&problem, &params, &clustered, &randoms, Estimator::LandySzalay, &cpu()).unwrap();
-    let xi = c.xi(Estimator::LandySzalay);
+    let (c, _) = count(&problem, &params, &clustered, Some(&randoms), Estimator::LandySzalay, &cpu()).unwrap();
+    let xi = c.xi(Estimator::LandySzalay, Norm::Pairs);
     assert!(xi[0] > 5.0 && xi[0] > xi[7], "clustered data: xi = {xi:?}");
 }
 
@@ -150,7 +158,7 @@ fn xi_refuses_a_problem_that_is_not_a_distance_histogram() {
     let params_2pcf = built_in("2pcf").unwrap();
     let p = params_2pcf.bind(&[]).unwrap();
     let one = Inputs { a: set(&[[0.0; 3], [0.5; 3]]), b: None };
-    let e = count(&params_2pcf, &p, &one, &one, Estimator::Natural, &cpu()).unwrap_err().to_string();
+    let e = count(&params_2pcf, &p, &one, Some(&one), Estimator::Natural, &cpu()).unwrap_err().to_string();
     assert!(e.contains("problem `2pcf` cannot count xi's pairs"), "{e}");
 }
 
@@ -188,19 +196,21 @@ fn weighted_pair_counts_and_xi_match_a_brute_force_reference() {
             Inputs { a: s, b: None }
         };
         let (c, _) =
-            count(&problem, &params, &with(&data, &wd), &with(&randoms, &wr), Estimator::LandySzalay, &cpu()).unwrap();
+            count(&problem, &params, &with(&data, &wd), Some(&with(&randoms, &wr)), Estimator::LandySzalay, &cpu())
+                .unwrap();
         let (dd, dr, rr) = (
             weighted(&data, &wd, None, &edges),
             weighted(&data, &wd, Some((&randoms, &wr)), &edges),
             weighted(&randoms, &wr, None, &edges),
         );
-        assert_eq!((&c.dd, c.dr.as_ref(), &c.rr), (&dd, Some(&dr), &rr), "{nd} data, {nr} randoms");
+        assert_eq!(counted(&c), (&dd, Some(&dr), &rr), "{nd} data, {nr} randoms");
         // Pair totals from the weights: (W^2 - sum w^2) / 2 within a set, W_D W_R between.
         let total = |w: &[f64]| (w.iter().sum::<f64>(), w.iter().map(|x| x * x).sum::<f64>());
-        assert_eq!((c.data_weights, c.random_weights), (total(&wd), total(&wr)));
+        let Randoms::Counted { weights: random_weights, .. } = c.randoms else { unreachable!() };
+        assert_eq!((c.data_weights, random_weights), (total(&wd), total(&wr)));
         let (sd, qd) = total(&wd);
         let (sr, qr) = total(&wr);
-        let xi = c.xi(Estimator::LandySzalay);
+        let xi = c.xi(Estimator::LandySzalay, Norm::Pairs);
         for k in 0..edges.len() - 1 {
             if rr[k] == 0.0 {
                 assert!(xi[k].is_nan());
@@ -221,6 +231,109 @@ fn weights_on_one_catalogue_only_are_refused() {
     let mut w = set(&[[0.0; 3], [0.5; 3]]);
     w.columns.push(Column::F64(vec![1.0, 2.0]));
     let weighted = Inputs { a: w, b: None };
-    let e = count(&problem, &params, &weighted, &plain, Estimator::Natural, &cpu()).unwrap_err().to_string();
+    let e = count(&problem, &params, &weighted, Some(&plain), Estimator::Natural, &cpu()).unwrap_err().to_string();
     assert!(e.contains("weights per point are given for the data only"), "{e}");
+}
+
+#[test]
+fn squared_norm_divides_each_catalogue_by_its_weight_total_squared_over_two() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let problem = log_sdh();
+    let params = problem.bind(&["bins=10".into(), "r_min=0.05".into(), "r_max=0.9".into()]).unwrap();
+    let (nd, nr) = (211, 317);
+    let (data, randoms) = (grid(&mut rng, nd), grid(&mut rng, nr));
+    let inputs = |p: &[[f64; 3]]| Inputs { a: set(p), b: None };
+    let (c, _) =
+        count(&problem, &params, &inputs(&data), Some(&inputs(&randoms)), Estimator::LandySzalay, &cpu()).unwrap();
+    let (dd, dr, rr) = counted(&c);
+    let dr = dr.unwrap();
+    let (fd, fr) = (nd as f64, nr as f64);
+    let (ls, natural) = (c.xi(Estimator::LandySzalay, Norm::Squared), c.xi(Estimator::Natural, Norm::Squared));
+    for k in 0..dd.len() {
+        if rr[k] == 0.0 {
+            continue;
+        }
+        // Corrfunc's convert_3d_counts_to_cf with ordered counts (2 DD, 2 RR) and TreeCorr's 0.5 W^2.
+        let (f1, f2) = (fr / fd, fr / fd);
+        let want_ls = (f1 * f2 * 2.0 * dd[k] - f1 * dr[k] - f2 * dr[k] + 2.0 * rr[k]) / (2.0 * rr[k]);
+        let want_natural = f1 * f2 * dd[k] / rr[k] - 1.0;
+        assert!((ls[k] - want_ls).abs() <= 1e-12 * want_ls.abs().max(1.0), "LS bucket {k}: {} vs {want_ls}", ls[k]);
+        assert!((natural[k] - want_natural).abs() <= 1e-12 * want_natural.abs().max(1.0), "natural bucket {k}");
+    }
+    // The two norms differ by the factors N / (N - 1) of each catalogue.
+    let pairs = c.xi(Estimator::Natural, Norm::Pairs);
+    for k in 0..dd.len() {
+        if rr[k] > 0.0 {
+            let want = (1.0 + natural[k]) * (fd / (fd - 1.0)) / (fr / (fr - 1.0)) - 1.0;
+            assert!((pairs[k] - want).abs() <= 1e-12 * want.abs().max(1.0), "bucket {k}: {} vs {want}", pairs[k]);
+        }
+    }
+}
+
+/// The bucket of the f32 minimum-image distance between a and b in a cube of side l.
+fn periodic_bucket(a: &[f64; 3], b: &[f64; 3], l: f64, edges: &[f64]) -> Option<usize> {
+    let d = (0..3)
+        .map(|c| {
+            let x = a[c] - b[c];
+            (x - (x / l).round() * l).powi(2)
+        })
+        .sum::<f64>()
+        .sqrt() as f32 as f64;
+    (d >= edges[0] && d < edges[edges.len() - 1]).then(|| edges.partition_point(|e| *e <= d) - 1)
+}
+
+#[test]
+fn periodic_xi_counts_minimum_images_against_analytic_randoms() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let problem = built_in("dd_periodic").unwrap();
+    // Points on a grid of 1/16 in the unit box: every minimum image is exact.
+    for (n, spacing) in [(3, Spacing::Linear), (700, Spacing::Linear), (900, Spacing::Log)] {
+        let problem = problem.with_spacing(spacing).unwrap();
+        let r_min = if spacing == Spacing::Log { "r_min=0.05" } else { "r_min=0" };
+        let params = problem.bind(&["bins=9".into(), r_min.into(), "r_max=0.5".into(), "box=1".into()]).unwrap();
+        let edges = histogram_edges(&problem, &params);
+        let data = grid(&mut rng, n);
+        let (c, runs) =
+            count(&problem, &params, &Inputs { a: set(&data), b: None }, None, Estimator::Natural, &cpu()).unwrap();
+        assert_eq!(runs.len(), 1, "DD alone is counted");
+        let mut dd = vec![0.0; edges.len() - 1];
+        for i in 0..n {
+            for j in i + 1..n {
+                if let Some(k) = periodic_bucket(&data[i], &data[j], 1.0, &edges) {
+                    dd[k] += 1.0;
+                }
+            }
+        }
+        assert_eq!(c.dd, dd, "{n} points");
+        assert_eq!(c.randoms, Randoms::Analytic { volume: 1.0 });
+        for norm in [Norm::Pairs, Norm::Squared] {
+            let total = match norm {
+                Norm::Pairs => (n * (n - 1)) as f64 / 2.0,
+                Norm::Squared => (n * n) as f64 / 2.0,
+            };
+            let (rr, xi) = (c.rr(norm), c.xi(Estimator::Natural, norm));
+            assert_eq!(xi, c.xi(Estimator::LandySzalay, norm), "LS is the natural estimator with analytic randoms");
+            for k in 0..dd.len() {
+                let shell = 4.0 / 3.0 * std::f64::consts::PI * (edges[k + 1].powi(3) - edges[k].powi(3));
+                assert!((rr[k] - total * shell).abs() <= 1e-12 * rr[k], "{norm:?} RR bucket {k}");
+                let want = dd[k] / (total * shell) - 1.0;
+                assert!((xi[k] - want).abs() <= 1e-12 * want.abs().max(1.0), "{norm:?} xi bucket {k}");
+            }
+        }
+    }
+}
+
+#[test]
+fn periodic_xi_refuses_shells_past_half_the_box_and_problems_without_a_box() {
+    let problem = built_in("dd_periodic").unwrap();
+    let one = Inputs { a: set(&[[0.1; 3], [0.5; 3]]), b: None };
+    let params = problem.bind(&["r_max=0.6".into(), "box=1.1".into()]).unwrap();
+    let e = count(&problem, &params, &one, None, Estimator::Natural, &cpu()).unwrap_err().to_string();
+    assert!(e.contains("last bucket edge 0.6") && e.contains("half the smallest width"), "{e}");
+    let open = problem.bind(&["box=0".into()]).unwrap();
+    let e = count(&problem, &open, &one, None, Estimator::Natural, &cpu()).unwrap_err().to_string();
+    assert!(e.contains("cannot count xi's pairs in a periodic box"), "{e}");
+    let sdh = built_in("sdh").unwrap();
+    let e = count(&sdh, &sdh.bind(&[]).unwrap(), &one, None, Estimator::Natural, &cpu()).unwrap_err().to_string();
+    assert!(e.contains("problem `sdh` cannot count xi's pairs in a periodic box"), "{e}");
 }

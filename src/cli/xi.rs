@@ -14,7 +14,7 @@ use crate::run::RunOptions;
 use crate::schedule::GpuOptions;
 use crate::stage::contribution;
 use crate::write::{Destination, Named, Target as ResultTarget};
-use crate::xi::{self, Estimator};
+use crate::xi::{self, Estimator, Norm};
 
 #[derive(Args)]
 pub(super) struct XiArgs {
@@ -22,8 +22,12 @@ pub(super) struct XiArgs {
     #[arg(long, value_name = "FILE|GEN:N")]
     data: String,
     /// Randoms: positions drawn uniformly over the catalogue's volume and mask.
-    #[arg(long, value_name = "FILE|GEN:N")]
-    randoms: String,
+    #[arg(long, value_name = "FILE|GEN:N", required_unless_present = "box_size", conflicts_with = "box_size")]
+    randoms: Option<String>,
+    /// A periodic box (L, or Lx,Ly,Lz) holding the data, instead of randoms:
+    /// DD with minimum images, RR analytic from the shells' volumes (Corrfunc's theory.xi).
+    #[arg(long = "box", value_name = "L|LX,LY,LZ")]
+    box_size: Option<String>,
     /// A weight per data point (1-D .npy or one number per line): pair counts
     /// become sums of weight products, normalised by the weight totals.
     #[arg(long, value_name = "FILE")]
@@ -31,18 +35,25 @@ pub(super) struct XiArgs {
     /// A weight per random point (each 1 when only --data-weights is given).
     #[arg(long, value_name = "FILE")]
     random_weights: Option<String>,
-    /// The pair-distance histogram to count with (a spec with sets="1,2").
-    #[arg(long, default_value = "sdh")]
-    problem: String,
+    /// The pair-distance histogram to count with (a spec with sets="1,2"):
+    /// sdh by default, dd_periodic with --box.
+    #[arg(long)]
+    problem: Option<String>,
     /// Buckets and range: bins, r_min, r_max (sdh's parameters).
     #[arg(long = "param", value_name = "NAME=VALUE")]
     params: Vec<String>,
     /// Log-spaced distance buckets (r_min > 0), as correlation functions are usually binned.
     #[arg(long)]
     log_bins: bool,
-    /// landy-szalay ((DD - 2DR + RR) / RR, the default) or natural (DD / RR - 1).
-    #[arg(long, value_enum, default_value = "landy-szalay")]
-    estimator: Estimator,
+    /// landy-szalay ((DD - 2DR + RR) / RR, the default with randoms) or
+    /// natural (DD / RR - 1, the one there is with --box).
+    #[arg(long, value_enum)]
+    estimator: Option<Estimator>,
+    /// What a catalogue's counts are divided by: pairs (N(N-1)/2, the number
+    /// of distinct pairs; Corrfunc's theory.xi) or squared (N^2/2: Corrfunc's
+    /// convert_3d_counts_to_cf and TreeCorr).
+    #[arg(long, value_enum, default_value = "pairs")]
+    norm: Norm,
     /// Where xi goes: a .csv, .npy or .json file, or - for standard output (the default).
     #[arg(long, value_name = "FILE|-")]
     out: Option<String>,
@@ -71,8 +82,24 @@ pub(super) struct XiArgs {
 }
 
 pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
-    let problem = load(&args.problem, args.log_bins)?;
-    let params = bind(&problem, &args.params)?;
+    let estimator = match (args.estimator, &args.box_size) {
+        (Some(Estimator::LandySzalay), Some(_)) => anyhow::bail!(
+            "--estimator landy-szalay with --box: without randoms DR and RR are both analytic and Landy-Szalay is the natural estimator; leave --estimator out"
+        ),
+        (Some(e), _) => e,
+        (None, Some(_)) => Estimator::Natural,
+        (None, None) => Estimator::LandySzalay,
+    };
+    let default_problem = if args.box_size.is_some() { "dd_periodic" } else { "sdh" };
+    let problem = load(args.problem.as_deref().unwrap_or(default_problem), args.log_bins)?;
+    let mut param_args = args.params.clone();
+    if let Some(b) = &args.box_size {
+        if args.params.iter().any(|p| p.starts_with("box=")) {
+            anyhow::bail!("--box and --param box=...: give the box once");
+        }
+        param_args.push(format!("box={b}"));
+    }
+    let params = bind(&problem, &param_args).context("--box")?;
     let opts = InputOptions { dims: args.dims, drop_nonfinite: false, seed: args.seed };
     let problem = with_input_dims(problem, &args.data, &opts)?;
     let components = problem.input.element.components();
@@ -91,7 +118,7 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
     }
     let read: Vec<Named> = [
         ("--data", Some(&args.data)),
-        ("--randoms", Some(&args.randoms)),
+        ("--randoms", args.randoms.as_ref()),
         ("--data-weights", args.data_weights.as_ref()),
         ("--random-weights", args.random_weights.as_ref()),
     ]
@@ -101,11 +128,19 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
     crate::write::refuse_clashes(&written, &read)?;
     let cache = Cache::user()?;
     let mut data = read_input(&args.data, &components, &opts).context("--data")?;
-    let mut randoms =
-        read_input(&args.randoms, &components, &InputOptions { seed: args.seed + 1, ..opts }).context("--randoms")?;
+    let mut randoms = match &args.randoms {
+        Some(file) => {
+            Some(read_input(file, &components, &InputOptions { seed: args.seed + 1, ..opts }).context("--randoms")?)
+        }
+        None => None,
+    };
+    if args.random_weights.is_some() && randoms.is_none() {
+        anyhow::bail!("--random-weights without --randoms: with --box the randoms are analytic");
+    }
     // Weighted, both catalogues carry a weight column; a missing one is all ones.
     if args.data_weights.is_some() || args.random_weights.is_some() {
-        for (set, file) in [(&mut data, &args.data_weights), (&mut randoms, &args.random_weights)] {
+        let sets = [Some((&mut data, &args.data_weights)), randoms.as_mut().map(|r| (r, &args.random_weights))];
+        for (set, file) in sets.into_iter().flatten() {
             let weights = match file {
                 Some(file) => data::read_weights(file, set.len())?,
                 None => crate::data::Column::F64(vec![1.0; set.len()]),
@@ -124,16 +159,11 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         cache,
         ranks: None,
     };
-    let (counts, runs) = xi::count(
-        &problem,
-        &params,
-        &Inputs { a: data, b: None },
-        &Inputs { a: randoms, b: None },
-        args.estimator,
-        &run_opts,
-    )?;
-    let xi = counts.xi(args.estimator);
-    let (dd, rr, dr) = (&counts.dd, &counts.rr, &counts.dr);
+    let randoms = randoms.map(|a| Inputs { a, b: None });
+    let (counts, runs) =
+        xi::count(&problem, &params, &Inputs { a: data, b: None }, randoms.as_ref(), estimator, &run_opts)?;
+    let xi = counts.xi(estimator, args.norm);
+    let (dd, rr, dr) = (&counts.dd, &counts.rr(args.norm), counts.dr());
     let n = xi.len();
     let mut columns: Vec<(&str, &[f64])> = vec![("r_lo", &counts.edges[..n]), ("r_hi", &counts.edges[1..]), ("dd", dd)];
     if let Some(dr) = dr {
@@ -143,12 +173,7 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
     crate::write::table(&target, &columns, 2)?;
     if let Some(path) = &args.plot {
         let figure = plot::Figure {
-            title: format!(
-                "ξ(r), {}: {} data points, {} randoms",
-                args.estimator.name(),
-                counts.data_points,
-                counts.random_points
-            ),
+            title: format!("ξ(r), {}: {} data points, {}", estimator.name(), counts.data_points, against(&counts)),
             x_label: "r".into(),
             y_label: "ξ(r)".into(),
             log_x: args.log_bins,
@@ -162,10 +187,14 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
             Destination::File(_) => println!("{line}"),
         };
         say(format!(
-            "xi(r) by the {} estimator: {} data points, {} randoms, {}",
-            args.estimator.name(),
+            "xi(r) by the {} estimator: {} data points, {}, counts over {}, {}",
+            estimator.name(),
             counts.data_points,
-            counts.random_points,
+            against(&counts),
+            match args.norm {
+                Norm::Pairs => "N(N-1)/2",
+                Norm::Squared => "N^2/2",
+            },
             contribution::describe(&problem, &params)
         ));
         for (what, run) in ["DD", "RR", "DR"].iter().zip(&runs) {
@@ -179,4 +208,12 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// What DD was compared with, for the report and the plot's title.
+fn against(counts: &xi::PairCounts) -> String {
+    match &counts.randoms {
+        xi::Randoms::Counted { points, .. } => format!("{points} randoms"),
+        xi::Randoms::Analytic { volume } => format!("analytic RR in a periodic box of volume {volume}"),
+    }
 }
