@@ -718,6 +718,36 @@ fn xi_writes_the_counts_and_the_estimate_the_user_asks_for() {
 }
 
 #[test]
+fn xi_in_a_periodic_box_needs_no_randoms_and_says_what_it_divides_by() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let mut all = vec!["xi", "--data", "uniform:600", "--backend", "cpu", "--param", "bins=4"];
+        all.extend_from_slice(args);
+        command().args(&all).current_dir(dir.path()).output().unwrap()
+    };
+    let o = run(&["--box", "1", "--param", "r_max=0.5", "--norm", "squared"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("r_lo,r_hi,dd,rr,xi\n"), "{}", stdout(&o));
+    let e = stderr(&o);
+    assert!(e.contains("natural estimator: 600 data points, analytic RR in a periodic box of volume 1"), "{e}");
+    assert!(e.contains("counts over N^2/2"), "{e}");
+    // RR is N^2/2 times the shell's share of the unit box.
+    let rr: f64 = stdout(&o).lines().nth(1).unwrap().split(',').nth(3).unwrap().parse().unwrap();
+    let want = 600.0 * 600.0 / 2.0 * 4.0 / 3.0 * std::f64::consts::PI * 0.125f64.powi(3);
+    assert!((rr - want).abs() < 1e-9 * want, "{rr} vs {want}");
+    let refusals: [(&[&str], &str); 4] = [
+        (&["--box", "1", "--estimator", "landy-szalay"], "Landy-Szalay is the natural estimator"),
+        (&["--box", "1", "--randoms", "uniform:10"], "cannot be used with"),
+        (&["--box", "1", "--param", "r_max=0.6"], "above half the smallest width"),
+        (&[], "--randoms"),
+    ];
+    for (args, want) in refusals {
+        let o = run(args);
+        assert!(!o.status.success() && stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
 fn plot_draws_g_of_r_and_xi_and_is_checked_before_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| command().args(args).current_dir(dir.path()).output().unwrap();

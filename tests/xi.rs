@@ -337,3 +337,71 @@ fn periodic_xi_refuses_shells_past_half_the_box_and_problems_without_a_box() {
     let e = count(&sdh, &sdh.bind(&[]).unwrap(), &one, None, Estimator::Natural, &cpu()).unwrap_err().to_string();
     assert!(e.contains("problem `sdh` cannot count xi's pairs in a periodic box"), "{e}");
 }
+
+/// One run of scripts/xi-peers.py, kept in tests/peers/xi: points and the
+/// numbers Corrfunc 2.5.3 and TreeCorr 5.1.4 made of them. A recording, not a
+/// live peer: Corrfunc builds against libgsl-dev, which CI lacks. The script
+/// itself runs the peers on fresh points.
+fn peers() -> (serde_json::Value, impl Fn(&str) -> Inputs) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/xi");
+    let json = std::fs::read_to_string(dir.join("peers.json")).unwrap();
+    let read = move |name: &str| {
+        let comps = built_in("sdh").unwrap().input.element.components();
+        let path = dir.join(format!("{name}.npy"));
+        let a = twobs::data::read_input(path.to_str().unwrap(), &comps, &Default::default()).unwrap();
+        Inputs { a, b: None }
+    };
+    (serde_json::from_str(&json).unwrap(), read)
+}
+
+fn numbers(v: &serde_json::Value) -> Vec<f64> {
+    v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+}
+
+/// Relative differences within 1e-12.
+fn assert_close(ours: &[f64], theirs: &[f64], what: &str) {
+    for (k, (a, b)) in ours.iter().zip(theirs).enumerate() {
+        assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{what} bucket {k}: {a} against {b}");
+    }
+}
+
+#[test]
+fn catalogue_counts_equal_corrfunc_and_squared_xi_equals_corrfunc_and_treecorr() {
+    let (rec, read) = peers();
+    let c = &rec["catalogue"];
+    let edges = numbers(&c["edges"]);
+    let problem = built_in("sdh").unwrap();
+    let (lo, hi) = (edges[0], edges[edges.len() - 1]);
+    let params =
+        problem.bind(&[format!("bins={}", edges.len() - 1), format!("r_min={lo}"), format!("r_max={hi}")]).unwrap();
+    assert_eq!(histogram_edges(&problem, &params), edges, "dyadic edges, the same on both sides");
+    let (data, randoms) = (read("catalogue-data"), read("catalogue-randoms"));
+    let (got, _) = count(&problem, &params, &data, Some(&randoms), Estimator::LandySzalay, &cpu()).unwrap();
+    // The recording's pairs near an edge (f64 distance within 2^-20 of it) might
+    // have fallen either side in f32; in this recording none did, so counts are equal.
+    println!("pairs near an edge: {}", c["near_edges"]);
+    let (dd, dr, rr) = counted(&got);
+    assert_eq!((dd, dr.unwrap(), rr), (&numbers(&c["dd"]), &numbers(&c["dr"]), &numbers(&c["rr"])));
+    let xi = got.xi(Estimator::LandySzalay, Norm::Squared);
+    assert_close(&xi, &numbers(&c["xi_corrfunc"]), "xi against Corrfunc's convert_3d_counts_to_cf");
+    assert_close(&xi, &numbers(&c["xi_treecorr"]), "xi against TreeCorr's calculateXi");
+    // The default divides by N(N - 1) / 2: about 1 / N away from the peers.
+    let pairs = got.xi(Estimator::LandySzalay, Norm::Pairs);
+    assert!(pairs.iter().zip(&xi).all(|(p, s)| (p - s).abs() > 1e-6), "{pairs:?} vs {xi:?}");
+}
+
+#[test]
+fn periodic_counts_equal_corrfunc_periodic_dd_and_xi_equals_corrfunc_theory_xi() {
+    let (rec, read) = peers();
+    let b = &rec["box"];
+    let edges = numbers(&b["edges"]);
+    let problem = built_in("dd_periodic").unwrap();
+    let (lo, hi) = (edges[0], edges[edges.len() - 1]);
+    let args =
+        [format!("bins={}", edges.len() - 1), format!("r_min={lo}"), format!("r_max={hi}"), format!("box={}", b["side"])];
+    let params = problem.bind(&args).unwrap();
+    let (got, _) = count(&problem, &params, &read("box-data"), None, Estimator::Natural, &cpu()).unwrap();
+    println!("pairs near an edge: {}", b["near_edges"]);
+    assert_eq!(got.dd, numbers(&b["dd"]), "DD against Corrfunc's theory.DD, periodic=True (each pair once)");
+    assert_close(&got.xi(Estimator::Natural, Norm::Pairs), &numbers(&b["xi_corrfunc"]), "xi against theory.xi");
+}
