@@ -78,6 +78,8 @@ pub enum XiError {
     )]
     ShellsPastHalfTheBox { r_max: f64, half: f64 },
     #[error(transparent)]
+    Patches(#[from] PatchError),
+    #[error(transparent)]
     Run(#[from] RunError),
 }
 
@@ -224,10 +226,7 @@ pub fn count(
         Outcome::Totals(Totals::Sums(s)) => s.clone(),
         other => unreachable!("a distance histogram counts or sums, not {}", other.kind()),
     };
-    let weight_sums = |set: &crate::data::PointSet| match (weighted, set.columns.last()) {
-        (true, Some(w)) => (0..set.len()).fold((0.0, 0.0), |(s, q), i| (s + w.get_f64(i), q + w.get_f64(i).powi(2))),
-        _ => (set.len() as f64, set.len() as f64),
-    };
+    let weight_sums = |set: &crate::data::PointSet| weight_sums(set, weighted);
     let mut runs = vec![run::execute(&one_set, params, data, opts)?];
     let randoms = match (randoms, volume) {
         (None, Some(volume)) => Randoms::Analytic { volume },
@@ -258,4 +257,118 @@ pub fn count(
         data_weights: weight_sums(&data.a),
     };
     Ok((pair_counts, runs))
+}
+
+/// xi with each spatial patch left out in turn, and the jackknife covariance
+/// of xi between buckets: TreeCorr's `var_method="jackknife"` (with its
+/// `cross_patch_weight="simple"`: a pair with a point in the patch left out
+/// is left out, whichever catalogue the point is in).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Jackknife {
+    /// xi without patch k, for each patch k.
+    pub xi: Vec<Vec<f64>>,
+    /// (P - 1) / P sum_k (xi_k - mean)(xi_k - mean)^T, P patches; row i, column j.
+    pub covariance: Vec<Vec<f64>>,
+}
+
+/// A patch number per point was wrong for the catalogue.
+#[derive(Debug, thiserror::Error)]
+pub enum PatchError {
+    #[error("{what}: {found} patch numbers for {points} points")]
+    Length { what: &'static str, found: usize, points: usize },
+    #[error("the patches number 0 to {0}: a jackknife needs at least 2")]
+    TooFew(u32),
+    #[error(
+        "a jackknife in a periodic box with analytic RR is not defined (leaving a patch out leaves a region that is not the box): give randoms"
+    )]
+    Analytic,
+}
+
+/// Leaves out each patch in turn: the counts of the pairs that touch patch k
+/// are counted (within the patch, and between it and the rest) and taken
+/// from `full`'s; the weight totals shrink to the rest's. `full` is
+/// [`count`]'s result on the same problem, catalogues and estimator.
+#[allow(clippy::too_many_arguments, clippy::result_large_err, reason = "once per command")]
+pub fn jackknife(
+    problem: &Problem,
+    params: &Params,
+    data: (&Inputs, &[u32]),
+    randoms: Option<(&Inputs, &[u32])>,
+    estimator: Estimator,
+    norm: Norm,
+    full: &PairCounts,
+    opts: &RunOptions,
+) -> Result<Jackknife, XiError> {
+    let Some(randoms) = randoms else { return Err(PatchError::Analytic.into()) };
+    for (what, (set, patches)) in [("data patches", data), ("random patches", randoms)] {
+        if patches.len() != set.a.len() {
+            return Err(PatchError::Length { what, found: patches.len(), points: set.a.len() }.into());
+        }
+    }
+    let last = data.1.iter().chain(randoms.1).copied().max().unwrap_or(0);
+    if last < 1 {
+        return Err(PatchError::TooFew(last).into());
+    }
+    let Randoms::Counted { dr: full_dr, rr: full_rr, .. } = &full.randoms else {
+        unreachable!("counted against randoms, as checked above")
+    };
+    let weighted = data.0.a.columns.len() > problem.input.element.components().len();
+    let problem = &if weighted { problem.with_point_weights().expect("checked by count") } else { problem.clone() };
+    let bins = full.dd.len();
+    // The pairs within `a`, or between `a` and `b`; none where a set is empty.
+    let histogram = |a: &crate::data::PointSet, b: Option<&crate::data::PointSet>| -> Result<Vec<f64>, XiError> {
+        if a.is_empty() || b.is_some_and(|b| b.is_empty()) {
+            return Ok(vec![0.0; bins]);
+        }
+        let p = problem.with_sets(if b.is_some() { 2 } else { 1 }).expect("sets=\"1,2\"");
+        let exec = run::execute(&p, params, &Inputs { a: a.clone(), b: b.cloned() }, opts)?;
+        Ok(match exec.outcome {
+            Outcome::Totals(Totals::Counts(c)) => c.iter().map(|&x| x as f64).collect(),
+            Outcome::Totals(Totals::Sums(s)) => s,
+            other => unreachable!("a distance histogram counts or sums, not {}", other.kind()),
+        })
+    };
+    let split = |set: &Inputs, patches: &[u32], k: u32| {
+        let (inside, outside): (Vec<usize>, Vec<usize>) = (0..patches.len()).partition(|&i| patches[i] == k);
+        (set.a.subset(&inside, format!("patch {k}")), set.a.subset(&outside, format!("all but patch {k}")))
+    };
+    let minus = |all: &[f64], touching: Vec<f64>| all.iter().zip(touching).map(|(a, t)| a - t).collect::<Vec<f64>>();
+    let plus = |a: Vec<f64>, b: Vec<f64>| a.into_iter().zip(b).map(|(x, y)| x + y).collect::<Vec<f64>>();
+    let mut xi = Vec::new();
+    for k in 0..=last {
+        let (dk, dn) = split(data.0, data.1, k);
+        let (rk, rn) = split(randoms.0, randoms.1, k);
+        let dd = minus(&full.dd, plus(histogram(&dk, None)?, histogram(&dk, Some(&dn))?));
+        let rr = minus(full_rr, plus(histogram(&rk, None)?, histogram(&rk, Some(&rn))?));
+        let dr = match full_dr {
+            None => None,
+            Some(all) => Some(minus(all, plus(histogram(&dk, Some(&randoms.0.a))?, histogram(&dn, Some(&rk))?))),
+        };
+        let without = PairCounts {
+            edges: full.edges.clone(),
+            dd,
+            randoms: Randoms::Counted { dr, rr, points: rn.len() as u64, weights: weight_sums(&rn, weighted) },
+            data_points: dn.len() as u64,
+            data_weights: weight_sums(&dn, weighted),
+        };
+        xi.push(without.xi(estimator, norm));
+    }
+    let p = xi.len() as f64;
+    let mean: Vec<f64> = (0..bins).map(|i| xi.iter().map(|x| x[i]).sum::<f64>() / p).collect();
+    let covariance = (0..bins)
+        .map(|i| {
+            (0..bins)
+                .map(|j| (p - 1.0) / p * xi.iter().map(|x| (x[i] - mean[i]) * (x[j] - mean[j])).sum::<f64>())
+                .collect()
+        })
+        .collect();
+    Ok(Jackknife { xi, covariance })
+}
+
+/// A set's sum of weights and of squared weights (its size twice without weights).
+fn weight_sums(set: &crate::data::PointSet, weighted: bool) -> (f64, f64) {
+    match (weighted, set.columns.last()) {
+        (true, Some(w)) => (0..set.len()).fold((0.0, 0.0), |(s, q), i| (s + w.get_f64(i), q + w.get_f64(i).powi(2))),
+        _ => (set.len() as f64, set.len() as f64),
+    }
 }

@@ -11,7 +11,7 @@ use twobs::run::{BackendChoice, RunOptions};
 use twobs::schedule::GpuOptions;
 use twobs::spec::{Problem, Spacing};
 use twobs::stage::contribution::histogram_edges;
-use twobs::xi::{Estimator, Norm, PairCounts, Randoms, count};
+use twobs::xi::{Estimator, Norm, PairCounts, Randoms, count, jackknife};
 
 fn seed() -> u64 {
     let s = std::env::var("TWOBS_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
@@ -397,11 +397,123 @@ fn periodic_counts_equal_corrfunc_periodic_dd_and_xi_equals_corrfunc_theory_xi()
     let edges = numbers(&b["edges"]);
     let problem = built_in("dd_periodic").unwrap();
     let (lo, hi) = (edges[0], edges[edges.len() - 1]);
-    let args =
-        [format!("bins={}", edges.len() - 1), format!("r_min={lo}"), format!("r_max={hi}"), format!("box={}", b["side"])];
+    let args = [
+        format!("bins={}", edges.len() - 1),
+        format!("r_min={lo}"),
+        format!("r_max={hi}"),
+        format!("box={}", b["side"]),
+    ];
     let params = problem.bind(&args).unwrap();
     let (got, _) = count(&problem, &params, &read("box-data"), None, Estimator::Natural, &cpu()).unwrap();
     println!("pairs near an edge: {}", b["near_edges"]);
     assert_eq!(got.dd, numbers(&b["dd"]), "DD against Corrfunc's theory.DD, periodic=True (each pair once)");
     assert_close(&got.xi(Estimator::Natural, Norm::Pairs), &numbers(&b["xi_corrfunc"]), "xi against theory.xi");
+}
+
+fn patches_of(name: &str) -> Vec<u32> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/peers/xi/{name}.npy"));
+    let comps = [twobs::spec::Component { name: "patch".into(), scalar: twobs::spec::Scalar::F64 }];
+    let set = twobs::data::read_input(path.to_str().unwrap(), &comps, &Default::default()).unwrap();
+    (0..set.len()).map(|i| set.columns[0].get_f64(i) as u32).collect()
+}
+
+#[test]
+fn jackknife_covariance_equals_treecorrs() {
+    let (rec, read) = peers();
+    let c = &rec["catalogue"];
+    let edges = numbers(&c["edges"]);
+    let problem = built_in("sdh").unwrap();
+    let params = problem
+        .bind(&[format!("bins={}", edges.len() - 1), format!("r_min={}", edges[0]), format!("r_max={}", edges[12])])
+        .unwrap();
+    let (data, randoms) = (read("catalogue-data"), read("catalogue-randoms"));
+    let (pd, pr) = (patches_of("catalogue-data-patches"), patches_of("catalogue-random-patches"));
+    let (full, _) = count(&problem, &params, &data, Some(&randoms), Estimator::LandySzalay, &cpu()).unwrap();
+    let j = jackknife(
+        &problem,
+        &params,
+        (&data, &pd),
+        Some((&randoms, &pr)),
+        Estimator::LandySzalay,
+        Norm::Squared,
+        &full,
+        &cpu(),
+    )
+    .unwrap();
+    assert_eq!(j.xi.len(), 4);
+    let theirs: Vec<Vec<f64>> = c["cov_treecorr"].as_array().unwrap().iter().map(numbers).collect();
+    let largest = theirs.iter().flatten().fold(0.0f64, |m, x| m.max(x.abs()));
+    for (i, (ours, theirs)) in j.covariance.iter().zip(&theirs).enumerate() {
+        for (k, (a, b)) in ours.iter().zip(theirs).enumerate() {
+            assert!((a - b).abs() <= 1e-10 * largest, "covariance ({i}, {k}): {a} against TreeCorr's {b}");
+        }
+    }
+}
+
+#[test]
+fn jackknife_leaves_each_patch_out_as_counting_without_it_would() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let problem = log_sdh();
+    let params = problem.bind(&["bins=6".into(), "r_min=0.1".into(), "r_max=0.8".into()]).unwrap();
+    let (nd, nr) = (240, 330);
+    let (data, randoms) = (grid(&mut rng, nd), grid(&mut rng, nr));
+    // Three patches by x, and one (3) that holds randoms only.
+    let patch = |p: &[f64; 3]| {
+        if p[0] < 0.3 {
+            0
+        } else if p[0] < 0.6 {
+            1
+        } else {
+            2
+        }
+    };
+    let pd: Vec<u32> = data.iter().map(patch).collect();
+    let pr: Vec<u32> = randoms.iter().enumerate().map(|(i, p)| if i % 50 == 0 { 3 } else { patch(p) }).collect();
+    let inputs = |p: &[[f64; 3]]| Inputs { a: set(p), b: None };
+    for (estimator, norm) in [(Estimator::LandySzalay, Norm::Squared), (Estimator::Natural, Norm::Pairs)] {
+        let (full, _) = count(&problem, &params, &inputs(&data), Some(&inputs(&randoms)), estimator, &cpu()).unwrap();
+        let j = jackknife(
+            &problem,
+            &params,
+            (&inputs(&data), &pd),
+            Some((&inputs(&randoms), &pr)),
+            estimator,
+            norm,
+            &full,
+            &cpu(),
+        )
+        .unwrap();
+        let mut xs = Vec::new();
+        for k in 0..4 {
+            let keep = |points: &[[f64; 3]], patches: &[u32]| -> Vec<[f64; 3]> {
+                points.iter().zip(patches).filter(|(_, p)| **p != k).map(|(x, _)| *x).collect()
+            };
+            let (d, r) = (keep(&data, &pd), keep(&randoms, &pr));
+            let (without, _) = count(&problem, &params, &inputs(&d), Some(&inputs(&r)), estimator, &cpu()).unwrap();
+            let want = without.xi(estimator, norm);
+            assert_close(&j.xi[k as usize], &want, &format!("{estimator:?} {norm:?} without patch {k}"));
+            xs.push(want);
+        }
+        let mean: Vec<f64> = (0..6).map(|i| xs.iter().map(|x| x[i]).sum::<f64>() / 4.0).collect();
+        for i in 0..6 {
+            let want = 0.75 * xs.iter().map(|x| (x[i] - mean[i]).powi(2)).sum::<f64>();
+            assert!((j.covariance[i][i] - want).abs() <= 1e-12 * want.max(1e-12), "variance {i}");
+        }
+    }
+}
+
+#[test]
+fn jackknife_refuses_analytic_randoms_too_few_patches_and_miscounted_ones() {
+    let problem = built_in("sdh").unwrap();
+    let params = problem.bind(&["bins=2".into(), "r_max=1".into()]).unwrap();
+    let one = Inputs { a: set(&[[0.0; 3], [0.5; 3]]), b: None };
+    let (full, _) = count(&problem, &params, &one, Some(&one), Estimator::Natural, &cpu()).unwrap();
+    let jk = |d: &[u32], r: Option<&[u32]>| {
+        jackknife(&problem, &params, (&one, d), r.map(|r| (&one, r)), Estimator::Natural, Norm::Pairs, &full, &cpu())
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(jk(&[0, 1], None).contains("give randoms"));
+    assert!(jk(&[0, 0], Some(&[0, 0])).contains("at least 2"));
+    assert!(jk(&[0, 1, 1], Some(&[0, 1])).contains("data patches: 3 patch numbers for 2 points"));
 }

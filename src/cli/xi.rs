@@ -35,6 +35,18 @@ pub(super) struct XiArgs {
     /// A weight per random point (each 1 when only --data-weights is given).
     #[arg(long, value_name = "FILE")]
     random_weights: Option<String>,
+    /// A patch number (0, 1, ...) per data point, a 1-D .npy or one number a
+    /// line: xi is estimated again with each patch left out, and its jackknife
+    /// errors written beside it (TreeCorr's var_method="jackknife").
+    #[arg(long, value_name = "FILE", requires = "random_patches")]
+    patches: Option<String>,
+    /// A patch number per random point, the same patches as the data's.
+    #[arg(long, value_name = "FILE", requires = "patches")]
+    random_patches: Option<String>,
+    /// Where the jackknife covariance of xi between buckets goes (.csv, .npy
+    /// or .json): a row per bucket, its edges, then one column per bucket.
+    #[arg(long, value_name = "FILE", requires = "patches")]
+    cov: Option<String>,
     /// The pair-distance histogram to count with (a spec with sets="1,2"):
     /// sdh by default, dd_periodic with --box.
     #[arg(long)]
@@ -116,11 +128,20 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         plot::check(path)?;
         written.push(Named::new("--plot", path));
     }
+    let cov_target = match &args.cov {
+        Some(path) => {
+            written.push(Named::new("--cov", path));
+            Some(ResultTarget::new(Destination::File(path.into()), format)?)
+        }
+        None => None,
+    };
     let read: Vec<Named> = [
         ("--data", Some(&args.data)),
         ("--randoms", args.randoms.as_ref()),
         ("--data-weights", args.data_weights.as_ref()),
         ("--random-weights", args.random_weights.as_ref()),
+        ("--patches", args.patches.as_ref()),
+        ("--random-patches", args.random_patches.as_ref()),
     ]
     .into_iter()
     .filter_map(|(role, file)| file.filter(|f| std::path::Path::new(f).exists()).map(|f| Named::new(role, f)))
@@ -159,10 +180,31 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         cache,
         ranks: None,
     };
+    let patches = match (&args.patches, &args.random_patches) {
+        (Some(d), Some(r)) => Some((
+            read_patches(d, data.len()).context("--patches")?,
+            read_patches(r, randoms.as_ref().map_or(0, |r| r.len())).context("--random-patches")?,
+        )),
+        _ => None,
+    };
     let randoms = randoms.map(|a| Inputs { a, b: None });
-    let (counts, runs) =
-        xi::count(&problem, &params, &Inputs { a: data, b: None }, randoms.as_ref(), estimator, &run_opts)?;
+    let data = Inputs { a: data, b: None };
+    let (counts, runs) = xi::count(&problem, &params, &data, randoms.as_ref(), estimator, &run_opts)?;
     let xi = counts.xi(estimator, args.norm);
+    let started = std::time::Instant::now();
+    let jackknife = match (&patches, &randoms) {
+        (Some((dp, rp)), randoms) => Some(xi::jackknife(
+            &problem,
+            &params,
+            (&data, dp),
+            randoms.as_ref().map(|r| (r, &rp[..])),
+            estimator,
+            args.norm,
+            &counts,
+            &run_opts,
+        )?),
+        (None, _) => None,
+    };
     let (dd, rr, dr) = (&counts.dd, &counts.rr(args.norm), counts.dr());
     let n = xi.len();
     let mut columns: Vec<(&str, &[f64])> = vec![("r_lo", &counts.edges[..n]), ("r_hi", &counts.edges[1..]), ("dd", dd)];
@@ -170,7 +212,18 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         columns.push(("dr", dr));
     }
     columns.extend([("rr", &rr[..]), ("xi", &xi[..])]);
+    let errors: Vec<f64> = jackknife.iter().flat_map(|j| (0..n).map(|i| j.covariance[i][i].sqrt())).collect();
+    if jackknife.is_some() {
+        columns.push(("xi_err", &errors));
+    }
     crate::write::table(&target, &columns, 2)?;
+    if let (Some(j), Some(cov_target)) = (&jackknife, &cov_target) {
+        let names: Vec<String> = (0..n).map(|i| format!("cov_{i}")).collect();
+        let mut cov: Vec<(&str, &[f64])> = vec![("r_lo", &counts.edges[..n]), ("r_hi", &counts.edges[1..])];
+        let by_column: Vec<Vec<f64>> = (0..n).map(|c| (0..n).map(|r| j.covariance[r][c]).collect()).collect();
+        cov.extend(names.iter().map(|s| s.as_str()).zip(by_column.iter().map(|c| &c[..])));
+        crate::write::table(cov_target, &cov, 2)?;
+    }
     if let Some(path) = &args.plot {
         let figure = plot::Figure {
             title: format!("ξ(r), {}: {} data points, {}", estimator.name(), counts.data_points, against(&counts)),
@@ -200,6 +253,13 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         for (what, run) in ["DD", "RR", "DR"].iter().zip(&runs) {
             say(format!("{what}: {} pairs on {}, {:.3} s", run.shape.pairs, run.device, run.timings.total_s));
         }
+        if let Some(j) = &jackknife {
+            say(format!(
+                "jackknife over {} patches (each left out in turn, its pairs with the rest too): {:.3} s",
+                j.xi.len(),
+                started.elapsed().as_secs_f64()
+            ));
+        }
         if xi.iter().any(|x| x.is_nan()) {
             say("xi is NaN (null in JSON) where the randoms have no pair: use more randoms or wider buckets".into());
         }
@@ -216,4 +276,19 @@ fn against(counts: &xi::PairCounts) -> String {
         xi::Randoms::Counted { points, .. } => format!("{points} randoms"),
         xi::Randoms::Analytic { volume } => format!("analytic RR in a periodic box of volume {volume}"),
     }
+}
+
+/// A patch number per point: whole numbers from 0, as many as the points.
+fn read_patches(file: &str, points: usize) -> anyhow::Result<Vec<u32>> {
+    let column = [crate::spec::Component { name: "patch".into(), scalar: crate::spec::Scalar::F64 }];
+    let set = read_input(file, &column, &InputOptions::default())?;
+    if set.len() != points {
+        anyhow::bail!("{file}: {} patch numbers for {points} points", set.len());
+    }
+    (0..set.len())
+        .map(|i| match set.columns[0].get_f64(i) {
+            p if p >= 0.0 && p < 65536.0 && p.fract() == 0.0 => Ok(p as u32),
+            p => anyhow::bail!("{file}: row {}: patch {p} is not a whole number from 0 to 65535", i + 1),
+        })
+        .collect()
 }
