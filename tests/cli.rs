@@ -718,6 +718,40 @@ fn xi_writes_the_counts_and_the_estimate_the_user_asks_for() {
 }
 
 #[test]
+fn xi_with_patches_writes_its_jackknife_errors_and_covariance() {
+    let dir = tempfile::tempdir().unwrap();
+    // Patches 0, 1, 2 in turn, one number a line.
+    let numbers = |n: usize| (0..n).map(|i| format!("{}\n", i % 3)).collect::<String>();
+    std::fs::write(dir.path().join("pd.txt"), numbers(400)).unwrap();
+    std::fs::write(dir.path().join("pr.txt"), numbers(700)).unwrap();
+    std::fs::write(dir.path().join("short.txt"), numbers(5)).unwrap();
+    let run = |args: &[&str]| {
+        let mut all = vec!["xi", "--data", "uniform:400", "--randoms", "uniform:700", "--backend", "cpu"];
+        all.extend_from_slice(&["--param", "bins=3", "--param", "r_min=0.1", "--param", "r_max=0.4"]);
+        all.extend_from_slice(args);
+        command().args(&all).current_dir(dir.path()).output().unwrap()
+    };
+    let o = run(&["--patches", "pd.txt", "--random-patches", "pr.txt", "--cov", "cov.csv", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("r_lo,r_hi,dd,dr,rr,xi,xi_err\n"), "{}", stdout(&o));
+    let cov = std::fs::read_to_string(dir.path().join("cov.csv")).unwrap();
+    let rows: Vec<Vec<f64>> =
+        cov.lines().skip(1).map(|l| l.split(',').map(|x| x.parse().unwrap()).collect()).collect();
+    assert!(cov.starts_with("r_lo,r_hi,cov_0,cov_1,cov_2\n") && rows.len() == 3, "{cov}");
+    // xi_err is the square root of the covariance's diagonal; the covariance is symmetric.
+    let errors: Vec<f64> =
+        stdout(&o).lines().skip(1).map(|l| l.rsplit(',').next().unwrap().parse().unwrap()).collect();
+    for i in 0..3 {
+        assert!((errors[i] - rows[i][2 + i].sqrt()).abs() <= 1e-12 * errors[i], "{cov}");
+        assert!(rows[i][2 + i] > 0.0 && (0..3).all(|j| rows[i][2 + j] == rows[j][2 + i]), "{cov}");
+    }
+    let o = run(&["--patches", "short.txt", "--random-patches", "pr.txt"]);
+    assert!(stderr(&o).contains("--patches: short.txt: 5 patch numbers for 400 points"), "{}", stderr(&o));
+    let o = run(&["--patches", "pd.txt"]);
+    assert!(!o.status.success() && stderr(&o).contains("--random-patches"), "{}", stderr(&o));
+}
+
+#[test]
 fn xi_in_a_periodic_box_needs_no_randoms_and_says_what_it_divides_by() {
     let dir = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
