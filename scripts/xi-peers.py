@@ -10,6 +10,11 @@ Cases, each on points made here with numpy default_rng(seed) (the seed is printe
   jackknife  the catalogue in 4 patches (quadrants in x, y): xi's jackknife
              covariance of `twobs xi --norm squared --patches --cov` against
              TreeCorr's var_method="jackknife" (its cross_patch_weight "simple");
+  sky        RA and Dec in degrees on a patch of sky, angular buckets
+             [1/2, 8 1/2) degrees: DD, DR, RR of `twobs xi --radec` against
+             Corrfunc.mocks.DDtheta_mocks, w(theta) by --norm squared against
+             convert_3d_counts_to_cf and TreeCorr (sep_units="deg"). Both sides
+             in f64; pairs within 1e-9 degrees of an edge are counted;
   box        data in a periodic box of side 2, buckets [1/8, 3/4):
              DD of `twobs xi --box 2` against Corrfunc.theory.DD (periodic=True),
              and xi by `--norm pairs` against Corrfunc.theory.xi.
@@ -60,6 +65,7 @@ import numpy as np  # noqa: E402
 import treecorr  # noqa: E402
 from Corrfunc.theory import DD as corrfunc_dd  # noqa: E402
 from Corrfunc.theory import xi as corrfunc_xi  # noqa: E402
+from Corrfunc.mocks import DDtheta_mocks  # noqa: E402
 from Corrfunc.utils import convert_3d_counts_to_cf  # noqa: E402
 from scipy.spatial import cKDTree  # noqa: E402
 
@@ -193,6 +199,68 @@ def jackknife(data, randoms, edges, cfg, cat):
     return worst <= 1e-10, theirs
 
 
+def sky_points(rng, n):
+    """RA in [0, 60), Dec in [-30, 30) degrees, uniform on the sphere."""
+    ra = rng.uniform(0.0, 60.0, n)
+    dec = np.degrees(np.arcsin(rng.uniform(-0.5, 0.5, n)))
+    return np.column_stack([ra, dec])
+
+
+def angles_near_edges(a, edges, b=None, tol=1e-9):
+    """Pairs whose f64 angle (degrees) lies within tol of an edge."""
+    def unit(p):
+        ra, dec = np.radians(p[:, 0]), np.radians(p[:, 1])
+        return np.column_stack([np.cos(dec) * np.cos(ra), np.cos(dec) * np.sin(ra), np.sin(dec)])
+    ua = unit(a)
+    ub = ua if b is None else unit(b)
+    near = 0
+    for i in range(0, len(ua), 500):
+        c = np.linalg.norm(ua[i:i + 500, None, :] - ub[None, :, :], axis=2)
+        t = np.degrees(2 * np.arcsin(np.minimum(c / 2, 1.0)))
+        if b is None:
+            rows = np.arange(i, min(i + 500, len(ua)))[:, None]
+            t = np.where(np.arange(len(ub))[None, :] > rows, t, np.inf)
+        near += int(sum(np.count_nonzero(np.abs(t - e) < tol) for e in edges))
+    return near
+
+
+def sky(rng, n, record):
+    data, randoms = sky_points(rng, n), sky_points(rng, 2 * n)
+    lo, hi, bins = 0.5, 8.5, 16
+    edges = np.linspace(lo, hi, bins + 1)
+    print(f"sky: {n} data, {2 * n} randoms (RA, Dec in degrees), {bins} buckets over [{lo}, {hi}) degrees")
+    got = twobs_xi("--radec", "--data", save("sky", data), "--randoms", save("sky-r", randoms), "--norm", "squared",
+                   "--param", f"bins={bins}", "--param", f"theta_min={lo}", "--param", f"theta_max={hi}")
+    def counts(autocorr, a, b=None):
+        if b is None:
+            return DDtheta_mocks(1, 2, edges, a[:, 0], a[:, 1])["npairs"] // 2
+        return DDtheta_mocks(0, 2, edges, a[:, 0], a[:, 1], RA2=b[:, 0], DEC2=b[:, 1])["npairs"]
+    dd, rr, dr = counts(1, data), counts(1, randoms), counts(0, data, randoms)
+    near = {"dd": angles_near_edges(data, edges), "dr": angles_near_edges(data, edges, randoms),
+            "rr": angles_near_edges(randoms, edges)}
+    ok = all([report("DD(theta)", got["dd"], dd, near["dd"]), report("DR(theta)", got["dr"], dr, near["dr"]),
+              report("RR(theta)", got["rr"], rr, near["rr"])])
+    nd, nr = len(data), len(randoms)
+    cf = convert_3d_counts_to_cf(nd, nd, nr, nr, 2 * dd, dr, dr, 2 * rr)
+    same = (got["dd"] == dd) & (got["dr"] == dr) & (got["rr"] == rr)
+    ok &= close("Corrfunc convert_3d_counts_to_cf of DDtheta_mocks", got["xi"], cf, same)
+    cat = lambda p: treecorr.Catalog(ra=p[:, 0], dec=p[:, 1], ra_units="deg", dec_units="deg")  # noqa: E731
+    cfg = dict(min_sep=lo, max_sep=hi, nbins=bins, bin_type="Linear", bin_slop=0, sep_units="deg", metric="Arc")
+    tdd, tdr, trr = (treecorr.NNCorrelation(**cfg) for _ in range(3))
+    tdd.process(cat(data))
+    trr.process(cat(randoms))
+    tdr.process(cat(data), cat(randoms))
+    txi, _ = tdd.calculateXi(rr=trr, dr=tdr)
+    same_tc = (got["dd"] == tdd.npairs) & (got["dr"] == tdr.npairs) & (got["rr"] == trr.npairs)
+    ok &= close("TreeCorr (metric=Arc, sep_units=deg)", got["xi"], txi, same_tc)
+    if record:
+        np.save(os.path.join(record, "sky-data.npy"), data)
+        np.save(os.path.join(record, "sky-randoms.npy"), randoms)
+        return ok, {"edges": edges.tolist(), "dd": dd.tolist(), "dr": dr.tolist(), "rr": rr.tolist(),
+                    "xi_corrfunc": cf.tolist(), "xi_treecorr": txi.tolist(), "near_edges": near}
+    return ok, None
+
+
 def box(rng, n, record):
     side = 2.0
     data = (rng.random((n, 3)) * side).astype(np.float32) % np.float32(side)
@@ -227,11 +295,13 @@ def main():
         os.makedirs(args.record, exist_ok=True)
     ok_c, rec_c = catalogue(rng, args.n, args.record)
     ok_b, rec_b = box(rng, args.n, args.record)
+    ok_s, rec_s = sky(rng, args.n, args.record)
+    ok_b &= ok_s
     if args.record:
         import Corrfunc
         meta = {"made_by": f"scripts/xi-peers.py --seed {seed} --n {args.n} --record {args.record}",
                 "corrfunc": Corrfunc.__version__, "treecorr": treecorr.__version__,
-                "catalogue": rec_c, "box": rec_b}
+                "catalogue": rec_c, "box": rec_b, "sky": rec_s}
         with open(os.path.join(args.record, "peers.json"), "w") as f:
             json.dump(meta, f, indent=1)
         print(f"recorded in {args.record}")

@@ -58,6 +58,34 @@ impl Norm {
     }
 }
 
+/// Points on the sky, RA and Dec in degrees (two columns), as the unit
+/// vectors (cos d cos a, cos d sin a, sin d) in f64 that the built-in
+/// `ddtheta` takes; a weight column after them is kept. Refuses a Dec
+/// outside [-90, 90] or a value that is not finite, naming its row.
+pub fn unit_vectors(set: &crate::data::PointSet) -> Result<crate::data::PointSet, XiError> {
+    use crate::data::Column;
+    let n = set.len();
+    let (mut x, mut y, mut z) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
+        let (ra, dec) = (set.columns[0].get_f64(i), set.columns[1].get_f64(i));
+        if !(ra.is_finite() && dec.is_finite() && (-90.0..=90.0).contains(&dec)) {
+            return Err(XiError::NotOnTheSky {
+                origin: set.origin.clone(),
+                row: set.original_row(i as u64) + 1,
+                ra,
+                dec,
+            });
+        }
+        let (a, d) = (ra.to_radians(), dec.to_radians());
+        x.push(d.cos() * a.cos());
+        y.push(d.cos() * a.sin());
+        z.push(d.sin());
+    }
+    let mut columns = vec![Column::F64(x), Column::F64(y), Column::F64(z)];
+    columns.extend(set.columns[2..].iter().cloned());
+    Ok(crate::data::PointSet { columns, origin: set.origin.clone(), rows: set.rows.clone() })
+}
+
 /// A problem xi cannot be estimated with.
 #[derive(Debug, thiserror::Error)]
 pub enum XiError {
@@ -77,6 +105,10 @@ pub enum XiError {
         "the last bucket edge {r_max} is above half the smallest width of the box ({half}): a shell that large meets its own periodic images, so its analytic RR would be wrong"
     )]
     ShellsPastHalfTheBox { r_max: f64, half: f64 },
+    #[error("{origin}: {found} columns, where problem's points have {values} values (and a weight column or none)")]
+    Columns { origin: String, found: usize, values: usize },
+    #[error("{origin}: row {row}: RA {ra}, Dec {dec} is not a point on the sky (degrees, Dec from -90 to 90)")]
+    NotOnTheSky { origin: String, row: u64, ra: f64, dec: f64 },
     #[error(transparent)]
     Patches(#[from] PatchError),
     #[error(transparent)]
@@ -208,7 +240,13 @@ pub fn count(
         }
     };
     // Weights per point ride as the last column of both catalogues, or of neither.
-    let carries_weights = |set: &crate::data::PointSet| set.columns.len() > problem.input.element.components().len();
+    let values = problem.input.element.components().len();
+    for set in std::iter::once(data).chain(randoms) {
+        if !(values..=values + 1).contains(&set.a.columns.len()) {
+            return Err(XiError::Columns { origin: set.a.origin.clone(), found: set.a.columns.len(), values });
+        }
+    }
+    let carries_weights = |set: &crate::data::PointSet| set.columns.len() > values;
     let weighted = carries_weights(&data.a);
     if let Some(randoms) = randoms
         && weighted != carries_weights(&randoms.a)

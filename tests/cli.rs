@@ -735,12 +735,10 @@ fn xi_with_patches_writes_its_jackknife_errors_and_covariance() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).starts_with("r_lo,r_hi,dd,dr,rr,xi,xi_err\n"), "{}", stdout(&o));
     let cov = std::fs::read_to_string(dir.path().join("cov.csv")).unwrap();
-    let rows: Vec<Vec<f64>> =
-        cov.lines().skip(1).map(|l| l.split(',').map(|x| x.parse().unwrap()).collect()).collect();
+    let rows: Vec<Vec<f64>> = cov.lines().skip(1).map(|l| l.split(',').map(|x| x.parse().unwrap()).collect()).collect();
     assert!(cov.starts_with("r_lo,r_hi,cov_0,cov_1,cov_2\n") && rows.len() == 3, "{cov}");
     // xi_err is the square root of the covariance's diagonal; the covariance is symmetric.
-    let errors: Vec<f64> =
-        stdout(&o).lines().skip(1).map(|l| l.rsplit(',').next().unwrap().parse().unwrap()).collect();
+    let errors: Vec<f64> = stdout(&o).lines().skip(1).map(|l| l.rsplit(',').next().unwrap().parse().unwrap()).collect();
     for i in 0..3 {
         assert!((errors[i] - rows[i][2 + i].sqrt()).abs() <= 1e-12 * errors[i], "{cov}");
         assert!(rows[i][2 + i] > 0.0 && (0..3).all(|j| rows[i][2 + j] == rows[j][2 + i]), "{cov}");
@@ -749,6 +747,39 @@ fn xi_with_patches_writes_its_jackknife_errors_and_covariance() {
     assert!(stderr(&o).contains("--patches: short.txt: 5 patch numbers for 400 points"), "{}", stderr(&o));
     let o = run(&["--patches", "pd.txt"]);
     assert!(!o.status.success() && stderr(&o).contains("--random-patches"), "{}", stderr(&o));
+}
+
+#[test]
+fn xi_radec_reads_degrees_and_names_a_row_off_the_sky() {
+    let dir = tempfile::tempdir().unwrap();
+    let sky = |n: usize, bad: bool| -> String {
+        (0..n)
+            .map(|i| {
+                format!(
+                    "{},{}\n",
+                    (i * 37 % 360) as f64 * 0.5,
+                    if bad && i == 4 { 91.0 } else { (i % 60) as f64 - 30.0 }
+                )
+            })
+            .collect()
+    };
+    std::fs::write(dir.path().join("d.csv"), sky(200, false)).unwrap();
+    std::fs::write(dir.path().join("r.csv"), sky(300, false)).unwrap();
+    std::fs::write(dir.path().join("bad.csv"), sky(10, true)).unwrap();
+    let run = |data: &str| {
+        let args = ["xi", "--radec", "--data", data, "--randoms", "r.csv", "--backend", "cpu", "--param", "bins=3"];
+        command()
+            .args(args)
+            .args(["--param", "theta_min=1", "--param", "theta_max=31"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let o = run("d.csv");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("theta_lo,theta_hi,dd,dr,rr,xi\n1,11,"), "{}", stdout(&o));
+    let o = run("bad.csv");
+    assert!(stderr(&o).contains("row 5: RA 74, Dec 91 is not a point on the sky"), "{}", stderr(&o));
 }
 
 #[test]

@@ -517,3 +517,90 @@ fn jackknife_refuses_analytic_randoms_too_few_patches_and_miscounted_ones() {
     assert!(jk(&[0, 0], Some(&[0, 0])).contains("at least 2"));
     assert!(jk(&[0, 1, 1], Some(&[0, 1])).contains("data patches: 3 patch numbers for 2 points"));
 }
+
+/// Points on the sky as `twobs xi --radec` reads them: RA, Dec in degrees.
+fn sky_set(points: &[[f64; 2]]) -> PointSet {
+    PointSet {
+        columns: (0..2).map(|c| Column::F64(points.iter().map(|p| p[c]).collect())).collect(),
+        origin: "sky".into(),
+        rows: None,
+    }
+}
+
+/// The angle in degrees between two points of the sky, in the f64 arithmetic of problems/angle.cu.
+fn angle(a: [f64; 2], b: [f64; 2]) -> f64 {
+    let unit = |[ra, dec]: [f64; 2]| {
+        let (a, d) = (ra.to_radians(), dec.to_radians());
+        [d.cos() * a.cos(), d.cos() * a.sin(), d.sin()]
+    };
+    let (u, v) = (unit(a), unit(b));
+    let (dx, dy, dz) = (u[0] - v[0], u[1] - v[1], u[2] - v[2]);
+    let half_chord = 0.5 * (dx * dx + dy * dy + dz * dz).sqrt();
+    2.0 * half_chord.min(1.0).asin() * 57.29577951308232
+}
+
+#[test]
+fn angular_counts_match_a_brute_force_reference_in_degrees() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let problem = built_in("ddtheta").unwrap();
+    let params = problem.bind(&["bins=7".into(), "theta_min=0.5".into(), "theta_max=25".into()]).unwrap();
+    let edges = histogram_edges(&problem, &params);
+    let sky = |rng: &mut rand::rngs::StdRng, n: usize| -> Vec<[f64; 2]> {
+        (0..n).map(|_| [rng.random_range(0.0..360.0), rng.random_range(-1.0f64..1.0).asin().to_degrees()]).collect()
+    };
+    let bucket = |t: f64| (t >= edges[0] && t < edges[7]).then(|| edges.partition_point(|e| *e <= t) - 1);
+    for (nd, nr) in [(2, 3), (400, 650)] {
+        let (data, randoms) = (sky(&mut rng, nd), sky(&mut rng, nr));
+        let inputs = |p: &[[f64; 2]]| Inputs { a: twobs::xi::unit_vectors(&sky_set(p)).unwrap(), b: None };
+        let (c, _) =
+            count(&problem, &params, &inputs(&data), Some(&inputs(&randoms)), Estimator::LandySzalay, &cpu()).unwrap();
+        let (mut dd, mut dr, mut rr) = (vec![0.0; 7], vec![0.0; 7], vec![0.0; 7]);
+        for (i, p) in data.iter().enumerate() {
+            data[i + 1..].iter().filter_map(|q| bucket(angle(*p, *q))).for_each(|k| dd[k] += 1.0);
+            randoms.iter().filter_map(|q| bucket(angle(*p, *q))).for_each(|k| dr[k] += 1.0);
+        }
+        for (i, p) in randoms.iter().enumerate() {
+            randoms[i + 1..].iter().filter_map(|q| bucket(angle(*p, *q))).for_each(|k| rr[k] += 1.0);
+        }
+        assert_eq!(counted(&c), (&dd, Some(&dr), &rr), "{nd} data, {nr} randoms");
+    }
+}
+
+#[test]
+fn sky_outside_the_sphere_is_refused_with_its_row() {
+    let e = twobs::xi::unit_vectors(&sky_set(&[[10.0, 5.0], [370.0, -90.0], [1.0, 90.5]])).unwrap_err().to_string();
+    assert!(e.contains("sky: row 3: RA 1, Dec 90.5 is not a point on the sky"), "{e}");
+    let e = twobs::xi::unit_vectors(&sky_set(&[[f64::NAN, 5.0]])).unwrap_err().to_string();
+    assert!(e.contains("row 1: RA NaN"), "{e}");
+}
+
+#[test]
+fn angular_counts_equal_corrfunc_ddtheta_mocks_and_w_theta_equals_corrfunc_and_treecorr() {
+    let (rec, _) = peers();
+    let s = &rec["sky"];
+    let edges = numbers(&s["edges"]);
+    let problem = built_in("ddtheta").unwrap();
+    let params = problem
+        .bind(&[
+            format!("bins={}", edges.len() - 1),
+            format!("theta_min={}", edges[0]),
+            format!("theta_max={}", edges[16]),
+        ])
+        .unwrap();
+    assert_eq!(histogram_edges(&problem, &params), edges);
+    let sky = |name: &str| {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/xi");
+        let comps = ["ra", "dec"].map(|n| twobs::spec::Component { name: n.into(), scalar: twobs::spec::Scalar::F64 });
+        let path = dir.join(format!("{name}.npy"));
+        let set = twobs::data::read_input(path.to_str().unwrap(), &comps, &Default::default()).unwrap();
+        Inputs { a: twobs::xi::unit_vectors(&set).unwrap(), b: None }
+    };
+    let (got, _) =
+        count(&problem, &params, &sky("sky-data"), Some(&sky("sky-randoms")), Estimator::LandySzalay, &cpu()).unwrap();
+    println!("pairs within 1e-9 degrees of an edge: {}", s["near_edges"]);
+    let (dd, dr, rr) = counted(&got);
+    assert_eq!((dd, dr.unwrap(), rr), (&numbers(&s["dd"]), &numbers(&s["dr"]), &numbers(&s["rr"])));
+    let w = got.xi(Estimator::LandySzalay, Norm::Squared);
+    assert_close(&w, &numbers(&s["xi_corrfunc"]), "w(theta) against Corrfunc's convert_3d_counts_to_cf");
+    assert_close(&w, &numbers(&s["xi_treecorr"]), "w(theta) against TreeCorr's (metric Arc)");
+}

@@ -35,6 +35,11 @@ pub(super) struct XiArgs {
     /// A weight per random point (each 1 when only --data-weights is given).
     #[arg(long, value_name = "FILE")]
     random_weights: Option<String>,
+    /// The catalogues are RA and Dec in degrees (two columns) and xi is w(theta):
+    /// angular separations in degrees (the built-in ddtheta; its parameters
+    /// bins, theta_min, theta_max), as Corrfunc's DDtheta_mocks counts them.
+    #[arg(long, conflicts_with = "box_size")]
+    radec: bool,
     /// A patch number (0, 1, ...) per data point, a 1-D .npy or one number a
     /// line: xi is estimated again with each patch left out, and its jackknife
     /// errors written beside it (TreeCorr's var_method="jackknife").
@@ -102,7 +107,11 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         (None, Some(_)) => Estimator::Natural,
         (None, None) => Estimator::LandySzalay,
     };
-    let default_problem = if args.box_size.is_some() { "dd_periodic" } else { "sdh" };
+    let default_problem = match (&args.box_size, args.radec) {
+        (Some(_), _) => "dd_periodic",
+        (None, true) => "ddtheta",
+        (None, false) => "sdh",
+    };
     let problem = load(args.problem.as_deref().unwrap_or(default_problem), args.log_bins)?;
     let mut param_args = args.params.clone();
     if let Some(b) = &args.box_size {
@@ -113,8 +122,18 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
     }
     let params = bind(&problem, &param_args).context("--box")?;
     let opts = InputOptions { dims: args.dims, drop_nonfinite: false, seed: args.seed };
-    let problem = with_input_dims(problem, &args.data, &opts)?;
-    let components = problem.input.element.components();
+    // With --radec the files hold two values a point, made three (unit vectors) below.
+    let problem = if args.radec { problem } else { with_input_dims(problem, &args.data, &opts)? };
+    let components = match args.radec {
+        false => problem.input.element.components(),
+        true => ["ra", "dec"]
+            .map(|name| crate::spec::Component { name: name.into(), scalar: crate::spec::Scalar::F64 })
+            .to_vec(),
+    };
+    let on_the_sky = |set: crate::data::PointSet| match args.radec {
+        true => xi::unit_vectors(&set),
+        false => Ok(set),
+    };
     let format = args.format.map(FormatArg::format);
     let target = match args.out.as_deref() {
         None | Some("-") => ResultTarget::new(Destination::Stdout, format)?,
@@ -148,11 +167,11 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
     .collect();
     crate::write::refuse_clashes(&written, &read)?;
     let cache = Cache::user()?;
-    let mut data = read_input(&args.data, &components, &opts).context("--data")?;
+    let mut data = on_the_sky(read_input(&args.data, &components, &opts).context("--data")?)?;
     let mut randoms = match &args.randoms {
-        Some(file) => {
-            Some(read_input(file, &components, &InputOptions { seed: args.seed + 1, ..opts }).context("--randoms")?)
-        }
+        Some(file) => Some(on_the_sky(
+            read_input(file, &components, &InputOptions { seed: args.seed + 1, ..opts }).context("--randoms")?,
+        )?),
         None => None,
     };
     if args.random_weights.is_some() && randoms.is_none() {
@@ -207,7 +226,9 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
     };
     let (dd, rr, dr) = (&counts.dd, &counts.rr(args.norm), counts.dr());
     let n = xi.len();
-    let mut columns: Vec<(&str, &[f64])> = vec![("r_lo", &counts.edges[..n]), ("r_hi", &counts.edges[1..]), ("dd", dd)];
+    // Separations are distances r, or angles theta in degrees with --radec.
+    let (lo, hi) = if args.radec { ("theta_lo", "theta_hi") } else { ("r_lo", "r_hi") };
+    let mut columns: Vec<(&str, &[f64])> = vec![(lo, &counts.edges[..n]), (hi, &counts.edges[1..]), ("dd", dd)];
     if let Some(dr) = dr {
         columns.push(("dr", dr));
     }
@@ -219,16 +240,22 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
     crate::write::table(&target, &columns, 2)?;
     if let (Some(j), Some(cov_target)) = (&jackknife, &cov_target) {
         let names: Vec<String> = (0..n).map(|i| format!("cov_{i}")).collect();
-        let mut cov: Vec<(&str, &[f64])> = vec![("r_lo", &counts.edges[..n]), ("r_hi", &counts.edges[1..])];
+        let mut cov: Vec<(&str, &[f64])> = vec![(lo, &counts.edges[..n]), (hi, &counts.edges[1..])];
         let by_column: Vec<Vec<f64>> = (0..n).map(|c| (0..n).map(|r| j.covariance[r][c]).collect()).collect();
         cov.extend(names.iter().map(|s| s.as_str()).zip(by_column.iter().map(|c| &c[..])));
         crate::write::table(cov_target, &cov, 2)?;
     }
     if let Some(path) = &args.plot {
         let figure = plot::Figure {
-            title: format!("ξ(r), {}: {} data points, {}", estimator.name(), counts.data_points, against(&counts)),
-            x_label: "r".into(),
-            y_label: "ξ(r)".into(),
+            title: format!(
+                "{}, {}: {} data points, {}",
+                if args.radec { "w(θ)" } else { "ξ(r)" },
+                estimator.name(),
+                counts.data_points,
+                against(&counts)
+            ),
+            x_label: if args.radec { "θ (degrees)" } else { "r" }.into(),
+            y_label: if args.radec { "w(θ)" } else { "ξ(r)" }.into(),
             log_x: args.log_bins,
             series: vec![plot::Series { label: "ξ".into(), edges: &counts.edges, values: &xi }],
         };
