@@ -3,8 +3,10 @@
 # with --backend cuda and --backend cpu must write the same file, byte for
 # byte (counts exact on both; xi, xi_err and the covariance computed on the
 # host from them). Cases: Landy-Szalay against randoms with --norm squared,
-# the same with a jackknife over patches (--patches, --cov), and --box with
-# analytic RR (the built-in dd_periodic). Points from twobs's own generators.
+# the same with a jackknife over patches (--patches, --cov), --box with
+# analytic RR (the built-in dd_periodic), and w(theta) with --radec (ddtheta,
+# f64 on both backends: CUDA's asin against the host's, equal but within an
+# ulp of an edge). Points from twobs's own generators.
 # Logs and outputs go to $OUT/xi-gpu (or the folder given); the last line says
 # "N passed, N failed".
 #
@@ -17,12 +19,17 @@ mkdir -p "$LOG"
 export TWOBS_CACHE=${TWOBS_CACHE:-/tmp/twobs-cache}
 N=${N:-200000}
 
-# Patch numbers 0..7 for N data points and 2N randoms, one a line.
+# Patch numbers 0..7 for N data points and 2N randoms, one a line; RA and
+# Dec in degrees, uniform over a sixth of the sky, for N/4 and N/2 points.
 python3 -c "
-import sys
+import math, random, sys
 n = int(sys.argv[1])
 open(sys.argv[2] + '/pd.txt', 'w').write(''.join(f'{i % 8}\n' for i in range(n)))
 open(sys.argv[2] + '/pr.txt', 'w').write(''.join(f'{i % 8}\n' for i in range(2 * n)))
+rng = random.Random(37)
+sky = lambda m: ''.join(f'{rng.uniform(0, 60)!r},{math.degrees(math.asin(rng.uniform(-0.5, 0.5)))!r}\n' for _ in range(m))
+open(sys.argv[2] + '/sky.csv', 'w').write(sky(n // 4))
+open(sys.argv[2] + '/sky-r.csv', 'w').write(sky(n // 2))
 " "$N" "$LOG"
 
 passed=0
@@ -52,5 +59,7 @@ COV=1 check jackknife --data clustered:$N --randoms uniform:$((2 * N)) --norm sq
   --patches "$LOG/pd.txt" --random-patches "$LOG/pr.txt" "${range[@]}"
 check box --data uniform:$N --box 1 --param bins=25 --param r_min=0 --param r_max=0.25
 check box-log --data clustered:$N --box 1 "${range[@]}"
+check radec --radec --data "$LOG/sky.csv" --randoms "$LOG/sky-r.csv" --norm squared \
+  --param bins=20 --param theta_min=0.01 --param theta_max=10 --log-bins
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]
