@@ -120,7 +120,7 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         }
         param_args.push(format!("box={b}"));
     }
-    let params = bind(&problem, &param_args).context("--box")?;
+    let params = bind(&problem, &param_args)?;
     let opts = InputOptions { dims: args.dims, drop_nonfinite: false, seed: args.seed };
     // With --radec the files hold two values a point, made three (unit vectors) below.
     let problem = if args.radec { problem } else { with_input_dims(problem, &args.data, &opts)? };
