@@ -18,7 +18,7 @@ pub enum LoadError {
 }
 
 /// (file name under problems/, contents)
-const FILES: [(&str, &str); 11] = [
+const FILES: [(&str, &str); 14] = [
     ("sdh.xml", include_str!("../problems/sdh.xml")),
     ("rdf.xml", include_str!("../problems/rdf.xml")),
     ("2pcf.xml", include_str!("../problems/2pcf.xml")),
@@ -26,6 +26,9 @@ const FILES: [(&str, &str); 11] = [
     ("selfjoin.xml", include_str!("../problems/selfjoin.xml")),
     ("knn.xml", include_str!("../problems/knn.xml")),
     ("nlj.xml", include_str!("../problems/nlj.xml")),
+    ("dd_periodic.xml", include_str!("../problems/dd_periodic.xml")),
+    ("ddtheta.xml", include_str!("../problems/ddtheta.xml")),
+    ("angle.cu", include_str!("../problems/angle.cu")),
     ("distance.cu", include_str!("../problems/distance.cu")),
     ("rdf.cu", include_str!("../problems/rdf.cu")),
     ("kde.cu", include_str!("../problems/kde.cu")),
@@ -33,7 +36,7 @@ const FILES: [(&str, &str); 11] = [
 ];
 
 /// Built-in problem names, in the order `twobs list` shows them.
-pub const BUILT_IN: [&str; 7] = ["sdh", "rdf", "2pcf", "kde", "selfjoin", "knn", "nlj"];
+pub const BUILT_IN: [&str; 9] = ["sdh", "rdf", "2pcf", "kde", "selfjoin", "knn", "nlj", "dd_periodic", "ddtheta"];
 
 /// A file of `problems/` as built in: a spec, or a snippet that specs of
 /// one's own can reuse (the Python package's periodic pair counts take `rdf.cu`).

@@ -4,6 +4,11 @@
 //! (for Landy-Szalay). Each count is a distance histogram run like any other
 //! (the built-in `sdh`, or a spec of the same shape), so it is exact and
 //! both backends agree; this module only adds the estimators.
+//!
+//! In a periodic box the randoms need not be drawn (Corrfunc's `theory.xi`):
+//! DD is counted with minimum images, and RR is what a uniform catalogue of
+//! the data's weights would have in each shell, its pair total times the
+//! shell's share of the box's volume.
 
 use crate::data::Inputs;
 use crate::outcome::{Outcome, Totals};
@@ -30,6 +35,57 @@ impl Estimator {
     }
 }
 
+/// What a catalogue's pair counts are divided by: the number of pairs the
+/// catalogue could have had (pairs between two catalogues are always W_D W_R).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Norm {
+    /// (W^2 - sum w^2) / 2, N(N - 1) / 2 unweighted: the number of distinct
+    /// pairs, so that a uniform catalogue has xi = 0 in expectation at any N.
+    /// Corrfunc's `theory.xi` divides so.
+    Pairs,
+    /// W^2 / 2, N^2 / 2 unweighted: Corrfunc's `convert_3d_counts_to_cf` and
+    /// TreeCorr's `NNCorrelation` divide so; xi is then low by about 1 / N.
+    Squared,
+}
+
+impl Norm {
+    /// The pairs within one catalogue of weight sum `w` and squared-weight sum `s`.
+    pub fn pairs_within(self, (w, s): (f64, f64)) -> f64 {
+        match self {
+            Norm::Pairs => (w * w - s) / 2.0,
+            Norm::Squared => w * w / 2.0,
+        }
+    }
+}
+
+/// Points on the sky, RA and Dec in degrees (two columns), as the unit
+/// vectors (cos d cos a, cos d sin a, sin d) in f64 that the built-in
+/// `ddtheta` takes; a weight column after them is kept. Refuses a Dec
+/// outside [-90, 90] or a value that is not finite, naming its row.
+pub fn unit_vectors(set: &crate::data::PointSet) -> Result<crate::data::PointSet, XiError> {
+    use crate::data::Column;
+    let n = set.len();
+    let (mut x, mut y, mut z) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
+        let (ra, dec) = (set.columns[0].get_f64(i), set.columns[1].get_f64(i));
+        if !(ra.is_finite() && dec.is_finite() && (-90.0..=90.0).contains(&dec)) {
+            return Err(XiError::NotOnTheSky {
+                origin: set.origin.clone(),
+                row: set.original_row(i as u64) + 1,
+                ra,
+                dec,
+            });
+        }
+        let (a, d) = (ra.to_radians(), dec.to_radians());
+        x.push(d.cos() * a.cos());
+        y.push(d.cos() * a.sin());
+        z.push(d.sin());
+    }
+    let mut columns = vec![Column::F64(x), Column::F64(y), Column::F64(z)];
+    columns.extend(set.columns[2..].iter().cloned());
+    Ok(crate::data::PointSet { columns, origin: set.origin.clone(), rows: set.rows.clone() })
+}
+
 /// A problem xi cannot be estimated with.
 #[derive(Debug, thiserror::Error)]
 pub enum XiError {
@@ -41,8 +97,39 @@ pub enum XiError {
         "weights per point are given for the {0} only: give them for both catalogues (ones for unweighted randoms)"
     )]
     WeightsOnOneSide(&'static str),
+    #[error(
+        "problem `{0}` cannot count xi's pairs in a periodic box: it needs a histogram of minimum-image distances with a periodic box parameter (as the built-in dd_periodic), and a box that is not open (box=0)"
+    )]
+    NotPeriodic(String),
+    #[error(
+        "the last bucket edge {r_max} is above half the smallest width of the box ({half}): a shell that large meets its own periodic images, so its analytic RR would be wrong"
+    )]
+    ShellsPastHalfTheBox { r_max: f64, half: f64 },
+    #[error("{origin}: {found} columns, where problem's points have {values} values (and a weight column or none)")]
+    Columns { origin: String, found: usize, values: usize },
+    #[error("{origin}: row {row}: RA {ra}, Dec {dec} is not a point on the sky (degrees, Dec from -90 to 90)")]
+    NotOnTheSky { origin: String, row: u64, ra: f64, dec: f64 },
+    #[error(transparent)]
+    Patches(#[from] PatchError),
     #[error(transparent)]
     Run(#[from] RunError),
+}
+
+/// What DD is compared with: RR (and DR) counted against a catalogue of
+/// randoms, or the analytic RR of a periodic box.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Randoms {
+    Counted {
+        /// Only Landy-Szalay needs the cross counts.
+        dr: Option<Vec<f64>>,
+        rr: Vec<f64>,
+        points: u64,
+        /// The randoms' sum of weights and sum of squared weights.
+        weights: (f64, f64),
+    },
+    /// No randoms: a uniform catalogue in a periodic box of this volume, with
+    /// the data's weights, has in each 3-D shell its share of the box's pairs.
+    Analytic { volume: f64 },
 }
 
 /// The pair counts behind xi, bucket by bucket: numbers of pairs, or with
@@ -52,53 +139,82 @@ pub enum XiError {
 pub struct PairCounts {
     pub edges: Vec<f64>,
     pub dd: Vec<f64>,
-    /// Only Landy-Szalay needs the cross counts.
-    pub dr: Option<Vec<f64>>,
-    pub rr: Vec<f64>,
+    pub randoms: Randoms,
     pub data_points: u64,
-    pub random_points: u64,
-    /// Each catalogue's sum of weights and sum of squared weights (N and N
-    /// without weights): the pair totals are (W^2 - S) / 2 within a set and
-    /// W_D W_R between them, as Corrfunc and TreeCorr normalise.
+    /// The data's sum of weights and sum of squared weights (N and N without
+    /// weights): [`Norm`] makes the pair totals of them.
     pub data_weights: (f64, f64),
-    pub random_weights: (f64, f64),
 }
 
 impl PairCounts {
+    /// RR in each bucket: counted among the randoms, or the analytic
+    /// expectation (the data's pair total under `norm` times the shell's
+    /// share of the box).
+    pub fn rr(&self, norm: Norm) -> Vec<f64> {
+        match &self.randoms {
+            Randoms::Counted { rr, .. } => rr.clone(),
+            Randoms::Analytic { volume } => {
+                let total = norm.pairs_within(self.data_weights);
+                shell_volumes(&self.edges).iter().map(|v| total * v / volume).collect()
+            }
+        }
+    }
+
+    /// DR, where it was counted.
+    pub fn dr(&self) -> Option<&[f64]> {
+        match &self.randoms {
+            Randoms::Counted { dr, .. } => dr.as_deref(),
+            Randoms::Analytic { .. } => None,
+        }
+    }
+
     /// xi in each bucket; NaN where the randoms have no pair (xi is undefined there).
-    pub fn xi(&self, estimator: Estimator) -> Vec<f64> {
-        let ((wd, sd), (wr, sr)) = (self.data_weights, self.random_weights);
-        let dd_pairs = (wd * wd - sd) / 2.0;
-        let rr_pairs = (wr * wr - sr) / 2.0;
+    /// With analytic randoms DR would be W_D times the shell's share and
+    /// Landy-Szalay equals the natural estimator, which is what is computed.
+    pub fn xi(&self, estimator: Estimator, norm: Norm) -> Vec<f64> {
+        let dd_pairs = norm.pairs_within(self.data_weights);
+        let rr = self.rr(norm);
+        let (rr_pairs, dr) = match &self.randoms {
+            Randoms::Counted { dr, weights, .. } => {
+                (norm.pairs_within(*weights), dr.as_ref().map(|dr| (dr, self.data_weights.0 * weights.0)))
+            }
+            Randoms::Analytic { .. } => (dd_pairs, None),
+        };
         (0..self.dd.len())
             .map(|k| {
-                let dd = self.dd[k] / dd_pairs;
-                let rr = self.rr[k] / rr_pairs;
-                if self.rr[k] == 0.0 {
+                if rr[k] == 0.0 {
                     return f64::NAN;
                 }
-                match (estimator, &self.dr) {
-                    (Estimator::LandySzalay, Some(dr)) => {
-                        let dr = dr[k] / (wd * wr);
-                        (dd - 2.0 * dr + rr) / rr
+                let (dd, rr) = (self.dd[k] / dd_pairs, rr[k] / rr_pairs);
+                match (estimator, dr, &self.randoms) {
+                    (Estimator::LandySzalay, Some((dr, dr_pairs)), _) => (dd - 2.0 * dr[k] / dr_pairs + rr) / rr,
+                    (Estimator::LandySzalay, None, Randoms::Counted { .. }) => {
+                        unreachable!("Landy-Szalay counts DR")
                     }
-                    (Estimator::LandySzalay, None) => unreachable!("Landy-Szalay counts DR"),
-                    (Estimator::Natural, _) => dd / rr - 1.0,
+                    (Estimator::LandySzalay, None, Randoms::Analytic { .. }) | (Estimator::Natural, _, _) => {
+                        dd / rr - 1.0
+                    }
                 }
             })
             .collect()
     }
 }
 
+/// The volume of each 3-D shell between consecutive edges.
+pub fn shell_volumes(edges: &[f64]) -> Vec<f64> {
+    edges.windows(2).map(|e| 4.0 / 3.0 * std::f64::consts::PI * (e[1].powi(3) - e[0].powi(3))).collect()
+}
+
 /// Counts DD, RR, and DR where the estimator needs it, with `problem` (a
-/// distance histogram of one or two sets). Returns the counts and the runs
-/// (DD, RR, then DR) for the report.
+/// distance histogram of one or two sets); without `randoms`, DD alone with a
+/// periodic problem (minimum images) and RR analytic. Returns the counts and
+/// the runs (DD, RR, then DR) for the report.
 #[allow(clippy::result_large_err, reason = "returned once per command, not in a loop")]
 pub fn count(
     problem: &Problem,
     params: &Params,
     data: &Inputs,
-    randoms: &Inputs,
+    randoms: Option<&Inputs>,
     estimator: Estimator,
     opts: &RunOptions,
 ) -> Result<(PairCounts, Vec<Execution>), XiError> {
@@ -109,10 +225,32 @@ pub fn count(
     if !usable {
         return Err(XiError::NotADistanceHistogram(problem.name.clone()));
     }
+    let edges = contribution::histogram_edges(problem, params);
+    let volume = match (randoms, problem.periodic_box(params)) {
+        (Some(_), _) => None,
+        (None, None) => return Err(XiError::NotPeriodic(problem.name.clone())),
+        (None, Some((_, b))) => {
+            // Minimum images are unique, and shells whole, below half the smallest width.
+            let half = b.widths().into_iter().fold(f64::INFINITY, f64::min) / 2.0;
+            let r_max = edges[edges.len() - 1];
+            if r_max > half {
+                return Err(XiError::ShellsPastHalfTheBox { r_max, half });
+            }
+            Some(b.volume())
+        }
+    };
     // Weights per point ride as the last column of both catalogues, or of neither.
-    let carries_weights = |set: &crate::data::PointSet| set.columns.len() > problem.input.element.components().len();
+    let values = problem.input.element.components().len();
+    for set in std::iter::once(data).chain(randoms) {
+        if !(values..=values + 1).contains(&set.a.columns.len()) {
+            return Err(XiError::Columns { origin: set.a.origin.clone(), found: set.a.columns.len(), values });
+        }
+    }
+    let carries_weights = |set: &crate::data::PointSet| set.columns.len() > values;
     let weighted = carries_weights(&data.a);
-    if weighted != carries_weights(&randoms.a) {
+    if let Some(randoms) = randoms
+        && weighted != carries_weights(&randoms.a)
+    {
         return Err(XiError::WeightsOnOneSide(if weighted { "data" } else { "randoms" }));
     }
     let problem = &if weighted {
@@ -126,33 +264,149 @@ pub fn count(
         Outcome::Totals(Totals::Sums(s)) => s.clone(),
         other => unreachable!("a distance histogram counts or sums, not {}", other.kind()),
     };
-    let weight_sums = |set: &crate::data::PointSet| match (weighted, set.columns.last()) {
-        (true, Some(w)) => (0..set.len()).fold((0.0, 0.0), |(s, q), i| (s + w.get_f64(i), q + w.get_f64(i).powi(2))),
-        _ => (set.len() as f64, set.len() as f64),
-    };
-    let dd_run = run::execute(&one_set, params, data, opts)?;
-    let rr_run = run::execute(&one_set, params, randoms, opts)?;
-    let mut runs = vec![dd_run, rr_run];
-    let dr = match estimator {
-        Estimator::Natural => None,
-        Estimator::LandySzalay => {
-            let two_sets = problem.with_sets(2).expect("sets=\"1,2\" takes two sets");
-            let cross = Inputs { a: data.a.clone(), b: Some(randoms.a.clone()) };
-            let dr_run = run::execute(&two_sets, params, &cross, opts)?;
-            let dr = counts(&dr_run);
-            runs.push(dr_run);
-            Some(dr)
+    let weight_sums = |set: &crate::data::PointSet| weight_sums(set, weighted);
+    let mut runs = vec![run::execute(&one_set, params, data, opts)?];
+    let randoms = match (randoms, volume) {
+        (None, Some(volume)) => Randoms::Analytic { volume },
+        (None, None) => unreachable!("refused above: no randoms and no box"),
+        (Some(randoms), _) => {
+            let rr_run = run::execute(&one_set, params, randoms, opts)?;
+            let rr = counts(&rr_run);
+            runs.push(rr_run);
+            let dr = match estimator {
+                Estimator::Natural => None,
+                Estimator::LandySzalay => {
+                    let two_sets = problem.with_sets(2).expect("sets=\"1,2\" takes two sets");
+                    let cross = Inputs { a: data.a.clone(), b: Some(randoms.a.clone()) };
+                    let dr_run = run::execute(&two_sets, params, &cross, opts)?;
+                    let dr = counts(&dr_run);
+                    runs.push(dr_run);
+                    Some(dr)
+                }
+            };
+            Randoms::Counted { dr, rr, points: randoms.a.len() as u64, weights: weight_sums(&randoms.a) }
         }
     };
     let pair_counts = PairCounts {
-        edges: contribution::histogram_edges(problem, params),
+        edges,
         dd: counts(&runs[0]),
-        dr,
-        rr: counts(&runs[1]),
+        randoms,
         data_points: data.a.len() as u64,
-        random_points: randoms.a.len() as u64,
         data_weights: weight_sums(&data.a),
-        random_weights: weight_sums(&randoms.a),
     };
     Ok((pair_counts, runs))
+}
+
+/// xi with each spatial patch left out in turn, and the jackknife covariance
+/// of xi between buckets: TreeCorr's `var_method="jackknife"` (with its
+/// `cross_patch_weight="simple"`: a pair with a point in the patch left out
+/// is left out, whichever catalogue the point is in).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Jackknife {
+    /// xi without patch k, for each patch k.
+    pub xi: Vec<Vec<f64>>,
+    /// (P - 1) / P sum_k (xi_k - mean)(xi_k - mean)^T, P patches; row i, column j.
+    pub covariance: Vec<Vec<f64>>,
+}
+
+/// A patch number per point was wrong for the catalogue.
+#[derive(Debug, thiserror::Error)]
+pub enum PatchError {
+    #[error("{what}: {found} patch numbers for {points} points")]
+    Length { what: &'static str, found: usize, points: usize },
+    #[error("the patches number 0 to {0}: a jackknife needs at least 2")]
+    TooFew(u32),
+    #[error(
+        "a jackknife in a periodic box with analytic RR is not defined (leaving a patch out leaves a region that is not the box): give randoms"
+    )]
+    Analytic,
+}
+
+/// Leaves out each patch in turn: the counts of the pairs that touch patch k
+/// are counted (within the patch, and between it and the rest) and taken
+/// from `full`'s; the weight totals shrink to the rest's. `full` is
+/// [`count`]'s result on the same problem, catalogues and estimator.
+#[allow(clippy::too_many_arguments, clippy::result_large_err, reason = "once per command")]
+pub fn jackknife(
+    problem: &Problem,
+    params: &Params,
+    data: (&Inputs, &[u32]),
+    randoms: Option<(&Inputs, &[u32])>,
+    estimator: Estimator,
+    norm: Norm,
+    full: &PairCounts,
+    opts: &RunOptions,
+) -> Result<Jackknife, XiError> {
+    let Some(randoms) = randoms else { return Err(PatchError::Analytic.into()) };
+    for (what, (set, patches)) in [("data patches", data), ("random patches", randoms)] {
+        if patches.len() != set.a.len() {
+            return Err(PatchError::Length { what, found: patches.len(), points: set.a.len() }.into());
+        }
+    }
+    let last = data.1.iter().chain(randoms.1).copied().max().unwrap_or(0);
+    if last < 1 {
+        return Err(PatchError::TooFew(last).into());
+    }
+    let Randoms::Counted { dr: full_dr, rr: full_rr, .. } = &full.randoms else {
+        unreachable!("counted against randoms, as checked above")
+    };
+    let weighted = data.0.a.columns.len() > problem.input.element.components().len();
+    let problem = &if weighted { problem.with_point_weights().expect("checked by count") } else { problem.clone() };
+    let bins = full.dd.len();
+    // The pairs within `a`, or between `a` and `b`; none where a set is empty.
+    let histogram = |a: &crate::data::PointSet, b: Option<&crate::data::PointSet>| -> Result<Vec<f64>, XiError> {
+        if a.is_empty() || b.is_some_and(|b| b.is_empty()) {
+            return Ok(vec![0.0; bins]);
+        }
+        let p = problem.with_sets(if b.is_some() { 2 } else { 1 }).expect("sets=\"1,2\"");
+        let exec = run::execute(&p, params, &Inputs { a: a.clone(), b: b.cloned() }, opts)?;
+        Ok(match exec.outcome {
+            Outcome::Totals(Totals::Counts(c)) => c.iter().map(|&x| x as f64).collect(),
+            Outcome::Totals(Totals::Sums(s)) => s,
+            other => unreachable!("a distance histogram counts or sums, not {}", other.kind()),
+        })
+    };
+    let split = |set: &Inputs, patches: &[u32], k: u32| {
+        let (inside, outside): (Vec<usize>, Vec<usize>) = (0..patches.len()).partition(|&i| patches[i] == k);
+        (set.a.subset(&inside, format!("patch {k}")), set.a.subset(&outside, format!("all but patch {k}")))
+    };
+    let minus = |all: &[f64], touching: Vec<f64>| all.iter().zip(touching).map(|(a, t)| a - t).collect::<Vec<f64>>();
+    let plus = |a: Vec<f64>, b: Vec<f64>| a.into_iter().zip(b).map(|(x, y)| x + y).collect::<Vec<f64>>();
+    let mut xi = Vec::new();
+    for k in 0..=last {
+        let (dk, dn) = split(data.0, data.1, k);
+        let (rk, rn) = split(randoms.0, randoms.1, k);
+        let dd = minus(&full.dd, plus(histogram(&dk, None)?, histogram(&dk, Some(&dn))?));
+        let rr = minus(full_rr, plus(histogram(&rk, None)?, histogram(&rk, Some(&rn))?));
+        let dr = match full_dr {
+            None => None,
+            Some(all) => Some(minus(all, plus(histogram(&dk, Some(&randoms.0.a))?, histogram(&dn, Some(&rk))?))),
+        };
+        let without = PairCounts {
+            edges: full.edges.clone(),
+            dd,
+            randoms: Randoms::Counted { dr, rr, points: rn.len() as u64, weights: weight_sums(&rn, weighted) },
+            data_points: dn.len() as u64,
+            data_weights: weight_sums(&dn, weighted),
+        };
+        xi.push(without.xi(estimator, norm));
+    }
+    let p = xi.len() as f64;
+    let mean: Vec<f64> = (0..bins).map(|i| xi.iter().map(|x| x[i]).sum::<f64>() / p).collect();
+    let covariance = (0..bins)
+        .map(|i| {
+            (0..bins)
+                .map(|j| (p - 1.0) / p * xi.iter().map(|x| (x[i] - mean[i]) * (x[j] - mean[j])).sum::<f64>())
+                .collect()
+        })
+        .collect();
+    Ok(Jackknife { xi, covariance })
+}
+
+/// A set's sum of weights and of squared weights (its size twice without weights).
+fn weight_sums(set: &crate::data::PointSet, weighted: bool) -> (f64, f64) {
+    match (weighted, set.columns.last()) {
+        (true, Some(w)) => (0..set.len()).fold((0.0, 0.0), |(s, q), i| (s + w.get_f64(i), q + w.get_f64(i).powi(2))),
+        _ => (set.len() as f64, set.len() as f64),
+    }
 }

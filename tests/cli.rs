@@ -718,6 +718,101 @@ fn xi_writes_the_counts_and_the_estimate_the_user_asks_for() {
 }
 
 #[test]
+fn xi_with_patches_writes_its_jackknife_errors_and_covariance() {
+    let dir = tempfile::tempdir().unwrap();
+    // Patches 0, 1, 2 in turn, one number a line.
+    let numbers = |n: usize| (0..n).map(|i| format!("{}\n", i % 3)).collect::<String>();
+    std::fs::write(dir.path().join("pd.txt"), numbers(400)).unwrap();
+    std::fs::write(dir.path().join("pr.txt"), numbers(700)).unwrap();
+    std::fs::write(dir.path().join("short.txt"), numbers(5)).unwrap();
+    let run = |args: &[&str]| {
+        let mut all = vec!["xi", "--data", "uniform:400", "--randoms", "uniform:700", "--backend", "cpu"];
+        all.extend_from_slice(&["--param", "bins=3", "--param", "r_min=0.1", "--param", "r_max=0.4"]);
+        all.extend_from_slice(args);
+        command().args(&all).current_dir(dir.path()).output().unwrap()
+    };
+    let o = run(&["--patches", "pd.txt", "--random-patches", "pr.txt", "--cov", "cov.csv", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("r_lo,r_hi,dd,dr,rr,xi,xi_err\n"), "{}", stdout(&o));
+    let cov = std::fs::read_to_string(dir.path().join("cov.csv")).unwrap();
+    let rows: Vec<Vec<f64>> = cov.lines().skip(1).map(|l| l.split(',').map(|x| x.parse().unwrap()).collect()).collect();
+    assert!(cov.starts_with("r_lo,r_hi,cov_0,cov_1,cov_2\n") && rows.len() == 3, "{cov}");
+    // xi_err is the square root of the covariance's diagonal; the covariance is symmetric.
+    let errors: Vec<f64> = stdout(&o).lines().skip(1).map(|l| l.rsplit(',').next().unwrap().parse().unwrap()).collect();
+    for i in 0..3 {
+        assert!((errors[i] - rows[i][2 + i].sqrt()).abs() <= 1e-12 * errors[i], "{cov}");
+        assert!(rows[i][2 + i] > 0.0 && (0..3).all(|j| rows[i][2 + j] == rows[j][2 + i]), "{cov}");
+    }
+    let o = run(&["--patches", "short.txt", "--random-patches", "pr.txt"]);
+    assert!(stderr(&o).contains("--patches: short.txt: 5 patch numbers for 400 points"), "{}", stderr(&o));
+    let o = run(&["--patches", "pd.txt"]);
+    assert!(!o.status.success() && stderr(&o).contains("--random-patches"), "{}", stderr(&o));
+}
+
+#[test]
+fn xi_radec_reads_degrees_and_names_a_row_off_the_sky() {
+    let dir = tempfile::tempdir().unwrap();
+    let sky = |n: usize, bad: bool| -> String {
+        (0..n)
+            .map(|i| {
+                format!(
+                    "{},{}\n",
+                    (i * 37 % 360) as f64 * 0.5,
+                    if bad && i == 4 { 91.0 } else { (i % 60) as f64 - 30.0 }
+                )
+            })
+            .collect()
+    };
+    std::fs::write(dir.path().join("d.csv"), sky(200, false)).unwrap();
+    std::fs::write(dir.path().join("r.csv"), sky(300, false)).unwrap();
+    std::fs::write(dir.path().join("bad.csv"), sky(10, true)).unwrap();
+    let run = |data: &str| {
+        let args = ["xi", "--radec", "--data", data, "--randoms", "r.csv", "--backend", "cpu", "--param", "bins=3"];
+        command()
+            .args(args)
+            .args(["--param", "theta_min=1", "--param", "theta_max=31"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let o = run("d.csv");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("theta_lo,theta_hi,dd,dr,rr,xi\n1,11,"), "{}", stdout(&o));
+    let o = run("bad.csv");
+    assert!(stderr(&o).contains("row 5: RA 74, Dec 91 is not a point on the sky"), "{}", stderr(&o));
+}
+
+#[test]
+fn xi_in_a_periodic_box_needs_no_randoms_and_says_what_it_divides_by() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let mut all = vec!["xi", "--data", "uniform:600", "--backend", "cpu", "--param", "bins=4"];
+        all.extend_from_slice(args);
+        command().args(&all).current_dir(dir.path()).output().unwrap()
+    };
+    let o = run(&["--box", "1", "--param", "r_max=0.5", "--norm", "squared"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("r_lo,r_hi,dd,rr,xi\n"), "{}", stdout(&o));
+    let e = stderr(&o);
+    assert!(e.contains("natural estimator: 600 data points, analytic RR in a periodic box of volume 1"), "{e}");
+    assert!(e.contains("counts over N^2/2"), "{e}");
+    // RR is N^2/2 times the shell's share of the unit box.
+    let rr: f64 = stdout(&o).lines().nth(1).unwrap().split(',').nth(3).unwrap().parse().unwrap();
+    let want = 600.0 * 600.0 / 2.0 * 4.0 / 3.0 * std::f64::consts::PI * 0.125f64.powi(3);
+    assert!((rr - want).abs() < 1e-9 * want, "{rr} vs {want}");
+    let refusals: [(&[&str], &str); 4] = [
+        (&["--box", "1", "--estimator", "landy-szalay"], "Landy-Szalay is the natural estimator"),
+        (&["--box", "1", "--randoms", "uniform:10"], "cannot be used with"),
+        (&["--box", "1", "--param", "r_max=0.6"], "above half the smallest width"),
+        (&[], "--randoms"),
+    ];
+    for (args, want) in refusals {
+        let o = run(args);
+        assert!(!o.status.success() && stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
 fn plot_draws_g_of_r_and_xi_and_is_checked_before_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| command().args(args).current_dir(dir.path()).output().unwrap();

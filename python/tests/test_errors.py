@@ -64,3 +64,18 @@ def test_ctrl_c_stops_a_long_run_and_the_session_runs_again(cpu):
     assert stopped < 10, f"the run took {stopped:.1f} s to stop"
     small = cpu.run("sdh", points[:1000], params={"bins": 10})
     assert int(small.counts.sum()) == 1000 * 999 // 2
+
+
+def test_xi_says_what_it_needs_instead_of_randoms(cpu):
+    points = np.random.default_rng(1).random((20, 3), dtype=np.float32)
+    edges = np.linspace(0.1, 0.4, 4)
+    with pytest.raises(twobs.InputError, match="give randoms, or boxsize"):
+        twobs.xi(points, None, edges, session=cpu)
+    with pytest.raises(twobs.InputError, match="not both"):
+        twobs.xi(points, points, edges, boxsize=1.0, session=cpu)
+    with pytest.raises(twobs.InputError, match="Landy-Szalay is the natural estimator"):
+        twobs.xi(points, None, edges, boxsize=1.0, estimator="landy-szalay", session=cpu)
+    with pytest.raises(twobs.InputError, match="above half the smallest width"):
+        twobs.xi(points, None, np.linspace(0.1, 0.6, 4), boxsize=1.0, session=cpu)
+    with pytest.raises(twobs.InputError, match="norm='n2'"):
+        twobs.xi(points, points, edges, norm="n2", session=cpu)

@@ -147,3 +147,28 @@ def test_f32_overflowing_points_are_refused_with_the_way_out(cpu):
     result = cpu.run("sdh", points, params={"bins": 4, "r_max": 1e20})
     assert int(result.counts.sum()) == 3
     assert any("f64" in note for note in result.report["notes"])
+
+
+def test_squared_and_periodic_xi_equal_twobs_xi(cli, rng, cpu):
+    data = rng.random((1500, 3), dtype=np.float32)
+    randoms = rng.random((2500, 3), dtype=np.float32)
+    edges = np.linspace(0.05, 0.25, 9)
+    out = cli.folder / "xi.csv"
+    cli.run("xi", "--data", cli.npy("d", data), "--randoms", cli.npy("r", randoms), "--backend", "cpu",
+            "--norm", "squared", "--param", "bins=8", "--param", "r_min=0.05", "--param", "r_max=0.25",
+            "--out", str(out))
+    rows = list(csv.DictReader(out.open()))
+    got = twobs.xi(data, randoms, edges, norm="squared", session=cpu)
+    np.testing.assert_allclose(got["xi"], [float(r["xi"]) for r in rows], rtol=1e-12)
+    pairs = twobs.xi(data, randoms, edges, session=cpu)
+    assert np.all(np.abs(pairs["xi"] - got["xi"]) > 1e-6), "the two norms differ"
+    side = 2.0
+    points = (rng.random((1500, 3)) * side).astype(np.float32) % np.float32(side)
+    cli.run("xi", "--data", cli.npy("b", points), "--box", str(side), "--backend", "cpu", "--param", "bins=8",
+            "--param", "r_min=0.05", "--param", "r_max=0.25", "--out", str(out))
+    rows = list(csv.DictReader(out.open()))
+    got = twobs.xi(points, None, edges, boxsize=side, session=cpu)
+    assert got["dr"] is None
+    np.testing.assert_array_equal(got["dd"], [float(r["dd"]) for r in rows])
+    for column in ("rr", "xi"):
+        np.testing.assert_allclose(got[column], [float(r[column]) for r in rows], rtol=1e-12)

@@ -442,27 +442,12 @@ class RDF:
 
 # ---------------------------------------------------------------- pair counts and xi
 
-_PERIODIC_DD_SPEC = """<problem name="dd_periodic">
-  <summary>Minimum-image distances in a periodic box counted into buckets over [r_min, r_max)</summary>
-  <input sets="1,2" type="f32" dims="3"/>
-  <function file="rdf.cu" name="min_image_distance" symmetric="true" key="squared_min_image_distance" map="root" estimate="approx_root"/>
-  <output kind="histogram" bins="bins" min="r_min" max="r_max"/>
-  <cutoff value="r_max"/>
-  <param name="bins" type="u32" default="20">number of buckets</param>
-  <param name="r_min" type="f32" default="0">lower edge of the first bucket</param>
-  <param name="r_max" type="f32" default="0.1">upper edge of the last bucket</param>
-  <param name="box" type="box" default="1.0">periodic box</param>
-</problem>"""
-
 _problems: dict = {}
 
 
 def _problem(name: str) -> Problem:
     if name not in _problems:
-        if name == "dd_periodic":
-            _problems[name] = Problem(_PERIODIC_DD_SPEC, snippet=_twobs.built_in_file("rdf.cu"))
-        else:
-            _problems[name] = Problem(name)
+        _problems[name] = Problem(name)
     return _problems[name]
 
 
@@ -547,41 +532,80 @@ def DD(autocorr: int, nthreads: int, binfile: Any, X1: Any, Y1: Any, Z1: Any, we
     return out
 
 
-def xi(data: Any, randoms: Any, bins: Any, estimator: str = "landy-szalay", data_weights: Any = None,
-       random_weights: Any = None, session: Optional[Session] = None, comm: Any = None) -> dict:
+def xi(data: Any, randoms: Any, bins: Any, estimator: Optional[str] = None, data_weights: Any = None,
+       random_weights: Any = None, norm: str = "pairs", boxsize: Any = None,
+       session: Optional[Session] = None, comm: Any = None) -> dict:
     """The two-point correlation function of ``data`` against ``randoms`` (arrays
     of shape (n, 3)), as ``twobs xi`` computes it: DD, RR (and DR for
-    Landy-Szalay) counted exactly, normalised by the pairs each could have
-    had ((W^2 - sum w^2) / 2 within a catalogue, W_D W_R between them).
-    ``bins`` are the edges (evenly or log-evenly spaced). Returns a dict of
-    ``edges``, ``xi``, ``dd``, ``rr`` and ``dr``."""
+    Landy-Szalay, the default) counted exactly, each divided by the pairs it
+    could have had. ``norm="pairs"``: (W^2 - sum w^2) / 2 within a catalogue,
+    N(N-1)/2 unweighted (Corrfunc's ``theory.xi``); ``norm="squared"``: W^2 / 2
+    (Corrfunc's ``convert_3d_counts_to_cf``, TreeCorr); W_D W_R between them.
+    With ``randoms=None`` and ``boxsize`` (L or (Lx, Ly, Lz)), as Corrfunc's
+    ``theory.xi``: DD with minimum images in the periodic box, RR analytic (the
+    data's pair total times each shell's share of the box), the natural
+    estimator. ``bins`` are the edges (evenly or log-evenly spaced). Returns
+    a dict of ``edges``, ``xi``, ``dd``, ``rr`` and ``dr`` (None unless counted)."""
+    periodic = boxsize is not None
+    if periodic == (randoms is not None):
+        raise InputError("xi: give randoms, or boxsize (a periodic box, RR analytic) instead of randoms; not both")
+    if estimator is None:
+        estimator = "natural" if periodic else "landy-szalay"
     estimator = estimator.lower().replace("_", "-")
     if estimator not in ("landy-szalay", "natural"):
         raise InputError(f"estimator={estimator!r}: expected 'landy-szalay' or 'natural'")
+    if periodic and estimator == "landy-szalay":
+        raise InputError("estimator='landy-szalay' with boxsize: without randoms DR and RR are both analytic and "
+                         "Landy-Szalay is the natural estimator; leave estimator out")
+    if norm not in ("pairs", "squared"):
+        raise InputError(f"norm={norm!r}: expected 'pairs' (N(N-1)/2) or 'squared' (N^2/2)")
+    if periodic and random_weights is not None:
+        raise InputError("random_weights with boxsize: the randoms are analytic")
     session = _session(session, comm)
     edges = np.asarray(bins, dtype=np.float64)
-    d, r = _host(data), _host(randoms)
+    d = _host(data)
     weighted = data_weights is not None or random_weights is not None
-    if weighted and (data_weights is None or random_weights is None):
+    if weighted and not periodic and (data_weights is None or random_weights is None):
         raise InputError("weights for one catalogue only: give both (ones for unweighted randoms)")
-    wd = None if not weighted else np.asarray(_host(data_weights), dtype=np.float64)
-    wr = None if not weighted else np.asarray(_host(random_weights), dtype=np.float64)
+    wd = None if data_weights is None else np.asarray(_host(data_weights), dtype=np.float64)
 
     def totals(res: Result) -> np.ndarray:
         return res.sums if weighted else res.counts.astype(np.float64)
 
-    dd = totals(_pair_histogram(session, d, None, edges, None, None if wd is None else [wd]))
-    rr = totals(_pair_histogram(session, r, None, edges, None, None if wr is None else [wr]))
-    sw = lambda w, n: (float(n), float(n)) if w is None else (float(w.sum()), float((w * w).sum()))  # noqa: E731
-    (Wd, Sd), (Wr, Sr) = sw(wd, len(d)), sw(wr, len(r))
-    dd_n, rr_n = dd / ((Wd * Wd - Sd) / 2), rr / ((Wr * Wr - Sr) / 2)
+    def within(w: Optional[np.ndarray], n: int) -> float:
+        total, squares = (float(n), float(n)) if w is None else (float(w.sum()), float((w * w).sum()))
+        return (total * total - squares) / 2 if norm == "pairs" else total * total / 2
+
+    if periodic:
+        text, _ = _box_param(boxsize)
+        lengths = np.array([float(v) for v in text.split(",")], dtype=np.float32).astype(np.float64)
+        if len(lengths) != 3:
+            raise InputError(f"boxsize {boxsize!r}: xi's analytic RR takes an orthorhombic box, L or (Lx, Ly, Lz)")
+        if edges[-1] > lengths.min() / 2:
+            raise InputError(f"the last bucket edge {edges[-1]} is above half the smallest width of the box "
+                             f"({lengths.min() / 2}): a shell that large meets its own periodic images")
+    dd_run = _pair_histogram(session, d, None, edges, boxsize, None if wd is None else [wd])
+    dd = totals(dd_run)
+    dd_n = dd / within(wd, len(d))
     dr = None
     with np.errstate(divide="ignore", invalid="ignore"):
-        if estimator == "landy-szalay":
-            dr = totals(_pair_histogram(session, d, r, edges, None, None if wd is None else [wd, wr]))
-            value = (dd_n - 2 * dr / (Wd * Wr) + rr_n) / rr_n
+        if periodic:
+            # Shell volumes from the edges the histogram used, as the command line does.
+            e = np.asarray(dd_run.edges, dtype=np.float64)
+            share = 4 / 3 * np.pi * (e[1:] ** 3 - e[:-1] ** 3) / float(np.prod(lengths))
+            rr = within(wd, len(d)) * share
+            value = dd_n / share - 1
         else:
-            value = dd_n / rr_n - 1
+            r = _host(randoms)
+            wr = None if random_weights is None else np.asarray(_host(random_weights), dtype=np.float64)
+            rr = totals(_pair_histogram(session, r, None, edges, None, None if wr is None else [wr]))
+            rr_n = rr / within(wr, len(r))
+            if estimator == "landy-szalay":
+                dr = totals(_pair_histogram(session, d, r, edges, None, None if wd is None else [wd, wr]))
+                cross = (float(len(d)) if wd is None else wd.sum()) * (float(len(r)) if wr is None else wr.sum())
+                value = (dd_n - 2 * dr / cross + rr_n) / rr_n
+            else:
+                value = dd_n / rr_n - 1
     value = np.where(rr == 0, np.nan, value)
     return {"edges": edges, "xi": value, "dd": dd, "rr": rr, "dr": dr}
 

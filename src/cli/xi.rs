@@ -14,7 +14,7 @@ use crate::run::RunOptions;
 use crate::schedule::GpuOptions;
 use crate::stage::contribution;
 use crate::write::{Destination, Named, Target as ResultTarget};
-use crate::xi::{self, Estimator};
+use crate::xi::{self, Estimator, Norm};
 
 #[derive(Args)]
 pub(super) struct XiArgs {
@@ -22,8 +22,12 @@ pub(super) struct XiArgs {
     #[arg(long, value_name = "FILE|GEN:N")]
     data: String,
     /// Randoms: positions drawn uniformly over the catalogue's volume and mask.
-    #[arg(long, value_name = "FILE|GEN:N")]
-    randoms: String,
+    #[arg(long, value_name = "FILE|GEN:N", required_unless_present = "box_size", conflicts_with = "box_size")]
+    randoms: Option<String>,
+    /// A periodic box (L, or Lx,Ly,Lz) holding the data, instead of randoms:
+    /// DD with minimum images, RR analytic from the shells' volumes (Corrfunc's theory.xi).
+    #[arg(long = "box", value_name = "L|LX,LY,LZ")]
+    box_size: Option<String>,
     /// A weight per data point (1-D .npy or one number per line): pair counts
     /// become sums of weight products, normalised by the weight totals.
     #[arg(long, value_name = "FILE")]
@@ -31,18 +35,42 @@ pub(super) struct XiArgs {
     /// A weight per random point (each 1 when only --data-weights is given).
     #[arg(long, value_name = "FILE")]
     random_weights: Option<String>,
-    /// The pair-distance histogram to count with (a spec with sets="1,2").
-    #[arg(long, default_value = "sdh")]
-    problem: String,
+    /// The catalogues are RA and Dec in degrees (two columns) and xi is w(theta):
+    /// angular separations in degrees (the built-in ddtheta; its parameters
+    /// bins, theta_min, theta_max), as Corrfunc's DDtheta_mocks counts them.
+    #[arg(long, conflicts_with = "box_size")]
+    radec: bool,
+    /// A patch number (0, 1, ...) per data point, a 1-D .npy or one number a
+    /// line: xi is estimated again with each patch left out, and its jackknife
+    /// errors written beside it (TreeCorr's var_method="jackknife").
+    #[arg(long, value_name = "FILE", requires = "random_patches")]
+    patches: Option<String>,
+    /// A patch number per random point, the same patches as the data's.
+    #[arg(long, value_name = "FILE", requires = "patches")]
+    random_patches: Option<String>,
+    /// Where the jackknife covariance of xi between buckets goes (.csv, .npy
+    /// or .json): a row per bucket, its edges, then one column per bucket.
+    #[arg(long, value_name = "FILE", requires = "patches")]
+    cov: Option<String>,
+    /// The pair-distance histogram to count with (a spec with sets="1,2"):
+    /// sdh by default, dd_periodic with --box.
+    #[arg(long)]
+    problem: Option<String>,
     /// Buckets and range: bins, r_min, r_max (sdh's parameters).
     #[arg(long = "param", value_name = "NAME=VALUE")]
     params: Vec<String>,
     /// Log-spaced distance buckets (r_min > 0), as correlation functions are usually binned.
     #[arg(long)]
     log_bins: bool,
-    /// landy-szalay ((DD - 2DR + RR) / RR, the default) or natural (DD / RR - 1).
-    #[arg(long, value_enum, default_value = "landy-szalay")]
-    estimator: Estimator,
+    /// landy-szalay ((DD - 2DR + RR) / RR, the default with randoms) or
+    /// natural (DD / RR - 1, the one there is with --box).
+    #[arg(long, value_enum)]
+    estimator: Option<Estimator>,
+    /// What a catalogue's counts are divided by: pairs (N(N-1)/2, the number
+    /// of distinct pairs; Corrfunc's theory.xi) or squared (N^2/2: Corrfunc's
+    /// convert_3d_counts_to_cf and TreeCorr).
+    #[arg(long, value_enum, default_value = "pairs")]
+    norm: Norm,
     /// Where xi goes: a .csv, .npy or .json file, or - for standard output (the default).
     #[arg(long, value_name = "FILE|-")]
     out: Option<String>,
@@ -71,11 +99,41 @@ pub(super) struct XiArgs {
 }
 
 pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
-    let problem = load(&args.problem, args.log_bins)?;
-    let params = bind(&problem, &args.params)?;
+    let estimator = match (args.estimator, &args.box_size) {
+        (Some(Estimator::LandySzalay), Some(_)) => anyhow::bail!(
+            "--estimator landy-szalay with --box: without randoms DR and RR are both analytic and Landy-Szalay is the natural estimator; leave --estimator out"
+        ),
+        (Some(e), _) => e,
+        (None, Some(_)) => Estimator::Natural,
+        (None, None) => Estimator::LandySzalay,
+    };
+    let default_problem = match (&args.box_size, args.radec) {
+        (Some(_), _) => "dd_periodic",
+        (None, true) => "ddtheta",
+        (None, false) => "sdh",
+    };
+    let problem = load(args.problem.as_deref().unwrap_or(default_problem), args.log_bins)?;
+    let mut param_args = args.params.clone();
+    if let Some(b) = &args.box_size {
+        if args.params.iter().any(|p| p.starts_with("box=")) {
+            anyhow::bail!("--box and --param box=...: give the box once");
+        }
+        param_args.push(format!("box={b}"));
+    }
+    let params = bind(&problem, &param_args)?;
     let opts = InputOptions { dims: args.dims, drop_nonfinite: false, seed: args.seed };
-    let problem = with_input_dims(problem, &args.data, &opts)?;
-    let components = problem.input.element.components();
+    // With --radec the files hold two values a point, made three (unit vectors) below.
+    let problem = if args.radec { problem } else { with_input_dims(problem, &args.data, &opts)? };
+    let components = match args.radec {
+        false => problem.input.element.components(),
+        true => ["ra", "dec"]
+            .map(|name| crate::spec::Component { name: name.into(), scalar: crate::spec::Scalar::F64 })
+            .to_vec(),
+    };
+    let on_the_sky = |set: crate::data::PointSet| match args.radec {
+        true => xi::unit_vectors(&set),
+        false => Ok(set),
+    };
     let format = args.format.map(FormatArg::format);
     let target = match args.out.as_deref() {
         None | Some("-") => ResultTarget::new(Destination::Stdout, format)?,
@@ -89,23 +147,40 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         plot::check(path)?;
         written.push(Named::new("--plot", path));
     }
+    let cov_target = match &args.cov {
+        Some(path) => {
+            written.push(Named::new("--cov", path));
+            Some(ResultTarget::new(Destination::File(path.into()), format)?)
+        }
+        None => None,
+    };
     let read: Vec<Named> = [
         ("--data", Some(&args.data)),
-        ("--randoms", Some(&args.randoms)),
+        ("--randoms", args.randoms.as_ref()),
         ("--data-weights", args.data_weights.as_ref()),
         ("--random-weights", args.random_weights.as_ref()),
+        ("--patches", args.patches.as_ref()),
+        ("--random-patches", args.random_patches.as_ref()),
     ]
     .into_iter()
     .filter_map(|(role, file)| file.filter(|f| std::path::Path::new(f).exists()).map(|f| Named::new(role, f)))
     .collect();
     crate::write::refuse_clashes(&written, &read)?;
     let cache = Cache::user()?;
-    let mut data = read_input(&args.data, &components, &opts).context("--data")?;
-    let mut randoms =
-        read_input(&args.randoms, &components, &InputOptions { seed: args.seed + 1, ..opts }).context("--randoms")?;
+    let mut data = on_the_sky(read_input(&args.data, &components, &opts).context("--data")?)?;
+    let mut randoms = match &args.randoms {
+        Some(file) => Some(on_the_sky(
+            read_input(file, &components, &InputOptions { seed: args.seed + 1, ..opts }).context("--randoms")?,
+        )?),
+        None => None,
+    };
+    if args.random_weights.is_some() && randoms.is_none() {
+        anyhow::bail!("--random-weights without --randoms: with --box the randoms are analytic");
+    }
     // Weighted, both catalogues carry a weight column; a missing one is all ones.
     if args.data_weights.is_some() || args.random_weights.is_some() {
-        for (set, file) in [(&mut data, &args.data_weights), (&mut randoms, &args.random_weights)] {
+        let sets = [Some((&mut data, &args.data_weights)), randoms.as_mut().map(|r| (r, &args.random_weights))];
+        for (set, file) in sets.into_iter().flatten() {
             let weights = match file {
                 Some(file) => data::read_weights(file, set.len())?,
                 None => crate::data::Column::F64(vec![1.0; set.len()]),
@@ -124,33 +199,63 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         cache,
         ranks: None,
     };
-    let (counts, runs) = xi::count(
-        &problem,
-        &params,
-        &Inputs { a: data, b: None },
-        &Inputs { a: randoms, b: None },
-        args.estimator,
-        &run_opts,
-    )?;
-    let xi = counts.xi(args.estimator);
-    let (dd, rr, dr) = (&counts.dd, &counts.rr, &counts.dr);
+    let patches = match (&args.patches, &args.random_patches) {
+        (Some(d), Some(r)) => Some((
+            read_patches(d, data.len()).context("--patches")?,
+            read_patches(r, randoms.as_ref().map_or(0, |r| r.len())).context("--random-patches")?,
+        )),
+        _ => None,
+    };
+    let randoms = randoms.map(|a| Inputs { a, b: None });
+    let data = Inputs { a: data, b: None };
+    let (counts, runs) = xi::count(&problem, &params, &data, randoms.as_ref(), estimator, &run_opts)?;
+    let xi = counts.xi(estimator, args.norm);
+    let started = std::time::Instant::now();
+    let jackknife = match (&patches, &randoms) {
+        (Some((dp, rp)), randoms) => Some(xi::jackknife(
+            &problem,
+            &params,
+            (&data, dp),
+            randoms.as_ref().map(|r| (r, &rp[..])),
+            estimator,
+            args.norm,
+            &counts,
+            &run_opts,
+        )?),
+        (None, _) => None,
+    };
+    let (dd, rr, dr) = (&counts.dd, &counts.rr(args.norm), counts.dr());
     let n = xi.len();
-    let mut columns: Vec<(&str, &[f64])> = vec![("r_lo", &counts.edges[..n]), ("r_hi", &counts.edges[1..]), ("dd", dd)];
+    // Separations are distances r, or angles theta in degrees with --radec.
+    let (lo, hi) = if args.radec { ("theta_lo", "theta_hi") } else { ("r_lo", "r_hi") };
+    let mut columns: Vec<(&str, &[f64])> = vec![(lo, &counts.edges[..n]), (hi, &counts.edges[1..]), ("dd", dd)];
     if let Some(dr) = dr {
         columns.push(("dr", dr));
     }
     columns.extend([("rr", &rr[..]), ("xi", &xi[..])]);
+    let errors: Vec<f64> = jackknife.iter().flat_map(|j| (0..n).map(|i| j.covariance[i][i].sqrt())).collect();
+    if jackknife.is_some() {
+        columns.push(("xi_err", &errors));
+    }
     crate::write::table(&target, &columns, 2)?;
+    if let (Some(j), Some(cov_target)) = (&jackknife, &cov_target) {
+        let names: Vec<String> = (0..n).map(|i| format!("cov_{i}")).collect();
+        let mut cov: Vec<(&str, &[f64])> = vec![(lo, &counts.edges[..n]), (hi, &counts.edges[1..])];
+        let by_column: Vec<Vec<f64>> = (0..n).map(|c| (0..n).map(|r| j.covariance[r][c]).collect()).collect();
+        cov.extend(names.iter().map(|s| s.as_str()).zip(by_column.iter().map(|c| &c[..])));
+        crate::write::table(cov_target, &cov, 2)?;
+    }
     if let Some(path) = &args.plot {
         let figure = plot::Figure {
             title: format!(
-                "ξ(r), {}: {} data points, {} randoms",
-                args.estimator.name(),
+                "{}, {}: {} data points, {}",
+                if args.radec { "w(θ)" } else { "ξ(r)" },
+                estimator.name(),
                 counts.data_points,
-                counts.random_points
+                against(&counts)
             ),
-            x_label: "r".into(),
-            y_label: "ξ(r)".into(),
+            x_label: if args.radec { "θ (degrees)" } else { "r" }.into(),
+            y_label: if args.radec { "w(θ)" } else { "ξ(r)" }.into(),
             log_x: args.log_bins,
             series: vec![plot::Series { label: "ξ".into(), edges: &counts.edges, values: &xi }],
         };
@@ -162,14 +267,25 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
             Destination::File(_) => println!("{line}"),
         };
         say(format!(
-            "xi(r) by the {} estimator: {} data points, {} randoms, {}",
-            args.estimator.name(),
+            "xi(r) by the {} estimator: {} data points, {}, counts over {}, {}",
+            estimator.name(),
             counts.data_points,
-            counts.random_points,
+            against(&counts),
+            match args.norm {
+                Norm::Pairs => "N(N-1)/2",
+                Norm::Squared => "N^2/2",
+            },
             contribution::describe(&problem, &params)
         ));
         for (what, run) in ["DD", "RR", "DR"].iter().zip(&runs) {
             say(format!("{what}: {} pairs on {}, {:.3} s", run.shape.pairs, run.device, run.timings.total_s));
+        }
+        if let Some(j) = &jackknife {
+            say(format!(
+                "jackknife over {} patches (each left out in turn, its pairs with the rest too): {:.3} s",
+                j.xi.len(),
+                started.elapsed().as_secs_f64()
+            ));
         }
         if xi.iter().any(|x| x.is_nan()) {
             say("xi is NaN (null in JSON) where the randoms have no pair: use more randoms or wider buckets".into());
@@ -179,4 +295,27 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// What DD was compared with, for the report and the plot's title.
+fn against(counts: &xi::PairCounts) -> String {
+    match &counts.randoms {
+        xi::Randoms::Counted { points, .. } => format!("{points} randoms"),
+        xi::Randoms::Analytic { volume } => format!("analytic RR in a periodic box of volume {volume}"),
+    }
+}
+
+/// A patch number per point: whole numbers from 0, as many as the points.
+fn read_patches(file: &str, points: usize) -> anyhow::Result<Vec<u32>> {
+    let column = [crate::spec::Component { name: "patch".into(), scalar: crate::spec::Scalar::F64 }];
+    let set = read_input(file, &column, &InputOptions::default())?;
+    if set.len() != points {
+        anyhow::bail!("{file}: {} patch numbers for {points} points", set.len());
+    }
+    (0..set.len())
+        .map(|i| match set.columns[0].get_f64(i) {
+            p if p >= 0.0 && p < 65536.0 && p.fract() == 0.0 => Ok(p as u32),
+            p => anyhow::bail!("{file}: row {}: patch {p} is not a whole number from 0 to 65535", i + 1),
+        })
+        .collect()
 }
