@@ -62,19 +62,14 @@ impl Norm {
 /// vectors (cos d cos a, cos d sin a, sin d) in f64 that the built-in
 /// `ddtheta` takes; a weight column after them is kept. Refuses a Dec
 /// outside [-90, 90] or a value that is not finite, naming its row.
-pub fn unit_vectors(set: &crate::data::PointSet) -> Result<crate::data::PointSet, XiError> {
+pub fn unit_vectors(set: &crate::data::PointSet) -> Result<crate::data::PointSet, NotOnTheSky> {
     use crate::data::Column;
     let n = set.len();
     let (mut x, mut y, mut z) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
     for i in 0..n {
         let (ra, dec) = (set.columns[0].get_f64(i), set.columns[1].get_f64(i));
         if !(ra.is_finite() && dec.is_finite() && (-90.0..=90.0).contains(&dec)) {
-            return Err(XiError::NotOnTheSky {
-                origin: set.origin.clone(),
-                row: set.original_row(i as u64) + 1,
-                ra,
-                dec,
-            });
+            return Err(NotOnTheSky { origin: set.origin.clone(), row: set.original_row(i as u64) + 1, ra, dec });
         }
         let (a, d) = (ra.to_radians(), dec.to_radians());
         x.push(d.cos() * a.cos());
@@ -84,6 +79,16 @@ pub fn unit_vectors(set: &crate::data::PointSet) -> Result<crate::data::PointSet
     let mut columns = vec![Column::F64(x), Column::F64(y), Column::F64(z)];
     columns.extend(set.columns[2..].iter().cloned());
     Ok(crate::data::PointSet { columns, origin: set.origin.clone(), rows: set.rows.clone() })
+}
+
+/// A row of RA and Dec that is no point on the sky.
+#[derive(Debug, thiserror::Error)]
+#[error("{origin}: row {row}: RA {ra}, Dec {dec} is not a point on the sky (degrees, Dec from -90 to 90)")]
+pub struct NotOnTheSky {
+    pub origin: String,
+    pub row: u64,
+    pub ra: f64,
+    pub dec: f64,
 }
 
 /// A problem xi cannot be estimated with.
@@ -107,8 +112,6 @@ pub enum XiError {
     ShellsPastHalfTheBox { r_max: f64, half: f64 },
     #[error("{origin}: {found} columns, where problem's points have {values} values (and a weight column or none)")]
     Columns { origin: String, found: usize, values: usize },
-    #[error("{origin}: row {row}: RA {ra}, Dec {dec} is not a point on the sky (degrees, Dec from -90 to 90)")]
-    NotOnTheSky { origin: String, row: u64, ra: f64, dec: f64 },
     #[error(transparent)]
     Patches(#[from] PatchError),
     #[error(transparent)]

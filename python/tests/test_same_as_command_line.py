@@ -172,3 +172,22 @@ def test_squared_and_periodic_xi_equal_twobs_xi(cli, rng, cpu):
     np.testing.assert_array_equal(got["dd"], [float(r["dd"]) for r in rows])
     for column in ("rr", "xi"):
         np.testing.assert_allclose(got[column], [float(r[column]) for r in rows], rtol=1e-12)
+
+
+def test_radec_w_theta_equals_twobs_xi_radec(cli, rng, cpu):
+    def sky(n):
+        return np.column_stack([rng.uniform(0, 60, n), np.degrees(np.arcsin(rng.uniform(-0.5, 0.5, n)))])
+    data, randoms = sky(700), sky(1100)
+    out = cli.folder / "w.csv"
+    cli.run("xi", "--radec", "--data", cli.npy("d", data), "--randoms", cli.npy("r", randoms), "--backend", "cpu",
+            "--param", "bins=8", "--param", "theta_min=0.5", "--param", "theta_max=16", "--log-bins",
+            "--out", str(out))
+    rows = list(csv.DictReader(out.open()))
+    got = twobs.xi(data, randoms, np.geomspace(0.5, 16, 9), radec=True, session=cpu)
+    for column in ("dd", "dr", "rr"):
+        np.testing.assert_array_equal(got[column], [float(r[column]) for r in rows])
+    np.testing.assert_allclose(got["xi"], [float(r["xi"]) for r in rows], rtol=1e-12, equal_nan=True)
+    bad = data.copy()
+    bad[3, 1] = -91.0
+    with pytest.raises(twobs.InputError, match="row 4: RA .*, Dec -91.0 is not a point on the sky"):
+        twobs.xi(bad, randoms, np.geomspace(0.5, 16, 9), radec=True, session=cpu)

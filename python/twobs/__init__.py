@@ -474,10 +474,13 @@ def _edges_of(binfile: Any) -> np.ndarray:
 
 
 def _pair_histogram(session: Session, a: np.ndarray, b: Optional[np.ndarray], edges: np.ndarray,
-                    boxsize: Any, weights: Optional[list]) -> Result:
+                    boxsize: Any, weights: Optional[list], angular: bool = False) -> Result:
     bins, lo, hi, log = _spacing(edges)
     params: dict = {"bins": bins, "r_min": lo, "r_max": hi}
-    if boxsize is not None:
+    if angular:
+        params = {"bins": bins, "theta_min": lo, "theta_max": hi}
+        problem = _problem("ddtheta")
+    elif boxsize is not None:
         params["box"] = _box_param(boxsize)[0]
         problem = _problem("dd_periodic")
     else:
@@ -532,8 +535,22 @@ def DD(autocorr: int, nthreads: int, binfile: Any, X1: Any, Y1: Any, Z1: Any, we
     return out
 
 
+def _unit_vectors(sky: Any, what: str) -> np.ndarray:
+    """RA and Dec in degrees, shape (n, 2), as unit vectors in f64 (``twobs xi --radec``'s)."""
+    p = np.asarray(_host(sky), dtype=np.float64)
+    if p.ndim != 2 or p.shape[1] != 2:
+        raise InputError(f"{what}: radec=True takes RA and Dec in degrees, shape (n, 2); found shape {p.shape}")
+    bad = ~(np.isfinite(p).all(axis=1) & (np.abs(p[:, 1]) <= 90))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InputError(f"{what}: row {i + 1}: RA {p[i, 0]}, Dec {p[i, 1]} is not a point on the sky "
+                         "(degrees, Dec from -90 to 90)")
+    ra, dec = np.radians(p[:, 0]), np.radians(p[:, 1])
+    return np.column_stack([np.cos(dec) * np.cos(ra), np.cos(dec) * np.sin(ra), np.sin(dec)])
+
+
 def xi(data: Any, randoms: Any, bins: Any, estimator: Optional[str] = None, data_weights: Any = None,
-       random_weights: Any = None, norm: str = "pairs", boxsize: Any = None,
+       random_weights: Any = None, norm: str = "pairs", boxsize: Any = None, radec: bool = False,
        session: Optional[Session] = None, comm: Any = None) -> dict:
     """The two-point correlation function of ``data`` against ``randoms`` (arrays
     of shape (n, 3)), as ``twobs xi`` computes it: DD, RR (and DR for
@@ -544,7 +561,10 @@ def xi(data: Any, randoms: Any, bins: Any, estimator: Optional[str] = None, data
     With ``randoms=None`` and ``boxsize`` (L or (Lx, Ly, Lz)), as Corrfunc's
     ``theory.xi``: DD with minimum images in the periodic box, RR analytic (the
     data's pair total times each shell's share of the box), the natural
-    estimator. ``bins`` are the edges (evenly or log-evenly spaced). Returns
+    estimator. With ``radec=True`` the catalogues are RA and Dec in degrees,
+    shape (n, 2), and xi is w(theta) over angular buckets in degrees (``twobs
+    xi --radec``, Corrfunc's ``DDtheta_mocks``). ``bins`` are the edges
+    (evenly or log-evenly spaced). Returns
     a dict of ``edges``, ``xi``, ``dd``, ``rr`` and ``dr`` (None unless counted)."""
     periodic = boxsize is not None
     if periodic == (randoms is not None):
@@ -561,9 +581,11 @@ def xi(data: Any, randoms: Any, bins: Any, estimator: Optional[str] = None, data
         raise InputError(f"norm={norm!r}: expected 'pairs' (N(N-1)/2) or 'squared' (N^2/2)")
     if periodic and random_weights is not None:
         raise InputError("random_weights with boxsize: the randoms are analytic")
+    if radec and periodic:
+        raise InputError("radec=True with boxsize: angles on the sky have no periodic box")
     session = _session(session, comm)
     edges = np.asarray(bins, dtype=np.float64)
-    d = _host(data)
+    d = _unit_vectors(data, "data") if radec else _host(data)
     weighted = data_weights is not None or random_weights is not None
     if weighted and not periodic and (data_weights is None or random_weights is None):
         raise InputError("weights for one catalogue only: give both (ones for unweighted randoms)")
@@ -584,7 +606,7 @@ def xi(data: Any, randoms: Any, bins: Any, estimator: Optional[str] = None, data
         if edges[-1] > lengths.min() / 2:
             raise InputError(f"the last bucket edge {edges[-1]} is above half the smallest width of the box "
                              f"({lengths.min() / 2}): a shell that large meets its own periodic images")
-    dd_run = _pair_histogram(session, d, None, edges, boxsize, None if wd is None else [wd])
+    dd_run = _pair_histogram(session, d, None, edges, boxsize, None if wd is None else [wd], radec)
     dd = totals(dd_run)
     dd_n = dd / within(wd, len(d))
     dr = None
@@ -596,12 +618,12 @@ def xi(data: Any, randoms: Any, bins: Any, estimator: Optional[str] = None, data
             rr = within(wd, len(d)) * share
             value = dd_n / share - 1
         else:
-            r = _host(randoms)
+            r = _unit_vectors(randoms, "randoms") if radec else _host(randoms)
             wr = None if random_weights is None else np.asarray(_host(random_weights), dtype=np.float64)
-            rr = totals(_pair_histogram(session, r, None, edges, None, None if wr is None else [wr]))
+            rr = totals(_pair_histogram(session, r, None, edges, None, None if wr is None else [wr], radec))
             rr_n = rr / within(wr, len(r))
             if estimator == "landy-szalay":
-                dr = totals(_pair_histogram(session, d, r, edges, None, None if wd is None else [wd, wr]))
+                dr = totals(_pair_histogram(session, d, r, edges, None, None if wd is None else [wd, wr], radec))
                 cross = (float(len(d)) if wd is None else wd.sum()) * (float(len(r)) if wr is None else wr.sum())
                 value = (dd_n - 2 * dr / cross + rr_n) / rr_n
             else:

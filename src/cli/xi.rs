@@ -314,7 +314,7 @@ fn read_patches(file: &str, points: usize) -> anyhow::Result<Vec<u32>> {
     }
     (0..set.len())
         .map(|i| match set.columns[0].get_f64(i) {
-            p if p >= 0.0 && p < 65536.0 && p.fract() == 0.0 => Ok(p as u32),
+            p if (0.0..65536.0).contains(&p) && p.fract() == 0.0 => Ok(p as u32),
             p => anyhow::bail!("{file}: row {}: patch {p} is not a whole number from 0 to 65535", i + 1),
         })
         .collect()
