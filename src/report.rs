@@ -547,18 +547,29 @@ fn report(
     if let Some(b) = &inputs.b {
         inputs_json.push(json!(b.summary()));
     }
-    json!({
+    let mut report = json!({
         "problem": { "name": problem.name, "origin": problem.origin, "summary": problem.summary },
         "params": params.values.iter().map(|(n, v)| (n.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        "inputs": inputs_json,
+        "conventions": conventions(problem, exec.shape.visit, symmetric),
+        "result": result,
+    });
+    if let (Some(report), serde_json::Value::Object(run)) = (report.as_object_mut(), execution(exec)) {
+        report.extend(run);
+    }
+    report
+}
+
+/// How one run went, as every report tells it: where it ran, the index and
+/// why, the schedule, the timings and the kernels' plans.
+pub fn execution(exec: &Execution) -> serde_json::Value {
+    json!({
         "backend": exec.backend.name(),
         "device": exec.device,
         "notes": exec.notes,
-        "inputs": inputs_json,
         "pairs": u64::try_from(exec.shape.pairs).map_or_else(|_| json!(exec.shape.pairs.to_string()), |p| json!(p)),
-        "conventions": conventions(problem, exec.shape.visit, symmetric),
         "index": exec.index,
         "schedule": exec.schedule.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
-        "result": result,
         "timings": exec.timings,
         "plans": exec.plans,
         "verified": exec.verified,

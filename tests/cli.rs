@@ -715,6 +715,27 @@ fn xi_writes_the_counts_and_the_estimate_the_user_asks_for() {
     assert!(stderr(&o).contains("problem `2pcf` cannot count xi's pairs"), "{}", stderr(&o));
     let o = run(&["--log-bins"]);
     assert!(stderr(&o).contains("log-spaced buckets need a lower edge above 0, and it is r_min=0"), "{}", stderr(&o));
+    // The report holds xi as written and how each count ran, the index with its reason.
+    let o = run(&["--param", "bins=4", "--param", "r_max=0.2", "--out", "x.csv", "--report", "x-report.json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("DD: ") && stdout(&o).contains("; index grid: cutoff r_max=0.2"), "{}", stdout(&o));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("x-report.json")).unwrap()).unwrap();
+    let csv = std::fs::read_to_string(dir.path().join("x.csv")).unwrap();
+    let written: Vec<f64> = csv.lines().skip(1).map(|l| l.rsplit(',').next().unwrap().parse().unwrap()).collect();
+    let reported: Vec<f64> = report["result"]["xi"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    // serde_json reads decimals to within an ulp (no float_roundtrip): equal to 1e-15.
+    assert!(
+        written.len() == 4 && written.iter().zip(&reported).all(|(w, r)| (w - r).abs() <= 1e-15 * w.abs()),
+        "{csv}\n{report}"
+    );
+    for what in ["DD", "RR", "DR"] {
+        let run = &report["runs"][what];
+        assert!(run["backend"] == "cpu" && run["index"]["index"] == "grid", "{what}: {run}");
+        assert!(run["index"]["why"].as_str().unwrap().contains("cells visit"), "{what}: {run}");
+    }
+    let o = run(&["--report", "-"]);
+    assert!(stderr(&o).contains("--out - and --report - both want standard output"), "{}", stderr(&o));
 }
 
 #[test]

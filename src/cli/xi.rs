@@ -10,6 +10,7 @@ use crate::cache::Cache;
 use crate::data::{self, InputOptions, Inputs, read_input};
 use crate::index::IndexChoice;
 use crate::plot;
+use crate::report;
 use crate::run::RunOptions;
 use crate::schedule::GpuOptions;
 use crate::stage::contribution;
@@ -96,6 +97,10 @@ pub(super) struct XiArgs {
     /// Standard output carries xi alone.
     #[arg(long)]
     quiet: bool,
+    /// Write a JSON report to FILE (- for stdout): xi and its counts, and each
+    /// count's run (backend, device, index and why, schedule, timings, plans).
+    #[arg(long, value_name = "FILE|-")]
+    report: Option<String>,
 }
 
 pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
@@ -147,6 +152,17 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         plot::check(path)?;
         written.push(Named::new("--plot", path));
     }
+    let report_target = match args.report.as_deref() {
+        None => None,
+        Some("-") if target.destination == Destination::Stdout => {
+            anyhow::bail!("--out - and --report - both want standard output; send one of them to a file")
+        }
+        Some("-") => Some(ResultTarget::new(Destination::Stdout, Some(crate::write::Format::Json))?),
+        Some(path) => {
+            written.push(Named::new("--report", path));
+            Some(ResultTarget::new(Destination::File(path.into()), Some(crate::write::Format::Json))?)
+        }
+    };
     let cov_target = match &args.cov {
         Some(path) => {
             written.push(Named::new("--cov", path));
@@ -261,6 +277,27 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         };
         plot::draw(&figure, path)?;
     }
+    if let Some(report_target) = &report_target {
+        let runs: serde_json::Map<String, serde_json::Value> = ["DD", "RR", "DR"]
+            .iter()
+            .zip(&runs)
+            .map(|(what, run)| (what.to_string(), report::execution(run)))
+            .collect();
+        let report = serde_json::json!({
+            "problem": { "name": problem.name, "origin": problem.origin, "summary": problem.summary },
+            "params": params.values.iter().map(|(n, v)| (n.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
+            "estimator": estimator.name(),
+            "norm": match args.norm { Norm::Pairs => "pairs", Norm::Squared => "squared" },
+            "data_points": counts.data_points,
+            "against": against(&counts),
+            "result": {
+                "edges": counts.edges, "dd": dd, "dr": dr, "rr": rr, "xi": xi,
+                "xi_err": jackknife.is_some().then_some(&errors),
+            },
+            "runs": runs,
+        });
+        crate::write::document(report_target, &report)?;
+    }
     if !args.quiet {
         let say = |line: String| match target.destination {
             Destination::Stdout => eprintln!("{line}"),
@@ -278,7 +315,14 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
             contribution::describe(&problem, &params)
         ));
         for (what, run) in ["DD", "RR", "DR"].iter().zip(&runs) {
-            say(format!("{what}: {} pairs on {}, {:.3} s", run.shape.pairs, run.device, run.timings.total_s));
+            say(format!(
+                "{what}: {} pairs on {}, {:.3} s; index {}: {}",
+                run.index.pairs,
+                run.device,
+                run.timings.total_s,
+                run.index.index.name(),
+                run.index.why
+            ));
         }
         if let Some(j) = &jackknife {
             say(format!(
