@@ -243,6 +243,20 @@ fn nvrtc_compiles_every_kernel() {
 }
 
 #[test]
+fn the_grid_builder_compiles_without_warnings_and_its_stencil_fits_reach_4() {
+    twobs::backend::nvrtc::available().unwrap_or_else(|why| panic!("{why}. Run the suite through scripts/test.sh."));
+    let builder = twobs::codegen::render_grid_builder();
+    for arch in ["sm_80", "sm_90"] {
+        let compiled = twobs::backend::nvrtc::compile(&builder, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        assert!(!compiled.log.contains("warning"), "{arch}: {}", compiled.log);
+    }
+    // The builder's stencil holds (2 reach + 1)^2 rows over axes 1 and 2 at the largest reach.
+    assert!(builder.source.contains("constexpr unsigned MAX_ROWS = 81;"));
+    assert_eq!(twobs::index::stencil_rows(3, false, 4).len(), 81);
+    assert_eq!(twobs::index::stencil_rows(3, true, 4).len(), 41);
+}
+
+#[test]
 fn the_probe_counts_the_pair_functions_floating_point_instructions() {
     twobs::backend::nvrtc::available().unwrap_or_else(|why| panic!("{why}. Run the suite through scripts/test.sh."));
     let count = |name: &str| {
