@@ -64,7 +64,7 @@ const MAX_AXES: usize = 3;
 /// cell; 2 reach + 2 for a reach of several): with three, a middle cell's
 /// neighbours are every cell.
 const MIN_CELLS: u64 = 4;
-/// Most cells a cutoff spans on the CPU ([`Cells::Finer`]).
+/// Most cells a cutoff spans ([`Cells::Finer`], [`Cells::Widest`]).
 const MAX_REACH: u32 = 4;
 /// Fewest points of the other set a run of 2 reach + 1 finer cells should
 /// hold on average, so that each run's loop amortises its setup (measured:
@@ -75,9 +75,13 @@ const RUN_POINTS: f64 = 48.0;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Cells {
-    /// No narrower than the cutoff: a unit meets the 3^k cells around its
-    /// own (the GPU's kernels walk that stencil themselves).
-    AsCutoff,
+    /// The widest cells that give the grid its most axes: as wide as the
+    /// cutoff (reach 1) wherever that indexes as many axes as finer cells
+    /// would, else 1 / reach of it for the least reach that does (a cutoff
+    /// of a quarter of a periodic box leaves 3 cells as wide as itself, too
+    /// few for an axis, and 7 half as wide). The GPU's builder walks the
+    /// (2 reach + 1)^k cells around a unit itself.
+    Widest,
     /// A fraction 1 / reach of the cutoff, reach chosen from the density
     /// (the CPU's driver walks the host's ranges, whatever their number):
     /// the (2 reach + 1)^k cells around a unit hold fewer pairs beyond the
@@ -88,8 +92,12 @@ pub enum Cells {
 /// The grid is chosen (`auto`) when it visits at most this share of the pairs.
 const MAX_SHARE: f64 = 0.5;
 
-/// One indexed component: cell c holds the values in [origin + c side,
+/// One indexed coordinate: cell c holds the values in [origin + c side,
 /// origin + (c + 1) side); on a periodic axis cell n - 1 neighbours cell 0.
+/// The coordinate is a component, or in a triclinic box the distance along
+/// the normal of a pair of the box's faces (`normal`, over the components
+/// x, y, z): fractional coordinate times the faces' width, which wraps at
+/// that width.
 #[derive(Debug, Clone, Serialize)]
 pub struct Axis {
     pub component: usize,
@@ -98,9 +106,25 @@ pub struct Axis {
     pub side: f64,
     pub cells: u32,
     pub periodic: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub normal: Option<[f64; 3]>,
 }
 
 impl Axis {
+    /// Point i's coordinate on this axis, in f64 (as `templates/index/grid.cu` computes it).
+    pub fn coordinate(&self, set: &PointSet, i: usize) -> f64 {
+        match self.normal {
+            None => set.columns[self.component].get_f64(i),
+            Some(n) => {
+                let mut u = 0.0;
+                for (k, column) in set.columns.iter().take(3).enumerate() {
+                    u += n[k] * column.get_f64(i);
+                }
+                u
+            }
+        }
+    }
+
     fn cell(&self, x: f64) -> u32 {
         let q = if self.periodic {
             let t = (x - self.origin) / (self.side * self.cells as f64);
@@ -331,7 +355,7 @@ impl Layout {
         let cell = |set: &PointSet, i: usize| -> [i64; MAX_AXES] {
             let mut c = [0; MAX_AXES];
             for (x, axis) in c.iter_mut().zip(&self.axes) {
-                *x = axis.cell(set.columns[axis.component].get_f64(i)) as i64;
+                *x = axis.cell(axis.coordinate(set, i)) as i64;
             }
             c
         };
@@ -421,37 +445,43 @@ pub fn layout(
             .collect(),
     };
     let periodic = problem.periodic_box(params);
-    if let Some((name, b)) = &periodic
-        && b.tilts.iter().any(|&t| t != 0.0)
-    {
-        let why = format!("the box {name}={b} is triclinic, and the grid's cells are orthorhombic");
-        return match choice {
-            IndexChoice::Grid => Err(IndexError::Unusable(why)),
-            _ => Ok(Err(brute(why))),
-        };
-    }
     let points: usize = shapes.sets().map(|s| s.len).sum();
-    // Each covered component's origin, extent and, in a periodic box, length.
+    // Each covered component's origin, extent and, in a periodic box,
+    // length; in a triclinic box the distance along each pair of faces'
+    // normal instead, which wraps at the faces' width.
     let spans: Vec<Span> = over
         .iter()
         .map(|&c| {
-            let (origin, extent, length) = match &periodic {
-                Some((_, b)) => (0.0, b.lengths[c], Some(b.lengths[c])),
+            let (origin, extent, length, normal, slack) = match &periodic {
+                Some((_, b)) if b.is_triclinic() && c < 3 => {
+                    let width = b.widths()[c];
+                    // Rounding a separation moves it by units of the box's
+                    // coordinates, which reach the sum of its edges' lengths.
+                    let reach: f64 = b.edges().iter().map(|e| e.iter().map(|x| x * x).sum::<f64>().sqrt()).sum();
+                    (0.0, width, Some(width), Some(b.normals()[c]), reach / ROUNDING)
+                }
+                Some((_, b)) => (0.0, b.lengths[c], Some(b.lengths[c]), None, b.lengths[c] / ROUNDING),
                 None => {
                     let (lo, hi) = shapes
                         .sets()
                         .map(|s| s.ranges[c])
                         .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), (a, b)| (l.min(a), h.max(b)));
-                    (lo, hi - lo, None)
+                    (lo, hi - lo, None, None, (hi - lo) / ROUNDING)
                 }
+            };
+            let name = match normal {
+                Some(_) => format!("{}' (along the normal of faces {})", components[c].name, ["yz", "zx", "xy"][c]),
+                None => components[c].name.clone(),
             };
             Span {
                 component: c,
-                name: components[c].name.clone(),
+                name,
                 integer: components[c].scalar.is_integer(),
                 origin,
                 extent,
                 length,
+                normal,
+                slack,
             }
         })
         .collect();
@@ -461,10 +491,7 @@ pub fn layout(
         (Some(value), _) => {
             let width = params.eval(value).as_f64();
             let (axes, cells, reach) = match fineness {
-                Cells::AsCutoff => {
-                    let (axes, cells) = fit_axes(width, &spans, cap, 1);
-                    (axes, cells, 1)
-                }
+                Cells::Widest => widest_axes(width, &spans, cap),
                 Cells::Finer => finer_axes(width, &spans, cap, shapes.other().len),
             };
             if axes.is_empty() && choice == IndexChoice::Auto {
@@ -513,7 +540,15 @@ struct Span {
     extent: f64,
     /// The box's length, on a periodic axis.
     length: Option<f64>,
+    /// In a triclinic box, the unit normal the axis's coordinate is taken along.
+    normal: Option<[f64; 3]>,
+    /// What rounding may move a pair's separation by, and more (2^-20 of the
+    /// extent, or of a triclinic box's edges together).
+    slack: f64,
 }
+
+/// The share of an extent that cells are widened by, against rounding (docs/planner.md).
+const ROUNDING: f64 = (1u64 << 20) as f64;
 
 /// The axes of cells no narrower than `value / reach`: the covered
 /// components with the most cells (as many as fit their extents, at least
@@ -531,7 +566,7 @@ fn fit_axes(value: f64, spans: &[Span], cap: u64, reach: u32) -> (Vec<Axis>, u64
         let least = if span.integer {
             (value + 0.5) / reach as f64
         } else {
-            value * (1.0 + 1.0 / 1024.0) / reach as f64 + extent / (1u64 << 20) as f64
+            value * (1.0 + 1.0 / 1024.0) / reach as f64 + span.slack
         };
         if !least.is_finite() || least <= 0.0 || !extent.is_finite() {
             continue;
@@ -552,6 +587,7 @@ fn fit_axes(value: f64, spans: &[Span], cap: u64, reach: u32) -> (Vec<Axis>, u64
             side,
             cells: cells.min(u32::MAX as u64) as u32,
             periodic: span.length.is_some(),
+            normal: span.normal,
         };
         if axis.cells as u64 >= least_cells {
             candidates.push(axis);
@@ -588,17 +624,31 @@ fn fit_axes(value: f64, spans: &[Span], cap: u64, reach: u32) -> (Vec<Axis>, u64
 /// cells as wide as the cutoff give it. Finer cells visit fewer pairs beyond
 /// the cutoff, but more runs, each shorter. Where the cutoff leaves too few
 /// cells as wide as itself for any axis (a quarter of a periodic box: 3),
-/// finer cells still give a grid.
+/// finer cells still give a grid, even where too few points for them.
 fn finer_axes(value: f64, spans: &[Span], cap: u64, points: usize) -> (Vec<Axis>, u64, u32) {
-    let (axes, cells) = fit_axes(value, spans, cap, 1);
-    for reach in (2..=MAX_REACH).rev() {
+    let widest = widest_axes(value, spans, cap);
+    for reach in (widest.2 + 1..=MAX_REACH).rev() {
         let (finer, finer_cells) = fit_axes(value, spans, cap, reach);
         let run = points as f64 / finer_cells.max(1) as f64 * (2 * reach + 1) as f64;
-        if !finer.is_empty() && finer.len() >= axes.len() && run >= RUN_POINTS {
+        if !finer.is_empty() && finer.len() >= widest.0.len() && run >= RUN_POINTS {
             return (finer, finer_cells, reach);
         }
     }
-    (axes, cells, 1)
+    // Too few points for finer cells: the widest that still index the most axes.
+    widest
+}
+
+/// [`Cells::Widest`]: the least reach whose cells index the most axes.
+fn widest_axes(value: f64, spans: &[Span], cap: u64) -> (Vec<Axis>, u64, u32) {
+    let (mut axes, mut cells) = fit_axes(value, spans, cap, 1);
+    let mut reach = 1;
+    for finer in 2..=MAX_REACH {
+        let (more, more_cells) = fit_axes(value, spans, cap, finer);
+        if more.len() > axes.len() {
+            (axes, cells, reach) = (more, more_cells, finer);
+        }
+    }
+    (axes, cells, reach)
 }
 
 /// The cells around (and with) a cell within `reach` of it on `axes` axes, in words.
@@ -756,8 +806,8 @@ struct RowOffset {
 
 /// The rows a run meets (as [`row_offsets`] lists them, the own row first),
 /// by their offsets over axes 1 and 2: the GPU's grid builder takes them.
-pub fn stencil_rows(k: usize, diagonal: bool) -> Vec<[i64; 2]> {
-    row_offsets(k, diagonal, 1).iter().map(|r| [r.offset[1], r.offset[2]]).collect()
+pub fn stencil_rows(k: usize, diagonal: bool, reach: u32) -> Vec<[i64; 2]> {
+    row_offsets(k, diagonal, reach).iter().map(|r| [r.offset[1], r.offset[2]]).collect()
 }
 
 /// The rows a run meets, those within `reach` of its own on axes 1..k: all
@@ -965,9 +1015,8 @@ fn sort(set: &PointSet, axes: &[Axis], cells: usize) -> Sorted {
             s.spawn(move || {
                 let mut stride = 1u32;
                 for axis in axes {
-                    let col = &set.columns[axis.component];
                     for (i, c) in part.iter_mut().enumerate() {
-                        *c += axis.cell(col.get_f64(k * chunk + i)) * stride;
+                        *c += axis.cell(axis.coordinate(set, k * chunk + i)) * stride;
                     }
                     stride *= axis.cells;
                 }
@@ -1007,7 +1056,7 @@ mod tests {
     /// of row runs must find.
     fn met_pair_by_pair(layout: &Layout, shapes: &Shapes) -> Vec<u64> {
         let cells = |set: &PointSet, i: usize| -> Vec<i64> {
-            layout.axes.iter().map(|a| a.cell(set.columns[a.component].get_f64(i)) as i64).collect()
+            layout.axes.iter().map(|a| a.cell(a.coordinate(set, i)) as i64).collect()
         };
         let other = &shapes.other().sample;
         let others: Vec<Vec<i64>> = (0..other.len()).map(|j| cells(other, j)).collect();
@@ -1060,6 +1109,7 @@ mod tests {
                     side: 1.0 / n as f64,
                     cells: n,
                     periodic,
+                    normal: None,
                 })
                 .collect();
             let layout = Layout {
@@ -1155,6 +1205,8 @@ mod tests {
                         origin: 0.0,
                         extent: 1.0,
                         length: periodic.then_some(1.0),
+                        normal: None,
+                        slack: 1.0 / ROUNDING,
                     })
                     .collect();
                 let (axes, _) = fit_axes(value, &spans, 1 << 20, reach);
@@ -1202,6 +1254,116 @@ mod tests {
         }
     }
 
+    /// Points in the triclinic box `b` (f32, as rdf reads them) that a grid
+    /// in its fractional coordinates must not lose: random ones, ones on the
+    /// faces of `faces` cells a side (fractional coordinates c / faces[k]),
+    /// ones at 0 and just below 1, and partners `value` apart in a random
+    /// direction, across the box's faces as often as not.
+    fn in_triclinic_box(
+        n: usize,
+        b: &crate::spec::PeriodicBox,
+        faces: [u32; 3],
+        value: f64,
+        rng: &mut rand::rngs::StdRng,
+    ) -> PointSet {
+        let mut rows: Vec<[f64; 3]> = Vec::new();
+        while rows.len() < n {
+            let s: [f64; 3] = [0, 1, 2].map(|k| match rng.random_range(0..4u32) {
+                0 => rng.random_range(0..faces[k].max(1)) as f64 / faces[k].max(1) as f64,
+                1 => [0.0, 1.0 - 1e-7][rng.random_range(0..2usize)],
+                _ => rng.random::<f64>(),
+            });
+            let p = b.cartesian(s);
+            let dir: [f64; 3] = [0, 1, 2].map(|_| rng.random::<f64>() - 0.5);
+            let norm = dir.iter().map(|x| x * x).sum::<f64>().sqrt().max(1e-9);
+            rows.push(p);
+            rows.push([0, 1, 2].map(|k| p[k] + value * dir[k] / norm));
+        }
+        rows.truncate(n);
+        PointSet {
+            columns: (0..3).map(|d| Column::F32(rows.iter().map(|r| r[d] as f32).collect())).collect(),
+            origin: "in a triclinic box".into(),
+            rows: None,
+        }
+    }
+
+    /// The distance of the nearest image of b to a, in f64, where it is at
+    /// most half the box's least width: the image whose fractional
+    /// separations lie in [-1/2, 1/2] (|s_k| <= |d| / w_k), or one next to
+    /// it where rounding put a separation on 1/2.
+    fn nearest_image(box_: &crate::spec::PeriodicBox, a: [f64; 3], b: [f64; 3]) -> f64 {
+        let s = box_.fractional([0, 1, 2].map(|k| a[k] - b[k])).map(|x| x - x.round());
+        let mut best = f64::INFINITY;
+        for m in 0..27 {
+            let m = [m % 3 - 1, m / 3 % 3 - 1, m / 9 - 1].map(|x| x as f64);
+            let d = box_.cartesian([0, 1, 2].map(|k| s[k] + m[k]));
+            best = best.min(d.iter().map(|x| x * x).sum::<f64>().sqrt());
+        }
+        best
+    }
+
+    #[test]
+    fn triclinic_boxes_visit_every_pair_within_the_cutoff_once() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
+        for text in ["6,5,4,0.5,-0.3,0.25", "3,3,3,-0.9,0.7,0.6", "2,7,3,0.1,0,0"] {
+            for share in [0.1, 0.25, 1.0 / 3.0, 0.5 * (1.0 - 1e-5)] {
+                for sets in [1, 2] {
+                    let problem = crate::problems::built_in("rdf").unwrap().with_sets(sets).unwrap();
+                    let b = crate::spec::PeriodicBox::parse(crate::spec::Scalar::F32, text).unwrap();
+                    let r = (share * b.widths().into_iter().fold(f64::INFINITY, f64::min)) as f32;
+                    let params = problem.bind(&[format!("box={text}"), format!("r_max={r:?}")]).unwrap();
+                    let (_, b) = problem.periodic_box(&params).unwrap();
+                    let value = r as f64;
+                    let faces = b.widths().map(|w| (w / value).floor().max(1.0) as u32);
+                    let a = in_triclinic_box(400, &b, faces, value, &mut rng);
+                    let other =
+                        (sets == 2).then(|| in_triclinic_box(300, &b, faces.map(|f| 2 * f + 1), value, &mut rng));
+                    let inputs = Inputs { a, b: other };
+                    let other = inputs.other();
+                    let point = |set: &PointSet, i: usize| [0, 1, 2].map(|d| set.columns[d].get_f64(i));
+                    // Every pair (i, j) within the cutoff, either order for one set.
+                    let near: Vec<(usize, usize)> = (0..inputs.a.len())
+                        .flat_map(|i| (0..other.len()).map(move |j| (i, j)))
+                        .filter(|&(i, j)| {
+                            (sets == 2 || i != j) && nearest_image(&b, point(&inputs.a, i), point(other, j)) <= value
+                        })
+                        .collect();
+                    assert!(near.len() > 200, "box {text}, r_max {r}: only {} pairs within it", near.len());
+                    let shapes = Shapes::of(&inputs);
+                    let visits: &[Visit] =
+                        if sets == 1 { &[Visit::LowerTriangle, Visit::AllPairs] } else { &[Visit::Cross] };
+                    for (&visit, cells) in visits.iter().flat_map(|v| [(v, Cells::Widest), (v, Cells::Finer)]) {
+                        let what =
+                            format!("box {text}, r_max {r} ({share:.4} of the least width), {visit:?}, {cells:?}");
+                        let Ok(Ok(layout)) = layout(&problem, &params, &shapes, 0, IndexChoice::Grid, cells) else {
+                            panic!("{what}: no layout")
+                        };
+                        if share <= 0.25 {
+                            assert!(!layout.axes.is_empty(), "{what}: no axis: {}", layout.cutoff);
+                        }
+                        assert!(layout.axes.iter().all(|a| a.normal.is_some()), "{what}: {:?}", layout.axes);
+                        let runs = Runs { points: 5, whole_rows: layout.reach % 2 == 0, cells };
+                        let grid = build(layout.axes.clone(), layout.reach, &inputs, visit, runs);
+                        let seen = visited(&grid, visit);
+                        let twice = seen.iter().find(|(_, times)| **times > 1);
+                        assert!(twice.is_none(), "{what}: pair {twice:?} visited more than once");
+                        for &(i, j) in &near {
+                            let key = if visit == Visit::LowerTriangle { (i.min(j), i.max(j)) } else { (i, j) };
+                            assert!(
+                                seen.contains_key(&(key.0 as u32, key.1 as u32)),
+                                "{what}: pair ({i}, {j}) within the cutoff not visited ({} cells, reach {})",
+                                layout.cells,
+                                layout.reach
+                            );
+                        }
+                        let listed: u64 = grid.units.iter().map(|u| u.pairs).sum();
+                        assert_eq!(listed, seen.values().map(|&t| t as u64).sum::<u64>(), "{what}: the units' pairs");
+                    }
+                }
+            }
+        }
+    }
+
     fn uniform(n: usize, dims: usize, scale: f64, rng: &mut rand::rngs::StdRng) -> PointSet {
         PointSet {
             columns: (0..dims)
@@ -1235,12 +1397,12 @@ mod tests {
         let all = 2_000u128 * 1_999 / 2;
         for r in ["0.5", "2", "1e30"] {
             let params = problem.bind(&[format!("r={r}")]).expect("params");
-            let Ok(Err(brute)) = layout(&problem, &params, &inputs, all, IndexChoice::Auto, Cells::AsCutoff) else {
+            let Ok(Err(brute)) = layout(&problem, &params, &inputs, all, IndexChoice::Auto, Cells::Widest) else {
                 panic!("r = {r}: no grid expected")
             };
             assert!(brute.why.contains("fewer than 4 cells"), "r = {r}: {}", brute.why);
             // Forced, the grid is one cell, and its estimate is every pair.
-            let Ok(Ok(one)) = layout(&problem, &params, &inputs, all, IndexChoice::Grid, Cells::AsCutoff) else {
+            let Ok(Ok(one)) = layout(&problem, &params, &inputs, all, IndexChoice::Grid, Cells::Widest) else {
                 panic!("r = {r}: --index grid is honoured with one cell")
             };
             assert!(one.axes.is_empty() && one.cells == 1);

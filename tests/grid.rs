@@ -15,7 +15,7 @@ use twobs::plan::{Points, Shape};
 use twobs::problems::built_in;
 use twobs::run::{self, BackendChoice, Execution, RunOptions};
 use twobs::schedule::GpuOptions;
-use twobs::spec::{Disk, Problem};
+use twobs::spec::{Disk, PeriodicBox, Problem, Scalar};
 
 fn seed() -> u64 {
     let s = std::env::var("TWOBS_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
@@ -74,7 +74,7 @@ fn agree(what: &str, problem: &Problem, params: &[String], inputs: &Inputs, skip
             .unwrap();
     // And cells as wide as the cutoff (the GPU's) and finer (the CPU's).
     for points in [7, 256, 100_000] {
-        for cells in [Cells::AsCutoff, Cells::Finer] {
+        for cells in [Cells::Widest, Cells::Finer] {
             let runs = Runs { points, whole_rows: true, cells };
             let (grid, summary) =
                 index::choose(problem, &params, inputs, shape.visit, shape.pairs, IndexChoice::Grid, runs).unwrap();
@@ -160,6 +160,63 @@ fn histograms_of_sdh_and_rdf_open_and_periodic_one_set_and_two() {
                 };
                 let what = format!("rdf {sets} set(s) box={boxed} {}", generator.name());
                 agree(&what, &rdf, &params, &inputs, generator == Generator::Uniform);
+            }
+        }
+    }
+}
+
+/// `n` points of the box `b` (f32): a third on the faces of cells 1/q of
+/// the box wide (q from 2 to 16, fractional coordinates j / q), a third at
+/// random, and a third `r` from one of those in a random direction (across
+/// the box's faces as often as not).
+fn in_box(rng: &mut rand::rngs::StdRng, n: usize, b: &PeriodicBox, r: f64) -> PointSet {
+    let mut rows: Vec<[f64; 3]> = Vec::new();
+    while rows.len() < n {
+        let s = [0, 1, 2].map(|_| match rng.random_range(0..2u32) {
+            0 => {
+                let q = [2u32, 3, 4, 5, 7, 8, 11, 16][rng.random_range(0..8usize)];
+                rng.random_range(0..q) as f64 / q as f64
+            }
+            _ => rng.random::<f64>(),
+        });
+        let p = b.cartesian(s);
+        let dir = [0, 1, 2].map(|_| rng.random::<f64>() - 0.5);
+        let norm = dir.iter().map(|x| x * x).sum::<f64>().sqrt().max(1e-9);
+        rows.push(p);
+        rows.push([0, 1, 2].map(|k| p[k] + r * dir[k] / norm));
+        rows.push(b.cartesian([0, 1, 2].map(|_| rng.random::<f64>())));
+    }
+    rows.truncate(n);
+    PointSet {
+        columns: (0..3).map(|d| Column::F32(rows.iter().map(|p| p[d] as f32).collect())).collect(),
+        origin: "in a box".into(),
+        rows: None,
+    }
+}
+
+#[test]
+fn rdf_in_triclinic_boxes_up_to_half_the_least_width() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    // Triclinic boxes with real tilts, and the cube and box where a quarter
+    // of a side once gave no grid.
+    for text in ["6,5,4,0.5,-0.3,0.25", "3,3,3,-0.9,0.7,0.6", "1", "1,1.25,0.8125"] {
+        let b = PeriodicBox::parse(Scalar::F32, text).unwrap();
+        let least = b.widths().into_iter().fold(f64::INFINITY, f64::min);
+        for share in [0.15, 0.25, 1.0 / 3.0, 0.5 * (1.0 - 1e-5)] {
+            let r = (share * least) as f32;
+            for sets in [1, 2] {
+                let rdf = built_in("rdf").unwrap().with_sets(sets).unwrap();
+                let params = [format!("r_max={r:?}"), "bins=40".into(), format!("box={text}")];
+                let inputs = Inputs {
+                    a: in_box(&mut rng, 1200, &b, r as f64),
+                    b: (sets == 2).then(|| in_box(&mut rng, 900, &b, r as f64)),
+                };
+                let what = format!("rdf {sets} set(s) box={text} r_max={r} ({share:.4} of the least width)");
+                agree(&what, &rdf, &params, &inputs, false);
+                if share <= 0.25 {
+                    let grid = run(&rdf, &params, &inputs, IndexChoice::Grid);
+                    assert!(grid.index.cells.unwrap_or(1) > 1, "{what}: one cell: {}", grid.index.why);
+                }
             }
         }
     }

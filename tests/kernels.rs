@@ -80,8 +80,8 @@ fn render_cases() -> Vec<Case> {
         let mut forced = vec![Forced::default()];
         forced.extend(plan::variants(&problem, &params, points));
         // Where the spec declares a cutoff, every variant walks a grid too
-        // (a triclinic box is refused one).
-        let grid = problem.cutoff.is_some() && name != "rdf-triclinic";
+        // (in a triclinic box as well: its cells lie along the faces' normals).
+        let grid = problem.cutoff.is_some();
         for f in forced {
             let plan = Plan::new(&problem, &params, &dev, points, f).unwrap();
             let cmd = codegen::regenerate_command(&problem, &dev, None, &overrides, f);
@@ -240,6 +240,20 @@ fn nvrtc_compiles_every_kernel() {
     println!("{} kernels compiled, {} failed", results.len() - failures.len(), failures.len());
     assert!(results.len() >= 40, "{} kernels: every pair of template choices", results.len());
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn the_grid_builder_compiles_without_warnings_and_its_stencil_fits_reach_4() {
+    twobs::backend::nvrtc::available().unwrap_or_else(|why| panic!("{why}. Run the suite through scripts/test.sh."));
+    let builder = twobs::codegen::render_grid_builder();
+    for arch in ["sm_80", "sm_90"] {
+        let compiled = twobs::backend::nvrtc::compile(&builder, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        assert!(!compiled.log.contains("warning"), "{arch}: {}", compiled.log);
+    }
+    // The builder's stencil holds (2 reach + 1)^2 rows over axes 1 and 2 at the largest reach.
+    assert!(builder.source.contains("constexpr unsigned MAX_ROWS = 81;"));
+    assert_eq!(twobs::index::stencil_rows(3, false, 4).len(), 81);
+    assert_eq!(twobs::index::stencil_rows(3, true, 4).len(), 41);
 }
 
 #[test]

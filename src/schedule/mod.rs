@@ -249,7 +249,7 @@ impl Schedule {
             cpu_buckets: if all == 0 { buckets() } else { None },
         };
         // The CPU alone walks cells finer than the cutoff; GPUs walk theirs.
-        let fineness = if all == 0 { CPU_RUNS.cells } else { index::Cells::AsCutoff };
+        let fineness = if all == 0 { CPU_RUNS.cells } else { index::Cells::Widest };
         let layout = match index::layout(problem, params, shapes, shape.pairs, choice, fineness)? {
             Ok(layout) => layout,
             Err(summary) => return Ok(brute(summary)),
@@ -291,7 +291,7 @@ impl Schedule {
             let runs = Runs {
                 points: plan.launch.block_size * plan.launch.points_per_thread,
                 whole_rows: true,
-                cells: index::Cells::AsCutoff,
+                cells: index::Cells::Widest,
             };
             Ok(Indexing::Host { layout, runs })
         };

@@ -286,6 +286,24 @@ impl PeriodicBox {
         [v / norm(cross(b, c)), v / norm(cross(c, a)), v / norm(cross(a, b))]
     }
 
+    /// Whether an edge leans (any tilt factor is not 0).
+    pub fn is_triclinic(&self) -> bool {
+        self.tilts.iter().any(|&t| t != 0.0)
+    }
+
+    /// The unit normal of each pair of faces (to a2 and a3, a3 and a1, a1
+    /// and a2): n_k . r is fractional coordinate k times width k, so two
+    /// points whose separation has length d lie at most d apart along it.
+    /// Rows of the edge matrix's inverse (upper triangular), scaled to length 1.
+    pub fn normals(&self) -> [[f64; 3]; 3] {
+        let ([lx, ly, lz], [xy, xz, yz]) = (self.lengths, self.tilts);
+        let rows = [[1.0 / lx, -xy / lx, (xy * yz - xz) / lx], [0.0, 1.0 / ly, -yz / ly], [0.0, 0.0, 1.0 / lz]];
+        rows.map(|h| {
+            let norm = h.iter().map(|x| x * x).sum::<f64>().sqrt();
+            h.map(|x| x / norm)
+        })
+    }
+
     /// Fractional coordinates of a point (a1, a2, a3 components).
     pub fn fractional(&self, r: [f64; 3]) -> [f64; 3] {
         // The edge matrix is upper triangular: solve from z up.

@@ -11,7 +11,9 @@
 
 // The indexed axes, as `index::Axis` describes them. Cell c of axis d holds
 // values in [origin + c side, origin + (c + 1) side); cells are numbered
-// with axis 0 fastest.
+// with axis 0 fastest. An axis of a triclinic box (tilted[d]) takes its
+// value along a normal of the box's faces: normal[d] . (x, y, z), over the
+// set's first `box_count` components.
 struct Axes {
   const void* column[3];  // the set's component arrays
   unsigned kind[3];       // their scalar: 0 f32, 1 f64, 2 i32, 3 i64, 4 u32
@@ -20,6 +22,11 @@ struct Axes {
   unsigned cells[3];
   unsigned periodic[3];
   unsigned count;         // axes indexed, 0 to 3
+  unsigned tilted[3];
+  double normal[3][3];
+  const void* box_column[3];  // components x, y, z
+  unsigned box_kind[3];
+  unsigned box_count;
 };
 
 __device__ __forceinline__ double value_at(const void* column, unsigned kind, unsigned i) {
@@ -48,12 +55,23 @@ __device__ __forceinline__ unsigned axis_cell(const Axes& axes, unsigned d, doub
   return static_cast<unsigned>(f);
 }
 
+// `Axis::coordinate`: the component, or the sum along the normal in the same order.
+__device__ __forceinline__ double axis_value(const Axes& axes, unsigned d, unsigned i) {
+  if (!axes.tilted[d]) return value_at(axes.column[d], axes.kind[d], i);
+  // Unfused, as the host rounds it: both grids place a point alike.
+  double u = 0.0;
+  for (unsigned k = 0; k < axes.box_count; ++k) {
+    u = __dadd_rn(u, __dmul_rn(axes.normal[d][k], value_at(axes.box_column[k], axes.box_kind[k], i)));
+  }
+  return u;
+}
+
 // The cell of each of the set's n points, and how many points each cell holds.
 extern "C" __global__ void twobs_grid_cells(Axes axes, unsigned n, unsigned* cell_of, unsigned* count) {
   for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     unsigned cell = 0, stride = 1;
     for (unsigned d = 0; d < axes.count; ++d) {
-      cell += axis_cell(axes, d, value_at(axes.column[d], axes.kind[d], i)) * stride;
+      cell += axis_cell(axes, d, axis_value(axes, d, i)) * stride;
       stride *= axes.cells[d];
     }
     cell_of[i] = cell;
@@ -133,17 +151,21 @@ extern "C" __global__ void twobs_grid_gather8(const unsigned long long* from, un
 }
 
 // How a unit meets the rows of cells next to its own, as src/index.rs's
-// `row_offsets` lists them (the own row first).
+// `row_offsets` lists them (the own row first): those within `reach` cells.
+// Every indexed periodic axis has at least 2 reach + 2 cells, so that no
+// two offsets reach one cell and a pair of rows is met once.
+constexpr unsigned MAX_ROWS = 81;  // (2 reach + 1)^2 at the largest reach, 4
 struct Stencil {
   unsigned axes;           // axes indexed, 0 to 3
   int cells[3];
   unsigned periodic[3];
-  unsigned rows;           // rows met, at most 9
-  int offset[9][2];        // each row's offset over axes 1 and 2
+  unsigned rows;           // rows met, at most MAX_ROWS
+  int offset[MAX_ROWS][2];  // each row's offset over axes 1 and 2
   unsigned diagonal;       // one set, each unordered pair once: the own row from the own point on
   unsigned skip_self;      // one set, every ordered pair but (i, i)
   unsigned run;            // own points per unit, at most
   unsigned stride;         // ranges a unit may take: 2 per row, and the own row's wrap
+  int reach;               // cells a cutoff spans
 };
 
 // Units each row of A's cells takes: its points in runs of at most `run`.
@@ -206,14 +228,16 @@ extern "C" __global__ void twobs_grid_units(Stencil st, const unsigned* unit_sta
     if (outside) continue;
     const unsigned* at = start_b + base;
     if (st.diagonal && o == 0) {
-      // The own row from the run on; the pair of a periodic row's last and
-      // first cells is met from the first cell's runs.
-      const int h = min(x1 + 1, len - 1);
+      // The own row from the run on; where the row wraps, the pairs of its
+      // last cells and its first are met from the first cells' runs: cells
+      // x0 - reach .. -1, wrapped, less any the run already meets.
+      const int h = min(x1 + st.reach, len - 1);
       push_range(mine, count, at[x0], at[h + 1]);
-      if (st.periodic[0] && x0 == 0 && h < len - 1) push_range(mine, count, at[len - 1], at[len]);
+      const int wrapped = max(len - (st.reach - x0), h + 1);
+      if (st.periodic[0] && x0 < st.reach && wrapped < len) push_range(mine, count, at[wrapped], at[len]);
       continue;
     }
-    const int l = x0 - 1, h = x1 + 1;
+    const int l = x0 - st.reach, h = x1 + st.reach;
     if (!st.periodic[0]) {
       push_range(mine, count, at[max(l, 0)], at[min(h, len - 1) + 1]);
     } else if (h - l + 1 >= len) {

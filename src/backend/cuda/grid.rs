@@ -75,6 +75,11 @@ struct AxesArg {
     cells: [u32; 3],
     periodic: [u32; 3],
     count: u32,
+    tilted: [u32; 3],
+    normal: [[f64; 3]; 3],
+    box_column: [u64; 3],
+    box_kind: [u32; 3],
+    box_count: u32,
 }
 
 // SAFETY: plain old data laid out as the CUDA struct (repr(C), same order and types).
@@ -82,17 +87,38 @@ unsafe impl cudarc::driver::DeviceRepr for AxesArg {}
 
 /// `struct Stencil` of the builder, field for field.
 #[repr(C)]
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct StencilArg {
     axes: u32,
     cells: [i32; 3],
     periodic: [u32; 3],
     rows: u32,
-    offset: [[i32; 2]; 9],
+    offset: [[i32; 2]; MAX_ROWS],
     diagonal: u32,
     skip_self: u32,
     run: u32,
     stride: u32,
+    reach: i32,
+}
+
+/// `MAX_ROWS` of the builder: the rows within reach 4 over axes 1 and 2.
+const MAX_ROWS: usize = 81;
+
+impl Default for StencilArg {
+    fn default() -> StencilArg {
+        StencilArg {
+            axes: 0,
+            cells: [0; 3],
+            periodic: [0; 3],
+            rows: 0,
+            offset: [[0; 2]; MAX_ROWS],
+            diagonal: 0,
+            skip_self: 0,
+            run: 0,
+            stride: 0,
+            reach: 0,
+        }
+    }
 }
 
 // SAFETY: as for AxesArg.
@@ -168,17 +194,31 @@ impl Builder {
         let n = set.len() as u32;
         let mut arg = AxesArg { count: axes.len() as u32, ..Default::default() };
         let mut ptrs = Vec::new();
+        let kind = |c: usize| match set.columns[c].scalar() {
+            Scalar::F32 => 0,
+            Scalar::F64 => 1,
+            Scalar::I32 => 2,
+            Scalar::I64 => 3,
+            Scalar::U32 => 4,
+        };
+        if axes.iter().any(|a| a.normal.is_some()) {
+            arg.box_count = set.columns.len().min(3) as u32;
+            for c in 0..arg.box_count as usize {
+                let (ptr, record) = raw.columns[c].device_ptr(stream);
+                ptrs.push(record);
+                arg.box_column[c] = ptr;
+                arg.box_kind[c] = kind(c);
+            }
+        }
         for (d, axis) in axes.iter().enumerate() {
             let (ptr, record) = raw.columns[axis.component].device_ptr(stream);
             ptrs.push(record);
             arg.column[d] = ptr;
-            arg.kind[d] = match set.columns[axis.component].scalar() {
-                Scalar::F32 => 0,
-                Scalar::F64 => 1,
-                Scalar::I32 => 2,
-                Scalar::I64 => 3,
-                Scalar::U32 => 4,
-            };
+            arg.kind[d] = kind(axis.component);
+            if let Some(normal) = axis.normal {
+                arg.tilted[d] = 1;
+                arg.normal[d] = normal;
+            }
             arg.origin[d] = axis.origin;
             arg.side[d] = axis.side;
             arg.cells[d] = axis.cells;
@@ -252,8 +292,15 @@ pub(super) fn build(
     let row_len = layout.axes.first().map_or(1, |x| x.cells);
     let rows = cells / row_len;
     let diagonal = visit == Visit::LowerTriangle;
-    let offsets = index::stencil_rows(k, diagonal);
+    let offsets = index::stencil_rows(k, diagonal, layout.reach);
+    assert!(
+        offsets.len() <= MAX_ROWS,
+        "reach {} meets {} rows, more than the builder's {MAX_ROWS}",
+        layout.reach,
+        offsets.len()
+    );
     let mut st = StencilArg {
+        reach: layout.reach as i32,
         axes: k as u32,
         rows: offsets.len() as u32,
         diagonal: u32::from(diagonal),
