@@ -5,6 +5,9 @@
 # mpi`; the device's Python 3.12 and numpy) in a venv, unpacks MPICH from
 # .mpi-carry/bundle.tar.xz (scripts/carry-mpi.sh), and runs
 # scripts/gpu-python-ranks.py under mpiexec -n 2, one GPU a rank. Log in $OUT.
+# Here first: cargo build --release --features mpi && scripts/carry-mpi.sh &&
+# scripts/carry-python-mpi.sh; then from the checkout the device call sends
+# (it must hold this script and .mpi-carry):
 #   run (kind nvidia-h100-x2, carry .mpi-carry): scripts/gpu-python-ranks.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
