@@ -40,16 +40,17 @@ DATA=tests/data/md-peer
 cases=$(python3 -c 'import json; [print(k) for k in range(len(json.load(open("'$DATA'/mdanalysis.json"))["cases"]))]')
 for k in $cases; do
   for index in auto none; do
-    read -r file types exclude bins r_max < <(python3 -c '
+    read -r file types exclude bins r_max topology < <(python3 -c '
 import json, sys
 c = json.load(open(sys.argv[1]))["cases"][int(sys.argv[2])]
-print(c["file"], c["types"], int(c["exclude_molecule"]), c["bins"], c["r_max"])' "$DATA/mdanalysis.json" "$k")
+print(c["file"], c["types"], int(c["exclude_molecule"]), c["bins"], c["r_max"], c.get("topology", "-"))' "$DATA/mdanalysis.json" "$k")
     name="$file-$types-exclude$exclude-$index"
     log="$LOG/${name//[^A-Za-z0-9_.-]/_}.log"
     out="$LOG/${name//[^A-Za-z0-9_.-]/_}.csv"
     args=(run rdf --input "$DATA/$file" --types "$types" --param "r_max=$r_max" --param "bins=$bins"
           --backend cuda --verify --index "$index" --out "$out" --report "$out.json")
     [[ $exclude == 1 ]] && args+=(--exclude-same molecule)
+    [[ $topology != - ]] && args+=(--topology "$DATA/$topology")
     if ! timeout 300 "$TWOBS" "${args[@]}" >"$log" 2>&1; then
       failed=$((failed + 1))
       printf 'FAIL  %-44s %s\n' "$name" "$(grep -m1 -E 'error|panicked' "$log" | cut -c1-300)"

@@ -447,6 +447,8 @@ struct Recording {
 #[derive(serde::Deserialize)]
 struct PeerCase {
     file: String,
+    #[serde(default)]
+    topology: Option<String>,
     types: String,
     exclude_molecule: bool,
     bins: u32,
@@ -465,7 +467,8 @@ fn partial_rdf_counts_equal_mdanalysis_interrdf_as_recorded() {
     let rec: Recording = serde_json::from_str(&std::fs::read_to_string(data.join("mdanalysis.json")).unwrap()).unwrap();
     println!("recorded by `{}` with MDAnalysis {}", rec.made_by, rec.mdanalysis);
     let dir = tempfile::tempdir().unwrap();
-    assert!(rec.cases.len() >= 6);
+    assert!(rec.cases.len() >= 8);
+    assert!(rec.cases.iter().any(|c| c.file.ends_with(".xtc")), "an .xtc through its topology");
     for (k, c) in rec.cases.iter().enumerate() {
         let out = dir.path().join(format!("h{k}.csv"));
         let input = data.join(&c.file).display().to_string();
@@ -475,6 +478,10 @@ fn partial_rdf_counts_equal_mdanalysis_interrdf_as_recorded() {
         args.extend(["--backend", "cpu", "--out", &out_text]);
         if c.exclude_molecule {
             args.extend(["--exclude-same", "molecule"]);
+        }
+        let topology = c.topology.as_ref().map(|t| data.join(t).display().to_string());
+        if let Some(t) = &topology {
+            args.extend(["--topology", t]);
         }
         let o = common::twobs(dir.path(), &args);
         let what = format!("{} --types {} exclude={}", c.file, c.types, c.exclude_molecule);

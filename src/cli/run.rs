@@ -85,6 +85,10 @@ pub(super) struct RunArgs {
     /// and `type` itself.
     #[arg(long = "id", value_name = "NAME=FILE")]
     ids: Vec<String>,
+    /// The atoms' types and molecules for MD inputs that name none (.xtc):
+    /// the first frame of an MD file of the same atoms (a .gro, say).
+    #[arg(long, value_name = "FILE")]
+    topology: Option<String>,
     /// Points outside the problem's periodic box: wrap them in, or refuse the input (default:
     /// wrap where at most half of a set lies outside, refuse the set where more do).
     #[arg(long, value_enum, value_name = "WRAP|REFUSE")]
@@ -345,6 +349,7 @@ fn files_read(problem: &Problem, args: &RunArgs) -> Vec<Named> {
     let exists = |p: &&String| Path::new(p.as_str()).exists();
     let mut read: Vec<Named> = args.inputs.iter().filter(exists).map(|i| Named::new("--input", i)).collect();
     read.extend(args.weights.iter().filter(exists).map(|w| Named::new("--weights", w)));
+    read.extend(args.topology.iter().filter(exists).map(|t| Named::new("--topology", t)));
     read.extend(
         args.ids
             .iter()
@@ -400,7 +405,11 @@ fn read_points(
     args: &RunArgs,
     types: Option<&TypePair>,
 ) -> anyhow::Result<(Vec<Inputs>, Vec<String>, Vec<Params>)> {
-    let read = read_frames_of(given, components, opts, args.frames, types, &args.ids)?;
+    let topology = match &args.topology {
+        Some(t) => Some(data::md::read_all(Path::new(t)).context("--topology")?.swap_remove(0)),
+        None => None,
+    };
+    let read = read_frames_of(given, components, opts, args.frames, types, &args.ids, topology.as_ref())?;
     if read.len() > 1 && !matches!(problem.output, Output::Count { .. } | Output::Sum | Output::Histogram { .. }) {
         anyhow::bail!(
             "{} frames: frames add up for counts, sums and histograms, but problem `{}` makes {}; run each frame alone",
@@ -483,7 +492,7 @@ impl TypePair {
     fn choose(pattern: &str, set: &SetRead) -> anyhow::Result<SetRead> {
         let Some(types) = &set.types else {
             anyhow::bail!(
-                "--types: {} names no types of atoms; an MD file does (.xyz, .gro, .lammpstrj)",
+                "--types: {} names no types of atoms; an MD file does (.xyz, .gro, .lammpstrj; .xtc with --topology)",
                 set.set.origin
             )
         };
@@ -502,8 +511,14 @@ impl TypePair {
     }
 }
 
-/// The frames of `arg`, with an MD file's boxes, types and ids.
-fn read_sets(arg: &str, components: &[Component], opts: &InputOptions) -> anyhow::Result<Vec<SetRead>> {
+/// The frames of `arg`, with an MD file's boxes, types and ids (from
+/// `topology` where the file names none).
+fn read_sets(
+    arg: &str,
+    components: &[Component],
+    opts: &InputOptions,
+    topology: Option<&data::md::Frame>,
+) -> anyhow::Result<Vec<SetRead>> {
     if data::md::Format::of(Path::new(arg)).is_none() || !Path::new(arg).exists() {
         let sets = read_frames(arg, components, opts)?;
         return Ok(sets.into_iter().map(|set| SetRead { set, cell: None, types: None, ids: Vec::new() }).collect());
@@ -511,12 +526,20 @@ fn read_sets(arg: &str, components: &[Component], opts: &InputOptions) -> anyhow
     data::md::read_all(Path::new(arg))?
         .into_iter()
         .map(|f| {
+            let f = match topology {
+                Some(t) => f.with_topology(t)?,
+                None => f,
+            };
             let set = f.points(components)?.validate(components, false)?;
-            let mut ids = vec![("type".to_owned(), type_ids(&f.types))];
+            let mut ids = Vec::new();
+            let types = (!f.types.is_empty()).then(|| {
+                ids.push(("type".to_owned(), type_ids(&f.types)));
+                f.types
+            });
             if let Some(m) = f.molecules {
                 ids.push(("molecule".to_owned(), m));
             }
-            Ok(SetRead { set, cell: f.cell, types: Some(f.types), ids })
+            Ok(SetRead { set, cell: f.cell, types, ids })
         })
         .collect()
 }
@@ -551,11 +574,13 @@ fn read_frames_of(
     each_a_frame: bool,
     types: Option<&TypePair>,
     id_files: &[String],
+    topology: Option<&data::md::Frame>,
 ) -> anyhow::Result<Vec<(SetRead, Option<SetRead>)>> {
     let mut sets: Vec<Vec<SetRead>> = Vec::new();
     for (k, arg) in given.iter().enumerate() {
         let opts = InputOptions { seed: opts.seed + k as u64, ..opts.clone() };
-        let mut frames = read_sets(arg, components, &opts).with_context(|| ["set A", "set B"][k.min(1)].to_owned())?;
+        let mut frames =
+            read_sets(arg, components, &opts, topology).with_context(|| ["set A", "set B"][k.min(1)].to_owned())?;
         for (name, file) in id_files_of(id_files, k, given.len(), each_a_frame)? {
             let n = frames[0].set.len();
             let column = data::read_ids(&file, n).with_context(|| format!("--id {name}={file}"))?;

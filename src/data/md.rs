@@ -1,5 +1,6 @@
-//! Molecular-dynamics files: XYZ (and extended XYZ), GROMACS .gro and LAMMPS
-//! text dumps, each a trajectory of one or more frames read one at a time.
+//! Molecular-dynamics files: XYZ (and extended XYZ), GROMACS .gro and .xtc
+//! (through the `molly` crate), and LAMMPS text dumps, each a trajectory of
+//! one or more frames read one at a time.
 //! A frame is its atoms' positions (in the box's frame, the box's corner at
 //! the origin), the periodic box where the file gives one, each atom's type
 //! name and, where the file has one, its molecule id.
@@ -49,7 +50,8 @@ pub struct Frame {
     /// The periodic box, where the file gives one.
     pub cell: Option<Cell>,
     /// Each atom's type name: an XYZ species, a .gro atom name, a LAMMPS
-    /// `element` or else `type`.
+    /// `element` or else `type`; empty where the file names none (.xtc: a
+    /// topology gives them, [`Frame::with_topology`]).
     pub types: Vec<String>,
     /// Each atom's molecule: a LAMMPS `mol` column, an extended XYZ `mol`
     /// property, a .gro residue (a run of atoms with the same residue
@@ -61,11 +63,32 @@ pub struct Frame {
 
 impl Frame {
     pub fn len(&self) -> usize {
-        self.types.len()
+        self.positions[0].len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.types.is_empty()
+        self.positions[0].is_empty()
+    }
+
+    /// This frame with the types and molecules of `topology` (a frame of the
+    /// same atoms, in the same order), where it has none of its own.
+    pub fn with_topology(mut self, topology: &Frame) -> Result<Frame, InputError> {
+        if topology.len() != self.len() {
+            return Err(input_error!(
+                "{}: {} atoms, but the topology {} has {}",
+                self.origin,
+                self.len(),
+                topology.origin,
+                topology.len()
+            ));
+        }
+        if self.types.is_empty() {
+            self.types = topology.types.clone();
+        }
+        if self.molecules.is_none() {
+            self.molecules = topology.molecules.clone();
+        }
+        Ok(self)
     }
 }
 
@@ -74,6 +97,7 @@ impl Frame {
 pub enum Format {
     Xyz,
     Gro,
+    Xtc,
     LammpsDump,
 }
 
@@ -84,6 +108,7 @@ impl Format {
         Some(match ext.as_str() {
             "xyz" | "extxyz" => Format::Xyz,
             "gro" => Format::Gro,
+            "xtc" => Format::Xtc,
             "lammpstrj" | "dump" | "lammpsdump" => Format::LammpsDump,
             _ => return None,
         })
@@ -92,12 +117,18 @@ impl Format {
 
 /// Every frame of the MD file at `path`, read one at a time.
 pub fn frames(path: &Path) -> Result<Frames, InputError> {
-    let format =
-        Format::of(path).ok_or_else(|| input_error!("{}: not an MD file (.xyz, .gro, .lammpstrj)", path.display()))?;
+    let format = Format::of(path)
+        .ok_or_else(|| input_error!("{}: not an MD file (.xyz, .gro, .xtc, .lammpstrj)", path.display()))?;
     let file = File::open(path).map_err(|e| input_error!("cannot open {}: {e}", path.display()))?;
+    if format == Format::Xtc {
+        let len = file.metadata().map_err(|e| input_error!("cannot read {}: {e}", path.display()))?.len();
+        let reader = molly::XTCReader::new(Counted { file, at: 0, len });
+        return Ok(Frames { format, lines: Text::none(path), xtc: Some(reader), read: 0 });
+    }
     Ok(Frames {
         format,
-        lines: Text { lines: BufReader::new(file).lines(), line: 0, path: path.display().to_string() },
+        lines: Text { lines: Some(BufReader::new(file).lines()), line: 0, path: path.display().to_string() },
+        xtc: None,
         read: 0,
     })
 }
@@ -118,6 +149,7 @@ pub fn read_all(path: &Path) -> Result<Vec<Frame>, InputError> {
 pub struct Frames {
     format: Format,
     lines: Text,
+    xtc: Option<molly::XTCReader<Counted>>,
     read: usize,
 }
 
@@ -128,6 +160,7 @@ impl Iterator for Frames {
         let frame = match self.format {
             Format::Xyz => xyz(&mut self.lines, self.read),
             Format::Gro => gro(&mut self.lines, self.read),
+            Format::Xtc => xtc(self.xtc.as_mut().expect("an xtc reader"), &self.lines, self.read),
             Format::LammpsDump => lammps(&mut self.lines, self.read),
         };
         self.read += 1;
@@ -137,15 +170,20 @@ impl Iterator for Frames {
 
 /// A text file's lines, numbered from 1, for messages.
 struct Text {
-    lines: Lines<BufReader<File>>,
+    lines: Option<Lines<BufReader<File>>>,
     line: usize,
     path: String,
 }
 
 impl Text {
+    /// A binary file's name, for messages.
+    fn none(path: &Path) -> Text {
+        Text { lines: None, line: 0, path: path.display().to_string() }
+    }
+
     /// The next line, or None at the end.
     fn next(&mut self) -> Result<Option<String>, InputError> {
-        match self.lines.next() {
+        match self.lines.as_mut().and_then(Iterator::next) {
             None => Ok(None),
             Some(Err(e)) => Err(input_error!("{}:{}: cannot read: {e}", self.path, self.line + 1)),
             Some(Ok(l)) => {
@@ -437,6 +475,59 @@ fn gro(text: &mut Text, index: usize) -> Result<Option<Frame>, InputError> {
         );
     }
     Ok(Some(frame))
+}
+
+// ------------------------------------------------------------------ XTC
+
+/// A GROMACS .xtc frame, decoded by `molly` (pure Rust, maintained; the
+/// other crates wrap the C xdrfile library): positions and box in nm, no
+/// names (a topology gives them).
+fn xtc(reader: &mut molly::XTCReader<Counted>, text: &Text, index: usize) -> Result<Option<Frame>, InputError> {
+    // The end of the file is the end of the trajectory; a frame cut short is an error.
+    if reader.file.at == reader.file.len && index > 0 {
+        return Ok(None);
+    }
+    let mut f = molly::Frame::default();
+    if let Err(e) = reader.read_frame(&mut f) {
+        return Err(input_error!(
+            "{}: frame {index} (from byte {}): not a readable .xtc frame: {e}",
+            text.path,
+            reader.file.at
+        ));
+    }
+    let n = f.natoms();
+    let mut frame = empty(n, false, text.origin(index), None);
+    frame.types.clear();
+    for p in f.coords() {
+        push(&mut frame, p.map(f64::from));
+    }
+    // Column-major: each column a box vector, GROMACS's (v1 along x, v2 in the xy plane).
+    let [a, b, c] = f.boxvec_cols_2d().map(|v| v.map(f64::from));
+    if [a, b, c].iter().flatten().any(|x| *x != 0.0) {
+        if a[1] != 0.0 || a[2] != 0.0 || b[2] != 0.0 || !(a[0] > 0.0 && b[1] > 0.0 && c[2] > 0.0) {
+            return Err(input_error!(
+                "{}: frame {index}: box vectors {a:?}, {b:?}, {c:?} are not a GROMACS box (v1 along x, v2 in the xy plane)",
+                text.path
+            ));
+        }
+        frame.cell = Some(Cell::from_lower(a, b, c));
+    }
+    Ok(Some(frame))
+}
+
+/// A file that counts the bytes read from it, to tell the end of a trajectory from a cut frame.
+pub struct Counted {
+    file: File,
+    at: u64,
+    len: u64,
+}
+
+impl std::io::Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read(buf)?;
+        self.at += n as u64;
+        Ok(n)
+    }
 }
 
 // ------------------------------------------------------------------ LAMMPS
