@@ -163,7 +163,8 @@ pub fn g_of_r(
         .collect();
     let how = match frames.len() {
         1 => densities[0].1.clone(),
-        n => format!("{}; summed over {n} frames", densities[0].1),
+        n if densities.iter().all(|d| d.1 == densities[0].1) => format!("{}; summed over {n} frames", densities[0].1),
+        n => format!("each frame's own (frame 0: {}); summed over {n} frames", densities[0].1),
     };
     (g, format!("g(r) = count / (pair density x shell volume), volume from {how}"))
 }

@@ -530,3 +530,74 @@ fn types_exclusion_and_ids_are_refused_with_the_reason() {
         assert!(e.contains(wanted), "{args:?}: `{e}` does not say `{wanted}`");
     }
 }
+
+/// A user's spec with `<id>` and `<exclude>`, a key map and a cutoff: its
+/// promises are sampled (the moved copies take another molecule), its values
+/// tested one by one, and the count equals a brute-force one.
+#[test]
+fn a_users_spec_excludes_pairs_of_one_molecule_and_keeps_its_promises() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "close.cu",
+        "__device__ float sq(float3 a, float3 b) {\n  const float x = a.x - b.x, y = a.y - b.y, z = a.z - b.z;\n  return fmaf(z, z, fmaf(y, y, x * x));\n}\n__device__ float root(float k) { return sqrtf(k > 0.0f ? k : 0.0f); }\n__device__ float dist(float3 a, float3 b) { return root(sq(a, b)); }\n",
+    );
+    write(
+        dir.path(),
+        "close.xml",
+        r#"<problem name="close"><summary>pairs of atoms of different molecules closer than r</summary>
+<input sets="1" type="f32" dims="3"/>
+<function file="close.cu" name="dist" symmetric="true" key="sq" map="root"/>
+<output kind="count" threshold="r" compare="lt"/>
+<cutoff value="r"/>
+<id name="molecule"/>
+<exclude same="molecule"/>
+<param name="r" type="f32" default="0.1">separation below which a pair counts</param>
+</problem>"#,
+    );
+    let n = rng.random_range(600..900);
+    let pts: Vec<[f64; 3]> = (0..n).map(|_| [0; 3].map(|_| rng.random_range(0..64u32) as f64 / 16.0)).collect();
+    let mol: Vec<i64> = (0..n).map(|i| (i / 4) as i64).collect();
+    let csv: String = pts.iter().map(|p| format!("{},{},{}\n", p[0], p[1], p[2])).collect();
+    write(dir.path(), "p.csv", &csv);
+    write(dir.path(), "m.txt", &mol.iter().map(|m| format!("{m}\n")).collect::<String>());
+    // Halfway (in the squared distance) between two grid distances.
+    let r = ((4.0f64 * 4.0 + 0.5).sqrt() / 16.0) as f32;
+    let want: u64 = (0..n)
+        .flat_map(|i| (0..i).map(move |j| (i, j)))
+        .filter(|&(i, j)| mol[i] != mol[j])
+        .filter(|&(i, j)| (0..3).map(|c| (pts[i][c] - pts[j][c]).powi(2)).sum::<f64>().sqrt() < r as f64)
+        .count() as u64;
+    let all: u64 = (0..n)
+        .flat_map(|i| (0..i).map(move |j| (i, j)))
+        .filter(|&(i, j)| (0..3).map(|c| (pts[i][c] - pts[j][c]).powi(2)).sum::<f64>().sqrt() < r as f64)
+        .count() as u64;
+    assert!(all > want, "the exclusion leaves out some pairs ({all} against {want})");
+    for index in ["grid", "none"] {
+        let r_param = format!("r={r}");
+        let o = common::twobs(
+            dir.path(),
+            &[
+                "run",
+                "close.xml",
+                "--input",
+                "p.csv",
+                "--id",
+                "molecule=m.txt",
+                "--param",
+                &r_param,
+                "--backend",
+                "cpu",
+                "--index",
+                index,
+                "--quiet",
+            ],
+        );
+        assert!(o.status.success(), "--index {index}: {}", common::stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        let got: u64 =
+            out.split_whitespace().last().and_then(|t| t.parse().ok()).unwrap_or_else(|| panic!("stdout `{out}`"));
+        assert_eq!(got, want, "--index {index}");
+    }
+}

@@ -222,8 +222,11 @@ fn run_as(mut args: RunArgs, ranks: Option<ranks::Handle>) -> anyhow::Result<()>
             let read = if root {
                 let (frames, notes, frame_params) =
                     read_points(&problem, &params, &given, &components, &opts, &args, types.as_ref())?;
-                if frame_params.len() > 1 {
-                    anyhow::bail!("a box per frame under MPI ranks is not supported yet; run one process");
+                // The other ranks know the --params, not a box read from the file.
+                if frame_params.len() > 1 || frame_params[0] != params {
+                    anyhow::bail!(
+                        "a box read from an MD file is not sent to the other MPI ranks yet; give it with --param, or run one process"
+                    );
                 }
                 Some(ranks::encode_frames(&frames, &notes))
             } else {
