@@ -155,8 +155,8 @@ fn xyz_gro_and_lammps_frames_read_back_as_written() {
         assert_eq!(f.molecules.as_deref(), Some(&atoms.iter().map(|a| a.1).collect::<Vec<_>>()[..]), "gro frame {k}");
         for (j, (t, _, r)) in atoms.iter().enumerate() {
             assert_eq!(&f.types[j], t);
-            for c in 0..3 {
-                assert_eq!(f.positions[c][j], format!("{:.3}", (r[c] * 1e3).floor() / 1e3).parse::<f64>().unwrap());
+            for (column, x) in f.positions.iter().zip(r) {
+                assert_eq!(column[j], format!("{:.3}", (x * 1e3).floor() / 1e3).parse::<f64>().unwrap());
             }
         }
     }
@@ -298,7 +298,10 @@ fn malformed_md_files_are_refused_naming_the_file_line_and_value() {
 
 /// Molecules of three atoms (types 1, 2, 2) on a grid of 1/16 in boxes of
 /// whole lengths, so that every separation and minimum image is exact in f32.
-fn grid_waters(rng: &mut rand::rngs::StdRng, molecules: usize, box_len: u32) -> Vec<(u32, i64, [u32; 3])> {
+/// An atom on the grid: type, molecule, position in grid steps.
+type GridAtom = (u32, i64, [u32; 3]);
+
+fn grid_waters(rng: &mut rand::rngs::StdRng, molecules: usize, box_len: u32) -> Vec<GridAtom> {
     let cells = box_len * 16;
     let mut atoms = Vec::new();
     for m in 0..molecules {
@@ -314,7 +317,7 @@ fn grid_waters(rng: &mut rand::rngs::StdRng, molecules: usize, box_len: u32) -> 
 /// The pairs of (types ta, tb) within each bucket of (bins, r_max), pairs of
 /// one molecule left out where `exclude`; one set where ta == tb.
 fn brute_force(
-    frames: &[(u32, Vec<(u32, i64, [u32; 3])>)],
+    frames: &[(u32, Vec<GridAtom>)],
     (ta, tb): (u32, u32),
     exclude: bool,
     bins: u32,
@@ -323,7 +326,7 @@ fn brute_force(
     let mut h = vec![0u64; bins as usize];
     for (l, atoms) in frames {
         let l = *l as f64;
-        let pos = |a: &(u32, i64, [u32; 3])| a.2.map(|x| x as f64 / 16.0);
+        let pos = |a: &GridAtom| a.2.map(|x| x as f64 / 16.0);
         for (i, a) in atoms.iter().enumerate() {
             for (j, b) in atoms.iter().enumerate() {
                 let ordered = if ta == tb { i < j } else { i != j };
