@@ -223,7 +223,7 @@ fn components(input: &Input, block_size: u32) -> Vec<ComponentCx> {
     let mut out = Vec::new();
     for (k, c) in input.components().iter().enumerate() {
         let member = match &input.element {
-            _ if c.name == crate::spec::WEIGHT_MEMBER => format!(".{}", c.name),
+            _ if c.name == crate::spec::WEIGHT_MEMBER || input.ids.contains(&c.name) => format!(".{}", c.name),
             Element::Vector { dims, .. } if *dims <= 4 => format!(".{}", c.name),
             Element::Vector { .. } => format!(".v[{k}]"),
             Element::Record { .. } => format!(".{}", c.name),
@@ -248,12 +248,17 @@ fn snippet_calls(problem: &Problem) -> Vec<Json> {
     let f = &problem.function;
     let call = |name: &str, returns: &str, params: &str, args: &str, function: &str| {
         json!({ "name": name, "returns": returns, "params": params, "args": args, "function": function,
-                "line": f.line_of(function) })
+                "line": f.line_of(function), "excludes": false })
     };
     let pair = ("const Point& twobs_a, const Point& twobs_b", "twobs_a, twobs_b");
-    let mut calls = vec![call("twobs_pair", "Value", pair.0, pair.1, &f.name)];
+    // An excluded pair's value and key are +infinity (Problem::with_exclusion).
+    let excluding = |mut c: Json| {
+        c["excludes"] = problem.exclude.is_some().into();
+        c
+    };
+    let mut calls = vec![excluding(call("twobs_pair", "Value", pair.0, pair.1, &f.name))];
     if let Some(k) = &f.key {
-        calls.push(call("twobs_key", "Value", pair.0, pair.1, &k.key));
+        calls.push(excluding(call("twobs_key", "Value", pair.0, pair.1, &k.key)));
         calls.push(call("twobs_map", "Value", "Value twobs_k", "twobs_k", &k.map));
         calls.push(call(
             "twobs_estimate",
@@ -310,8 +315,8 @@ fn describe_snippet_calls(problem: &Problem) -> String {
 fn point_type(input: &Input) -> Json {
     let members: Vec<String> = input.element.components().into_iter().map(|c| c.name).collect();
     let mut point = match &input.element {
-        Element::Vector { scalar, dims } if *dims <= 4 && input.point_weights => {
-            // The vector's members, then the weight; a snippet that takes the
+        Element::Vector { scalar, dims } if *dims <= 4 && input.has_extras() => {
+            // The vector's members, then the weight and ids; a snippet that takes the
             // vector type (float3) gets it by the conversion.
             let vector = format!("{}{dims}", scalar.c_vector_prefix());
             json!({
@@ -341,6 +346,10 @@ fn point_type(input: &Input) -> Json {
     if input.point_weights {
         let fields = point["struct_fields"].as_array_mut().expect("a weighted point is a struct");
         fields.push(format!("double {};  // the point's weight (--weights)", crate::spec::WEIGHT_MEMBER).into());
+    }
+    for id in &input.ids {
+        let fields = point["struct_fields"].as_array_mut().expect("a point with ids is a struct");
+        fields.push(format!("int {id};  // an integer id of the point (<id>)").into());
     }
     point
 }
@@ -384,6 +393,7 @@ fn common(problem: &Problem, params: &Params, block_size: u32) -> serde_json::Ma
             "probe": if problem.function.key.is_some() { "twobs_key" } else { "twobs_pair" },
             "key_map": problem.function.key.is_some(),
             "point_weights": problem.input.point_weights,
+            "exclude": problem.exclude,
         },
     });
     let Json::Object(map) = cx else { unreachable!("an object") };

@@ -39,11 +39,12 @@ pub fn check_plot(problem: &Problem, path: &Path) -> Result<(), ReportError> {
 /// Draws the run's histogram, or g(r) where the problem normalizes so, to `path`.
 pub fn plot(
     problem: &Problem,
-    params: &Params,
+    frame_params: &[Params],
     frames: &[Inputs],
     exec: &Execution,
     path: &Path,
 ) -> Result<(), ReportError> {
+    let params = &frame_params[0];
     let Outcome::Totals(totals) = &exec.outcome else {
         return Err(ReportError::NothingToPlot(problem.name.clone(), problem.output.kind()));
     };
@@ -59,7 +60,7 @@ pub fn plot(
     }
     let (values, title, y_label) = match problem.normalize {
         Some(Normalization::Rdf) => {
-            let (g, _) = g_of_r(problem, params, frames, &edges, &values);
+            let (g, _) = g_of_r(problem, frame_params, frames, &edges, &values);
             (g, format!("{}: g(r), {what}", problem.name), "g(r)".to_owned())
         }
         None => {
@@ -138,14 +139,19 @@ fn conventions(problem: &Problem, visit: Visit, symmetric: bool) -> String {
 /// normalised: each frame's pair density (its pairs over its volume: the
 /// periodic box's, else the bounding box of its data) adds to the ideal-gas
 /// count of every shell, as MDAnalysis's InterRDF averages over frames.
+/// `frame_params` are each frame's (its own box), or one for all.
 pub fn g_of_r(
     problem: &Problem,
-    params: &Params,
+    frame_params: &[Params],
     frames: &[Inputs],
     edges: &[f64],
     counts: &[f64],
 ) -> (Vec<f64>, String) {
-    let densities: Vec<(f64, String)> = frames.iter().map(|inputs| pair_density(problem, params, inputs)).collect();
+    let densities: Vec<(f64, String)> = frames
+        .iter()
+        .enumerate()
+        .map(|(f, inputs)| pair_density(problem, &frame_params[f.min(frame_params.len() - 1)], inputs))
+        .collect();
     let pair_density: f64 = densities.iter().map(|(d, _)| d).sum();
     let g = counts
         .iter()
@@ -157,20 +163,50 @@ pub fn g_of_r(
         .collect();
     let how = match frames.len() {
         1 => densities[0].1.clone(),
-        n => format!("{}; summed over {n} frames", densities[0].1),
+        n if densities.iter().all(|d| d.1 == densities[0].1) => format!("{}; summed over {n} frames", densities[0].1),
+        n => format!("each frame's own (frame 0: {}); summed over {n} frames", densities[0].1),
     };
     (g, format!("g(r) = count / (pair density x shell volume), volume from {how}"))
 }
 
 /// The pairs of one frame per unit volume, and where the volume came from.
+/// Excluded pairs (`<exclude>`) are not pairs the frame could have, as
+/// MDAnalysis's InterRDF takes its `exclusion_block`'s out of its density.
 fn pair_density(problem: &Problem, params: &Params, inputs: &Inputs) -> (f64, String) {
-    let (volume, how) = volume(problem, params, inputs);
+    let (volume, mut how) = volume(problem, params, inputs);
     let n_a = inputs.a.len() as f64;
-    let pairs = match problem.input.sets {
+    let mut pairs = match problem.input.sets {
         Sets::Two => n_a * inputs.other().len() as f64,
         Sets::One => n_a * (n_a - 1.0) / 2.0,
     };
+    if let Some(id) = &problem.exclude {
+        let excluded = excluded_pairs(problem, id, inputs);
+        pairs -= excluded as f64;
+        how += &format!(", less the {excluded} pairs of the same {id}");
+    }
     (pairs / volume, how)
+}
+
+/// The pairs whose points share their id `id`: within one set, c (c - 1) / 2
+/// for each id held by c points; between two, c_A c_B.
+fn excluded_pairs(problem: &Problem, id: &str, inputs: &Inputs) -> u64 {
+    let column = |set: &crate::data::PointSet| -> std::collections::HashMap<i32, u64> {
+        let k = problem.input.components().iter().position(|c| c.name == id).expect("the id is a component");
+        let crate::data::Column::I32(v) = &set.columns[k] else { unreachable!("ids are i32") };
+        let mut counts = std::collections::HashMap::new();
+        for &x in v {
+            *counts.entry(x).or_insert(0u64) += 1;
+        }
+        counts
+    };
+    let a = column(&inputs.a);
+    match (&problem.input.sets, &inputs.b) {
+        (Sets::Two, Some(b)) => {
+            let b = column(b);
+            a.iter().map(|(x, ca)| ca * b.get(x).copied().unwrap_or(0)).sum()
+        }
+        _ => a.values().map(|c| c * (c - 1) / 2).sum(),
+    }
 }
 
 /// The volume g(r) takes one frame's pair density over: the periodic box's,
@@ -238,12 +274,13 @@ fn wrote(target: &Target, result: &mut serde_json::Map<String, serde_json::Value
 /// Writes the result, prints a summary, and returns the JSON report.
 pub fn present(
     problem: &Problem,
-    params: &Params,
+    frame_params: &[Params],
     frames: &[Inputs],
     exec: &Execution,
     opts: &OutputOptions,
     report_to_stdout: bool,
 ) -> Result<serde_json::Value, ReportError> {
+    let params = &frame_params[0];
     // Pairs and KNN lists come from one frame (the caller refuses more).
     let inputs = &frames[0];
     let lines = Lines::new(opts, report_to_stdout);
@@ -260,7 +297,7 @@ pub fn present(
         (Outcome::Totals(totals), _) => {
             // The report on stdout holds the histogram; stdout takes nothing else.
             let target = opts.out.as_ref().filter(|t| !(report_to_stdout && t.destination == Destination::Stdout));
-            present_histogram(problem, params, frames, totals, target, &lines, &mut result)?
+            present_histogram(problem, frame_params, frames, totals, target, &lines, &mut result)?
         }
         (Outcome::Pairs(pairs), _) => {
             present_pairs(problem, inputs, exec.shape.visit, pairs, opts, &lines, &mut result)?
@@ -306,16 +343,16 @@ fn present_scalar<T: std::fmt::Display + serde::Serialize>(
 /// `target` where there is one, and always whole in the report.
 fn present_histogram(
     problem: &Problem,
-    params: &Params,
+    frame_params: &[Params],
     frames: &[Inputs],
     totals: &Totals,
     target: Option<&Target>,
     lines: &Lines,
     result: &mut serde_json::Map<String, serde_json::Value>,
 ) -> Result<(), ReportError> {
-    let edges = contribution::histogram_edges(problem, params);
+    let edges = contribution::histogram_edges(problem, &frame_params[0]);
     let g = (problem.normalize == Some(Normalization::Rdf))
-        .then(|| g_of_r(problem, params, frames, &edges, &totals.as_f64()));
+        .then(|| g_of_r(problem, frame_params, frames, &edges, &totals.as_f64()));
     let what = match totals {
         Totals::Counts(c) => format!("{} pairs counted", c.iter().sum::<u64>()),
         Totals::Sums(s) => format!("pair weights summing to {}", s.iter().sum::<f64>()),

@@ -184,18 +184,24 @@ fn backend(choice: BackendChoice, notes: &mut Vec<String>) -> Backend {
 /// Runs every frame of a trajectory and adds their totals: counts and sums
 /// over all frames (the report divides g(r) by the frames' pairs). Only
 /// totals add up this way; the caller refuses frames for pairs and KNN.
+///
+/// `frame_params` are each frame's parameters (a box per frame, read from an
+/// MD file), or one set for every frame. A frame whose box differs from the
+/// one before compiles its own kernel (the box is a compile-time constant).
 pub fn execute_frames(
     problem: &Problem,
-    params: &Params,
+    frame_params: &[Params],
     frames: &[Inputs],
     opts: &RunOptions,
 ) -> Result<Execution, RunError> {
+    assert!(frame_params.len() == 1 || frame_params.len() == frames.len(), "one set of parameters, or one a frame");
+    let params_of = |f: usize| &frame_params[f.min(frame_params.len() - 1)];
     let start = Instant::now();
     let (first, rest) = frames.split_first().expect("a run has at least one frame");
-    let mut exec = execute(problem, params, first, opts)?;
+    let mut exec = execute(problem, params_of(0), first, opts)?;
     for (f, inputs) in rest.iter().enumerate() {
         // The spec's promises were sampled on the first frame.
-        let next = execute_one(problem, params, inputs, opts, false)?;
+        let next = execute_one(problem, params_of(f + 1), inputs, opts, false)?;
         let (Outcome::Totals(sum), Outcome::Totals(more)) = (&mut exec.outcome, &next.outcome) else {
             unreachable!("frames are refused for pairs and KNN")
         };
@@ -216,7 +222,7 @@ pub fn execute_frames(
             }
         }
     }
-    if let Some(note) = rdf_volume(problem, params, frames) {
+    if let Some(note) = rdf_volume(problem, frame_params, frames) {
         exec.notes.push(note);
     }
     exec.timings.pairs_per_s = exec.index.pairs as f64 / exec.timings.compute_s.max(1e-9);
@@ -251,9 +257,14 @@ fn f64_for_range(
 /// For g(r): the volume its pair density is taken over, the periodic box or
 /// the data's bounding box, said in every run: a box that is not the data's
 /// gives a g(r) that looks right and is not.
-fn rdf_volume(problem: &Problem, params: &Params, frames: &[Inputs]) -> Option<String> {
+fn rdf_volume(problem: &Problem, frame_params: &[Params], frames: &[Inputs]) -> Option<String> {
     if problem.normalize != Some(crate::spec::Normalization::Rdf) {
         return None;
+    }
+    let params = &frame_params[0];
+    if frame_params.len() > 1 && frame_params.iter().any(|p| p != params) {
+        let name = problem.params.iter().find(|p| p.kind == crate::spec::ParamKind::Box).map_or("box", |p| &p.name);
+        return Some(format!("g(r) takes each frame's own periodic box ({name} read from the file) as its volume"));
     }
     if let Some((name, b)) = problem.periodic_box(params) {
         return Some(format!(

@@ -44,6 +44,11 @@ fn problems() -> Vec<(String, Problem, Vec<String>)> {
         built_in("kde").unwrap().with_dims(5).unwrap().with_point_weights().unwrap(),
         vec![],
     ));
+    // Pairs of one molecule excluded: a histogram of one and two sets, a count, pairs.
+    for (name, sets) in [("rdf", 1), ("rdf", 2), ("2pcf", 1), ("selfjoin", 1)] {
+        let problem = built_in(name).unwrap().with_sets(sets).unwrap().with_exclusion("molecule").unwrap();
+        runs.push((format!("{name}-{sets}-sets-exclude-molecule"), problem, vec![]));
+    }
     for example in
         ["examples/manhattan/manhattan.xml", "examples/weighted/weighted.xml", "examples/periodic_rdf/periodic_rdf.xml"]
     {

@@ -130,7 +130,33 @@ fn subjects() -> Vec<Subject> {
         out.push(Subject { name: name.into(), problem: Problem::parse(&text, &path, &Disk).unwrap(), params: vec![] });
     }
     out.push(Subject { name: "count-where-nan-fails".into(), problem: count_where_nan_fails(), params: vec![] });
+    // Pairs of one molecule left out (<exclude same="molecule"/>): a
+    // histogram of one and two sets, a count and pairs.
+    for (name, base, sets, params) in [
+        ("rdf-exclude-molecule", "rdf", 1, "bins=53"),
+        ("rdf-two-sets-exclude-molecule", "rdf", 2, "bins=53"),
+        ("2pcf-exclude-molecule", "2pcf", 1, "r=0.2"),
+        ("selfjoin-exclude-molecule", "selfjoin", 1, "eps=0.05"),
+    ] {
+        out.push(Subject {
+            name: name.into(),
+            problem: built_in(base).unwrap().with_sets(sets).unwrap().with_exclusion("molecule").unwrap(),
+            params: vec![params.into()],
+        });
+    }
     out
+}
+
+/// Molecules for an input whose problem excludes pairs of one: set A's point
+/// i in molecule i / 3, set B's in i / 2, so that both sets share molecules
+/// (synthetic ids, uniform over [0, n), would rarely share one).
+fn with_molecules(problem: &Problem, mut inputs: Inputs) -> Inputs {
+    let Some(id) = &problem.exclude else { return inputs };
+    let k = problem.input.components().iter().position(|c| &c.name == id).unwrap();
+    for (set, per) in inputs.sets_mut().zip([3, 2]) {
+        set.columns[k] = twobs::data::Column::I32((0..set.len() as i32).map(|i| i / per).collect());
+    }
+    inputs
 }
 
 /// A user's count on keys whose map keeps a NaN key NaN, so that it fails:
@@ -173,10 +199,13 @@ fn seed() -> u64 {
 fn inputs(problem: &Problem, a: u64, b: u64, seed: u64) -> Inputs {
     let components = problem.input.components();
     let set = |g, n, s| synthesize(g, n, &components, s).unwrap().validate(&components, false).unwrap();
-    Inputs {
-        a: set(Generator::Clustered, a, seed),
-        b: (problem.input.sets == Sets::Two).then(|| set(Generator::Uniform, b, seed + 1)),
-    }
+    with_molecules(
+        problem,
+        Inputs {
+            a: set(Generator::Clustered, a, seed),
+            b: (problem.input.sets == Sets::Two).then(|| set(Generator::Uniform, b, seed + 1)),
+        },
+    )
 }
 
 /// One case: the GPU with `opts` against the CPU's brute force, on inputs of

@@ -264,7 +264,7 @@ impl Session {
     /// Runs `problem` on set `a` (and `b`): each set a 2-D array (points x
     /// coordinates) of the element's type, or a list of 1-D columns (one per
     /// field of a record). Returns a dict of numpy arrays and the run's report (JSON text).
-    #[pyo3(signature = (problem, a, b=None, params=Vec::new(), weights=Vec::new(), log_bins=false, outside_box=None, f64=false))]
+    #[pyo3(signature = (problem, a, b=None, params=Vec::new(), weights=Vec::new(), log_bins=false, outside_box=None, f64=false, ids=Vec::new(), exclude_same=None))]
     #[allow(clippy::too_many_arguments)]
     fn run<'py>(
         &self,
@@ -277,6 +277,8 @@ impl Session {
         log_bins: bool,
         outside_box: Option<&str>,
         f64: bool,
+        ids: Vec<(String, Vec<PyReadonlyArray1<'py, i32>>)>,
+        exclude_same: Option<String>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let began = std::time::Instant::now();
         let sets = 1 + b.is_some() as usize;
@@ -340,6 +342,39 @@ impl Session {
                         )));
                     }
                     set.columns.push(Column::F64(w.to_vec()));
+                }
+            }
+            // Integer ids after the weights (<id>), one array per set; and the pairs of one excluded.
+            for (name, arrays) in &ids {
+                spec = spec.with_id(name).map_err(input_error)?;
+                if arrays.len() != sets {
+                    return Err(InputError::new_err(format!(
+                        "ids `{name}`: {} arrays for {sets} set(s) of points: give one per set, in the same order",
+                        arrays.len()
+                    )));
+                }
+            }
+            if let Some(name) = &exclude_same {
+                spec = spec.with_exclusion(name).map_err(input_error)?;
+            }
+            for name in &spec.input.ids {
+                let Some((_, arrays)) = ids.iter().find(|(n, _)| n == name) else {
+                    return Err(InputError::new_err(format!(
+                        "problem `{}` takes an id `{name}` per point: give ids={{\"{name}\": [...]}}",
+                        spec.name
+                    )));
+                };
+                for (set, v) in inputs.sets_mut().zip(arrays) {
+                    let v = v.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
+                    if v.len() != set.len() {
+                        return Err(InputError::new_err(format!(
+                            "{} ids `{name}` for {} ({} points)",
+                            v.len(),
+                            set.origin,
+                            set.len()
+                        )));
+                    }
+                    set.columns.push(Column::I32(v.to_vec()));
                 }
             }
             Ok((spec, params, inputs, notes))

@@ -258,11 +258,17 @@ class Session:
         log_bins: bool = False,
         outside_box: Optional[str] = None,
         f64: bool = False,
+        ids: Optional[dict] = None,
+        exclude_same: Optional[str] = None,
     ) -> Result:
         """Runs ``problem`` (a :class:`Problem`, a built-in name or a spec path)
         on set ``a`` (and ``b``): arrays of shape (points, coordinates), or a
         list of 1-D columns for a record element. ``params`` maps names to
-        values (a box as L, (Lx, Ly, Lz) or (Lx, Ly, Lz, xy, xz, yz))."""
+        values (a box as L, (Lx, Ly, Lz) or (Lx, Ly, Lz, xy, xz, yz)).
+        ``ids`` maps an id's name to one integer array per set (the spec's
+        ``<id>``); ``exclude_same="molecule"`` leaves out every pair whose
+        points share that id (``<exclude same="..."/>``), as
+        ``twobs run --exclude-same`` does."""
         if not isinstance(problem, Problem):
             problem = Problem(problem)
         sets = [a] if b is None else [a, b]
@@ -279,6 +285,14 @@ class Session:
         ws = []
         if weights is not None:
             ws = [_weights(w, _count(s), f"weights of set {'AB'[k]}") for k, (w, s) in enumerate(zip(weights, taken))]
+        id_arrays = []
+        for name, arrays in (ids or {}).items():
+            if isinstance(arrays, np.ndarray) or not isinstance(arrays, (list, tuple)):
+                arrays = [arrays]
+            if len(arrays) != len(taken):
+                raise InputError(f"ids {name!r}: {len(arrays)} arrays for {len(taken)} set(s); give one per set")
+            id_arrays.append((str(name), [_ids(x, _count(s), f"ids {name!r} of set {'AB'[k]}")
+                                          for k, (x, s) in enumerate(zip(arrays, taken))]))
         raw = self._native.run(
             problem,
             taken[0],
@@ -288,8 +302,22 @@ class Session:
             log_bins=log_bins,
             outside_box=outside_box,
             f64=f64,
+            ids=id_arrays,
+            exclude_same=exclude_same,
         )
         return Result(raw)
+
+
+def _ids(x: Any, n: int, name: str) -> np.ndarray:
+    """One int32 id per point."""
+    a = np.asarray(_host(x))
+    if a.ndim != 1 or len(a) != n:
+        raise InputError(f"{name}: shape {a.shape} for {n} points; give one integer per point")
+    if a.dtype.kind not in "iu":
+        raise InputError(f"{name}: an array of {a.dtype}; ids are integers")
+    if len(a) and (a.min() < -(2**31) or a.max() >= 2**31):
+        raise InputError(f"{name}: ids must fit int32")
+    return np.ascontiguousarray(a, dtype=np.int32)
 
 
 def _count(s: Any) -> int:
@@ -359,6 +387,12 @@ class RDF:
     ``rdf``, ``n_r``. ``normalization_mode`` is freud's: "exact" (N^2 / V)
     or "finite_size" (N (N - 1) / V, the command line's and MDAnalysis's).
     The counts are exact: the same as ``twobs run rdf`` on the same points.
+
+    ``compute(..., molecules=ids, query_molecules=ids_q)`` leaves out every
+    pair of points in the same molecule (MDAnalysis's ``exclusion_block``, for
+    molecules of any size; ``twobs run --exclude-same molecule``), and takes
+    those pairs out of the density too. A partial g(r) between two types is
+    ``compute(box, points[types == "O"], points[types == "H"], ...)``.
     """
 
     def __init__(self, bins: int, r_max: float, r_min: float = 0.0, normalization_mode: str = "exact",
@@ -388,7 +422,8 @@ class RDF:
         self.frames = 0
         self.report: Optional[dict] = None
 
-    def compute(self, box: Any, points: Any = None, query_points: Any = None, reset: bool = True) -> "RDF":
+    def compute(self, box: Any, points: Any = None, query_points: Any = None, reset: bool = True,
+                molecules: Any = None, query_molecules: Any = None) -> "RDF":
         if points is None:
             if isinstance(box, tuple) and len(box) == 2:
                 box, points = box
@@ -399,14 +434,32 @@ class RDF:
         box_text, volume = _box_param(box)
         params = {"bins": self.bins, "r_max": self.r_max, "box": box_text}
         session = _session(self._session, self._comm)
-        result = session.run(self._problem, points, query_points, params=params)
+        self_pairs = query_points is None
+        excluded = 0
+        ids = None
+        if molecules is not None or query_molecules is not None:
+            if molecules is None or (query_molecules is None) != self_pairs:
+                raise InputError("molecules: give molecules (and query_molecules with query_points)")
+            mol_p = np.asarray(_host(molecules))
+            mol_q = mol_p if self_pairs else np.asarray(_host(query_molecules))
+            ids = {"molecule": [mol_p] if self_pairs else [mol_p, mol_q]}
+            # The ordered pairs of one molecule, as freud counts pairs: c_p c_q a molecule (self pairs included).
+            up, cp = np.unique(mol_p, return_counts=True)
+            uq, cq = np.unique(mol_q, return_counts=True)
+            _, ip, iq = np.intersect1d(up, uq, return_indices=True)
+            excluded = int(np.sum(cp[ip].astype(np.int64) * cq[iq]))
+        result = session.run(self._problem, points, query_points, params=params, ids=ids,
+                             exclude_same=None if ids is None else "molecule")
         n_p = _host(points).shape[0]
         n_q = n_p if query_points is None else _host(query_points).shape[0]
-        self_pairs = query_points is None
         # freud counts a bond from each query point: each pair twice within one set.
         self._counts += result.counts * (2 if self_pairs else 1)
         finite = self.normalization_mode == "finite_size"
-        self._density += n_p * ((n_q - 1) if finite else n_q) / volume
+        pairs = n_p * ((n_q - 1) if finite else n_q)
+        if excluded:
+            # Within one set the points with themselves are excluded already where finite_size took them off.
+            pairs -= excluded - (n_p if finite and self_pairs else 0)
+        self._density += pairs / volume
         self._queries += n_q
         self._edges = result.edges
         self.frames += 1

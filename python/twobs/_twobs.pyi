@@ -54,6 +54,8 @@ class Session:
         log_bins: bool = False,
         outside_box: Optional[str] = None,
         f64: bool = False,
+        ids: Sequence[tuple[str, Sequence[np.ndarray]]] = ...,
+        exclude_same: Optional[str] = None,
     ) -> dict[str, Any]: ...
 
 def built_in_file(name: str) -> str: ...

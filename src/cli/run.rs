@@ -67,6 +67,28 @@ pub(super) struct RunArgs {
     /// is their average. A 3-D .npy input is a trajectory without this flag too.
     #[arg(long)]
     frames: bool,
+    /// Partial g(r) (or any statistic) between two types of atoms of an MD
+    /// input (.xyz species, .gro atom names, LAMMPS `element` or `type`): set
+    /// A holds the atoms of the first, set B those of the second (one set
+    /// where both are the same). A name ending in `*` matches any ending (HW*).
+    /// With two --inputs, A is chosen from the first and B from the second.
+    #[arg(long, value_name = "A,B")]
+    types: Option<String>,
+    /// Leave out every pair whose points share this id (the spec's
+    /// <exclude same="NAME"/>): `molecule` (an MD file's molecules: LAMMPS
+    /// `mol`, .gro residues, an extended XYZ `mol` property), or an id given by --id.
+    #[arg(long, value_name = "NAME")]
+    exclude_same: Option<String>,
+    /// An integer id per point of an --input (once per --input, in order): a
+    /// 1-D .npy or a text file of one integer per line. The spec's points carry
+    /// it as the member NAME (<id name="NAME"/>); an MD input gives `molecule`
+    /// and `type` itself.
+    #[arg(long = "id", value_name = "NAME=FILE")]
+    ids: Vec<String>,
+    /// The atoms' types and molecules for MD inputs that name none (.xtc):
+    /// the first frame of an MD file of the same atoms (a .gro, say).
+    #[arg(long, value_name = "FILE")]
+    topology: Option<String>,
     /// Points outside the problem's periodic box: wrap them in, or refuse the input (default:
     /// wrap where at most half of a set lies outside, refuse the set where more do).
     #[arg(long, value_enum, value_name = "WRAP|REFUSE")]
@@ -173,11 +195,24 @@ fn run_as(mut args: RunArgs, ranks: Option<ranks::Handle>) -> anyhow::Result<()>
     let root = ranks.as_ref().is_none_or(|h| h.0.rank() == 0);
     args.quiet |= !root;
     let problem = load(&args.problem, args.log_bins)?;
-    let params = bind(&problem, &args.params)?;
+    let problem = match &args.exclude_same {
+        Some(name) => problem.with_exclusion(name).context("--exclude-same")?,
+        None => problem,
+    };
+    let problem = with_id_files(problem, &args.ids)?;
+    let params = bind(&problem, &md_box_placeholder(&problem, &args))?;
     refuse_flags_of_another_backend(&args)?;
     let opts = InputOptions { dims: args.dims, drop_nonfinite: args.drop_nonfinite, seed: args.seed };
     let given = inputs_or_default(&problem, &args);
-    let sets_per_frame = if args.frames { 1 } else { given.len() };
+    let types = args.types.as_deref().map(TypePair::parse).transpose()?;
+    let sets_per_frame = match &types {
+        _ if args.frames => 1,
+        Some(t) if given.len() == 1 => 1 + usize::from(t.a != t.b),
+        _ => given.len(),
+    };
+    if types.is_some() && !args.weights.is_empty() {
+        anyhow::bail!("--weights with --types: the weights would be of the chosen atoms; give one of them");
+    }
     let problem = problem.with_sets(sets_per_frame)?;
     let problem = with_input_dims(problem, &given[0], &opts)?;
     // Points are read as the element is; the weights join them after.
@@ -189,19 +224,27 @@ fn run_as(mut args: RunArgs, ranks: Option<ranks::Handle>) -> anyhow::Result<()>
     let mut run_opts = run_options(&args)?;
     run_opts.ranks = ranks.clone();
     // Rank 0 reads the inputs once and sends them to every rank.
-    let (frames, input_notes) = match ranks.as_ref().map(|h| &*h.0).filter(|r| r.size() > 1) {
-        None => read_points(&problem, &params, &given, &components, &opts, &args)?,
+    let (frames, input_notes, frame_params) = match ranks.as_ref().map(|h| &*h.0).filter(|r| r.size() > 1) {
+        None => read_points(&problem, &params, &given, &components, &opts, &args, types.as_ref())?,
         Some(r) => {
             let read = if root {
-                let (frames, notes) = read_points(&problem, &params, &given, &components, &opts, &args)?;
+                let (frames, notes, frame_params) =
+                    read_points(&problem, &params, &given, &components, &opts, &args, types.as_ref())?;
+                // The other ranks know the --params, not a box read from the file.
+                if frame_params.len() > 1 || frame_params[0] != params {
+                    anyhow::bail!(
+                        "a box read from an MD file is not sent to the other MPI ranks yet; give it with --param, or run one process"
+                    );
+                }
                 Some(ranks::encode_frames(&frames, &notes))
             } else {
                 None
             };
-            ranks::decode_frames(&r.broadcast(read))?
+            let (frames, notes) = ranks::decode_frames(&r.broadcast(read))?;
+            (frames, notes, vec![params.clone()])
         }
     };
-    let mut exec = run::execute_frames(&problem, &params, &frames, &run_opts)?;
+    let mut exec = run::execute_frames(&problem, &frame_params, &frames, &run_opts)?;
     exec.notes.splice(0..0, input_notes);
     if !args.quiet {
         for note in &exec.notes {
@@ -209,7 +252,7 @@ fn run_as(mut args: RunArgs, ranks: Option<ranks::Handle>) -> anyhow::Result<()>
         }
     }
     match destinations {
-        Some(destinations) => write_outputs(&problem, &params, &frames, &exec, destinations, &args),
+        Some(destinations) => write_outputs(&problem, &frame_params, &frames, &exec, destinations, &args),
         None => Ok(()),
     }
 }
@@ -317,6 +360,15 @@ fn files_read(problem: &Problem, args: &RunArgs) -> Vec<Named> {
     let exists = |p: &&String| Path::new(p.as_str()).exists();
     let mut read: Vec<Named> = args.inputs.iter().filter(exists).map(|i| Named::new("--input", i)).collect();
     read.extend(args.weights.iter().filter(exists).map(|w| Named::new("--weights", w)));
+    read.extend(args.topology.iter().filter(exists).map(|t| Named::new("--topology", t)));
+    read.extend(
+        args.ids
+            .iter()
+            .filter_map(|i| i.split_once('='))
+            .map(|(_, f)| f.to_owned())
+            .filter(|f| exists(&f))
+            .map(|f| Named::new("--id", f)),
+    );
     if Path::new(&args.problem).exists() {
         read.push(Named::new("the spec", &args.problem));
         read.push(Named::new("its snippet", &problem.function.file));
@@ -351,8 +403,10 @@ fn result_target(problem: &Problem, args: &RunArgs) -> anyhow::Result<Option<Res
     Ok(target)
 }
 
-/// The frames of points to run on: read, checked to add up, moved into the
-/// periodic box, and with their weights; and notes of what was moved.
+/// The frames of points to run on: read, chosen by type, checked to add
+/// up, moved into the periodic box, with their weights and ids; notes of
+/// what was moved; and each frame's parameters (its own box where an MD
+/// file gives one, else one set for all).
 fn read_points(
     problem: &Problem,
     params: &Params,
@@ -360,81 +414,390 @@ fn read_points(
     components: &[Component],
     opts: &InputOptions,
     args: &RunArgs,
-) -> anyhow::Result<(Vec<Inputs>, Vec<String>)> {
-    let mut frames = read_frames_of(given, components, opts, args.frames)?;
-    if frames.len() > 1 && !matches!(problem.output, Output::Count { .. } | Output::Sum | Output::Histogram { .. }) {
+    types: Option<&TypePair>,
+) -> anyhow::Result<(Vec<Inputs>, Vec<String>, Vec<Params>)> {
+    let topology = match &args.topology {
+        Some(t) => Some(data::md::read_all(Path::new(t)).context("--topology")?.swap_remove(0)),
+        None => None,
+    };
+    let read = read_frames_of(given, components, opts, args.frames, types, &args.ids, topology.as_ref())?;
+    if read.len() > 1 && !matches!(problem.output, Output::Count { .. } | Output::Sum | Output::Histogram { .. }) {
         anyhow::bail!(
             "{} frames: frames add up for counts, sums and histograms, but problem `{}` makes {}; run each frame alone",
-            frames.len(),
+            read.len(),
             problem.name,
             problem.output.kind()
         );
     }
-    let notes = into_periodic_box(problem, params, &mut frames, given, args)?;
+    let (frame_params, file_boxes, mut notes) = frame_params(problem, params, &read, args)?;
+    let mut frames: Vec<Inputs> =
+        read.iter().map(|(a, b)| Inputs { a: a.set.clone(), b: b.as_ref().map(|b| b.set.clone()) }).collect();
+    // A box read from the file is the data's: points a little outside it are wrapped in.
+    let policy = args.outside_box.or(file_boxes.then_some(Outside::Wrap));
+    notes.extend(into_periodic_box(problem, &frame_params, &mut frames, given, args, policy)?);
     join_weights(&mut frames, &args.weights)?;
-    Ok((frames, notes))
+    join_ids(problem, &mut frames, &read)?;
+    Ok((frames, notes, frame_params))
+}
+
+/// The --params, with the box open (0) where the inputs are MD files and
+/// --param leaves the box alone: each frame's box comes from the file
+/// ([`frame_params`]), and a file without one has open boundaries.
+fn md_box_placeholder(problem: &Problem, args: &RunArgs) -> Vec<String> {
+    let mut params = args.params.clone();
+    let Some(b) = problem.params.iter().find(|p| p.kind == ParamKind::Box) else { return params };
+    let md = !args.inputs.is_empty() && args.inputs.iter().all(|i| data::md::Format::of(Path::new(i)).is_some());
+    if md && !params.iter().any(|p| p.split_once('=').is_some_and(|(n, _)| n.trim() == b.name)) {
+        params.push(format!("{}=0", b.name));
+    }
+    params
+}
+
+/// One set of one frame as read: its points, and the box and ids an MD
+/// file (or an --id file) gives beside them.
+#[derive(Clone)]
+struct SetRead {
+    set: PointSet,
+    cell: Option<data::md::Cell>,
+    /// Each point's type name (MD files).
+    types: Option<Vec<String>>,
+    /// Integer ids by name: an MD file's `molecule` and `type`, and --id files.
+    ids: Vec<(String, Vec<i64>)>,
+}
+
+impl SetRead {
+    fn subset(&self, rows: &[usize], origin: String) -> SetRead {
+        SetRead {
+            set: self.set.subset(rows, origin),
+            cell: self.cell,
+            types: self.types.as_ref().map(|t| rows.iter().map(|&r| t[r].clone()).collect()),
+            ids: self.ids.iter().map(|(n, v)| (n.clone(), rows.iter().map(|&r| v[r]).collect())).collect(),
+        }
+    }
+}
+
+/// `--types A,B`: the atom types of set A and set B.
+struct TypePair {
+    a: String,
+    b: String,
+}
+
+impl TypePair {
+    fn parse(text: &str) -> anyhow::Result<TypePair> {
+        match text.split(',').map(str::trim).collect::<Vec<_>>()[..] {
+            [a, b] if !a.is_empty() && !b.is_empty() => Ok(TypePair { a: a.to_owned(), b: b.to_owned() }),
+            [a] if !a.is_empty() => Ok(TypePair { a: a.to_owned(), b: a.to_owned() }),
+            _ => anyhow::bail!("--types {text}: expected A,B (two type names, e.g. OW,HW*), or one name"),
+        }
+    }
+
+    /// Whether `name` is of `pattern` (a trailing `*` matches any ending).
+    fn matches(pattern: &str, name: &str) -> bool {
+        match pattern.strip_suffix('*') {
+            Some(stem) => name.starts_with(stem),
+            None => name == pattern,
+        }
+    }
+
+    /// The points of `set` whose type is `pattern`; refused where it has no types or none is.
+    fn choose(pattern: &str, set: &SetRead) -> anyhow::Result<SetRead> {
+        let Some(types) = &set.types else {
+            anyhow::bail!(
+                "--types: {} names no types of atoms; an MD file does (.xyz, .gro, .lammpstrj; .xtc with --topology)",
+                set.set.origin
+            )
+        };
+        let rows: Vec<usize> = (0..types.len()).filter(|&i| Self::matches(pattern, &types[i])).collect();
+        if rows.is_empty() {
+            let mut names: Vec<&str> = types.iter().map(String::as_str).collect();
+            names.sort_unstable();
+            names.dedup();
+            anyhow::bail!(
+                "--types: no atom of {} is of type `{pattern}`; its types are {}",
+                set.set.origin,
+                names.join(", ")
+            );
+        }
+        Ok(set.subset(&rows, format!("{} ({pattern})", set.set.origin)))
+    }
+}
+
+/// The frames of `arg`, with an MD file's boxes, types and ids (from
+/// `topology` where the file names none).
+fn read_sets(
+    arg: &str,
+    components: &[Component],
+    opts: &InputOptions,
+    topology: Option<&data::md::Frame>,
+) -> anyhow::Result<Vec<SetRead>> {
+    if data::md::Format::of(Path::new(arg)).is_none() || !Path::new(arg).exists() {
+        let sets = read_frames(arg, components, opts)?;
+        return Ok(sets.into_iter().map(|set| SetRead { set, cell: None, types: None, ids: Vec::new() }).collect());
+    }
+    data::md::read_all(Path::new(arg))?
+        .into_iter()
+        .map(|f| {
+            let f = match topology {
+                Some(t) => f.with_topology(t)?,
+                None => f,
+            };
+            let set = f.points(components)?.validate(components, false)?;
+            let mut ids = Vec::new();
+            let types = (!f.types.is_empty()).then(|| {
+                ids.push(("type".to_owned(), type_ids(&f.types)));
+                f.types
+            });
+            if let Some(m) = f.molecules {
+                ids.push(("molecule".to_owned(), m));
+            }
+            Ok(SetRead { set, cell: f.cell, types, ids })
+        })
+        .collect()
+}
+
+/// An integer per type name: the name where it is a number (LAMMPS types),
+/// else the name's place in the order the names first appear.
+fn type_ids(types: &[String]) -> Vec<i64> {
+    let mut seen: Vec<&str> = Vec::new();
+    types
+        .iter()
+        .map(|t| {
+            t.parse::<i64>().unwrap_or_else(|_| match seen.iter().position(|s| s == t) {
+                Some(k) => k as i64,
+                None => {
+                    seen.push(t);
+                    seen.len() as i64 - 1
+                }
+            })
+        })
+        .collect()
 }
 
 /// The frames of a run. With --frames every input is a frame of one set;
-/// otherwise each input is a set (A, then B), a 3-D .npy holding that set's
+/// otherwise each input is a set (A, then B), a 3-D .npy or an MD file holding that set's
 /// trajectory. Two sets of several frames have the same number of them; a set
-/// of one frame stays put in every frame of the other.
+/// of one frame stays put in every frame of the other. `--types` chooses A
+/// and B among each frame's atoms.
 fn read_frames_of(
     given: &[String],
     components: &[Component],
     opts: &InputOptions,
     each_a_frame: bool,
-) -> anyhow::Result<Vec<Inputs>> {
-    if each_a_frame {
-        let mut frames = Vec::new();
-        for arg in given {
-            frames.extend(read_frames(arg, components, opts)?.into_iter().map(|a| Inputs { a, b: None }));
+    types: Option<&TypePair>,
+    id_files: &[String],
+    topology: Option<&data::md::Frame>,
+) -> anyhow::Result<Vec<(SetRead, Option<SetRead>)>> {
+    let mut sets: Vec<Vec<SetRead>> = Vec::new();
+    for (k, arg) in given.iter().enumerate() {
+        let opts = InputOptions { seed: opts.seed + k as u64, ..opts.clone() };
+        let mut frames =
+            read_sets(arg, components, &opts, topology).with_context(|| ["set A", "set B"][k.min(1)].to_owned())?;
+        for (name, file) in id_files_of(id_files, k, given.len(), each_a_frame)? {
+            let n = frames[0].set.len();
+            let column = data::read_ids(&file, n).with_context(|| format!("--id {name}={file}"))?;
+            for f in frames.iter_mut() {
+                f.ids.retain(|(m, _)| *m != name);
+                f.ids.push((name.clone(), column.clone()));
+            }
         }
-        return Ok(frames);
+        sets.push(frames);
     }
-    let a = read_frames(&given[0], components, opts).context("set A")?;
-    let b = match given.get(1) {
-        Some(arg) => {
-            Some(read_frames(arg, components, &InputOptions { seed: opts.seed + 1, ..opts.clone() }).context("set B")?)
-        }
-        None => None,
+    let choose = |a: SetRead, b: Option<SetRead>| -> anyhow::Result<(SetRead, Option<SetRead>)> {
+        let Some(t) = types else { return Ok((a, b)) };
+        let chosen_a = TypePair::choose(&t.a, &a)?;
+        Ok(match b {
+            Some(b) => (chosen_a, Some(TypePair::choose(&t.b, &b)?)),
+            None if t.a == t.b => (chosen_a, None),
+            None => (chosen_a, Some(TypePair::choose(&t.b, &a)?)),
+        })
     };
-    let n_b = b.as_ref().map_or(1, Vec::len);
+    if each_a_frame {
+        return sets.into_iter().flatten().map(|a| choose(a, None)).collect();
+    }
+    let a = &sets[0];
+    let b = sets.get(1);
+    let n_b = b.map_or(1, Vec::len);
     if a.len() != n_b && a.len() != 1 && n_b != 1 {
         anyhow::bail!(
             "set A has {} frames and set B {n_b}: give both the same number, or one frame for a set that stays put",
             a.len()
         );
     }
-    let frame = |set: &[PointSet], f: usize| set[f.min(set.len() - 1)].clone();
-    Ok((0..a.len().max(n_b)).map(|f| Inputs { a: frame(&a, f), b: b.as_deref().map(|b| frame(b, f)) }).collect())
+    let frame = |set: &[SetRead], f: usize| set[f.min(set.len() - 1)].clone();
+    (0..a.len().max(n_b)).map(|f| choose(frame(a, f), b.map(|b| frame(b, f)))).collect()
+}
+
+/// The `--id NAME=FILE`s of input `k` of `inputs`: the k-th of each name
+/// (with --frames, every input is a frame of one set, and the one file of a
+/// name serves them all).
+fn id_files_of(
+    id_files: &[String],
+    k: usize,
+    inputs: usize,
+    each_a_frame: bool,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let mut by_name: Vec<(String, Vec<String>)> = Vec::new();
+    for item in id_files {
+        let (name, file) = item.split_once('=').ok_or_else(|| anyhow::anyhow!("--id {item}: expected NAME=FILE"))?;
+        match by_name.iter_mut().find(|(n, _)| n == name) {
+            Some((_, files)) => files.push(file.to_owned()),
+            None => by_name.push((name.to_owned(), vec![file.to_owned()])),
+        }
+    }
+    let mut out = Vec::new();
+    for (name, files) in by_name {
+        let wanted = if each_a_frame { 1 } else { inputs };
+        if files.len() != wanted {
+            anyhow::bail!(
+                "--id {name}: {} files for {wanted} input{}; give one per --input, in the same order",
+                files.len(),
+                if wanted == 1 { "" } else { "s" }
+            );
+        }
+        out.push((name, files[if each_a_frame { 0 } else { k }].clone()));
+    }
+    Ok(out)
+}
+
+/// The problem with the ids --id names declared (`<id name="..."/>`).
+fn with_id_files(problem: Problem, ids: &[String]) -> anyhow::Result<Problem> {
+    let mut problem = problem;
+    for item in ids {
+        let (name, _) = item.split_once('=').ok_or_else(|| anyhow::anyhow!("--id {item}: expected NAME=FILE"))?;
+        problem = problem.with_id(name).with_context(|| format!("--id {item}"))?;
+    }
+    Ok(problem)
+}
+
+/// Each frame's parameters: where the problem has a periodic box and the
+/// input an MD file's box, the frame's own (unless --param sets the box);
+/// whether any came from a file; and notes.
+fn frame_params(
+    problem: &Problem,
+    params: &Params,
+    read: &[(SetRead, Option<SetRead>)],
+    args: &RunArgs,
+) -> anyhow::Result<(Vec<Params>, bool, Vec<String>)> {
+    let cells: Vec<Option<data::md::Cell>> =
+        read.iter().map(|(a, b)| a.cell.or(b.as_ref().and_then(|b| b.cell))).collect();
+    for (f, (a, b)) in read.iter().enumerate() {
+        if let (Some(x), Some(y)) = (a.cell, b.as_ref().and_then(|b| b.cell))
+            && x != y
+        {
+            anyhow::bail!(
+                "frame {f}: set A's file gives the box {} and set B's {}; the sets of a frame share one box",
+                x.param_text(),
+                y.param_text()
+            );
+        }
+    }
+    let Some(box_param) = problem.params.iter().find(|p| p.kind == ParamKind::Box) else {
+        return Ok((vec![params.clone()], false, Vec::new()));
+    };
+    if cells.iter().all(Option::is_none) {
+        return Ok((vec![params.clone()], false, Vec::new()));
+    }
+    let named = |p: &String| p.split_once('=').is_some_and(|(n, _)| n.trim() == box_param.name);
+    if args.params.iter().any(named) {
+        // (the user's own box; a placeholder is never in args.params)
+        return Ok((
+            vec![params.clone()],
+            false,
+            vec![format!("--param {} is the box; the one in the input file is not used", box_param.name)],
+        ));
+    }
+    if cells.iter().any(Option::is_none) {
+        anyhow::bail!(
+            "some frames of the input give a periodic box and some do not; give --param {}=...",
+            box_param.name
+        );
+    }
+    let mut out: Vec<Params> = Vec::new();
+    for (f, cell) in cells.iter().enumerate() {
+        let cell = cell.expect("every frame has one");
+        let mut overrides = args.params.clone();
+        overrides.push(format!("{}={}", box_param.name, cell.param_text()));
+        let p = problem.bind(&overrides).with_context(|| format!("frame {f}: the box read from the file"))?;
+        out.push(p);
+    }
+    let distinct = out.iter().enumerate().filter(|(k, p)| *k == 0 || out[k - 1] != **p).count();
+    let mut notes = Vec::new();
+    if distinct > 1 {
+        notes.push(format!(
+            "{distinct} boxes over {} frames, read from the input: each box compiles its own kernel",
+            out.len()
+        ));
+    }
+    if distinct == 1 {
+        out.truncate(1);
+    }
+    Ok((out, true, notes))
+}
+
+/// Each set's ids (`<id>`) joined to its points in every frame, after the weights.
+fn join_ids(problem: &Problem, frames: &mut [Inputs], read: &[(SetRead, Option<SetRead>)]) -> anyhow::Result<()> {
+    for name in &problem.input.ids {
+        for (inputs, (a, b)) in frames.iter_mut().zip(read) {
+            for (set, from) in inputs.sets_mut().zip(std::iter::once(a).chain(b.as_ref())) {
+                let Some((_, v)) = from.ids.iter().find(|(n, _)| n == name) else {
+                    anyhow::bail!(
+                        "problem `{}` takes an id `{name}` per point, which {} does not give; give --id {name}=FILE (one integer per point){}",
+                        problem.name,
+                        set.origin,
+                        if name == "molecule" {
+                            ", or an MD file with molecules (LAMMPS mol, .gro residues)"
+                        } else {
+                            ""
+                        }
+                    );
+                };
+                let column = v
+                    .iter()
+                    .enumerate()
+                    .map(|(r, &x)| {
+                        i32::try_from(x)
+                            .map_err(|_| anyhow::anyhow!("{}: point {r}: {name} {x} does not fit i32", set.origin))
+                    })
+                    .collect::<anyhow::Result<Vec<i32>>>()?;
+                set.columns.push(data::Column::I32(column));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Points outside the problem's periodic box wrapped into it (or refused, as
 /// `--outside-box` says), with a note of how many per set.
 fn into_periodic_box(
     problem: &Problem,
-    params: &Params,
+    frame_params: &[Params],
     frames: &mut [Inputs],
     given: &[String],
     args: &RunArgs,
+    policy: Option<Outside>,
 ) -> anyhow::Result<Vec<String>> {
     let mut notes = Vec::new();
-    match (problem.periodic_box(params), args.outside_box) {
-        (Some((name, b)), policy) => {
+    match (problem.periodic_box(&frame_params[0]), policy) {
+        (Some((name, _)), policy) => {
             // Points moved, per set, over all frames.
             let mut moved = [0, 0];
-            for inputs in frames.iter_mut() {
+            for (f, inputs) in frames.iter_mut().enumerate() {
+                let (_, b) =
+                    problem.periodic_box(&frame_params[f.min(frame_params.len() - 1)]).expect("every frame's box");
                 for (k, set) in inputs.sets_mut().enumerate() {
                     // The library names no flag: the wrapping it offers is --outside-box wrap here.
                     moved[k] +=
                         set.into_box((&name, &b), policy).map_err(|e| anyhow::anyhow!("{e} (--outside-box wrap)"))?;
                 }
             }
+            let b = match frame_params {
+                [one] => format!("{name}={}", problem.periodic_box(one).expect("a box").1),
+                _ => "of each frame".to_owned(),
+            };
             let over = if frames.len() > 1 { format!(" (over {} frames)", frames.len()) } else { String::new() };
             for (k, moved) in moved.into_iter().enumerate().filter(|(_, m)| *m > 0) {
-                let set = if args.frames { "the frames".to_owned() } else { given[k].clone() };
-                notes.push(format!("{set}: {moved} points outside the box {name}={b} wrapped into it{over}"));
+                let set = if args.frames { "the frames".to_owned() } else { given.get(k).unwrap_or(&given[0]).clone() };
+                notes.push(format!("{set}: {moved} points outside the box {b} wrapped into it{over}"));
             }
         }
         (None, Some(_)) => anyhow::bail!(
@@ -496,7 +859,7 @@ fn run_options(args: &RunArgs) -> anyhow::Result<RunOptions> {
 /// The result, the report and the plot, each where it was asked to go.
 fn write_outputs(
     problem: &Problem,
-    params: &Params,
+    params: &[Params],
     frames: &[Inputs],
     exec: &Execution,
     destinations: Destinations,

@@ -1,6 +1,7 @@
 //! Point sets: read from files or generated, validated against the spec,
 //! stored as one column per component (the layout the device wants).
 
+pub mod md;
 mod range;
 mod read;
 mod synth;
@@ -11,7 +12,7 @@ use std::mem::MaybeUninit;
 use serde::Serialize;
 
 pub use range::{OutOfF32, Spacing, f32_range};
-pub use read::{InputOptions, read_frames, read_input, read_weights, values_per_point};
+pub use read::{InputOptions, read_frames, read_ids, read_input, read_weights, values_per_point};
 pub use synth::{Generator, synthesize};
 
 use crate::spec::{Component, PeriodicBox, Scalar};

@@ -50,14 +50,19 @@ pub fn read_frames(arg: &str, components: &[Component], opts: &InputOptions) -> 
             "--input {arg}: no such file (a synthetic input is written uniform:N, clustered:N or exponential:N)"
         ));
     }
+    if super::md::Format::of(path).is_some() {
+        // The positions alone; `twobs run` reads boxes, types and molecules through `md`.
+        let frames = super::md::read_all(path)?;
+        return frames.iter().map(|f| f.points(components)?.validate(components, opts.drop_nonfinite)).collect();
+    }
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
     let (set, frames) = match ext.as_str() {
         "npy" => read_npy(path, components)?,
-        "csv" | "txt" | "tsv" | "dat" | "xyz" => (read_text(path, components)?, 1),
+        "csv" | "txt" | "tsv" | "dat" => (read_text(path, components)?, 1),
         "bin" | "raw" => (read_raw(path, components, opts.dims)?, 1),
         _ => {
             return Err(input_error!(
-                "{arg}: unknown file type `.{ext}`; expected .npy, .csv/.txt (text), or .bin/.raw with --dims"
+                "{arg}: unknown file type `.{ext}`; expected .npy, .csv/.txt (text), .bin/.raw with --dims, or an MD file (.xyz, .gro, .lammpstrj)"
             ));
         }
     };
@@ -85,6 +90,18 @@ pub fn read_weights(arg: &str, n: usize) -> Result<Column, InputError> {
     Ok(set.columns.remove(0))
 }
 
+/// One integer id per point of a set of `n` points from `arg`: a 1-D .npy
+/// array of integers or a text file of one integer per line.
+pub fn read_ids(arg: &str, n: usize) -> Result<Vec<i64>, InputError> {
+    let id = [Component { name: "id".into(), scalar: Scalar::I64 }];
+    let set = read_input(arg, &id, &InputOptions::default())?;
+    if set.len() != n {
+        return Err(input_error!("{arg}: {} ids for a set of {n} points", set.len()));
+    }
+    let Column::I64(v) = &set.columns[0] else { unreachable!("read as i64") };
+    Ok(v.clone())
+}
+
 /// How many values each point of `arg` has, read from the file's start (an
 /// .npy header, a text file's first row of numbers), `--dims` for raw files
 /// and synthetic inputs; None where nothing says (a synthetic input without
@@ -93,6 +110,9 @@ pub fn values_per_point(arg: &str, opts: &InputOptions) -> Result<Option<u32>, I
     let path = Path::new(arg);
     if !path.exists() {
         return Ok(opts.dims);
+    }
+    if super::md::Format::of(path).is_some() {
+        return Ok(Some(3));
     }
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
     let cols = match ext.as_str() {
@@ -106,7 +126,7 @@ pub fn values_per_point(arg: &str, opts: &InputOptions) -> Result<Option<u32>, I
                 _ => return Ok(None), // records, or a shape the reader explains
             }
         }
-        "csv" | "txt" | "tsv" | "dat" | "xyz" => {
+        "csv" | "txt" | "tsv" | "dat" => {
             let text = std::fs::File::open(path).map_err(|e| input_error!("cannot open {}: {e}", path.display()))?;
             let mut row = None;
             for line in std::io::BufRead::lines(std::io::BufReader::new(text)).take(1000) {

@@ -92,6 +92,11 @@ pub struct Input {
     /// Each point carries a weight (`--weights`, [`Problem::with_point_weights`]):
     /// an f64 member `twobs_w` after the element's, and a pair weighs the product.
     pub point_weights: bool,
+    /// Integer ids each point carries (`<id name="..."/>`): i32 members of
+    /// `Point` after the element's and the weight, named so, read from a
+    /// column of the input (`type`, `molecule` of an MD file) or a file of
+    /// their own (`--id NAME=FILE`).
+    pub ids: Vec<String>,
 }
 
 /// The member of `Point` that holds a point's weight.
@@ -105,7 +110,14 @@ impl Input {
         if self.point_weights {
             components.push(Component { name: WEIGHT_MEMBER.into(), scalar: Scalar::F64 });
         }
+        components.extend(self.ids.iter().map(|name| Component { name: name.clone(), scalar: Scalar::I32 }));
         components
+    }
+
+    /// Whether `Point` carries more than its element (a weight, ids), and so
+    /// is a struct even for a vector of up to four coordinates.
+    pub fn has_extras(&self) -> bool {
+        self.point_weights || !self.ids.is_empty()
     }
 
     /// Bytes one point occupies across its arrays.
@@ -301,6 +313,10 @@ pub struct Problem {
     /// Declared by `<cutoff>`: far pairs contribute nothing.
     pub cutoff: Option<Cutoff>,
     pub params: Vec<Param>,
+    /// `<exclude same="ID"/>`: a pair whose points carry the same value of
+    /// this id (one of `input.ids`) adds nothing, as if it were not there
+    /// (MDAnalysis's `exclusion_block`, for molecules of any size).
+    pub exclude: Option<String>,
     /// The cutoff and key map are a built-in's, which the suite checks
     /// (`tests/grid.rs`, `tests/keys.rs`): a run need not sample them.
     #[serde(skip)]
@@ -472,6 +488,55 @@ impl Problem {
         }
         let mut p = self.clone();
         p.input.point_weights = true;
+        Ok(p)
+    }
+
+    /// The problem with an integer id `name` on every point (declared where
+    /// the spec has not): the snippet reads it as `a.NAME`.
+    pub fn with_id(&self, name: &str) -> Result<Problem, ParamError> {
+        if self.input.ids.iter().any(|i| i == name) {
+            return Ok(self.clone());
+        }
+        let ok = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !RESERVED.contains(&name);
+        if !ok || name == "v" || self.input.components().iter().any(|c| c.name == name) {
+            return Err(param_error!(
+                "id `{name}`: an id is a C identifier that is not a coordinate or field of problem `{}` ({})",
+                self.name,
+                self.input.components().iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        let mut p = self.clone();
+        p.input.ids.push(name.to_owned());
+        Ok(p)
+    }
+
+    /// The problem where a pair of points with the same id `name` adds
+    /// nothing (`<exclude same="NAME"/>`, `--exclude-same NAME`). Such a
+    /// pair's value (and key) is +infinity inside the kernel, which no
+    /// bucket, threshold or pair test takes: so counts, histograms and pairs
+    /// of a function returning f32 or f64; sums and neighbour lists are refused.
+    pub fn with_exclusion(&self, name: &str) -> Result<Problem, ParamError> {
+        match &self.output {
+            Output::Count { .. } | Output::Histogram { .. } | Output::Pairs { .. } => {}
+            other => {
+                return Err(param_error!(
+                    "excluding pairs of the same `{name}`: problem `{}` makes {}; exclusion goes with counts, histograms and pairs",
+                    self.name,
+                    other.kind()
+                ));
+            }
+        }
+        if !matches!(self.function.returns, Scalar::F32 | Scalar::F64) {
+            return Err(param_error!(
+                "excluding pairs of the same `{name}`: problem `{}`'s function returns {}; an excluded pair's value is +infinity, which needs f32 or f64",
+                self.name,
+                self.function.returns
+            ));
+        }
+        let mut p = self.with_id(name)?;
+        p.exclude = Some(name.to_owned());
         Ok(p)
     }
 
@@ -836,8 +901,45 @@ impl Cx<'_> {
             normalize,
             cutoff,
             params,
+            exclude: None,
             promises_proven: false,
         };
+        let mut problem = problem;
+        for node in root.children.iter().filter(|c| c.name == "id") {
+            self.only_attrs(node, vocabulary::ID)?;
+            self.no_children(node)?;
+            self.no_text(node)?;
+            let name = self.identifier(self.required(node, "name", "the id's name, a member of Point")?)?;
+            let taken = problem.input.components().iter().any(|c| c.name == name) || name == "v";
+            if taken {
+                return Err(
+                    self.err(node.pos, format!("id `{name}` is already a member of Point (a coordinate, field or id)"))
+                );
+            }
+            problem.input.ids.push(name);
+        }
+        match root.children.iter().filter(|c| c.name == "exclude").collect::<Vec<_>>()[..] {
+            [] => {}
+            [node] => {
+                self.only_attrs(node, vocabulary::EXCLUDE)?;
+                self.no_children(node)?;
+                self.no_text(node)?;
+                let same = self.required(node, "same", "the id whose sharers pair to nothing")?;
+                if !problem.input.ids.contains(&same.value) {
+                    return Err(self.err(
+                        same.pos,
+                        format!(
+                            "`same` names `{}`, which no <id> declares (ids: {})",
+                            same.value,
+                            problem.input.ids.join(", ")
+                        ),
+                    ));
+                }
+                problem = problem.with_exclusion(&same.value).map_err(|ParamError(m)| self.err(node.pos, m))?;
+            }
+            [_, second, ..] => return Err(self.err(second.pos, "<exclude> appears twice; a problem has one")),
+        }
+        let problem = problem;
         // A literal the spec fixes (k="1025", min="5" max="1") is wrong in
         // every run: named at its line now. A default the user can override
         // with --param is checked when bound (Problem::bind names its line).
@@ -993,7 +1095,7 @@ impl Cx<'_> {
             Some(a) => self.boolean(a)?,
             None => false,
         };
-        Ok(Input { sets, either, element, dims_from_input, point_weights: false })
+        Ok(Input { sets, either, element, dims_from_input, point_weights: false, ids: Vec::new() })
     }
 
     fn function(&self, node: &Node, origin: &Path, files: &dyn Files) -> Result<Function, SpecError> {

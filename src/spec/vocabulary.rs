@@ -5,13 +5,15 @@
 
 /// `<problem>`: its attributes and child elements.
 pub const PROBLEM: &[&str] = &["name"];
-pub const PROBLEM_CHILDREN: &[&str] = &["summary", "input", "function", "output", "cutoff", "param"];
+pub const PROBLEM_CHILDREN: &[&str] = &["summary", "input", "function", "output", "cutoff", "param", "id", "exclude"];
 pub const SUMMARY: &[&str] = &[];
 pub const PARAM: &[&str] = &["name", "type", "default"];
 pub const INPUT: &[&str] = &["sets", "type", "dims", "dims_from_input"];
 pub const INPUT_CHILDREN: &[&str] = &["field"];
 pub const FIELD: &[&str] = &["name", "type"];
 pub const CUTOFF: &[&str] = &["value", "over"];
+pub const ID: &[&str] = &["name"];
+pub const EXCLUDE: &[&str] = &["same"];
 pub const FUNCTION: &[&str] = &["file", "name", "symmetric", "returns", "key", "map", "estimate"];
 
 /// `<output kind="...">`: each kind with the attributes it takes.

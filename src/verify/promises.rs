@@ -263,6 +263,14 @@ impl<'a> Sample<'a> {
             let x = moved.columns[c].get_f64(m);
             moved.columns[c].set_f64(m, x + by);
         }
+        // A copy shares its point's ids: with <exclude> it would add nothing for
+        // that alone, whatever its distance. The copy takes another id.
+        if let Some(id) = &problem.exclude {
+            let k = problem.input.components().iter().position(|c| &c.name == id).expect("the id is a component");
+            if let crate::data::Column::I32(v) = &mut moved.columns[k] {
+                v.iter_mut().for_each(|x| *x = !*x);
+            }
+        }
         let partners = inputs.other().subset(&partner_rows[..real], "sampled".into());
         let pairs = |from: usize, count: usize| -> Vec<[u32; 2]> {
             (0..count).map(|m| [(from + m) as u32, m as u32]).collect()

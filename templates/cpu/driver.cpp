@@ -79,6 +79,10 @@ extern "C" void twobs_pairs_alone(const TwobsSet* a, const TwobsSet* b, const ui
     key[k] = mapped[k] = value[k];
     same[k] = 1;
 {%- endif %}
+{%- if snippet.exclude %}
+    // An excluded pair calls neither of the snippet's functions: it promises nothing.
+    if (twobs_excluded(p, q)) same[k] = 1;
+{%- endif %}
   }
 }
 }  // namespace twobs_generated
