@@ -10,8 +10,8 @@ use std::path::Path;
 /// and `data` (the points' types) are the vocabulary the stages produce and
 /// consume; `stage` holds the families the planner composes; `cache` serves
 /// the backends; `stop` (requests to stop a run) is read by the backends.
-const FLOW: [&str; 24] = [
-    "spec", "problems", "memory", "stop", "data", "outcome", "write", "device", "model", "stage", "index", "plan",
+const FLOW: [&str; 25] = [
+    "spec", "problems", "memory", "stop", "data", "outcome", "write", "device", "model", "stage", "index", "cells", "plan",
     "codegen", "cache", "ranks", "schedule", "backend", "verify", "run", "tune", "xi", "plot", "report", "cli",
 ];
 
