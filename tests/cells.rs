@@ -214,3 +214,30 @@ fn the_hierarchy_is_refused_with_the_reason_where_it_cannot_bound_the_value() {
     let err = execute(&problem, &problem.bind(&[]).unwrap(), &inputs, &opts).err().expect("refused").to_string();
     assert!(err.contains("--index cells") && err.contains("Euclidean"), "{err}");
 }
+
+/// The planner's choice (`--index auto`): the hierarchy for log-binned
+/// counts of clustered points, which it resolves mostly; brute force for
+/// SDH of 500 buckets, which it cannot (docs/planner.md's model: every
+/// cell pair straddles an edge), with the reason; both equal brute force.
+#[test]
+fn auto_takes_the_hierarchy_where_it_resolves_and_every_pair_where_it_does_not() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let points = clustered(&mut rng, 20_000, 3);
+    let inputs = Inputs { a: set(&points), b: None };
+    let log = sdh(Spacing::Log);
+    let params = vec!["bins=20".to_owned(), "r_min=0.001".to_owned(), "r_max=0.5".to_owned()];
+    let auto = run(&log, &params, &inputs, IndexChoice::Auto);
+    assert!(auto.index.why.starts_with("cell hierarchy"), "log buckets: {}", auto.index.why);
+    let brute = run(&log, &params, &inputs, IndexChoice::None);
+    assert_eq!(auto.outcome, brute.outcome, "log buckets: auto's counts");
+    let linear = sdh(Spacing::Linear);
+    let params = vec!["bins=500".to_owned()];
+    let inputs = Inputs { a: set(&uniform(&mut rng, 20_000, 3)), b: None };
+    let auto = run(&linear, &params, &inputs, IndexChoice::Auto);
+    assert!(
+        !auto.index.why.starts_with("cell hierarchy") && auto.index.why.contains("costs less"),
+        "500 buckets: {}",
+        auto.index.why
+    );
+    assert_eq!(auto.index.pairs, auto.index.all_pairs, "500 buckets: every pair");
+}
