@@ -377,6 +377,10 @@ fn fp_per_pair(problem: &Problem, params: &Params, test: crate::stage::Test, arc
     *counted
 }
 
+/// The pairs a CPU run walks (a grid's units or every pair), why, and the
+/// pairs the cell hierarchy resolved by bucket where it runs.
+type WithCells = (Option<Grid>, Summary, Option<Vec<u64>>);
+
 /// One run of `problem` on `inputs`, on a backend.
 struct Run<'a> {
     problem: &'a Problem,
@@ -403,7 +407,7 @@ impl Run<'_> {
         f64_mode: bool,
         costs: cells::Costs,
         leaf: u32,
-    ) -> Result<(Option<Grid>, Summary, Option<Vec<u64>>), RunError> {
+    ) -> Result<WithCells, RunError> {
         let Run { problem, params, inputs, opts, shape } = *self;
         let forced = opts.index == IndexChoice::Cells;
         if !(forced || opts.index == IndexChoice::Auto) {

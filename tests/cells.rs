@@ -211,7 +211,7 @@ fn the_hierarchy_is_refused_with_the_reason_where_it_cannot_bound_the_value() {
         cache: cache(),
         ranks: None,
     };
-    let err = execute(&problem, &problem.bind(&[]).unwrap(), &inputs, &opts).err().expect("refused").to_string();
+    let err = execute(&problem, &problem.bind(&[]).unwrap(), &inputs, &opts).expect_err("refused").to_string();
     assert!(err.contains("--index cells") && err.contains("Euclidean"), "{err}");
 }
 
