@@ -7,10 +7,10 @@
 # process's wall clock. Logs, reports and a summary (cells.tsv) under $OUT.
 #
 # Usage (on the device, binary built here by `cargo build --release`):
-#   scripts/gpu-cells.sh [quick]
-# quick: 1M-point cases only (about a minute); without it the issue's 10M
-# clustered log-binned counts and SDH at 10M too (brute force of 10M points
-# in log buckets takes minutes).
+#   scripts/gpu-cells.sh [quick|big]
+# quick: the 1M-point cases only (a few minutes); big: the issue's 10M
+# clustered log-binned counts and SDH of 10M points only (brute force of 10M
+# points in log buckets takes minutes); neither: both.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TWOBS=${TWOBS:-target/release/twobs}
@@ -66,6 +66,7 @@ LOGB=(--log-bins --param bins=20 --param r_min=0.001 --param r_max=0.5)
 "$TWOBS" run sdh --input clustered:10000 "${LOGB[@]}" --backend cuda --quiet --index none >/dev/null 2>&1
 "$TWOBS" run sdh --input uniform:10000 --param bins=50 --backend cuda --quiet --index none >/dev/null 2>&1
 
+if [[ ${1:-} != big ]]; then
 case_of log20-clustered-1M sdh --input clustered:1000000 "${LOGB[@]}"
 case_of log20-uniform-1M sdh --input uniform:1000000 "${LOGB[@]}"
 case_of log20-clustered-1Mx1M sdh --input clustered:1000000 --input clustered:1000000 --seed 3 "${LOGB[@]}"
@@ -76,6 +77,7 @@ case_of sdh50-clustered-1M sdh --input clustered:1000000 --param bins=50
 run rdf-open-1M auto rdf --input uniform:1000000 --param box=0 --param r_max=0.05
 run rdf-open-1M grid rdf --input uniform:1000000 --param box=0 --param r_max=0.05
 same rdf-open-1M auto grid
+fi
 if [[ ${1:-} != quick ]]; then
   case_of log20-clustered-10M sdh --input clustered:10000000 "${LOGB[@]}"
   run sdh50-uniform-10M auto sdh --input uniform:10000000 --param bins=50
