@@ -22,6 +22,9 @@ pub enum IndexChoice {
     Grid,
     /// Every pair.
     None,
+    /// The cell hierarchy (`crate::cells`), whatever it saves, where it
+    /// applies (histograms of the built-in distance).
+    Cells,
 }
 
 /// Which pairs a backend's code walks: every pair of the visit, or the grid's.
@@ -56,6 +59,8 @@ pub enum IndexError {
     NoCutoff(String),
     #[error("--index grid: {0}")]
     Unusable(String),
+    #[error("--index cells: {0}")]
+    NoCells(String),
 }
 
 /// Most axes a grid indexes: a cell's neighbours then lie in 3^(k-1) runs.

@@ -14,6 +14,7 @@
 
 pub mod backend;
 pub mod cache;
+pub mod cells;
 pub mod cli;
 pub mod codegen;
 pub mod data;

@@ -10,9 +10,10 @@ use crate::backend::cpu::{CpuDriver, CpuError};
 use crate::backend::cuda::{self, GpuError, GpuTimings};
 use crate::backend::nvrtc;
 use crate::cache::Cache;
+use crate::cells;
 use crate::codegen;
 use crate::data::{Inputs, OutOfF32};
-use crate::index::{self, IndexChoice, IndexError, Shapes, Summary};
+use crate::index::{self, Grid, IndexChoice, IndexError, Shapes, Summary};
 use crate::outcome::Outcome;
 use crate::plan::{Plan, Points, Shape};
 use crate::ranks::{self, Keyed, RankWork, Ranks, WireError};
@@ -392,6 +393,10 @@ fn fp_per_pair(problem: &Problem, params: &Params, test: crate::stage::Test, arc
     *counted
 }
 
+/// The pairs a CPU run walks (a grid's units or every pair), why, and the
+/// pairs the cell hierarchy resolved by bucket where it runs.
+type WithCells = (Option<Grid>, Summary, Option<Vec<u64>>);
+
 /// One run of `problem` on `inputs`, on a backend.
 struct Run<'a> {
     problem: &'a Problem,
@@ -405,6 +410,42 @@ impl Run<'_> {
     /// Whether a grid was tried: a grid made and then found not worth it cost its time too.
     fn grid_tried(&self) -> bool {
         self.problem.cutoff.is_some() && self.opts.index != IndexChoice::None
+    }
+
+    /// The cell hierarchy in place of `grid` (or every pair) where it applies
+    /// and its cost model says it is cheaper at `costs`, or where `--index
+    /// cells` asks for it: its units, its summary and the pairs it resolved
+    /// by bucket.
+    fn cells_or(
+        &self,
+        grid: Option<Grid>,
+        index: Summary,
+        f64_mode: bool,
+        costs: cells::Costs,
+        leaf: u32,
+    ) -> Result<WithCells, RunError> {
+        let Run { problem, params, inputs, opts, shape } = *self;
+        let forced = opts.index == IndexChoice::Cells;
+        if !(forced || opts.index == IndexChoice::Auto) {
+            return Ok((grid, index, None));
+        }
+        let how = match cells::applies(problem, params, inputs, shape.visit, f64_mode) {
+            Ok(how) => how,
+            Err(why) if forced => return Err(IndexError::NoCells(why).into()),
+            Err(_) => return Ok((grid, index, None)),
+        };
+        let other = match &grid {
+            _ if forced => None,
+            Some(g) => Some((g.pairs as f64 * costs.unit_pair, "the grid".to_owned())),
+            None => Some((shape.pairs as f64 * costs.brute_pair, "every pair".to_owned())),
+        };
+        match cells::build(&how, inputs, shape.visit, leaf, costs, other) {
+            Ok(c) => Ok((Some(c.grid), c.summary, Some(c.counts))),
+            Err(why) => {
+                let index = Summary { why: format!("{}; {why}", index.why), ..index };
+                Ok((grid, index, None))
+            }
+        }
     }
 
     /// On the GPUs: the schedule is made here, for the GPUs this machine
@@ -520,7 +561,9 @@ impl Run<'_> {
         let Run { problem, params, inputs, opts, shape } = *self;
         let index_start = Instant::now();
         let workers = Workers::cpu(threads);
-        let schedule = Schedule::make(problem, params, &Shapes::of(inputs), opts.index, &opts.gpu, &workers)?;
+        // `--index cells` puts the hierarchy in place of every pair.
+        let scheduled = if opts.index == IndexChoice::Cells { IndexChoice::None } else { opts.index };
+        let schedule = Schedule::make(problem, params, &Shapes::of(inputs), scheduled, &opts.gpu, &workers)?;
         let (grid, index) = match &schedule.indexing {
             Indexing::Brute(summary) => (None, summary.clone()),
             Indexing::Host { layout, runs } => {
@@ -528,7 +571,14 @@ impl Run<'_> {
             }
             Indexing::Device(_) => unreachable!("a schedule without GPUs sorts its grid on the host"),
         };
-        let index_s = self.grid_tried().then(|| index_start.elapsed().as_secs_f64());
+        let (grid, index, resolved) = self.cells_or(
+            grid,
+            index,
+            f64_mode,
+            cells::CPU_COSTS,
+            cells::cpu_leaf(inputs.a.len() + inputs.b.as_ref().map_or(0, |b| b.len())),
+        )?;
+        let index_s = (self.grid_tried() || resolved.is_some()).then(|| index_start.elapsed().as_secs_f64());
         let bar = progress_bar(index.pairs, opts.quiet, format!("cpu, {threads} threads"));
         let driver = CpuDriver::compile(problem, params, &shape, index.index, f64_mode, &opts.cache)?;
         if let Some(why) = &driver.rebuilt {
@@ -558,6 +608,7 @@ impl Run<'_> {
             }
         };
         bar.finish_and_clear();
+        let outcome = cells::add_resolved(outcome, resolved.as_deref());
         let compute_s = compute.elapsed().as_secs_f64() + index_s.unwrap_or(0.0);
         let pairs = index.pairs;
         Ok(Execution {

@@ -237,8 +237,11 @@ impl Session {
             "auto" => twobs::index::IndexChoice::Auto,
             "grid" => twobs::index::IndexChoice::Grid,
             "none" => twobs::index::IndexChoice::None,
+            "cells" => twobs::index::IndexChoice::Cells,
             other => {
-                return Err(PyValueError::new_err(format!("index={other:?}: expected \"auto\", \"grid\" or \"none\"")));
+                return Err(PyValueError::new_err(format!(
+                    "index={other:?}: expected \"auto\", \"grid\", \"none\" or \"cells\""
+                )));
             }
         };
         if gpus.as_ref().is_some_and(Vec::is_empty) {

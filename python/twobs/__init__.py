@@ -196,7 +196,7 @@ def _comm_args(comm: Any) -> tuple:
 class Session:
     """Where runs go and with what: ``backend`` ("auto", "cuda" or "cpu"),
     ``gpus`` (ordinals; all by default), CPU ``threads`` (0: every core),
-    ``index`` ("auto", "grid", "none"), ``verify`` (re-compute on the CPU and
+    ``index`` ("auto", "grid", "none", "cells"), ``verify`` (re-compute on the CPU and
     fail on any difference), ``progress`` (a bar on stderr for long runs).
 
     ``comm``: an mpi4py communicator whose ranks share every run of the

@@ -100,7 +100,9 @@ pub(super) struct RunArgs {
     #[arg(long)]
     sorted: bool,
     /// auto (a grid of cells where the spec declares a cutoff and the grid
-    /// skips at least half of the pairs), grid, or none (every pair).
+    /// skips at least half of the pairs; the cell hierarchy where its cost
+    /// model says it is cheaper), grid, none (every pair), or cells (the
+    /// cell hierarchy: histograms of the built-in Euclidean distance).
     #[arg(long, value_enum, default_value = "auto")]
     index: IndexChoice,
     /// CPU backend: compute in double precision.

@@ -472,18 +472,26 @@ fn run_schedule(
     let shape = Shape::new(problem, params, plan_points(inputs));
     let index_start = Instant::now();
     let mut split = schedule.hybrid.clone();
-    let found = match &schedule.indexing {
-        Indexing::Brute(summary) => Found::Brute(summary.clone()),
-        Indexing::Device(layout) => Found::Device(layout.clone()),
-        Indexing::Host { layout, runs } => {
-            match index::sort_and_decide(layout, inputs, shape.visit, shape.pairs, choice, *runs) {
-                (Some(grid), summary) => Found::Host(grid, summary),
-                (None, summary) => {
-                    split = Split::gpus_alone(format!("the GPUs alone: the grid was not taken ({})", summary.why));
-                    Found::Brute(summary)
+    let cells = cells_on_gpus(ask, schedule, &shape, &all)?;
+    let (cells_found, resolved) = match cells {
+        Some(c) => (Some(Found::Host(c.grid, c.summary)), Some(c.counts)),
+        None => (None, None),
+    };
+    let found = match (cells_found, &schedule.indexing) {
+        (Some(found), _) => found,
+        (None, indexing) => match indexing {
+            Indexing::Brute(summary) => Found::Brute(summary.clone()),
+            Indexing::Device(layout) => Found::Device(layout.clone()),
+            Indexing::Host { layout, runs } => {
+                match index::sort_and_decide(layout, inputs, shape.visit, shape.pairs, choice, *runs) {
+                    (Some(grid), summary) => Found::Host(grid, summary),
+                    (None, summary) => {
+                        split = Split::gpus_alone(format!("the GPUs alone: the grid was not taken ({})", summary.why));
+                        Found::Brute(summary)
+                    }
                 }
             }
-        }
+        },
     };
     let host_index_s = index_start.elapsed().as_secs_f64();
     let mut ready = prepare(ask, &found, &split, schedule.block_points, ordinals, devices, wall)?;
@@ -518,10 +526,72 @@ fn run_schedule(
     };
     let mut run = compute(ask, ready, grid_work, summary, host_grid, &mut split, ordinals, devices, wall, schedule)?;
     run.timings.hybrid = split;
+    if let (Some(counts), Results::Merged(outcome)) = (&resolved, &mut run.results) {
+        *outcome =
+            crate::cells::add_resolved(std::mem::replace(outcome, Outcome::Pairs(Default::default())), Some(counts));
+    }
     run.schedule = Some(schedule.clone());
     // Fewer GPUs than the run was given: the report says why.
     run.notes.splice(0..0, (schedule.gpus < given).then(|| schedule.why_gpus.clone()));
     Ok(run)
+}
+
+/// Per-pair and per-cell-pair costs of a GPU run in nanoseconds of wall
+/// time: brute force's keys at 2.5e11 pairs a second (the H200's SDH,
+/// docs/planner.md), the grid kernel's units at 1.5e11 (its tiles start
+/// before their ranges and stop short), the host's resolver and trees
+/// (`cells::CPU_COSTS`) over its cores.
+fn gpu_costs(gpus: usize, cores: usize) -> crate::cells::Costs {
+    let (gpus, cores) = (gpus.max(1) as f64, cores.max(1) as f64);
+    let cpu = crate::cells::CPU_COSTS;
+    crate::cells::Costs {
+        brute_pair: 1.0 / 250.0 / gpus,
+        unit_pair: 1.0 / 150.0 / gpus,
+        node_pair: cpu.node_pair / cores,
+        tree_point: cpu.tree_point / cores,
+    }
+}
+
+/// The cell hierarchy in place of the schedule's index, where it applies
+/// and costs less (or `--index cells`): leaves of the grid kernel's B x R own
+/// points, so that a unit is one block's. Not under MPI ranks (each would
+/// add the resolved pairs), nor with streamed blocks.
+fn cells_on_gpus(
+    ask: Ask,
+    schedule: &Schedule,
+    shape: &Shape,
+    all: &[Device],
+) -> Result<Option<crate::cells::Cells>, GpuError> {
+    let Ask { problem, params, inputs, choice, opts, .. } = ask;
+    let forced = choice == IndexChoice::Cells;
+    if !(forced || choice == IndexChoice::Auto) || ask.part.counter.is_some() || all.is_empty() {
+        return Ok(None);
+    }
+    let how = match crate::cells::applies(problem, params, inputs, shape.visit, false) {
+        Ok(how) => how,
+        Err(why) if forced => return Err(IndexError::NoCells(why).into()),
+        Err(_) => return Ok(None),
+    };
+    let plan = Plan::grid(problem, params, &all[0], plan_points(inputs), opts.forced)?;
+    let leaf = plan.launch.block_size * plan.launch.points_per_thread;
+    let costs = gpu_costs(all.len(), schedule::host_cores());
+    let other = match &schedule.indexing {
+        _ if forced => None,
+        Indexing::Brute(_) => Some((shape.pairs as f64 * costs.brute_pair, "every pair".to_owned())),
+        Indexing::Host { layout, .. } | Indexing::Device(layout) => {
+            let pairs =
+                schedule.estimated_pairs.unwrap_or_else(|| layout.estimated_pairs(&Shapes::of(inputs), shape.visit));
+            Some((pairs as f64 * costs.unit_pair, "the grid".to_owned()))
+        }
+    };
+    // The grid kernel reads both sets whole.
+    if schedule.block_points < inputs.a.len().max(inputs.other().len()) && !forced {
+        return Ok(None);
+    }
+    match crate::cells::build(&how, inputs, shape.visit, leaf, costs, other) {
+        Ok(c) => Ok(Some(c)),
+        Err(_) => Ok(None),
+    }
 }
 
 fn plan_points(inputs: &Inputs) -> Points {

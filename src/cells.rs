@@ -1,0 +1,749 @@
+//! The cell hierarchy (DM-SDH, Tu, Chen, Pandit, ICDE 2009): a k-d tree of
+//! cells over the points, whose pairs of cells are resolved top down. A pair
+//! of cells every one of whose point pairs lands in one class (below the
+//! first bucket, bucket b, past the last) under the spec's own f32
+//! arithmetic adds n_a x n_b (n (n - 1) / 2 for a cell with itself) to that
+//! bucket at once; a straddling pair splits; pairs of leaves left over
+//! become the grid's units ([`crate::index::Unit`]: own points of a leaf,
+//! ranges of the other leaves' sorted points), which the backends' existing
+//! grid walks count one pair at a time.
+//!
+//! Exactness (docs/planner.md, "The cell hierarchy"): the f32 key of any pair
+//! of a cell pair lies within [s_min (1 - REL) - ABS, s_max (1 + REL) + ABS],
+//! s_min and s_max the real least and greatest squared distance between the
+//! two cells' bounding boxes; the class is non-decreasing in the key, so the
+//! pair resolves when the classes of that interval's two ends (rounded out to
+//! f32) agree.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::data::{Column, Inputs, PointSet};
+use crate::index::{Grid, IndexKind, Sorted, Summary, Unit};
+use crate::spec::{Output, Params, Problem, Scalar, Spacing};
+use crate::stage::contribution::{histogram_scale, log_edges};
+use crate::stage::visit::Visit;
+
+/// Most coordinates a cell's box bounds.
+const MAX_DIMS: usize = 3;
+/// u = 2^-24, the unit roundoff of f32.
+const U: f64 = 1.0 / 16_777_216.0;
+/// Absolute slack of a key's bound: covers results flushed to zero (a GPU's
+/// FTZ: each operation then errs by under 2^-126 absolutely; inputs flushed
+/// move a separation by under 2^-125) with a wide margin. Only cells whose
+/// separations lie within 2^-50 of each other's feel it.
+const ABS: f64 = 1.0 / (1u128 << 100) as f64;
+
+/// The distance the spec's value is, where twobs can bound it over two boxes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// `problems/distance.cu`: sqrtf of the f32 sum of the squared f32
+    /// differences, fused (`fmaf`) after the first.
+    Euclidean,
+}
+
+impl Metric {
+    /// The metric of `problem`'s value, or why it has none twobs can bound.
+    pub fn of(problem: &Problem) -> Result<Metric, String> {
+        let f = &problem.function;
+        let euclid = crate::problems::built_in_file("distance.cu");
+        let key = f.key.as_ref();
+        if euclid == Some(f.source.as_str())
+            && f.name == "distance"
+            && key.is_some_and(|k| k.key == "squared_distance" && k.map == "root")
+        {
+            return Ok(Metric::Euclidean);
+        }
+        Err(format!(
+            "`{}` is not the built-in Euclidean distance (problems/distance.cu), whose rounding the hierarchy bounds",
+            f.name
+        ))
+    }
+
+    /// The relative error of a key over `dims` coordinates: each difference
+    /// rounds once, (1 + u)^2 on its square; the square and at most dims - 1
+    /// fused adds of non-negative terms round once each, (1 + u)^dims; so the
+    /// key is within (1 + u)^(dims + 2) - 1 < (dims + 3) u of the real sum
+    /// (for dims <= 3), and f64's own error in the bounds (2^-50) is added.
+    fn relative(self, dims: usize) -> f64 {
+        (dims as f64 + 3.0) * U + 1.0 / (1u64 << 50) as f64
+    }
+}
+
+/// How a value is classed: 0 below the first bucket (or NaN), 1 + b in
+/// bucket b, slots + 1 past the last; non-decreasing in the key, with the
+/// built-ins' map `root(k) = sqrtf(k > 0 ? k : 0)` and the bucket
+/// arithmetic of `templates/contribution/bucket.cu` in f32.
+#[derive(Debug, Clone)]
+enum Buckets {
+    Linear { lo: f32, scale: f32, slots: u32 },
+    Log { edges: Vec<f32> },
+}
+
+impl Buckets {
+    fn of(problem: &Problem, params: &Params) -> Result<Buckets, String> {
+        let Output::Histogram { spacing, weight, .. } = &problem.output else {
+            return Err(format!("a {} output: the hierarchy counts histograms", problem.output.kind()));
+        };
+        if weight.is_some() || problem.input.point_weights {
+            return Err("weighted pairs: the hierarchy adds counts only".into());
+        }
+        if problem.function.returns != Scalar::F32 {
+            return Err("the value is not f32, whose rounding the hierarchy bounds".into());
+        }
+        Ok(match spacing {
+            Spacing::Log => {
+                Buckets::Log { edges: log_edges(problem, params).iter().map(|v| v.as_f64() as f32).collect() }
+            }
+            _ => {
+                let (lo, scale) = histogram_scale(problem, params).expect("a histogram");
+                let Output::Histogram { bins, .. } = &problem.output else { unreachable!() };
+                Buckets::Linear {
+                    lo: lo.as_f64() as f32,
+                    scale: scale.as_f64() as f32,
+                    slots: params.eval(bins).as_f64() as u32,
+                }
+            }
+        })
+    }
+
+    fn slots(&self) -> u32 {
+        match self {
+            Buckets::Linear { slots, .. } => *slots,
+            Buckets::Log { edges } => edges.len() as u32 - 1,
+        }
+    }
+
+    /// The class of f32 key `k`, with the spec's map and bucket arithmetic.
+    #[allow(clippy::neg_cmp_op_on_partial_ord, reason = "a NaN value falls below, as in bucket.cu")]
+    fn class(&self, k: f32) -> u32 {
+        let v = if k > 0.0 { k.sqrt() } else { 0.0 };
+        match self {
+            Buckets::Linear { lo, scale, slots } => {
+                let x = (v - lo) * scale;
+                if !(v >= *lo) {
+                    0
+                } else if x < *slots as f32 {
+                    x as u32 + 1
+                } else {
+                    slots + 1
+                }
+            }
+            Buckets::Log { edges } => {
+                let n = edges.len() - 1;
+                if !(v >= edges[0]) {
+                    0
+                } else if v >= edges[n] {
+                    n as u32 + 1
+                } else {
+                    // The bucket b with edges[b] <= v < edges[b + 1]: the inner edges v reaches.
+                    edges[1..n].partition_point(|&e| v >= e) as u32 + 1
+                }
+            }
+        }
+    }
+}
+
+/// The largest f32 at most `x` (x >= 0).
+fn f32_down(x: f64) -> f32 {
+    let f = x as f32;
+    if f as f64 > x { f32::from_bits(f.to_bits() - 1) } else { f }
+}
+
+/// The least f32 at least `x` (x >= 0; infinity past the largest).
+fn f32_up(x: f64) -> f32 {
+    let f = x as f32;
+    if (f as f64) < x { f32::from_bits(f.to_bits() + 1) } else { f }
+}
+
+/// A cell: sorted points [lo, hi), their bounding box, and its two halves.
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    lo: u32,
+    hi: u32,
+    min: [f32; MAX_DIMS],
+    max: [f32; MAX_DIMS],
+    /// Index of the first half (the second follows its subtree); 0 for a leaf.
+    left: u32,
+    right: u32,
+}
+
+impl Node {
+    fn len(&self) -> u64 {
+        (self.hi - self.lo) as u64
+    }
+    fn is_leaf(&self) -> bool {
+        self.left == 0
+    }
+    /// Whether this cell's box has at least the other's diagonal: the wider
+    /// of two cells is split, which narrows their pair's range of
+    /// separations the most. Measured on 200k clustered points (20 log
+    /// buckets): the same leaf pairs as splitting the cell of more points,
+    /// and 4% fewer cell pairs (13.37M against 13.94M).
+    fn wider_than(&self, other: &Node, dims: usize) -> bool {
+        let diagonal = |n: &Node| (0..dims).map(|d| ((n.max[d] - n.min[d]) as f64).powi(2)).sum::<f64>();
+        diagonal(self) >= diagonal(other)
+    }
+}
+
+/// A set in the tree's order, with its cells (the root first).
+struct Tree {
+    perm: Vec<u32>,
+    nodes: Vec<Node>,
+}
+
+/// The k-d tree of `points`: each cell split at the median of its widest
+/// side until at most `leaf` points are left. Halves of more than 2^15
+/// points are built on every core.
+fn tree(points: &[[f32; MAX_DIMS]], dims: usize, leaf: usize) -> Tree {
+    fn build(points: &[[f32; MAX_DIMS]], idx: &mut [u32], lo: u32, dims: usize, leaf: usize) -> Vec<Node> {
+        let (mut min, mut max) = ([0f32; MAX_DIMS], [0f32; MAX_DIMS]);
+        for d in 0..dims {
+            min[d] = idx.iter().map(|&i| points[i as usize][d]).fold(f32::INFINITY, f32::min);
+            max[d] = idx.iter().map(|&i| points[i as usize][d]).fold(f32::NEG_INFINITY, f32::max);
+        }
+        let hi = lo + idx.len() as u32;
+        if idx.len() <= leaf {
+            return vec![Node { lo, hi, min, max, left: 0, right: 0 }];
+        }
+        let axis = (0..dims).max_by(|&a, &b| (max[a] - min[a]).total_cmp(&(max[b] - min[b]))).unwrap_or(0);
+        let mid = idx.len() / 2;
+        idx.select_nth_unstable_by(mid, |&a, &b| points[a as usize][axis].total_cmp(&points[b as usize][axis]));
+        let (l, r) = idx.split_at_mut(mid);
+        let (left, right) = if l.len() > 1 << 15 {
+            rayon::join(|| build(points, l, lo, dims, leaf), || build(points, r, lo + mid as u32, dims, leaf))
+        } else {
+            (build(points, l, lo, dims, leaf), build(points, r, lo + mid as u32, dims, leaf))
+        };
+        let shift = |nodes: Vec<Node>, by: u32| {
+            nodes
+                .into_iter()
+                .map(move |n| if n.is_leaf() { n } else { Node { left: n.left + by, right: n.right + by, ..n } })
+        };
+        let right_at = 1 + left.len() as u32;
+        let mut out = Vec::with_capacity(1 + left.len() + right.len());
+        out.push(Node { lo, hi, min, max, left: 1, right: right_at });
+        out.extend(shift(left, 1));
+        out.extend(shift(right, right_at));
+        out
+    }
+    let mut perm: Vec<u32> = (0..points.len() as u32).collect();
+    let nodes = build(points, &mut perm, 0, dims, leaf);
+    Tree { perm, nodes }
+}
+
+/// What resolving found: counts per class, pairs resolved, leaf pairs left.
+#[derive(Default)]
+struct Found {
+    classes: Vec<u64>,
+    node_pairs: u64,
+    /// (own leaf, other leaf): for one set, a leaf with itself or an unordered pair once.
+    leaves: Vec<(u32, u32)>,
+}
+
+/// The resolver over two trees (one tree twice for one set).
+struct Resolver<'a> {
+    a: &'a Tree,
+    b: &'a Tree,
+    one_set: bool,
+    dims: usize,
+    rel: f64,
+    buckets: &'a Buckets,
+    /// Pairs left to the leaves so far, against the most worth resolving.
+    left: AtomicU64,
+    most_left: u64,
+    gave_up: AtomicBool,
+}
+
+impl Resolver<'_> {
+    /// The one class of every pair of cells `p` (of A) and `q` (of B), if there is one.
+    fn class(&self, p: &Node, q: &Node) -> Option<u32> {
+        let (mut near, mut far) = (0f64, 0f64);
+        for d in 0..self.dims {
+            let (plo, phi, qlo, qhi) = (p.min[d] as f64, p.max[d] as f64, q.min[d] as f64, q.max[d] as f64);
+            let gap = (qlo - phi).max(plo - qhi).max(0.0);
+            let span = (phi - qlo).max(qhi - plo);
+            near += gap * gap;
+            far += span * span;
+        }
+        let lo = f32_down((near * (1.0 - self.rel) - ABS).max(0.0));
+        let hi = f32_up(far * (1.0 + self.rel) + ABS);
+        let c = self.buckets.class(lo);
+        (c == self.buckets.class(hi)).then_some(c)
+    }
+
+    /// Resolves cells `p` of A and `q` of B (p == q: a cell with itself).
+    fn pair(&self, p: u32, q: u32, out: &mut Found) {
+        if self.gave_up.load(Ordering::Relaxed) {
+            return;
+        }
+        out.node_pairs += 1;
+        let (np, nq) = (self.a.nodes[p as usize], self.b.nodes[q as usize]);
+        let same = self.one_set && p == q;
+        let pairs = if same { np.len() * (np.len() - 1) / 2 } else { np.len() * nq.len() };
+        if let Some(c) = self.class(&np, &nq) {
+            out.classes[c as usize] += pairs;
+            return;
+        }
+        if same {
+            if np.is_leaf() {
+                return self.leaf(p, q, pairs, out);
+            }
+            self.pair(np.left, np.left, out);
+            self.pair(np.right, np.right, out);
+            return self.pair(np.left, np.right, out);
+        }
+        // Split the wider cell, where it has halves.
+        match (np.is_leaf(), nq.is_leaf()) {
+            (true, true) => self.leaf(p, q, pairs, out),
+            (false, true) => self.split_p(np, q, out),
+            (true, false) => self.split_q(p, nq, out),
+            (false, false) if np.wider_than(&nq, self.dims) => self.split_p(np, q, out),
+            (false, false) => self.split_q(p, nq, out),
+        }
+    }
+
+    fn split_p(&self, np: Node, q: u32, out: &mut Found) {
+        self.pair(np.left, q, out);
+        self.pair(np.right, q, out);
+    }
+
+    fn split_q(&self, p: u32, nq: Node, out: &mut Found) {
+        self.pair(p, nq.left, out);
+        self.pair(p, nq.right, out);
+    }
+
+    fn leaf(&self, p: u32, q: u32, pairs: u64, out: &mut Found) {
+        out.leaves.push((p, q));
+        if self.left.fetch_add(pairs, Ordering::Relaxed) + pairs > self.most_left {
+            self.gave_up.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Every pair of cells from the roots: the top of the recursion cut
+    /// into tasks for every core (each a cell pair that neither resolves
+    /// nor is a pair of leaves), then the tasks in parallel, merged in order.
+    fn resolve(&self, slots: u32) -> Option<Found> {
+        let mut found = Found { classes: vec![0; slots as usize + 2], ..Default::default() };
+        let mut tasks = vec![(0u32, 0u32)];
+        let want = 64 * rayon::current_num_threads();
+        while tasks.len() < want {
+            let mut next = Vec::with_capacity(4 * tasks.len());
+            let mut split_any = false;
+            for (p, q) in tasks {
+                let (np, nq) = (self.a.nodes[p as usize], self.b.nodes[q as usize]);
+                let same = self.one_set && p == q;
+                if np.is_leaf() && nq.is_leaf() || self.class(&np, &nq).is_some() {
+                    next.push((p, q));
+                    continue;
+                }
+                split_any = true;
+                found.node_pairs += 1;
+                if same {
+                    next.extend([(np.left, np.left), (np.right, np.right), (np.left, np.right)]);
+                } else if !np.is_leaf() && (nq.is_leaf() || np.wider_than(&nq, self.dims)) {
+                    next.extend([(np.left, q), (np.right, q)]);
+                } else {
+                    next.extend([(p, nq.left), (p, nq.right)]);
+                }
+            }
+            tasks = next;
+            if !split_any {
+                break;
+            }
+        }
+        let parts: Vec<Found> = tasks
+            .par_iter()
+            .map(|&(p, q)| {
+                let mut part = Found { classes: vec![0; slots as usize + 2], ..Default::default() };
+                self.pair(p, q, &mut part);
+                part
+            })
+            .collect();
+        if self.gave_up.load(Ordering::Relaxed) {
+            return None;
+        }
+        for part in parts {
+            for (t, c) in found.classes.iter_mut().zip(&part.classes) {
+                *t += c;
+            }
+            found.node_pairs += part.node_pairs;
+            found.leaves.extend(part.leaves);
+        }
+        Some(found)
+    }
+}
+
+/// Why the hierarchy applies to a run: its metric and buckets.
+pub struct Applies {
+    metric: Metric,
+    buckets: Buckets,
+    dims: usize,
+}
+
+/// Whether the hierarchy can count `problem` on `inputs` exactly, or why not.
+pub fn applies(
+    problem: &Problem,
+    params: &Params,
+    inputs: &Inputs,
+    visit: Visit,
+    f64_mode: bool,
+) -> Result<Applies, String> {
+    let metric = Metric::of(problem)?;
+    let buckets = Buckets::of(problem, params)?;
+    if f64_mode {
+        return Err("f64 arithmetic: the hierarchy bounds the spec's f32 rounding".into());
+    }
+    if visit == Visit::AllPairs {
+        return Err("an ordered visit of one set".into());
+    }
+    assert_eq!(visit == Visit::Cross, inputs.b.is_some(), "a problem of two sets has two inputs");
+    let dims = inputs.a.columns.len();
+    let sets = std::iter::once(&inputs.a).chain(inputs.b.as_ref());
+    if !(1..=MAX_DIMS).contains(&dims) || sets.clone().any(|s| s.columns.len() != dims) {
+        return Err(format!("{dims} coordinates: the hierarchy bounds 1 to {MAX_DIMS}"));
+    }
+    if sets.flat_map(|s| &s.columns).any(|c| c.scalar() != Scalar::F32) {
+        return Err("the coordinates are not f32".into());
+    }
+    Ok(Applies { metric, buckets, dims })
+}
+
+/// The hierarchy's result: the pairs it resolved, by bucket, and the leaf
+/// pairs left, as a grid of units the backends walk.
+pub struct Cells {
+    /// Pairs resolved into each bucket (the histogram's slots).
+    pub counts: Vec<u64>,
+    /// Pairs resolved below the first bucket or past the last: counted nowhere.
+    pub outside: u64,
+    pub grid: Grid,
+    pub summary: Summary,
+    /// Cell pairs the resolver met.
+    pub node_pairs: u64,
+    pub leaves: u32,
+}
+
+/// Per-thread costs of the CPU backend, in nanoseconds (measured on this
+/// project's 2-core development host, docs/planner.md): a pair of brute
+/// force's rows, a pair of a grid unit, and a cell pair resolved.
+#[derive(Debug, Clone, Copy)]
+pub struct Costs {
+    pub brute_pair: f64,
+    pub unit_pair: f64,
+    pub node_pair: f64,
+    /// A point placed on one level of the tree.
+    pub tree_point: f64,
+}
+
+impl Costs {
+    /// The trees of `points` points with leaves of `leaf`, in nanoseconds of one thread.
+    pub fn trees(&self, points: usize, leaf: u32) -> f64 {
+        points as f64 * (points as f64 / leaf.max(2) as f64).log2().max(1.0) * self.tree_point
+    }
+}
+
+/// The share of the alternative's cost that building the trees may take:
+/// where they would cost more, the hierarchy is not tried.
+const MOST_TREE_SHARE: f64 = 0.02;
+
+/// The CPU backend's costs.
+/// Brute force's rows ran 4.6 ns a pair (wall, 2 threads of a shared host)
+/// and leaf pairs 9 to 12 ns in the same minute: a unit's pair costs twice
+/// brute force's (short runs, a range per leaf).
+pub const CPU_COSTS: Costs = Costs { brute_pair: 0.55, unit_pair: 1.1, node_pair: 60.0, tree_point: 8.0 };
+
+/// The CPU's leaves. Measured (200k clustered points, 20 log buckets from
+/// 0.001 to 0.5, 2 threads): the walk of the leaf pairs took 34, 37, 38 and
+/// 52 s at leaves of 32, 64, 128 and 256 points (short runs cost more a
+/// pair; large leaves resolve less), the resolver more the smaller they are.
+pub const CPU_LEAF: u32 = 128;
+
+/// The CPU's leaves for `points` points: [`CPU_LEAF`], or fewer for small
+/// sets (at least 16), whose resolver costs little beside their pairs: a
+/// leaf a 4096th of the points.
+pub fn cpu_leaf(points: usize) -> u32 {
+    ((points >> 12) as u32).clamp(16, CPU_LEAF)
+}
+
+/// `outcome` with the pairs the hierarchy resolved added to its buckets
+/// (an MPI rank other than 0 keeps no totals, and adds none).
+pub fn add_resolved(outcome: crate::outcome::Outcome, counts: Option<&[u64]>) -> crate::outcome::Outcome {
+    use crate::outcome::{Outcome, Totals};
+    match (outcome, counts) {
+        (Outcome::Totals(Totals::Counts(mut t)), Some(c)) if t.len() == c.len() => {
+            for (t, c) in t.iter_mut().zip(c) {
+                *t += c;
+            }
+            Outcome::Totals(Totals::Counts(t))
+        }
+        (outcome, _) => outcome,
+    }
+}
+
+/// The hierarchy of `inputs` with leaves of at most `leaf` points, where it
+/// costs less than `best_other` (nanoseconds of one thread at `costs`); None
+/// with the reason where it does not.
+pub fn build(
+    how: &Applies,
+    inputs: &Inputs,
+    visit: Visit,
+    leaf: u32,
+    costs: Costs,
+    best_other: Option<(f64, String)>,
+) -> Result<Cells, String> {
+    let dims = how.dims;
+    let all_points = inputs.a.len() + inputs.b.as_ref().map_or(0, PointSet::len);
+    if let Some((ns, other)) = &best_other
+        && costs.trees(all_points, leaf) > MOST_TREE_SHARE * ns
+    {
+        return Err(format!(
+            "the cell hierarchy's trees alone (about {:.3} s a thread) would cost more than {:.0}% of {other} ({:.3} s)",
+            costs.trees(all_points, leaf) * 1e-9,
+            100.0 * MOST_TREE_SHARE,
+            ns * 1e-9
+        ));
+    }
+    let points = |s: &PointSet| -> Vec<[f32; MAX_DIMS]> {
+        let cols: Vec<&[f32]> = s
+            .columns
+            .iter()
+            .map(|c| match c {
+                Column::F32(v) => v.as_slice(),
+                _ => unreachable!("applies() checked f32"),
+            })
+            .collect();
+        (0..s.len())
+            .map(|i| {
+                let mut p = [0f32; MAX_DIMS];
+                for d in 0..dims {
+                    p[d] = cols[d][i];
+                }
+                p
+            })
+            .collect()
+    };
+    let leaf = leaf.max(2) as usize;
+    let pa = points(&inputs.a);
+    let ta = tree(&pa, dims, leaf);
+    let tb = inputs.b.as_ref().map(|b| tree(&points(b), dims, leaf));
+    let one_set = visit == Visit::LowerTriangle;
+    let (na, nb) = (inputs.a.len() as u64, inputs.other().len() as u64);
+    let all = if one_set { na * na.saturating_sub(1) / 2 } else { na * nb };
+    // Leaf pairs beyond which the alternative is cheaper: resolving gives up there.
+    let most_left = match &best_other {
+        Some((ns, _)) => (ns / costs.unit_pair) as u64,
+        None => u64::MAX,
+    };
+    let resolver = Resolver {
+        a: &ta,
+        b: tb.as_ref().unwrap_or(&ta),
+        one_set,
+        dims,
+        rel: how.metric.relative(dims),
+        buckets: &how.buckets,
+        left: AtomicU64::new(0),
+        most_left,
+        gave_up: AtomicBool::new(false),
+    };
+    let slots = how.buckets.slots();
+    let Some(found) = resolver.resolve(slots) else {
+        let (_, other) = best_other.expect("only a bound gives up");
+        return Err(format!(
+            "the cell hierarchy would leave more than {most_left} of the {all} pairs to its leaves: {other} costs less"
+        ));
+    };
+    let left: u64 = resolver.left.load(Ordering::Relaxed);
+    let cost = found.node_pairs as f64 * costs.node_pair + left as f64 * costs.unit_pair;
+    if let Some((ns, other)) = &best_other
+        && cost >= *ns
+    {
+        return Err(format!(
+            "the cell hierarchy would leave {left} of {all} pairs ({:.1}%) to its leaves after {} cell pairs, about {:.3} s a thread against {:.3} s: {other}",
+            100.0 * left as f64 / all.max(1) as f64,
+            found.node_pairs,
+            cost * 1e-9,
+            ns * 1e-9
+        ));
+    }
+    let (units, ranges) = units(&resolver, &found.leaves);
+    let sorted = |set: &PointSet, t: &Tree| Sorted {
+        set: PointSet {
+            columns: set.columns.iter().map(|c| c.gather(&t.perm, rayon::current_num_threads())).collect(),
+            origin: format!("{} in cell order", set.origin),
+            rows: None,
+        },
+        perm: t.perm.clone(),
+        cell: Vec::new(),
+        cell_start: vec![0, set.len() as u32],
+    };
+    let a = sorted(&inputs.a, &ta);
+    let b = inputs.b.as_ref().zip(tb.as_ref()).map(|(s, t)| sorted(s, t));
+    let pairs: u128 = units.iter().map(|u| u.pairs as u128).sum();
+    debug_assert_eq!(pairs, left as u128);
+    let resolved: u64 = found.classes.iter().sum();
+    let outside = found.classes[0] + found.classes[slots as usize + 1];
+    let leaves = ta.nodes.iter().chain(tb.iter().flat_map(|t| &t.nodes)).filter(|n| n.is_leaf()).count() as u32;
+    let why = format!(
+        "cell hierarchy ({} leaves of at most {leaf} points): {} cell pairs resolved {resolved} of {all} pairs ({:.2}%, {outside} of them outside every bucket), {pairs} pairs left to the leaves; about {:.3} s a thread{}",
+        leaves,
+        found.node_pairs,
+        100.0 * resolved as f64 / all.max(1) as f64,
+        cost * 1e-9,
+        match &best_other {
+            Some((ns, other)) => format!(" against {:.3} s for {other}", ns * 1e-9),
+            None => " (--index cells)".into(),
+        }
+    );
+    let summary =
+        Summary { index: IndexKind::Grid, why, cells: Some(leaves as u64), axes: None, pairs, all_pairs: all as u128 };
+    Ok(Cells {
+        counts: found.classes[1..=slots as usize].to_vec(),
+        outside,
+        grid: Grid { axes: Vec::new(), reach: 1, a, b, units, ranges, pairs },
+        summary,
+        node_pairs: found.node_pairs,
+        leaves,
+    })
+}
+
+/// The units of the leaf pairs left: one per own leaf, its first range its
+/// own points for one set (empty where the leaf's pairs with itself were
+/// resolved: the walk meets points after i within it), then its partners'
+/// points, neighbouring leaves merged into one range.
+fn units(r: &Resolver, leaves: &[(u32, u32)]) -> (Vec<Unit>, Vec<[u32; 2]>) {
+    let mut by_own: Vec<(u32, u32)> = leaves.to_vec();
+    by_own.sort_unstable_by_key(|&(p, q)| (r.a.nodes[p as usize].lo, p != q, r.b.nodes[q as usize].lo));
+    let (mut units, mut ranges) = (Vec::new(), Vec::<[u32; 2]>::new());
+    for group in by_own.chunk_by(|x, y| x.0 == y.0) {
+        let own = r.a.nodes[group[0].0 as usize];
+        let first = ranges.len() as u32;
+        let m = own.len();
+        let mut pairs = 0u64;
+        if r.one_set {
+            let with_itself = group[0].0 == group[0].1;
+            ranges.push([own.lo, if with_itself { own.hi } else { own.lo }]);
+            if with_itself {
+                pairs += m * (m - 1) / 2;
+            }
+        }
+        let firsts = ranges.len();
+        for &(_, q) in group.iter().filter(|(p, q)| !(r.one_set && p == q)) {
+            let n = r.b.nodes[q as usize];
+            pairs += m * n.len();
+            let len = ranges.len();
+            match ranges.last_mut() {
+                Some(last) if len > firsts && last[1] == n.lo => last[1] = n.hi,
+                _ => ranges.push([n.lo, n.hi]),
+            }
+        }
+        units.push(Unit { own: [own.lo, own.hi], ranges: [first, ranges.len() as u32], pairs });
+    }
+    units.sort_unstable_by_key(|u| (std::cmp::Reverse(u.pairs), u.own[0]));
+    (units, ranges)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{RngExt, SeedableRng};
+
+    /// The key as `problems/distance.cu` computes it in f32.
+    fn key(a: &[f32; MAX_DIMS], b: &[f32; MAX_DIMS], dims: usize) -> f32 {
+        let d0 = a[0] - b[0];
+        let mut sum = d0 * d0;
+        for i in 1..dims {
+            let d = a[i] - b[i];
+            sum = d.mul_add(d, sum);
+        }
+        sum
+    }
+
+    fn node(points: &[[f32; MAX_DIMS]], dims: usize) -> Node {
+        let (mut min, mut max) = ([0f32; MAX_DIMS], [0f32; MAX_DIMS]);
+        for d in 0..dims {
+            min[d] = points.iter().map(|p| p[d]).fold(f32::INFINITY, f32::min);
+            max[d] = points.iter().map(|p| p[d]).fold(f32::NEG_INFINITY, f32::max);
+        }
+        Node { lo: 0, hi: points.len() as u32, min, max, left: 0, right: 0 }
+    }
+
+    /// Every f32 key of two boxes' points lies within the bound the resolver
+    /// takes: boxes of every scale from 2^-60 to 2^40, apart and overlapping,
+    /// and the points on their corners (where the real extremes lie).
+    #[test]
+    fn every_key_of_two_boxes_lies_within_the_bound() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
+        for _ in 0..20_000 {
+            let dims = rng.random_range(1..=3usize);
+            let scale = 2f32.powi(rng.random_range(-60..40));
+            let width = scale * 10f32.powi(-rng.random_range(0..6i32));
+            let corner = |rng: &mut rand::rngs::StdRng| {
+                let o: Vec<f32> = (0..dims).map(|_| scale * (rng.random::<f32>() - 0.5)).collect();
+                (0..16)
+                    .map(|k| {
+                        let mut p = [0f32; MAX_DIMS];
+                        for d in 0..dims {
+                            // Corners (k < 8) and inner points.
+                            let t = if k < 8 { ((k >> d) & 1) as f32 } else { rng.random::<f32>() };
+                            p[d] = o[d] + width * t;
+                        }
+                        p
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let (pa, pb) = (corner(&mut rng), corner(&mut rng));
+            let (na, nb) = (node(&pa, dims), node(&pb, dims));
+            let r = Resolver {
+                a: &Tree { perm: vec![], nodes: vec![] },
+                b: &Tree { perm: vec![], nodes: vec![] },
+                one_set: false,
+                dims,
+                rel: Metric::Euclidean.relative(dims),
+                buckets: &Buckets::Log { edges: vec![1.0, 2.0] },
+                left: AtomicU64::new(0),
+                most_left: 0,
+                gave_up: AtomicBool::new(false),
+            };
+            let (mut near, mut far) = (0f64, 0f64);
+            for d in 0..dims {
+                let gap = (nb.min[d] as f64 - na.max[d] as f64).max(na.min[d] as f64 - nb.max[d] as f64).max(0.0);
+                let span = (na.max[d] as f64 - nb.min[d] as f64).max(nb.max[d] as f64 - na.min[d] as f64);
+                near += gap * gap;
+                far += span * span;
+            }
+            let lo = f32_down((near * (1.0 - r.rel) - ABS).max(0.0));
+            let hi = f32_up(far * (1.0 + r.rel) + ABS);
+            for a in &pa {
+                for b in &pb {
+                    let k = key(a, b, dims);
+                    assert!(lo <= k && k <= hi, "key {k:e} of {a:?} and {b:?} outside [{lo:e}, {hi:e}]");
+                }
+            }
+        }
+    }
+
+    /// The class of a key is its value's bucket as `bucket.cu` computes it.
+    #[test]
+    fn classes_are_the_values_buckets_and_never_decrease() {
+        let linear = Buckets::Linear { lo: 0.0, scale: 50.0 / 1.7320508, slots: 50 };
+        let edges: Vec<f32> = (0..=20).map(|k| (0.001f64 * (500f64.ln() * k as f64 / 20.0).exp()) as f32).collect();
+        let log = Buckets::Log { edges: edges.clone() };
+        let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
+        let mut keys: Vec<f32> = (0..200_000).map(|_| 3.5 * rng.random::<f32>().powi(4)).collect();
+        keys.sort_by(f32::total_cmp);
+        let (mut last_linear, mut last_log) = (0, 0);
+        for &k in &keys {
+            let v = k.sqrt();
+            let x = v * (50.0 / 1.7320508f32);
+            let want = if x < 50.0 { x as u32 + 1 } else { 51 };
+            assert_eq!(linear.class(k), want, "linear key {k:e}");
+            let want = if v < edges[0] { 0 } else { edges.iter().filter(|&&e| v >= e).count() as u32 };
+            assert_eq!(log.class(k), want, "log key {k:e}");
+            assert!(linear.class(k) >= last_linear && log.class(k) >= last_log);
+            (last_linear, last_log) = (linear.class(k), log.class(k));
+        }
+    }
+}
