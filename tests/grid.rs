@@ -15,7 +15,7 @@ use twobs::plan::{Points, Shape};
 use twobs::problems::built_in;
 use twobs::run::{self, BackendChoice, Execution, RunOptions};
 use twobs::schedule::GpuOptions;
-use twobs::spec::{Disk, PeriodicBox, Problem, Scalar};
+use twobs::spec::{Disk, Metric, PeriodicBox, Problem, Scalar, Spacing};
 
 fn seed() -> u64 {
     let s = std::env::var("TWOBS_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
@@ -545,6 +545,106 @@ fn a_spec_that_breaks_its_cutoff_promise_is_refused_naming_a_pair() {
         grid.notes
     );
     assert_eq!(grid.outcome, run(&p, &[], &inputs, IndexChoice::None).outcome, "seed {seed}");
+
+    // metric="euclidean" promises more: a pair farther apart than eps in
+    // Euclidean distance adds nothing. The largest component difference
+    // (Chebyshev) keeps the component promise and breaks that one; L1 keeps both.
+    let euclidean = WEIGHTED_L1.replace(r#"<cutoff value="eps"/>"#, r#"<cutoff value="eps" metric="euclidean"/>"#);
+    let chebyshev = "__device__ float wl1(float3 a, float3 b) {\n  \
+                     return fmaxf(fabsf(a.x - b.x), fmaxf(fabsf(a.y - b.y), fabsf(a.z - b.z)));\n}\n";
+    let e = refuse(chebyshev, &euclidean, &[], &inputs);
+    assert!(e.contains("promises that a pair farther apart than that in Euclidean distance"), "{e}");
+    let (p, _dir) = user_spec("wl1", WEIGHTED_L1, chebyshev);
+    assert_eq!(run(&p, &[], &inputs, IndexChoice::Grid).outcome, run(&p, &[], &inputs, IndexChoice::None).outcome);
+    let (p, _dir) = user_spec("wl1", &euclidean, &honest);
+    assert_eq!(run(&p, &[], &inputs, IndexChoice::Grid).outcome, run(&p, &[], &inputs, IndexChoice::None).outcome);
+}
+
+/// Points in [0, 1)^d, a third each: uniform, on the lattice of 1/16 (pairs
+/// exactly a cutoff of 0.25 = 4/16 apart along an axis, and 5/16 apart on the
+/// diagonal of a 3-4 right triangle, in exact f32 arithmetic), and duplicates
+/// of earlier points.
+fn mixed(rng: &mut rand::rngs::StdRng, n: usize, d: usize) -> PointSet {
+    let mut rows: Vec<Vec<f32>> = Vec::with_capacity(n);
+    while rows.len() < n {
+        let row = match rng.random_range(0..3u32) {
+            0 => (0..d).map(|_| rng.random::<f32>()).collect(),
+            1 => (0..d).map(|_| rng.random_range(0..16u32) as f32 / 16.0).collect(),
+            _ if !rows.is_empty() => rows[rng.random_range(0..rows.len())].clone(),
+            _ => continue,
+        };
+        rows.push(row);
+    }
+    PointSet {
+        columns: (0..d).map(|c| Column::F32(rows.iter().map(|r| r[c]).collect())).collect(),
+        origin: "mixed".into(),
+        rows: None,
+    }
+}
+
+/// The built-ins declare metric="euclidean": the CPU's grid of finer cells
+/// leaves out the cells of the cube around a unit whose nearest points lie
+/// past the cutoff. Dense enough for cells a third or a quarter of the
+/// cutoff wide, the grid must then visit fewer pairs than under the
+/// component promise (the same spec without the metric) and give exactly
+/// what that grid and brute force give: counts, histograms (linear and log
+/// buckets) and pair sets, open and periodic, one set and two, with points
+/// on the lattice (separations exactly at the cutoff, straight and slanted)
+/// and duplicates.
+#[test]
+fn a_euclidean_cutoff_skips_far_cells_and_finds_the_same_pairs() {
+    let seed = seed();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let cases: [(&str, usize, Vec<String>); 6] = [
+        ("2pcf", 1, vec!["r=0.25".into()]),
+        ("selfjoin", 1, vec!["eps=0.3125".into()]),
+        ("sdh", 2, vec!["r_max=0.25".into(), "bins=40".into()]),
+        ("sdh", 1, vec!["r_min=0.001".into(), "r_max=0.3125".into(), "bins=20".into()]),
+        ("rdf", 1, vec!["r_max=0.25".into(), "bins=50".into(), "box=1".into()]),
+        ("rdf", 2, vec!["r_max=0.3125".into(), "bins=30".into(), "box=1".into()]),
+    ];
+    for (name, sets, params) in cases {
+        let mut p = built_in(name).unwrap().with_sets(sets).unwrap();
+        if name != "rdf" {
+            p = p.with_dims(3).unwrap();
+        }
+        if name == "sdh" && params[0].starts_with("r_min") {
+            p = p.with_spacing(Spacing::Log).unwrap();
+        }
+        // Pairs within 0.3125 are an eighth of all: fewer points for a pair set.
+        let n = if name == "selfjoin" { 12_000 } else { 24_000 };
+        let inputs = Inputs { a: mixed(&mut rng, n, 3), b: (sets == 2).then(|| mixed(&mut rng, 20_000, 3)) };
+        let what = format!("{name} {} set(s) {params:?} (seed {seed})", sets);
+        let euclidean = run(&p, &params, &inputs, IndexChoice::Grid);
+        let mut component = p.clone();
+        component.cutoff.as_mut().unwrap().metric = Metric::Component;
+        let cube = run(&component, &params, &inputs, IndexChoice::Grid);
+        assert_eq!(euclidean.index.index, IndexKind::Grid, "{what}: {}", euclidean.index.why);
+        assert!(
+            euclidean.index.why.contains("1/3 of it wide") || euclidean.index.why.contains("1/4 of it wide"),
+            "{what}: cells too wide for the ball to leave any out: {}",
+            euclidean.index.why
+        );
+        assert!(
+            euclidean.index.pairs < cube.index.pairs,
+            "{what}: the ball visits {} pairs, the cube {}",
+            euclidean.index.pairs,
+            cube.index.pairs
+        );
+        if let Some(d) = euclidean.outcome.difference(&cube.outcome) {
+            panic!("{what}: the ball differs from the cube: {d}");
+        }
+        let brute = run(&p, &params, &inputs, IndexChoice::None);
+        if let Some(d) = euclidean.outcome.difference(&brute.outcome) {
+            panic!("{what}: the ball differs from brute force: {d}");
+        }
+        let found = match &brute.outcome {
+            Outcome::Totals(t) => t.as_f64().iter().sum::<f64>(),
+            Outcome::Pairs(p) => p.len() as f64,
+            Outcome::Knn { .. } => unreachable!("no KNN here"),
+        };
+        assert!(found > 0.0, "{what}: brute force found nothing");
+    }
 }
 
 /// The squared distance as a key of the distance, written wrongly two ways.

@@ -173,6 +173,28 @@ pub struct Cutoff {
     /// The components the promise is about: every coordinate of a point, or
     /// the fields named by `over` on a record.
     pub over: CutoffOver,
+    /// How far apart a pair must be for the promise to hold.
+    pub metric: Metric,
+}
+
+/// The separation a cutoff bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Metric {
+    /// Any one covered component's difference past the cutoff: the grid
+    /// visits the cube of cells around a point's own.
+    Component,
+    /// The Euclidean norm of the covered components' differences (minimum
+    /// images in a periodic box) past the cutoff, a stronger promise: the
+    /// CPU's grid of finer cells also skips the cells of that cube whose
+    /// nearest points lie farther apart than the cutoff.
+    Euclidean,
+}
+
+impl Metric {
+    pub fn parse(name: &str) -> Option<Metric> {
+        vocabulary::METRIC.iter().position(|s| *s == name).map(|k| [Metric::Component, Metric::Euclidean][k])
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -1010,7 +1032,13 @@ impl Cx<'_> {
                 scalar,
             )?),
         };
-        Ok(Cutoff { value, over })
+        let metric = match self.attr(node, "metric") {
+            None => Metric::Component,
+            Some(a) => Metric::parse(&a.value).ok_or_else(|| {
+                self.err(a.pos, format!("metric must be component or euclidean, found `{}`", a.value))
+            })?,
+        };
+        Ok(Cutoff { value, over, metric })
     }
 
     fn param(&self, node: &Node) -> Result<Param, SpecError> {

@@ -11,7 +11,7 @@ pub const PARAM: &[&str] = &["name", "type", "default"];
 pub const INPUT: &[&str] = &["sets", "type", "dims", "dims_from_input"];
 pub const INPUT_CHILDREN: &[&str] = &["field"];
 pub const FIELD: &[&str] = &["name", "type"];
-pub const CUTOFF: &[&str] = &["value", "over"];
+pub const CUTOFF: &[&str] = &["value", "over", "metric"];
 pub const ID: &[&str] = &["name"];
 pub const EXCLUDE: &[&str] = &["same"];
 pub const FUNCTION: &[&str] = &["file", "name", "symmetric", "returns", "key", "map", "estimate"];
@@ -35,6 +35,8 @@ pub const COMPARE: &[&str] = &["lt", "<", "le", "<="];
 pub const NORMALIZE: &[&str] = &["rdf"];
 /// `spacing`, in the order of [`super::Spacing`]'s variants.
 pub const SPACING: &[&str] = &["linear", "log"];
+/// `<cutoff metric>`, in the order of [`super::Metric`]'s variants.
+pub const METRIC: &[&str] = &["component", "euclidean"];
 
 /// The attributes of an output of `kind`, if it is one.
 pub fn output_attributes(kind: &str) -> Option<&'static [&'static str]> {

@@ -16,7 +16,7 @@ use crate::cache::Cache;
 use crate::data::{Inputs, PointSet, short};
 use crate::index::IndexKind;
 use crate::plan::{Points, Shape};
-use crate::spec::{Cutoff, CutoffOver, Element, KeyMap, Params, Problem};
+use crate::spec::{Cutoff, CutoffOver, Element, KeyMap, Metric, Params, Problem};
 
 /// Random pairs of the data the promise check evaluates.
 const PROMISE_PAIRS: usize = 4096;
@@ -83,8 +83,8 @@ struct Probe {
 enum Partner {
     /// Row of the other set.
     Row(usize),
-    /// Row `own` of set A moved by `by` along covered component `along`.
-    Moved { along: usize, by: f64 },
+    /// Row `own` of set A moved by `by[k]` along covered component k.
+    Moved { by: Vec<f64> },
 }
 
 /// Where the promises are checked: the problem, the inputs, the components
@@ -210,15 +210,63 @@ impl<'a> Space<'a> {
                     }
                     let mut apart = vec![0.0; self.over.len()];
                     apart[k] = d;
-                    probes.push(Probe {
-                        own: i,
-                        partner: Partner::Moved { along: k, by: moved.get_f64(0) - x },
-                        apart,
+                    let mut moves = vec![0.0; self.over.len()];
+                    moves[k] = moved.get_f64(0) - x;
+                    probes.push(Probe { own: i, partner: Partner::Moved { by: moves }, apart });
+                }
+            }
+            if self.cutoff.is_some_and(|c| c.metric == Metric::Euclidean) {
+                probes.extend(self.slanted(i, rng));
+            }
+        }
+        probes
+    }
+
+    /// Point `i` paired with copies of itself moved in random directions
+    /// over every covered component, just past the largest reach of the
+    /// grid in Euclidean distance and 1.5 times it: under a Euclidean
+    /// cutoff a grid skips such pairs, though no one component is past it.
+    fn slanted(&self, i: usize, rng: &mut impl rand::Rng) -> Vec<Probe> {
+        let a = &self.inputs.a;
+        let least = (0..self.over.len()).map(|k| self.least(k)).fold(0.0, f64::max);
+        let mut probes = Vec::new();
+        for f in [1.0 + 1.0 / 256.0, 1.5] {
+            for _ in 0..4 {
+                let direction: Vec<f64> = self.over.iter().map(|_| rng.random::<f64>() - 0.5).collect();
+                let norm = direction.iter().map(|x| x * x).sum::<f64>().sqrt();
+                if norm == 0.0 {
+                    continue;
+                }
+                let mut moves = Vec::new();
+                let mut apart = Vec::new();
+                for (k, &c) in self.over.iter().enumerate() {
+                    let x = a.columns[c].get_f64(i);
+                    let mut moved = a.columns[c].clone_row(i);
+                    moved.set_f64(0, x + f * least * direction[k] / norm);
+                    moves.push(moved.get_f64(0) - x);
+                    apart.push(self.apart(k, moved.get_f64(0), x));
+                }
+                // Rounding may have moved it less; a box's far half is nearer again.
+                let past = apart.iter().map(|d| d * d).sum::<f64>().sqrt() > least;
+                let halves =
+                    self.over.iter().zip(&moves).all(|(&c, by)| {
+                        by.abs() < self.lengths.filter(|_| c < 3).map_or(f64::INFINITY, |l| l[c] / 2.0)
                     });
+                if past && halves && apart.iter().all(|d| d.is_finite()) {
+                    probes.push(Probe { own: i, partner: Partner::Moved { by: moves }, apart });
                 }
             }
         }
         probes
+    }
+
+    /// Whether the pair `apart` lies past the cutoff by the grid's margin:
+    /// in one component, or under a Euclidean cutoff in the norm of all.
+    fn past_cutoff(&self, apart: &[f64]) -> bool {
+        let one = apart.iter().enumerate().any(|(k, &d)| d > self.least(k));
+        let least = (0..self.over.len()).map(|k| self.least(k)).fold(0.0, f64::max);
+        let euclidean = self.cutoff.is_some_and(|c| c.metric == Metric::Euclidean);
+        one || (euclidean && apart.iter().map(|d| d * d).sum::<f64>().sqrt() > least)
     }
 }
 
@@ -258,10 +306,11 @@ impl<'a> Sample<'a> {
             .collect();
         let mut moved = inputs.a.subset(&partner_rows[real..], "moved".into());
         for (m, p) in probes[real..].iter().enumerate() {
-            let Partner::Moved { along, by } = p.partner else { unreachable!("real pairs come first") };
-            let c = space.over[along];
-            let x = moved.columns[c].get_f64(m);
-            moved.columns[c].set_f64(m, x + by);
+            let Partner::Moved { by } = &p.partner else { unreachable!("real pairs come first") };
+            for (&c, &by) in space.over.iter().zip(by).filter(|(_, by)| **by != 0.0) {
+                let x = moved.columns[c].get_f64(m);
+                moved.columns[c].set_f64(m, x + by);
+            }
         }
         // A copy shares its point's ids: with <exclude> it would add nothing for
         // that alone, whatever its distance. The copy takes another id.
@@ -301,14 +350,20 @@ impl<'a> Sample<'a> {
         };
         let (a, other) = (&space.inputs.a, space.inputs.other());
         let own = format!("row {} of {} {}", a.original_row(p.own as u64), a.origin, point(&self.own, m));
-        let partner = match p.partner {
+        let partner = match &p.partner {
             Partner::Row(j) => {
-                format!("row {} of {} {}", other.original_row(j as u64), other.origin, point(&self.partners, m))
+                format!("row {} of {} {}", other.original_row(*j as u64), other.origin, point(&self.partners, m))
             }
-            Partner::Moved { along, by } => format!(
-                "the same point moved by {} along {} to {}",
-                short(by),
-                components[space.over[along]].name,
+            Partner::Moved { by } => format!(
+                "the same point moved by {} to {}",
+                space
+                    .over
+                    .iter()
+                    .zip(by)
+                    .filter(|(_, by)| **by != 0.0)
+                    .map(|(&c, &by)| format!("{} along {}", short(by), components[c].name))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 point(&self.moved, m - self.real)
             ),
         };
@@ -334,13 +389,17 @@ impl<'a> Sample<'a> {
         for (m, p) in self.probes.iter().enumerate() {
             match space.value {
                 Some(_) => {
-                    if !p.apart.iter().enumerate().any(|(k, &d)| d > space.least(k)) {
+                    if !space.past_cutoff(&p.apart) {
                         continue;
                     }
                     far += 1;
                     if alone.adds[m] {
+                        let apart = match cutoff.metric {
+                            Metric::Component => "in a component",
+                            Metric::Euclidean => "in Euclidean distance (metric=\"euclidean\")",
+                        };
                         return Err(VerifyError::BrokenPromise(format!(
-                            "{spec}: its cutoff {} promises that a pair farther apart than that in a component adds nothing, but under {} {} adds to the output (its value {}); a grid would leave such pairs out. Fix the cutoff or the pair function, or run every pair (--index none)",
+                            "{spec}: its cutoff {} promises that a pair farther apart than that {apart} adds nothing, but under {} {} adds to the output (its value {}); a grid would leave such pairs out. Fix the cutoff or the pair function, or run every pair (--index none)",
                             space.params.describe(cutoff.value.as_ref().expect("a value")),
                             self.function(),
                             self.describe(m),

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 #if defined(__AVX512F__)
 #include <immintrin.h>

@@ -38,21 +38,34 @@ static inline unsigned slot_of_key(Key k) {
   }
   return lo;
 }
-// The buckets of keys k[0..n), each known to reach edge 0 and not edge
-// SLOTS (NaN keys get some bucket, which the caller does not use). Up to 128
-// buckets, each key's count of the edges it reaches, edge by edge over all
-// keys at once (a vectorised loop, about SLOTS / 16 instructions a key);
-// beyond, a bisection each.
-static inline void slots_of_keys(const Key* k, unsigned n, unsigned* slot) {
-  if (SLOTS <= 128) {
-    for (unsigned u = 0; u < n; ++u) slot[u] = 0;
-    for (unsigned j = 1; j < SLOTS; ++j) {
-      const Key edge = KEY_EDGES[j];
-      for (unsigned u = 0; u < n; ++u) slot[u] += k[u] >= edge;
+// Up to this many buckets, keys are counted edge by edge (count_reaching);
+// beyond, each key's bucket is bisected and counted.
+constexpr bool TWOBS_EDGE_BY_EDGE = SLOTS <= 128;
+
+// Adds keys k[0..n), each known to reach edge 0 and not edge SLOTS, to their
+// buckets, edge by edge: reached[j], the keys that reach edge j, is one
+// vectorised loop over all keys (a comparison and a subtraction a 16 keys),
+// and bucket j holds reached[j] - reached[j + 1]. The edges a key reaches
+// are a prefix (bucket j's keys reach every edge up to j and none after:
+// KEY_EDGES never decreases, and the NaN edges no key reaches come last),
+// so that is the bucket each key would be counted in one by one. k has
+// room for 16 keys past n: NaN keys there, which reach no edge, make the
+// loops whole vectors (a scalar remainder per edge cost more than the rest).
+static inline void count_reaching(Key* k, unsigned n, Total* totals) {
+  const unsigned whole = (n + 15) & ~15u;
+  for (unsigned u = n; u < whole; ++u) k[u] = std::numeric_limits<Key>::quiet_NaN();
+  Total reached[SLOTS + 1];
+  reached[0] = n;
+  reached[SLOTS] = 0;
+  for (unsigned j = 1; j < SLOTS; ++j) {
+    const Key edge = KEY_EDGES[j];
+    unsigned m = 0;
+    for (unsigned u = 0; u < whole; u += 16) {
+      for (unsigned v = 0; v < 16; ++v) m += k[u + v] >= edge;
     }
-  } else {
-    for (unsigned u = 0; u < n; ++u) slot[u] = slot_of_key(k[u]);
+    reached[j] = m;
   }
+  for (unsigned j = 0; j < SLOTS; ++j) totals[j] += reached[j] - reached[j + 1];
 }
 
 // The keys of own point `own` with partners j0 .. j0 + m, into k: a loop the
@@ -103,10 +116,10 @@ static inline unsigned keep_within(const float* k, unsigned m, float first, floa
 // Adds the contributions of work items [begin, end) (rows, or grid units)
 // into totals[SLOTS]: each run of partners' keys in blocks (a loop the
 // compiler vectorises), those within the range kept until a few hundred
-// wait, then their buckets found together (a vectorised loop over them) and
-// counted, in four copies of the totals where they are small (a bucket's
-// count is then not a chain of increments of one word, each waiting for the
-// last). A NaN key is tested on its value.
+// wait, then counted together: edge by edge up to 128 buckets, else each
+// key's bucket bisected and counted in four copies of the totals where they
+// are small (a bucket's count is then not a chain of increments of one
+// word, each waiting for the last). A NaN key is tested on its value.
 extern "C" void twobs_rows(const TwobsSet* a, const TwobsSet* b, const TwobsGrid* grid, uint64_t begin, uint64_t end,
                            Total* totals) {
   twobs_prepare();
@@ -116,7 +129,7 @@ extern "C" void twobs_rows(const TwobsSet* a, const TwobsSet* b, const TwobsGrid
   }
   const Key first = KEY_EDGES[0], past = KEY_EDGES[SLOTS];
   const TwobsColumns partners = columns_of(b);
-  constexpr unsigned BLOCK = 64, PENDING = 256, COPIES = SLOTS <= 512 ? 4 : 1;
+  constexpr unsigned BLOCK = 64, PENDING = 256, COPIES = !TWOBS_EDGE_BY_EDGE && SLOTS <= 512 ? 4 : 1;
   // On the stack (16 KiB at most): a thread_local would be looked up at every count.
   Total copies[COPIES][COPIES > 1 ? SLOTS : 1];
   Total* const count = COPIES > 1 ? &copies[0][0] : totals;
@@ -124,13 +137,13 @@ extern "C" void twobs_rows(const TwobsSet* a, const TwobsSet* b, const TwobsGrid
   Key pending[PENDING + BLOCK + 16];
   unsigned held = 0;
   auto count_pending = [&] {
-    // Buckets for a whole number of vectors (the padding is not counted):
-    // no scalar remainder once per edge.
-    const unsigned whole = (held + 15) & ~15u;
-    for (unsigned u = held; u < whole; ++u) pending[u] = first;
-    unsigned slot[PENDING + BLOCK + 16];
-    slots_of_keys(pending, whole, slot);
-    for (unsigned u = 0; u < held; ++u) count[(u % COPIES) * SLOTS + slot[u]] += 1;
+    if (TWOBS_EDGE_BY_EDGE) {
+      count_reaching(pending, held, count);
+    } else {
+      unsigned slot[PENDING + BLOCK + 16];
+      for (unsigned u = 0; u < held; ++u) slot[u] = slot_of_key(pending[u]);
+      for (unsigned u = 0; u < held; ++u) count[(u % COPIES) * SLOTS + slot[u]] += 1;
+    }
     held = 0;
   };
   for_runs(a, b, grid, begin, end, [&](uint64_t, const Point& own, uint64_t lo, uint64_t hi) {
