@@ -91,6 +91,10 @@ impl Buckets {
         if weight.is_some() || problem.input.point_weights {
             return Err("weighted pairs: the hierarchy adds counts only".into());
         }
+        // A cell pair adds n_a x n_b at once, the pairs of one molecule among them.
+        if let Some(same) = &problem.exclude {
+            return Err(format!("pairs of the same `{same}` are excluded: the hierarchy counts whole cell pairs"));
+        }
         if problem.function.returns != Scalar::F32 {
             return Err("the value is not f32, whose rounding the hierarchy bounds".into());
         }

@@ -215,6 +215,37 @@ fn the_hierarchy_is_refused_with_the_reason_where_it_cannot_bound_the_value() {
     assert!(err.contains("--index cells") && err.contains("Euclidean"), "{err}");
 }
 
+/// Pairs of one molecule left out (`<exclude same>`): a cell pair's n_a x n_b
+/// would count them, so the hierarchy is refused when forced, and auto's
+/// choice (log buckets of clustered points, where it would take the
+/// hierarchy) counts them one by one, as brute force does.
+#[test]
+fn excluded_pairs_keep_the_hierarchy_out() {
+    let problem = built_in("sdh").unwrap().with_id("molecule").unwrap().with_exclusion("molecule").unwrap();
+    let problem = problem.with_spacing(Spacing::Log).unwrap();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let mut a = set(&clustered(&mut rng, 4000, 3));
+    // Molecules of 1 to 4 neighbouring rows: clustered points of one blob share some.
+    let molecules: Vec<i32> = (0..4000).map(|i| (i / rng.random_range(1..=4)) as i32).collect();
+    a.columns.push(Column::I32(molecules));
+    let inputs = Inputs { a, b: None };
+    let params: Vec<String> = ["bins=20", "r_min=0.001", "r_max=0.5"].map(String::from).to_vec();
+    let forced = std::panic::catch_unwind(|| run(&problem, &params, &inputs, IndexChoice::Cells));
+    let err = forced.expect_err("--index cells with excluded pairs is refused");
+    let err = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(err.contains("pairs of the same `molecule` are excluded"), "{err}");
+    let counts = |e: Execution| match e.outcome {
+        Outcome::Totals(t) => t.as_f64(),
+        other => panic!("not a histogram: {other:?}"),
+    };
+    let auto = run(&problem, &params, &inputs, IndexChoice::Auto);
+    assert!(!auto.index.why.contains("hierarch"), "{}", auto.index.why);
+    let brute = counts(run(&problem, &params, &inputs, IndexChoice::None));
+    let auto = counts(auto);
+    assert_eq!(auto, brute);
+    assert!(brute.iter().sum::<f64>() < 4000.0 * 3999.0 / 2.0 - 1000.0, "few pairs excluded: {brute:?}");
+}
+
 /// The planner's choice (`--index auto`): the hierarchy for log-binned
 /// counts of clustered points, which it resolves mostly; brute force for
 /// SDH of 500 buckets, which it cannot (docs/planner.md's model: every
