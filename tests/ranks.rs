@@ -49,6 +49,9 @@ mod with_mpi {
             case("knn-rings", "knn --input uniform:1500 --param k=5", "npy"),
             case("knn-two-sets", "knn --input uniform:700 --input uniform:600 --param k=3 --index none", "npy"),
             case("nlj-grid", "nlj --input ka.csv --input kb.csv --param d=2", "npy"),
+            case("dd_periodic-grid", "dd_periodic --input uniform:3000 --param r_max=0.2 --param bins=8", "csv"),
+            // Angles between the points' directions (not unit vectors here: the bytes compare alike).
+            case("ddtheta-f64", "ddtheta --input uniform:900 --param theta_max=90 --param bins=9", "csv"),
             // Rank 0 checks the merged result against every pair.
             case("selfjoin-grid-verified", "selfjoin --input uniform:2000 --verify", "npy"),
         ]
