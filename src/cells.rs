@@ -388,6 +388,15 @@ pub struct Applies {
     dims: usize,
 }
 
+/// Whether `auto` on the GPUs tries the hierarchy: for log-spaced buckets
+/// alone. Measured on an H200 (docs/performance.md, issue 35), it beat every
+/// pair on every log-binned case (1.4-3.4x) and lost on every linear one (SDH
+/// of 4, 50 and 500 buckets: 2-3.5x slower; at 10M points the host's trees
+/// took 56 s before giving up); its GPU costs are not fitted yet.
+pub fn tried_by_gpu_auto(problem: &Problem) -> bool {
+    matches!(problem.output, Output::Histogram { spacing: Spacing::Log, .. })
+}
+
 /// Whether the hierarchy can count `problem` on `inputs` exactly, or why not.
 pub fn applies(
     problem: &Problem,

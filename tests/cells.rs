@@ -272,3 +272,14 @@ fn auto_takes_the_hierarchy_where_it_resolves_and_every_pair_where_it_does_not()
     );
     assert_eq!(auto.index.pairs, auto.index.all_pairs, "500 buckets: every pair");
 }
+
+/// The GPUs' `auto` (backend::cuda, where no GPU runs in CI) asks this rule:
+/// log-spaced buckets try the hierarchy, linear ones (SDH, g(r)) never do.
+#[test]
+fn gpu_auto_tries_the_hierarchy_for_log_spaced_buckets_alone() {
+    let sdh = built_in("sdh").unwrap();
+    assert!(!twobs::cells::tried_by_gpu_auto(&sdh));
+    assert!(twobs::cells::tried_by_gpu_auto(&sdh.with_spacing(Spacing::Log).unwrap()));
+    assert!(!twobs::cells::tried_by_gpu_auto(&built_in("rdf").unwrap()));
+    assert!(!twobs::cells::tried_by_gpu_auto(&built_in("knn").unwrap()));
+}

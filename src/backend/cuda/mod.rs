@@ -32,7 +32,7 @@ use crate::outcome::Outcome;
 use crate::plan::{Forced, Plan, PlanError, Points, Shape};
 use crate::schedule::pieces::{self, GridWork, Piece};
 use crate::schedule::{self, GpuOptions, Hybrid, Indexing, Part, Schedule, ScheduleError, Sharing, Split, Workers};
-use crate::spec::{Output, Params, Problem, Sets, Spacing};
+use crate::spec::{Params, Problem, Sets};
 use crate::stage::contribution::Test;
 use crate::stage::input::{DeviceBlock, PAD_POINTS};
 use crate::stage::output::download::{self, Staging};
@@ -567,13 +567,7 @@ fn cells_on_gpus(
     if !(forced || choice == IndexChoice::Auto) || ask.part.counter.is_some() || all.is_empty() {
         return Ok(None);
     }
-    // Measured on an H200 (docs/performance.md, issue 35): the hierarchy beat
-    // every pair on every log-binned case (1.4-3.4x) and lost on every linear
-    // one (SDH of 4, 50 and 500 buckets: 2-3.5x slower, and at 10M points the
-    // host's trees took 56 s before giving up). Its GPU costs are not fitted
-    // yet, so auto tries it for log-spaced buckets alone.
-    let log_spaced = matches!(problem.output, Output::Histogram { spacing: Spacing::Log, .. });
-    if !forced && !log_spaced {
+    if !forced && !crate::cells::tried_by_gpu_auto(problem) {
         return Ok(None);
     }
     let how = match crate::cells::applies(problem, params, inputs, shape.visit, false) {
