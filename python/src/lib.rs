@@ -334,18 +334,7 @@ impl Session {
                     )));
                 }
                 spec = spec.with_point_weights().map_err(input_error)?;
-                for (set, w) in inputs.sets_mut().zip(&weights) {
-                    let w = w.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
-                    if w.len() != set.len() {
-                        return Err(InputError::new_err(format!(
-                            "{} weights for {} ({} points)",
-                            w.len(),
-                            set.origin,
-                            set.len()
-                        )));
-                    }
-                    set.columns.push(Column::F64(w.to_vec()));
-                }
+                push_per_set(&mut inputs, &weights, "weights", Column::F64)?;
             }
             // Integer ids after the weights (<id>), one array per set; and the pairs of one excluded.
             for (name, arrays) in &ids {
@@ -367,18 +356,7 @@ impl Session {
                         spec.name
                     )));
                 };
-                for (set, v) in inputs.sets_mut().zip(arrays) {
-                    let v = v.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
-                    if v.len() != set.len() {
-                        return Err(InputError::new_err(format!(
-                            "{} ids `{name}` for {} ({} points)",
-                            v.len(),
-                            set.origin,
-                            set.len()
-                        )));
-                    }
-                    set.columns.push(Column::I32(v.to_vec()));
-                }
+                push_per_set(&mut inputs, arrays, &format!("ids `{name}`"), Column::I32)?;
             }
             Ok((spec, params, inputs, notes))
         })();
@@ -714,6 +692,24 @@ fn result<'py>(
         }
     }
     Ok(out)
+}
+
+/// One array per set appended to the set's columns (weights, ids), each as
+/// long as its set.
+fn push_per_set<T: numpy::Element + Copy>(
+    inputs: &mut Inputs,
+    arrays: &[PyReadonlyArray1<'_, T>],
+    what: &str,
+    column: impl Fn(Vec<T>) -> Column,
+) -> PyResult<()> {
+    for (set, a) in inputs.sets_mut().zip(arrays) {
+        let a = a.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
+        if a.len() != set.len() {
+            return Err(InputError::new_err(format!("{} {what} for {} ({} points)", a.len(), set.origin, set.len())));
+        }
+        set.columns.push(column(a.to_vec()));
+    }
+    Ok(())
 }
 
 /// Pairs as one flat list of indices, in place.
