@@ -611,7 +611,15 @@ pub fn build(
         }
     );
     let summary =
-        Summary { index: IndexKind::Grid, why, cells: Some(leaves as u64), axes: None, pairs, all_pairs: all as u128 };
+        Summary {
+        index: IndexKind::Grid,
+        why,
+        cells: Some(leaves as u64),
+        axes: None,
+        pairs,
+        all_pairs: all as u128,
+        hierarchy: true,
+    };
     Ok(Cells {
         counts: found.classes[1..=slots as usize].to_vec(),
         outside,

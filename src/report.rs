@@ -484,7 +484,7 @@ fn say_timings(exec: &Execution, lines: &Lines) {
     ));
     lines.say(format!(
         "  index {}: {}{}",
-        exec.index.index.name(),
+        exec.index.name(),
         exec.index.why,
         t.index_s.map_or(String::new(), |s| format!(" (made in {s:.4} s)"))
     ));

@@ -320,7 +320,7 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
                 run.index.pairs,
                 run.device,
                 run.timings.total_s,
-                run.index.index.name(),
+                run.index.name(),
                 run.index.why
             ));
         }
