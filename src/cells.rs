@@ -610,8 +610,7 @@ pub fn build(
             None => " (--index cells)".into(),
         }
     );
-    let summary =
-        Summary {
+    let summary = Summary {
         index: IndexKind::Grid,
         why,
         cells: Some(leaves as u64),
