@@ -262,10 +262,11 @@ pub fn fragment(
     }
 }
 
-/// An axis's bucket edges as the kernels hold them, in the value type:
-/// min + k (max - min) / bins computed in f64 and rounded once where linear
-/// (the kernel buckets by its scale; these are the edges results are
-/// written with), the table `log_edges` makes where log-spaced.
+/// An axis's bucket edges in the value type, each computed in f64 and
+/// rounded once: min + k (max - min) / bins where linear (the kernel buckets
+/// by its scale, as a 1-D histogram's; these are the edges results are
+/// written with, `0.1`, not `0.10000000397364299`), the kernel's own table,
+/// min (max / min)^(k / bins), where log-spaced.
 pub fn axis_edges(axis: &Axis, returns: Scalar, params: &Params) -> Vec<Value> {
     let (lo, hi) = (params.eval(&axis.min).cast(returns), params.eval(&axis.max).cast(returns));
     let bins = params.eval(&axis.bins).as_f64() as usize;
@@ -277,7 +278,7 @@ pub fn axis_edges(axis: &Axis, returns: Scalar, params: &Params) -> Vec<Value> {
             k if axis.spacing == Spacing::Log => {
                 Value::F64(lo.as_f64() * (ratio * k as f64 / bins as f64).exp()).cast(returns)
             }
-            k => Value::F64(lo.as_f64() + (hi.as_f64() - lo.as_f64()) * k as f64 / bins as f64),
+            k => Value::F64(lo.as_f64() + (hi.as_f64() - lo.as_f64()) * k as f64 / bins as f64).cast(returns),
         })
         .collect()
 }
