@@ -229,6 +229,9 @@ impl Compare {
 pub enum Operand {
     Param(String),
     Literal(Value),
+    /// The largest of several: a cutoff's `value="rp_max,pi_max"`, for a
+    /// 2-D histogram whose axes end at different separations.
+    Largest(Vec<Operand>),
 }
 
 /// What the statistic produces from the pair values.
@@ -457,7 +460,7 @@ impl Problem {
         };
         match operand {
             Operand::Param(name) => self.param(name),
-            Operand::Literal(_) => None,
+            Operand::Literal(_) | Operand::Largest(_) => None,
         }
     }
 
@@ -690,6 +693,11 @@ impl Params {
         match operand {
             Operand::Literal(v) => *v,
             Operand::Param(name) => self.get(name).expect("validated operand names a parameter"),
+            Operand::Largest(ops) => ops
+                .iter()
+                .map(|o| self.eval(o))
+                .reduce(|a, b| if b.as_f64() > a.as_f64() { b } else { a })
+                .expect("a list of at least one"),
         }
     }
 
@@ -697,6 +705,9 @@ impl Params {
         match operand {
             Operand::Literal(v) => v.to_string(),
             Operand::Param(name) => format!("{name}={}", self.eval(operand)),
+            Operand::Largest(ops) => {
+                format!("the largest of {}", ops.iter().map(|o| self.describe(o)).collect::<Vec<_>>().join(", "))
+            }
         }
     }
 
@@ -1095,11 +1106,22 @@ impl Cx<'_> {
                 ));
             }
             (true, None) => None,
-            (false, _) => Some(self.operand(
-                self.required(node, "value", "the separation beyond which pairs add nothing")?,
-                params,
-                scalar,
-            )?),
+            (false, _) => {
+                let a = self.required(node, "value", "the separation beyond which pairs add nothing")?;
+                match a.value.contains(',') {
+                    false => Some(self.operand(a, params, scalar)?),
+                    // The largest of several: each a literal or a parameter.
+                    true => Some(Operand::Largest(
+                        a.value
+                            .split(',')
+                            .map(|v| {
+                                let one = Attr { name: a.name.clone(), value: v.trim().to_owned(), pos: a.pos };
+                                self.operand(&one, params, scalar)
+                            })
+                            .collect::<Result<_, _>>()?,
+                    )),
+                }
+            }
         };
         let metric = match self.attr(node, "metric") {
             None => Metric::Component,

@@ -299,6 +299,7 @@ fn whole_expr(op: &Operand) -> String {
     match op {
         Operand::Param(name) => format!("static_cast<unsigned>(params::{name})"),
         Operand::Literal(v) => v.cast(Scalar::U32).c_literal(),
+        Operand::Largest(ops) => largest_expr(ops, &whole_expr),
     }
 }
 
@@ -307,7 +308,13 @@ fn operand_expr(op: &Operand, scalar: Scalar) -> String {
     match op {
         Operand::Param(name) => format!("params::{name}"),
         Operand::Literal(v) => v.cast(scalar).c_literal(),
+        Operand::Largest(ops) => largest_expr(ops, &|op| operand_expr(op, scalar)),
     }
+}
+
+/// The C expression for the largest of `ops`, each made by `expr`.
+fn largest_expr(ops: &[Operand], expr: &dyn Fn(&Operand) -> String) -> String {
+    ops.iter().map(expr).reduce(|a, b| format!("((({a}) > ({b})) ? ({a}) : ({b}))")).expect("a list of at least one")
 }
 
 /// A value that ranks after every real one.
@@ -448,6 +455,7 @@ pub fn describe(problem: &Problem, params: &Params) -> String {
     let show = |op: &Operand| match op {
         Operand::Param(n) => format!("{n} = {}", params.eval(op)),
         Operand::Literal(v) => v.to_string(),
+        Operand::Largest(_) => params.describe(op),
     };
     match &problem.output {
         Output::Count { threshold, compare } => {
