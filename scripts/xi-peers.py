@@ -310,6 +310,8 @@ def cells_of(a, b, rp_edges, second_edges, los, box=None):
     a = a.astype(np.float64)
     bb = a if b is None else b.astype(np.float64)
     n1, n2 = len(rp_edges) - 1, len(second_edges) - 1
+    # pi = |dz| and mu = |dz| / s are 0 only at dz = 0, exactly, on both sides: an edge at 0 is no edge to be near.
+    near_second = second_edges[1:] if second_edges[0] == 0 else second_edges
     counts = np.zeros(n1 * n2, dtype=np.int64)
     near = 0
     for i in range(0, len(a), 256):
@@ -329,7 +331,7 @@ def cells_of(a, b, rp_edges, second_edges, los, box=None):
             rows = np.arange(i, min(i + 256, len(a)))[:, None]
             keep = np.arange(len(bb))[None, :] < rows
         near += int(np.count_nonzero(keep & ((np.min(np.abs(x[..., None] - rp_edges), axis=-1) < EDGE_2D)
-                                             | (np.min(np.abs(y[..., None] - second_edges), axis=-1) < EDGE_2D))))
+                                             | (np.min(np.abs(y[..., None] - near_second), axis=-1) < EDGE_2D))))
         u = np.searchsorted(rp_edges, x, side="right") - 1
         v = np.searchsorted(second_edges, y, side="right") - 1
         ok = keep & (u >= 0) & (u < n1) & (v >= 0) & (v < n2)
