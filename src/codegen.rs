@@ -318,7 +318,8 @@ fn describe_snippet_calls(problem: &Problem) -> String {
                 .replace('\u{0}', "Value2")
         })
         .collect();
-    let value2 = value2(problem).map_or(String::new(), |[x, y]| format!(" and Value2 is struct {{ {value} {x}, {y}; }}"));
+    let value2 =
+        value2(problem).map_or(String::new(), |[x, y]| format!(" and Value2 is struct {{ {value} {x}, {y}; }}"));
     format!("twobs calls {}, where Point is {point}{value2}", named.join(", "))
 }
 

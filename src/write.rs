@@ -474,13 +474,8 @@ pub fn histogram2d(target: &Target, axes: &[(String, Vec<f64>)], totals: &Totals
     let [(a, ea), (b, eb)] = axes else { unreachable!("a 2-D histogram has two axes") };
     let (na, nb) = (ea.len() - 1, eb.len() - 1);
     let cell = |f: &dyn Fn(usize, usize) -> f64| -> Vec<f64> { (0..na * nb).map(|s| f(s / nb, s % nb)).collect() };
-    let columns = [
-        cell(&|i, _| ea[i]),
-        cell(&|i, _| ea[i + 1]),
-        cell(&|_, j| eb[j]),
-        cell(&|_, j| eb[j + 1]),
-        totals.as_f64(),
-    ];
+    let columns =
+        [cell(&|i, _| ea[i]), cell(&|i, _| ea[i + 1]), cell(&|_, j| eb[j]), cell(&|_, j| eb[j + 1]), totals.as_f64()];
     let names = [
         format!("{a}_lo"),
         format!("{a}_hi"),

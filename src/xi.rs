@@ -361,11 +361,8 @@ pub fn count_cells(
     {
         return Err(XiError::WeightsOnOneSide(if weighted { "data" } else { "randoms" }));
     }
-    let problem = &if weighted {
-        problem.with_point_weights().expect("a histogram takes weights")
-    } else {
-        problem.clone()
-    };
+    let problem =
+        &if weighted { problem.with_point_weights().expect("a histogram takes weights") } else { problem.clone() };
     let one_set = problem.with_sets(1).expect("sets=\"1,2\" takes one set");
     let counts = |exec: &Execution| match &exec.outcome {
         Outcome::Totals(Totals::Counts(c)) => c.iter().map(|&x| x as f64).collect::<Vec<f64>>(),

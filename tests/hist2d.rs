@@ -105,8 +105,10 @@ fn direct(
     los: LineOfSight,
 ) -> Vec<f64> {
     let Output::Histogram2d { axes } = &problem.output else { panic!("a 2-D histogram") };
-    let edges: Vec<Vec<f64>> =
-        axes.iter().map(|x| axis_edges(x, problem.function.returns, params).iter().map(|v| v.as_f64()).collect()).collect();
+    let edges: Vec<Vec<f64>> = axes
+        .iter()
+        .map(|x| axis_edges(x, problem.function.returns, params).iter().map(|v| v.as_f64()).collect())
+        .collect();
     let bins: Vec<usize> = edges.iter().map(|e| e.len() - 1).collect();
     let log: Vec<bool> = axes.iter().map(|x| x.spacing == Spacing::Log).collect();
     let mut cells = vec![0.0; bins[0] * bins[1]];
@@ -136,10 +138,31 @@ fn rp_pi_and_s_mu_cells_equal_a_direct_count_of_every_pair() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
     // (problem, sets, log-spaced first axis, box lengths, params, index)
     let cases: [(&str, usize, bool, Option<[f32; 3]>, &[&str], IndexChoice); 5] = [
-        ("ddrppi", 1, false, None, &["rp_bins=7", "rp_min=0.01", "rp_max=0.2", "pi_bins=5", "pi_max=0.25"], IndexChoice::Grid),
-        ("ddrppi", 2, true, Some([1.0; 3]), &["rp_bins=9", "rp_min=0.02", "rp_max=0.45", "pi_bins=4", "pi_max=0.4"], IndexChoice::Auto),
+        (
+            "ddrppi",
+            1,
+            false,
+            None,
+            &["rp_bins=7", "rp_min=0.01", "rp_max=0.2", "pi_bins=5", "pi_max=0.25"],
+            IndexChoice::Grid,
+        ),
+        (
+            "ddrppi",
+            2,
+            true,
+            Some([1.0; 3]),
+            &["rp_bins=9", "rp_min=0.02", "rp_max=0.45", "pi_bins=4", "pi_max=0.4"],
+            IndexChoice::Auto,
+        ),
         ("ddsmu", 1, true, None, &["s_bins=8", "s_min=0.01", "s_max=0.3", "mu_bins=6"], IndexChoice::None),
-        ("ddsmu", 1, false, Some([1.0, 1.25, 1.5]), &["s_bins=5", "s_max=0.4", "mu_bins=7", "mu_max=0.875"], IndexChoice::Grid),
+        (
+            "ddsmu",
+            1,
+            false,
+            Some([1.0, 1.25, 1.5]),
+            &["s_bins=5", "s_max=0.4", "mu_bins=7", "mu_max=0.875"],
+            IndexChoice::Grid,
+        ),
         ("ddsmu", 2, false, None, &["s_bins=6", "s_min=0.05", "s_max=0.35", "mu_bins=3"], IndexChoice::Grid),
     ];
     for (name, sets, log, lengths, params, index) in cases {
@@ -166,8 +189,8 @@ fn rp_pi_and_s_mu_cells_equal_a_direct_count_of_every_pair() {
         if sets == 1 && !log {
             let w: Vec<f64> = (0..a.len()).map(|_| rng.random_range(0.5..2.0)).collect();
             let weighted = problem.with_point_weights().unwrap();
-            let run =
-                twobs::run::execute(&weighted, &params, &Inputs { a: set(&a, Some(&w)), b: None }, &cpu(index)).unwrap();
+            let run = twobs::run::execute(&weighted, &params, &Inputs { a: set(&a, Some(&w)), b: None }, &cpu(index))
+                .unwrap();
             let want = direct(&problem, &params, &a, None, Some((&w, &w)), lengths, los);
             for (k, (g, w)) in totals(&run.outcome).iter().zip(&want).enumerate() {
                 assert!((g - w).abs() <= 1e-12 * w.abs().max(1.0), "{name} weighted, cell {k}: {g} against {w}");
@@ -178,8 +201,11 @@ fn rp_pi_and_s_mu_cells_equal_a_direct_count_of_every_pair() {
 
 fn spec_error(spec: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("f.cu"), "__device__ Value2 f(float3 a, float3 b) { return {a.x - b.x, a.y - b.y}; }\n")
-        .unwrap();
+    std::fs::write(
+        dir.path().join("f.cu"),
+        "__device__ Value2 f(float3 a, float3 b) { return {a.x - b.x, a.y - b.y}; }\n",
+    )
+    .unwrap();
     let path = dir.path().join("t.xml");
     match Problem::parse(spec, &path, &Disk) {
         Ok(_) => panic!("accepted: {spec}"),
@@ -194,7 +220,9 @@ fn a_wrong_two_dimensional_histogram_is_refused_at_its_line() {
 "#;
     let function = r#"<function file="f.cu" name="f"/>
 "#;
-    let one_axis = format!("{head}{function}<output kind=\"histogram2d\">\n  <axis name=\"x\" bins=\"n\" max=\"1\"/>\n</output></problem>");
+    let one_axis = format!(
+        "{head}{function}<output kind=\"histogram2d\">\n  <axis name=\"x\" bins=\"n\" max=\"1\"/>\n</output></problem>"
+    );
     let e = spec_error(&one_axis);
     assert!(e.starts_with("4:1:") && e.contains("two <axis> children") && e.contains("found 1"), "{e}");
     let same_names = format!(
@@ -247,7 +275,13 @@ fn cell_volumes_fill_the_cylinder_and_the_sphere_and_wp_sums_xi_over_pi() {
     let total: f64 = c.volumes().iter().sum();
     let cylinder = std::f64::consts::PI * 4.0 * 2.0 * 4.0;
     assert!((total - cylinder).abs() < 1e-12 * cylinder, "{total} against {cylinder}");
-    let s = counts(vec![0.5, 1.0, 3.0], LineOfSight::Mu, vec![0.0, 0.25, 0.5, 1.0], vec![0.0; 6], Randoms::Analytic { volume: 1e3 });
+    let s = counts(
+        vec![0.5, 1.0, 3.0],
+        LineOfSight::Mu,
+        vec![0.0, 0.25, 0.5, 1.0],
+        vec![0.0; 6],
+        Randoms::Analytic { volume: 1e3 },
+    );
     let shell = 4.0 / 3.0 * std::f64::consts::PI * (27.0 - 0.125);
     assert!((s.volumes().iter().sum::<f64>() - shell).abs() < 1e-12 * shell);
     // Each (rp, pi) cell with RR twice its share of DD: xi = 1 / 2 - 1 by the
@@ -255,7 +289,8 @@ fn cell_volumes_fill_the_cylinder_and_the_sphere_and_wp_sums_xi_over_pi() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
     let dd: Vec<f64> = (0..12).map(|_| rng.random_range(1..1000) as f64).collect();
     let rr: Vec<f64> = dd.iter().map(|x| 2.0 * x).collect();
-    let c = counts(rp, LineOfSight::Pi, pi, dd, Randoms::Counted { dr: None, rr, points: 1000, weights: (1000.0, 1000.0) });
+    let c =
+        counts(rp, LineOfSight::Pi, pi, dd, Randoms::Counted { dr: None, rr, points: 1000, weights: (1000.0, 1000.0) });
     let xi = c.xi(Estimator::Natural, Norm::Pairs);
     assert!(xi.iter().all(|x| (x + 0.5).abs() < 1e-15), "{xi:?}");
     assert_eq!(c.wp(&xi).unwrap(), vec![-4.0; 3]);
@@ -269,7 +304,14 @@ fn wp_in_a_periodic_box_is_the_sum_of_its_cells_xi() {
     let a = points(&mut rng, 3000, [2.0; 3]);
     let problem = built_in("ddrppi").unwrap();
     let params = problem
-        .bind(&["rp_bins=4".into(), "rp_min=0.25".into(), "rp_max=0.75".into(), "pi_bins=3".into(), "pi_max=0.75".into(), "box=2".into()])
+        .bind(&[
+            "rp_bins=4".into(),
+            "rp_min=0.25".into(),
+            "rp_max=0.75".into(),
+            "pi_bins=3".into(),
+            "pi_max=0.75".into(),
+            "box=2".into(),
+        ])
         .unwrap();
     let data = Inputs { a: set(&a, None), b: None };
     let (c, runs) =
@@ -294,9 +336,10 @@ fn wp_in_a_periodic_box_is_the_sum_of_its_cells_xi() {
     }
     // Cells past half the box would meet their own images: refused, naming them.
     let wide = problem.bind(&["pi_max=1.5".into(), "box=2".into()]).unwrap();
-    let e = count_cells(&problem, &wide, &data, None, Estimator::Natural, Some(LineOfSight::Pi), &cpu(IndexChoice::Auto))
-        .unwrap_err()
-        .to_string();
+    let e =
+        count_cells(&problem, &wide, &data, None, Estimator::Natural, Some(LineOfSight::Pi), &cpu(IndexChoice::Auto))
+            .unwrap_err()
+            .to_string();
     assert!(e.contains("cells (rp_max, pi_max) reach 1.5, above half the smallest width of the box (1)"), "{e}");
 }
 
@@ -310,9 +353,26 @@ fn xi_rp_pi_writes_the_cells_and_wp_and_s_mu_its_cells() {
     let o = twobs(
         dir.path(),
         &[
-            "xi", "--data", "uniform:400", "--randoms", "uniform:800", "--rp-pi", "2", "--param", "rp_bins=3",
-            "--param", "rp_max=0.3", "--param", "pi_max=0.25", "--backend", "cpu", "--out", "cells.csv", "--wp",
-            "wp.csv", "--quiet",
+            "xi",
+            "--data",
+            "uniform:400",
+            "--randoms",
+            "uniform:800",
+            "--rp-pi",
+            "2",
+            "--param",
+            "rp_bins=3",
+            "--param",
+            "rp_max=0.3",
+            "--param",
+            "pi_max=0.25",
+            "--backend",
+            "cpu",
+            "--out",
+            "cells.csv",
+            "--wp",
+            "wp.csv",
+            "--quiet",
         ],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -334,7 +394,20 @@ fn xi_rp_pi_writes_the_cells_and_wp_and_s_mu_its_cells() {
     }
     let o = twobs(
         dir.path(),
-        &["xi", "--data", "uniform:300", "--box", "1", "--s-mu", "4", "--param", "s_max=0.2", "--backend", "cpu", "--quiet"],
+        &[
+            "xi",
+            "--data",
+            "uniform:300",
+            "--box",
+            "1",
+            "--s-mu",
+            "4",
+            "--param",
+            "s_max=0.2",
+            "--backend",
+            "cpu",
+            "--quiet",
+        ],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = String::from_utf8_lossy(&o.stdout);
@@ -370,7 +443,10 @@ fn numbers(v: &serde_json::Value) -> Vec<f64> {
 /// cell in every count), so the counts are equal.
 fn moved_at_most_near(what: &str, ours: &[f64], theirs: &[f64], near: &serde_json::Value) {
     let moved = (ours.iter().zip(theirs).map(|(a, b)| (a - b).abs()).sum::<f64>() / 2.0).ceil();
-    println!("{what}: {} pairs, {moved} in another cell than Corrfunc's, {near} near an edge", ours.iter().sum::<f64>());
+    println!(
+        "{what}: {} pairs, {moved} in another cell than Corrfunc's, {near} near an edge",
+        ours.iter().sum::<f64>()
+    );
     assert_eq!(ours, theirs, "{what}: the recorded Corrfunc counts");
     assert!(ours.iter().sum::<f64>() > 10_000.0, "{what}: the cells hold pairs");
 }
@@ -412,7 +488,8 @@ fn rp_pi_counts_and_wp_equal_corrfunc_ddrppi_and_its_wp() {
     moved_at_most_near("DD(rp, pi)", &c.dd, &numbers(&r["dd"]), &r["near_edges"]["dd"]);
     moved_at_most_near("DR(rp, pi)", dr, &numbers(&r["dr"]), &r["near_edges"]["dr"]);
     moved_at_most_near("RR(rp, pi)", rr, &numbers(&r["rr"]), &r["near_edges"]["rr"]);
-    let same = |k: usize| c.dd[k] == numbers(&r["dd"])[k] && dr[k] == numbers(&r["dr"])[k] && rr[k] == numbers(&r["rr"])[k];
+    let same =
+        |k: usize| c.dd[k] == numbers(&r["dd"])[k] && dr[k] == numbers(&r["dr"])[k] && rr[k] == numbers(&r["rr"])[k];
     let wp = c.wp(&c.xi(Estimator::LandySzalay, Norm::Squared)).unwrap();
     rows_close(&wp, &numbers(&r["wp_corrfunc"]), pimax as usize, &same, "wp against convert_rp_pi_counts_to_wp");
     // The periodic cube: DD with minimum images, and wp with analytic RR against theory.wp.
@@ -421,7 +498,8 @@ fn rp_pi_counts_and_wp_equal_corrfunc_ddrppi_and_its_wp() {
     args.push(format!("box={}", r["side"]));
     let params = problem.bind(&args).unwrap();
     let (c, _) =
-        count_cells(&problem, &params, &read("rppi-box"), None, Estimator::Natural, los, &cpu(IndexChoice::Auto)).unwrap();
+        count_cells(&problem, &params, &read("rppi-box"), None, Estimator::Natural, los, &cpu(IndexChoice::Auto))
+            .unwrap();
     moved_at_most_near("DD(rp, pi), periodic", &c.dd, &numbers(&b["dd"]), &b["near_edges"]);
     let theirs = numbers(&b["dd"]);
     let wp = c.wp(&c.xi(Estimator::Natural, Norm::Pairs)).unwrap();
@@ -445,7 +523,8 @@ fn s_mu_counts_equal_corrfunc_ddsmu() {
     let los = Some(LineOfSight::Mu);
     let params = problem.bind(&args).unwrap();
     let (c, _) =
-        count_cells(&problem, &params, &read("smu-box"), None, Estimator::Natural, los, &cpu(IndexChoice::Auto)).unwrap();
+        count_cells(&problem, &params, &read("smu-box"), None, Estimator::Natural, los, &cpu(IndexChoice::Auto))
+            .unwrap();
     moved_at_most_near("DD(s, mu), periodic", &c.dd, &numbers(&m["dd"]), &m["near_edges"]);
     let params = problem.bind(&binning).unwrap();
     let (data, randoms) = (read("smu-data"), read("smu-randoms"));

@@ -763,9 +763,9 @@ impl Params {
             }
         }
         match &problem.output {
-            Output::Histogram { bins, min, max, spacing, .. } => {
-                self.check_buckets("histogram", bins, min, max, *spacing).map_err(|(e, attr)| (e, Blame::Output(attr)))?
-            }
+            Output::Histogram { bins, min, max, spacing, .. } => self
+                .check_buckets("histogram", bins, min, max, *spacing)
+                .map_err(|(e, attr)| (e, Blame::Output(attr)))?,
             Output::Histogram2d { axes } => {
                 for (k, a) in axes.iter().enumerate() {
                     self.check_buckets(&format!("axis `{}`", a.name), &a.bins, &a.min, &a.max, a.spacing)
@@ -1049,9 +1049,12 @@ impl Cx<'_> {
             let at = |node: &Node, attr: &str| self.attr(node, attr).map_or(node.pos, |a| a.pos);
             let pos = match blame {
                 Blame::Output(attr) => at(output_node, attr),
-                Blame::Axis(k, attr) => {
-                    output_node.children.iter().filter(|c| c.name == "axis").nth(k).map_or(output_node.pos, |n| at(n, attr))
-                }
+                Blame::Axis(k, attr) => output_node
+                    .children
+                    .iter()
+                    .filter(|c| c.name == "axis")
+                    .nth(k)
+                    .map_or(output_node.pos, |n| at(n, attr)),
                 Blame::Cutoff => root.children.iter().find(|c| c.name == "cutoff").map_or(root.pos, |c| at(c, "value")),
                 Blame::Param(_) => root.pos,
             };
@@ -1348,7 +1351,9 @@ impl Cx<'_> {
                 let mut axes = Vec::new();
                 for c in &node.children {
                     if !vocabulary::OUTPUT_CHILDREN.contains(&c.name.as_str()) {
-                        return Err(self.err(c.pos, format!("unknown element <{}> in <output>; expected <axis>", c.name)));
+                        return Err(
+                            self.err(c.pos, format!("unknown element <{}> in <output>; expected <axis>", c.name))
+                        );
                     }
                     axes.push(self.axis(c, params, returns)?);
                 }
