@@ -10,21 +10,23 @@
 #  3. One timing on 1M uniform points in the unit cube: ddrppi and ddsmu,
 #     on the grid (auto) and over every pair (--index none), GPU and, for
 #     the grid, the CPU backend (2 threads less than the machine's).
-# Logs go to $OUT/gpu-2d (or the folder given); summary.txt holds the lines
-# printed here, the last saying "N passed, N failed".
+# Logs go to $OUT/gpu-2d; summary-PART.txt holds the lines printed here,
+# the last saying "N passed, N failed".
 #
 # Build here first: scripts/build-device.sh; then on the device
-#   scripts/gpu-2d.sh
-# with carry ["target/release/twobs", "target/release/parity"].
+#   scripts/gpu-2d.sh parity      (1, a few minutes: its NVRTC compiles are the cost)
+#   scripts/gpu-2d.sh xi timing   (2 and 3)
+# or scripts/gpu-2d.sh (all three), with carry ["target/release/twobs", "target/release/parity"].
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TWOBS=${TWOBS:-target/release/twobs}
 PARITY=${PARITY:-target/release/parity}
-LOG=${1:-${OUT:-/tmp}/gpu-2d}
+PARTS=${*:-parity xi timing}
+LOG=${OUT:-/tmp}/gpu-2d
 mkdir -p "$LOG"
 export TWOBS_CACHE=${TWOBS_CACHE:-/tmp/twobs-cache}
 N=${N:-200000}
-SUMMARY="$LOG/summary.txt"
+SUMMARY="$LOG/summary-${PARTS// /-}.txt"
 : >"$SUMMARY"
 say() { echo "$*" | tee -a "$SUMMARY"; }
 passed=0
@@ -32,6 +34,7 @@ failed=0
 
 # 1. Parity: every case whose name holds ddrppi or ddsmu.
 for filter in ddrppi ddsmu; do
+  [[ " $PARTS " == *" parity "* ]] || break
   "$PARITY" "$filter" >"$LOG/parity-$filter.log" 2>&1
   rc=$?
   line=$(grep -E '^test result' "$LOG/parity-$filter.log" | tail -1)
@@ -64,12 +67,14 @@ check() { # name, then the arguments of twobs xi
     failed=$((failed + 1))
   fi
 }
+if [[ " $PARTS " == *" xi "* ]]; then
 rp=(--param rp_bins=12 --param rp_min=0.002 --param rp_max=0.05 --log-bins --param pi_bins=10 --param pi_max=0.05)
 WP=1 check rppi --data clustered:$N --randoms uniform:$((2 * N)) --rp-pi 0.05 "${rp[@]}" --norm squared
 WP=1 check rppi-box --data uniform:$N --box 1 --rp-pi 0.05 "${rp[@]}"
 sm=(--param s_bins=15 --param s_min=0.002 --param s_max=0.05 --log-bins)
 check smu --data clustered:$N --randoms uniform:$((2 * N)) --s-mu 8 "${sm[@]}"
 check smu-box --data uniform:$N --box 1 --s-mu 8 "${sm[@]}"
+fi
 
 # 3. Timing on 1M points: the run's own timings (report JSON), one line each.
 time_run() { # name, backend, then the arguments of twobs run
@@ -83,13 +88,14 @@ r = json.load(open(sys.argv[1]))
 t = r.get("timings", {})
 idx = r.get("index", {})
 print(f"{sys.argv[2]}: {r.get('device', '?')}, index {idx.get('index', '?')} ({idx.get('pairs', '?')} pairs), "
-      f"compute {t.get('compute_s', '?')} s, total {t.get('total_s', '?')} s, plan {r.get('plans', [{}])[0].get('variant', '?')}")
+      f"compute {t.get('compute_s', '?')} s, total {t.get('total_s', '?')} s, plan {(r.get('plans') or [{}])[0].get('variant', '-')}")
 PY
   else
     say "$name: failed (see $LOG/$name.log)"
     failed=$((failed + 1))
   fi
 }
+if [[ " $PARTS " == *" timing "* ]]; then
 cpus=$(($(nproc) > 4 ? $(nproc) - 2 : 2))
 time_run ddrppi-1M-grid-gpu cuda ddrppi --param rp_max=0.02 --param pi_max=0.02 --param pi_bins=20
 time_run ddrppi-1M-all-pairs-gpu cuda ddrppi --param rp_max=0.02 --param pi_max=0.02 --param pi_bins=20 --index none
@@ -113,6 +119,7 @@ if cmp -s "$LOG/ddrppi-1M-grid-gpu.csv" "$LOG/ddrppi-1M-all-pairs-gpu.csv"; then
 else
   say "ddrppi 1M: the grid's cells differ from every pair's"
   failed=$((failed + 1))
+fi
 fi
 say "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]
