@@ -2,7 +2,7 @@
 
 The engine is the same as the ``twobs`` command line's, and so are the
 numbers: g(r) (:class:`RDF`, freud's shape), pair counts (:func:`DD`,
-Corrfunc's shape) and xi (:func:`xi`), neighbours (:func:`query_pairs`,
+:func:`DDrppi`, :func:`DDsmu`, Corrfunc's shapes), xi (:func:`xi`) and wp(rp) (:func:`wp`), neighbours (:func:`query_pairs`,
 :func:`knn`, scipy's shapes), and any spec (:class:`Problem`).
 
 A :class:`Session` keeps, for its life, the backend it runs on; the CUDA
