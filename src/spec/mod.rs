@@ -250,7 +250,7 @@ pub enum Output {
     /// the pairs whose first value is in the first axis's bucket i and whose
     /// second is in the second's bucket j, each bucketed as a 1-D histogram's;
     /// slot i * bins_2 + j. A pair outside either axis adds nothing.
-    Histogram2d { axes: [Axis; 2] },
+    Histogram2d { axes: Box<[Axis; 2]> },
     /// The index pairs whose value passes the comparison.
     Pairs { threshold: Operand, compare: Compare, estimate: Option<f64> },
     /// The K pairs of smallest value for each query point.
@@ -659,7 +659,7 @@ impl Problem {
                 Output::Pairs { threshold: widen_op(threshold), compare: *compare, estimate: *estimate }
             }
             Output::Histogram2d { axes } => Output::Histogram2d {
-                axes: axes.clone().map(|a| Axis { min: widen_op(&a.min), max: widen_op(&a.max), ..a }),
+                axes: Box::new((**axes).clone().map(|a| Axis { min: widen_op(&a.min), max: widen_op(&a.max), ..a })),
             },
             other => other.clone(),
         };
@@ -1370,7 +1370,7 @@ impl Cx<'_> {
                 if first.name == second.name {
                     return Err(self.err(node.children[1].pos, format!("both axes are named `{}`", first.name)));
                 }
-                Output::Histogram2d { axes: [first, second] }
+                Output::Histogram2d { axes: Box::new([first, second]) }
             }
             "pairs" => {
                 self.only_attrs(node, vocabulary::output_attributes("pairs").expect("a kind"))?;
