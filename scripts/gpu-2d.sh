@@ -26,14 +26,15 @@ LOG=${OUT:-/tmp}/gpu-2d
 mkdir -p "$LOG"
 export TWOBS_CACHE=${TWOBS_CACHE:-/tmp/twobs-cache}
 N=${N:-200000}
-SUMMARY="$LOG/summary-${PARTS// /-}.txt"
+SUMMARY="$LOG/summary-${PARTS// /-}${FILTERS:+-${FILTERS// /-}}.txt"
 : >"$SUMMARY"
 say() { echo "$*" | tee -a "$SUMMARY"; }
 passed=0
 failed=0
 
-# 1. Parity: every case whose name holds ddrppi or ddsmu.
-for filter in ddrppi ddsmu; do
+# 1. Parity: every case whose name holds ddrppi or ddsmu (FILTERS="ddrppi"
+# and then FILTERS="ddsmu" split it over two calls, should one exceed a call).
+for filter in ${FILTERS:-ddrppi ddsmu}; do
   [[ " $PARTS " == *" parity "* ]] || break
   "$PARITY" "$filter" >"$LOG/parity-$filter.log" 2>&1
   rc=$?
