@@ -86,7 +86,7 @@ enum Buckets {
 impl Buckets {
     fn of(problem: &Problem, params: &Params) -> Result<Buckets, String> {
         let Output::Histogram { spacing, weight, .. } = &problem.output else {
-            return Err(format!("a {} output: the hierarchy counts histograms", problem.output.kind()));
+            return Err(format!("a {} output: the hierarchy counts histograms of one value", problem.output.kind()));
         };
         if weight.is_some() || problem.input.point_weights {
             return Err("weighted pairs: the hierarchy adds counts only".into());

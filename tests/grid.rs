@@ -165,6 +165,34 @@ fn histograms_of_sdh_and_rdf_open_and_periodic_one_set_and_two() {
     }
 }
 
+#[test]
+fn two_dimensional_histograms_ddrppi_and_ddsmu_open_and_periodic() {
+    // Their cutoffs: ddrppi's the largest of rp_max and pi_max (a component
+    // past both adds nothing), ddsmu's s_max (Euclidean). Lattice points lie
+    // exactly a cutoff of 1/8 (or 1/4) apart, on cell edges or across them.
+    let seed = seed();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    for (name, ranges) in [("ddrppi", ["rp_max=0.125", "pi_max=0.25"]), ("ddsmu", ["s_max=0.125", "mu_bins=8"])] {
+        for sets in [1, 2] {
+            let p = built_in(name).unwrap().with_sets(sets).unwrap();
+            for boxed in ["0", "1"] {
+                let params: Vec<String> =
+                    ranges.iter().map(|r| r.to_string()).chain([format!("box={boxed}"), "pi_bins=4".into()]).collect();
+                let params: Vec<String> =
+                    params.into_iter().filter(|q| name == "ddrppi" || !q.starts_with("pi_bins")).collect();
+                let inputs =
+                    Inputs { a: lattice(&mut rng, 1000, 3), b: (sets == 2).then(|| lattice(&mut rng, 800, 3)) };
+                agree(&format!("{name} {sets} set(s) box={boxed} lattice"), &p, &params, &inputs, false);
+                let inputs = Inputs {
+                    a: synthetic(&p, Generator::Clustered, 1500, seed + 1),
+                    b: (sets == 2).then(|| synthetic(&p, Generator::Uniform, 1000, seed + 2)),
+                };
+                agree(&format!("{name} {sets} set(s) box={boxed} clustered"), &p, &params, &inputs, false);
+            }
+        }
+    }
+}
+
 /// `n` points of the box `b` (f32): a third on the faces of cells 1/q of
 /// the box wide (q from 2 to 16, fractional coordinates j / q), a third at
 /// random, and a third `r` from one of those in a random direction (across

@@ -423,7 +423,12 @@ fn read_points(
         None => None,
     };
     let read = read_frames_of(given, components, opts, args.frames, types, &args.ids, topology.as_ref())?;
-    if read.len() > 1 && !matches!(problem.output, Output::Count { .. } | Output::Sum | Output::Histogram { .. }) {
+    if read.len() > 1
+        && !matches!(
+            problem.output,
+            Output::Count { .. } | Output::Sum | Output::Histogram { .. } | Output::Histogram2d { .. }
+        )
+    {
         anyhow::bail!(
             "{} frames: frames add up for counts, sums and histograms, but problem `{}` makes {}; run each frame alone",
             read.len(),
