@@ -817,12 +817,17 @@ pub fn execute_rows(
     // Rank 0's answer to another rank's request for chunk c: its rows of A.
     let rows_of = |c: u64| -> Vec<u8> {
         let Held::Root(inputs) = held else { unreachable!("rank 0 sends the rows") };
-        let lo = usize::try_from(c).unwrap_or(usize::MAX).saturating_mul(chunk).min(a_points);
+        let lo = usize::try_from(c).unwrap_or(usize::MAX).saturating_mul(chunk);
+        // Past the end: nothing (the rank stops asking).
+        if lo >= a_points {
+            return Vec::new();
+        }
         ranks::encode_rows(&inputs.a, lo, lo.saturating_add(chunk).min(a_points))
     };
     let payload: Option<&(dyn Fn(u64) -> Vec<u8> + Sync)> = matches!(held, Held::Root(_)).then_some(&rows_of);
     let mut ran = None;
-    r.carrying(payload, &mut |counter| ran = Some(driver.run_walker(&walker, threads, &bar, counter)));
+    // Each thread's next piece on its way while it computes one.
+    r.carrying(payload, threads, &mut |counter| ran = Some(driver.run_walker(&walker, threads, &bar, counter)));
     let ran = ran.expect("the counter lends itself to the work")?;
     bar.finish_and_clear();
     let compute_s = compute.elapsed().as_secs_f64();

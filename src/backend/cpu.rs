@@ -90,7 +90,8 @@ pub struct Ran {
     /// Pairs the chunks taken here visited.
     pub pairs: u128,
     /// Where A's rows came with the chunks: the most bytes of them held at
-    /// once (the chunks in flight), and the bytes received in all.
+    /// once (the chunks walked, and at most as many more asked ahead, a
+    /// bound: the sum of the two's most), and the bytes received in all.
     pub rows_held_bytes: u64,
     pub rows_received_bytes: u64,
 }
@@ -543,7 +544,8 @@ impl CpuDriver {
         Ok(Ran {
             parts: parts.into_iter().map(|(c, p)| (c as u64, p)).collect(),
             pairs: u128::from(visited.into_inner()),
-            rows_held_bytes: most_held.into_inner(),
+            // Rows walked, and those the counter received ahead of the walk.
+            rows_held_bytes: most_held.into_inner() + counter.most_bytes_ahead(),
             rows_received_bytes: received.into_inner(),
         })
     }

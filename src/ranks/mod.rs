@@ -70,6 +70,11 @@ pub trait Counter: Sync {
     fn next_carried(&self) -> (u64, Option<Vec<u8>>) {
         (self.next(), None)
     }
+    /// The most bytes this counter held at once that its takers had not
+    /// yet taken (a carrying counter asks ahead of them).
+    fn most_bytes_ahead(&self) -> u64 {
+        0
+    }
 }
 
 /// One process's counter: the list is this process's alone.
@@ -98,8 +103,15 @@ pub trait Ranks: Send + Sync {
     /// carry `payload(position)` (rank 0 gives it; the others give None),
     /// lent to `work` on this rank; returns once `work` has, and on rank 0
     /// once every rank has stopped asking. Rank 0's own threads get no
-    /// bytes: it holds what they would carry.
-    fn carrying(&self, payload: Option<&(dyn Fn(u64) -> Vec<u8> + Sync)>, work: &mut dyn FnMut(&dyn Counter));
+    /// bytes: it holds what they would carry. `payload` gives no bytes past
+    /// the end of the list: another rank asks ahead of its work, up to
+    /// `ahead` answers, and stops asking there.
+    fn carrying(
+        &self,
+        payload: Option<&(dyn Fn(u64) -> Vec<u8> + Sync)>,
+        ahead: usize,
+        work: &mut dyn FnMut(&dyn Counter),
+    );
     /// Every rank's bytes, in rank order, on rank 0; None on the others.
     fn gather(&self, mine: Vec<u8>) -> Option<Vec<Vec<u8>>>;
     /// Rank 0's bytes (`Some` there, ignored elsewhere) on every rank.
