@@ -459,9 +459,15 @@ fn decode_frames(bytes: &[u8]) -> Result<(Vec<Inputs>, Vec<String>), WireError> 
 fn put_column(out: &mut Vec<u8>, column: &Column, lo: usize, hi: usize) {
     out.push(scalar_code(column.scalar()));
     put(out, (hi - lo) as u64);
-    let width = column.scalar().bytes() as usize;
-    out.reserve((hi - lo) * width);
-    (lo..hi).for_each(|x| out.extend_from_slice(&column.bits(x).to_le_bytes()[..width]));
+    out.reserve((hi - lo) * column.scalar().bytes() as usize);
+    // One match a column, not a value (rank 0's server encodes a piece's rows while its threads compute).
+    match column {
+        Column::F32(v) => v[lo..hi].iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Column::F64(v) => v[lo..hi].iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Column::I32(v) => v[lo..hi].iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Column::I64(v) => v[lo..hi].iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Column::U32(v) => v[lo..hi].iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+    }
 }
 
 fn put_text(out: &mut Vec<u8>, t: &str) {
