@@ -605,13 +605,15 @@ fn say_ranks(exec: &Execution, lines: &Lines) {
     for r in &exec.ranks {
         let on = if r.gpus > 0 { format!("{} GPU(s)", r.gpus) } else { format!("{} CPU threads", r.threads) };
         lines.say(format!(
-            "  rank {} on {} ({on}): {} pieces of the shared list, {:.1}% of the pairs, {:.3} s, {} of input held",
+            "  rank {} on {} ({on}): {} pieces of the shared list, {:.1}% of the pairs, {:.3} s, {} of input held at most ({}), {} received",
             r.rank,
             r.host,
             r.taken,
             100.0 * r.pairs as f64 / pairs.max(1) as f64,
             r.compute_s,
-            crate::memory::bytes(r.input_bytes)
+            crate::memory::bytes(r.input_bytes),
+            r.holding.name(),
+            crate::memory::bytes(r.received_bytes)
         ));
     }
 }
