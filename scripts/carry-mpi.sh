@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=target/release/twobs
 [[ -x $bin ]] || { echo "build it first: cargo build --release --features mpi" >&2; exit 1; }
-ldd "$bin" | grep -q libmpich || { echo "$bin was built without --features mpi" >&2; exit 1; }
+ldd "$bin" | grep libmpich >/dev/null || { echo "$bin was built without --features mpi" >&2; exit 1; }
 stage=target/mpi-bundle
 rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib/ucx" .mpi-carry
 echo '*' > .mpi-carry/.gitignore
