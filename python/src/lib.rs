@@ -759,6 +759,7 @@ fn report(
         "schedule": exec.schedule.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
         "timings": exec.timings,
         "verified": exec.verified,
+        "box_time": exec.box_time,
         "steps": steps,
     })
 }
