@@ -58,7 +58,8 @@ fn points_in(rng: &mut rand::rngs::StdRng, b: &PeriodicBox, n: usize, origin: &s
             c.push(x as f32);
         }
     }
-    let mut set = PointSet { columns: columns.into_iter().map(Column::F32).collect(), origin: origin.into(), rows: None };
+    let mut set =
+        PointSet { columns: columns.into_iter().map(Column::F32).collect(), origin: origin.into(), rows: None };
     // f32 rounding may put a point a hair outside: back in, as the command line's --outside-box wrap does.
     set.into_box(("box", b), Some(Outside::Wrap)).unwrap();
     set
@@ -125,10 +126,8 @@ fn a_trajectory_of_three_boxes_builds_one_driver_and_adds_up_its_frames() {
     for sets in [1, 2] {
         let problem = rdf(sets);
         let frame_params: Vec<Params> = boxes.iter().map(|b| bind(&problem, b, "3.1")).collect();
-        let frames: Vec<Inputs> = frame_params
-            .iter()
-            .map(|p| inputs(&mut rng, &problem.periodic_box(p).unwrap().1, sets, 2000))
-            .collect();
+        let frames: Vec<Inputs> =
+            frame_params.iter().map(|p| inputs(&mut rng, &problem.periodic_box(p).unwrap().1, sets, 2000)).collect();
         // One set on the grid, two over every pair.
         let index = if sets == 1 { IndexChoice::Grid } else { IndexChoice::None };
         {
@@ -174,8 +173,8 @@ fn one_box_for_every_frame_stays_folded() {
     let params = bind(&problem, "10", "2");
     let (_, b) = problem.periodic_box(&params).unwrap();
     let frames: Vec<Inputs> = (0..2).map(|_| inputs(&mut rng, &b, 1, 500)).collect();
-    let exec = run::execute_frames(&problem, &[params.clone(), params], &frames, &options(IndexChoice::None, "one"))
-        .unwrap();
+    let exec =
+        run::execute_frames(&problem, &[params.clone(), params], &frames, &options(IndexChoice::None, "one")).unwrap();
     assert_eq!(exec.box_time, BoxTime::Compile);
 }
 
@@ -188,4 +187,50 @@ fn a_run_time_box_has_the_f32_numbers_the_compiler_folds() {
     assert_eq!(n[9], f64::from(0.3f32 * 7.0f32));
     assert_eq!(n[10], f64::from(0.2f32 * 10.1f32));
     assert_ne!(n[10], 0.2f32 as f64 * 10.1f32 as f64, "rounded once in f32, not in f64");
+}
+
+/// The GPU's kernels with a run-time box compile under NVRTC without warnings
+/// (every pair with one set, the grid with two), hold none of the box's numbers
+/// (two boxes render the same source, so the cache hands one kernel for both
+/// and never a folded one), and define the `__constant__` the runner sets
+/// by name (`_ZN6params3boxE`).
+#[test]
+fn the_gpus_run_time_box_kernels_compile_and_hold_no_box() {
+    if let Err(why) = twobs::backend::nvrtc::available() {
+        panic!("{why}. Run the suite through scripts/test.sh, which installs it.");
+    }
+    let dev = twobs::device::Device::profile("h100").unwrap();
+    let arch = dev.arch();
+    // One set over every pair, two on the grid (an NVRTC compile is seconds).
+    for (sets, grid) in [(1, false), (2, true)] {
+        let problem = rdf(sets);
+        let points = twobs::plan::Points { a: 100_000, b: (sets == 2).then_some(80_000) };
+        let one = bind(&problem, "10.25,11,12", "2.5").with_box_at_run_time();
+        let other = bind(&problem, "10,11.5,12,0.25,0.5,-0.125", "2.5").with_box_at_run_time();
+        let folded = bind(&problem, "10.25,11,12", "2.5");
+        {
+            let plan_of = |p: &Params| {
+                if grid {
+                    twobs::plan::Plan::grid(&problem, p, &dev, points, Default::default()).unwrap()
+                } else {
+                    twobs::plan::Plan::new(&problem, p, &dev, points, Default::default()).unwrap()
+                }
+            };
+            let what = format!("{sets} set(s), grid {grid}");
+            let plan = plan_of(&one);
+            assert_eq!(plan.box_time, BoxTime::Run, "{what}");
+            assert!(plan.to_string().contains("run time"), "{what}: the plan says where the box is:\n{plan}");
+            let kernel = twobs::codegen::render(&problem, &one, &plan, &dev, "test");
+            let again = twobs::codegen::render(&problem, &other, &plan_of(&other), &dev, "test");
+            assert_eq!(kernel.source, again.source, "{what}: two boxes, one source");
+            assert!(!kernel.source.contains("10.25"), "{what}: the box's numbers are not in the source");
+            let folded_kernel = twobs::codegen::render(&problem, &folded, &plan_of(&folded), &dev, "test");
+            assert!(folded_kernel.source.contains("10.25"), "{what}: a folded box is");
+            assert_ne!(folded_kernel.source, kernel.source, "{what}");
+            let compiled = twobs::backend::nvrtc::compile(&kernel, &arch).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(!compiled.log.contains("warning"), "{what}: {}", compiled.log);
+            let symbol = b"_ZN6params3boxE";
+            assert!(compiled.cubin.windows(symbol.len()).any(|w| w == symbol), "{what}: the cubin names params::box");
+        }
+    }
 }

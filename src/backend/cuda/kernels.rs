@@ -56,8 +56,11 @@ impl Compiled {
         // session's calls) plan, render and read the disk cache once, not 43 ms a frame.
         static PLANNED: Memo<Compiled> = Memo::new();
         // A box read at run time is not in the key: one kernel serves every box.
-        let asked =
-            format!("{problem:?}\n{}\n{:?}\n{dev:?}\n{points:?}\n{forced:?}\n{grid}", params.code_key(), params.box_time);
+        let asked = format!(
+            "{problem:?}\n{}\n{:?}\n{dev:?}\n{points:?}\n{forced:?}\n{grid}",
+            params.code_key(),
+            params.box_time
+        );
         let asked = Key::of(&[asked.as_bytes()]);
         let compiled = PLANNED.get_or_try(asked, || -> Result<Compiled, GpuError> {
             crate::cache::count_program();
@@ -128,7 +131,8 @@ impl Launcher {
             crate::spec::Scalar::F32 => numbers.iter().flat_map(|&x| (x as f32).to_le_bytes()).collect(),
             _ => numbers.iter().flat_map(|&x| x.to_le_bytes()).collect(),
         };
-        let mut global = self.module.get_global(&symbol, stream).doing(&format!("finding the run-time box {symbol}"))?;
+        let mut global =
+            self.module.get_global(&symbol, stream).doing(&format!("finding the run-time box {symbol}"))?;
         if global.len() != bytes.len() {
             return Err(GpuError::Driver {
                 what: format!(
