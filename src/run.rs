@@ -259,6 +259,40 @@ fn boxes_of_frames(problem: &Problem, frame_params: &[Params]) -> (Vec<Params>, 
     (frame_params.iter().map(Params::with_box_at_run_time).collect(), Some(note))
 }
 
+/// The boxes a session's problems ran with, so that a problem asked with a
+/// second periodic box reads its box at run time from then on (`BoxTime::Run`):
+/// a notebook's or a Python loop's NPT frames compile one kernel more, not one
+/// a frame, and a problem that keeps its box keeps the folded kernel.
+#[derive(Debug, Default)]
+pub struct Boxes(std::sync::Mutex<std::collections::HashMap<crate::cache::Key, Seen>>);
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Seen {
+    One(crate::spec::PeriodicBox),
+    Several,
+}
+
+impl Boxes {
+    /// `params` as this call runs them: with the box at run time where the
+    /// same problem (its other parameters and `f64` alike) ran with another box.
+    pub fn params_for(&self, problem: &Problem, params: &Params, f64: bool) -> Params {
+        let Some((_, b)) = problem.periodic_box(params) else { return params.clone() };
+        let boxless = params.with_box_at_run_time().code_key();
+        let key = crate::cache::Key::of(&[format!("{problem:?}").as_bytes(), boxless.as_bytes(), &[f64 as u8]]);
+        let mut seen = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let now = match seen.get(&key) {
+            None => Seen::One(b),
+            Some(Seen::One(first)) if *first == b => Seen::One(b),
+            Some(_) => Seen::Several,
+        };
+        seen.insert(key, now);
+        match now {
+            Seen::One(_) => params.clone(),
+            Seen::Several => params.with_box_at_run_time(),
+        }
+    }
+}
+
 /// Whether a run in the spec's arithmetic must move to f64: where the
 /// squared separations of f32 points leave f32's range, the CPU backend
 /// takes a built-in's snippet (checked in f64 mode) to f64, with a note;
