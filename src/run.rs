@@ -252,7 +252,7 @@ fn boxes_of_frames(problem: &Problem, frame_params: &[Params]) -> (Vec<Params>, 
     }
     let name = problem.periodic_box(&frame_params[0]).map_or_else(|| "box".to_owned(), |(n, _)| n);
     let note = format!(
-        "{} boxes over {} frames: the box ({name}) is read at run time, one kernel for every frame",
+        "{} boxes over {} frames: the box ({name}) is read at run time, one compiled kernel (or CPU driver) for every frame",
         boxes.len(),
         frame_params.len()
     );
