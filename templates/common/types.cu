@@ -33,7 +33,8 @@ struct PeriodicBox {
 
 {%- for p in params %}{% if p.run_time %}
 
-// A box read at run time (the plan's box_time: run): its numbers, and what a
+// A box read at run time (the plan's box_time: run), the one parameter that is
+// not a compile-time constant below: its numbers, and what a
 // minimum image takes from them, set by the runner before each launch (GPU)
 // or run (CPU). The derived ones are rounded once in T, as the compiler folds
 // them from a box known at compile time, so that both give the same bits.
@@ -46,8 +47,7 @@ struct RunTimeBox {
 };
 {%- endif %}{% endfor %}
 
-// Parameters are compile-time constants (the runner recompiles when they
-// change), but for a box read at run time.
+// Parameters are compile-time constants: the runner recompiles when they change.
 namespace params {
 {%- for p in params %}
 {%- if p.run_time %}
