@@ -51,7 +51,7 @@ fn drivers(opts: &RunOptions, problem: &str) -> usize {
 
 /// `n` points spread uniformly over `b` (fractional coordinates in [0, 1)), in f32.
 fn points_in(rng: &mut rand::rngs::StdRng, b: &PeriodicBox, n: usize, origin: &str) -> PointSet {
-    let mut columns = vec![Vec::with_capacity(n); 3];
+    let mut columns: Vec<Vec<f32>> = (0..3).map(|_| Vec::with_capacity(n)).collect();
     for _ in 0..n {
         let s = [rng.random::<f64>(), rng.random::<f64>(), rng.random::<f64>()];
         for (c, x) in columns.iter_mut().zip(b.cartesian(s)) {
