@@ -95,6 +95,8 @@ fn a_box_read_at_run_time_gives_the_folded_boxs_bits() {
         ("orthorhombic", "10,11,12", 2, IndexChoice::None),
         ("triclinic", "10,11,12,0.3,-0.2,0.1", 1, IndexChoice::None),
         ("triclinic", "10,11,12,0.3,-0.2,0.1", 2, IndexChoice::Grid),
+        // The CPU's f64 mode (RunTimeBox<double>, the snippet's float read as double).
+        ("triclinic, f64", "10,11,12,0.3,-0.2,0.1", 1, IndexChoice::Grid),
     ];
     for (shape, b, sets, index) in cases {
         let problem = rdf(sets);
@@ -103,12 +105,13 @@ fn a_box_read_at_run_time_gives_the_folded_boxs_bits() {
         assert_eq!(at_run_time.box_time, BoxTime::Run);
         let (_, pbox) = problem.periodic_box(&folded).unwrap();
         let inputs = inputs(&mut rng, &pbox, sets, 3000);
-        let opts = options(index, "parity");
+        let opts = RunOptions { f64: shape.ends_with("f64"), ..options(index, "parity") };
         let what = format!("{shape} box {b}, {sets} set(s), index {index:?}");
         let want = run::execute(&problem, &folded, &inputs, &opts).unwrap();
         let got = run::execute(&problem, &at_run_time, &inputs, &opts).unwrap();
         assert_eq!(want.box_time, BoxTime::Compile, "{what}");
         assert_eq!(got.box_time, BoxTime::Run, "{what}");
+        assert_eq!(got.device.contains("f64 arithmetic"), opts.f64, "{what}: {}", got.device);
         let expected = if index == IndexChoice::Grid { IndexKind::Grid } else { IndexKind::None };
         assert_eq!(got.index.index, expected, "{what}: {}", got.index.why);
         if let Some(d) = got.outcome.difference(&want.outcome) {
