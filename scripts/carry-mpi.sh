@@ -15,7 +15,7 @@ ldd "$bin" | grep -q libmpich || { echo "$bin was built without --features mpi" 
 stage=target/mpi-bundle
 rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib/ucx" .mpi-carry
 echo '*' > .mpi-carry/.gitignore
-cp "$bin" scripts/bench-ranks.sh "$stage/bin/"
+cp "$bin" scripts/bench-ranks.sh scripts/bench-ranks-memory.sh "$stage/bin/"
 cp "$(command -v mpiexec.hydra)" "$(command -v hydra_pmi_proxy)" "$stage/bin/"
 ln -s mpiexec.hydra "$stage/bin/mpiexec"
 # Every library twobs and the launcher link that is not the C library itself.

@@ -86,7 +86,7 @@ enum Buckets {
 impl Buckets {
     fn of(problem: &Problem, params: &Params) -> Result<Buckets, String> {
         let Output::Histogram { spacing, weight, .. } = &problem.output else {
-            return Err(format!("a {} output: the hierarchy counts histograms", problem.output.kind()));
+            return Err(format!("a {} output: the hierarchy counts histograms of one value", problem.output.kind()));
         };
         if weight.is_some() || problem.input.point_weights {
             return Err("weighted pairs: the hierarchy adds counts only".into());
@@ -610,8 +610,15 @@ pub fn build(
             None => " (--index cells)".into(),
         }
     );
-    let summary =
-        Summary { index: IndexKind::Grid, why, cells: Some(leaves as u64), axes: None, pairs, all_pairs: all as u128 };
+    let summary = Summary {
+        index: IndexKind::Grid,
+        why,
+        cells: Some(leaves as u64),
+        axes: None,
+        pairs,
+        all_pairs: all as u128,
+        hierarchy: true,
+    };
     Ok(Cells {
         counts: found.classes[1..=slots as usize].to_vec(),
         outside,

@@ -256,7 +256,8 @@ fn snippet_calls(problem: &Problem) -> Vec<Json> {
         c["excludes"] = problem.exclude.is_some().into();
         c
     };
-    let mut calls = vec![excluding(call("twobs_pair", "Value", pair.0, pair.1, &f.name))];
+    let value = if value2(problem).is_some() { "Value2" } else { "Value" };
+    let mut calls = vec![excluding(call("twobs_pair", value, pair.0, pair.1, &f.name))];
     if let Some(k) = &f.key {
         calls.push(excluding(call("twobs_key", "Value", pair.0, pair.1, &k.key)));
         calls.push(call("twobs_map", "Value", "Value twobs_k", "twobs_k", &k.map));
@@ -272,6 +273,14 @@ fn snippet_calls(problem: &Problem) -> Vec<Json> {
         calls.push(call("twobs_weight", "double", pair.0, pair.1, w));
     }
     calls
+}
+
+/// A 2-D histogram's axis names, the members of `Value2`, which its function returns.
+fn value2(problem: &Problem) -> Option<[&str; 2]> {
+    match &problem.output {
+        Output::Histogram2d { axes } => Some([&axes[0].name, &axes[1].name]),
+        _ => None,
+    }
 }
 
 /// The snippet's name in `#line`: with a folder, as generated files have none.
@@ -304,10 +313,14 @@ fn describe_snippet_calls(problem: &Problem) -> String {
                 .replace("twobs_a", "a")
                 .replace("twobs_b", "b")
                 .replace("Value twobs_k", "Value key")
+                .replace("Value2", "\u{0}")
                 .replace("Value", value)
+                .replace('\u{0}', "Value2")
         })
         .collect();
-    format!("twobs calls {}, where Point is {point}", named.join(", "))
+    let value2 =
+        value2(problem).map_or(String::new(), |[x, y]| format!(" and Value2 is struct {{ {value} {x}, {y}; }}"));
+    format!("twobs calls {}, where Point is {point}{value2}", named.join(", "))
 }
 
 /// The `Point` of `input` as `common/types.cu` renders it: a CUDA vector type,
@@ -384,6 +397,7 @@ fn common(problem: &Problem, params: &Params, block_size: u32) -> serde_json::Ma
         "point": point,
         "components": components(&problem.input, block_size.max(1)),
         "value_ctype": problem.function.returns.c_type(),
+        "value2": value2(problem),
         "params": params,
         "snippet": {
             // Never the bare name of a generated file, so that messages cannot mix them up.
@@ -671,7 +685,12 @@ pub fn regenerate_command(
     forced: Forced,
 ) -> String {
     let mut cmd = format!("twobs gen {} --device {}", problem.origin, dev.name);
-    if matches!(problem.output, Output::Histogram { spacing: Spacing::Log, .. }) {
+    let log = match &problem.output {
+        Output::Histogram { spacing, .. } => *spacing == Spacing::Log,
+        Output::Histogram2d { axes } => axes[0].spacing == Spacing::Log,
+        _ => false,
+    };
+    if log {
         cmd += " --log-bins";
     }
     if let (true, Element::Vector { dims, .. }) = (problem.input.dims_from_input, &problem.input.element) {

@@ -22,8 +22,8 @@ pub enum IndexChoice {
     Grid,
     /// Every pair.
     None,
-    /// The cell hierarchy (`crate::cells`), whatever it saves, where it
-    /// applies (histograms of the built-in distance).
+    /// The cell hierarchy, whatever it saves, where it applies (histograms
+    /// of the built-in distances).
     Cells,
 }
 
@@ -223,12 +223,21 @@ pub struct Summary {
     /// Pairs visited, against `all_pairs` without the grid.
     pub pairs: u128,
     pub all_pairs: u128,
+    /// The units are the cell hierarchy's leaf pairs ([`crate::cells`]),
+    /// walked by the grid's code (`index` is then Grid).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hierarchy: bool,
 }
 
 impl Summary {
     /// Every pair visited, for `why`.
     pub fn brute(why: String, all_pairs: u128) -> Summary {
-        Summary { index: IndexKind::None, why, cells: None, axes: None, pairs: all_pairs, all_pairs }
+        Summary { index: IndexKind::None, why, cells: None, axes: None, pairs: all_pairs, all_pairs, hierarchy: false }
+    }
+
+    /// The index as `--index` names it: none, grid, rings or cells.
+    pub fn name(&self) -> &'static str {
+        if self.hierarchy { "cells" } else { self.index.name() }
     }
 }
 
@@ -767,6 +776,7 @@ pub fn decide(layout: &Layout, pairs: u128, all_pairs: u128, choice: IndexChoice
         axes: Some(layout.axes.clone()),
         pairs,
         all_pairs,
+        hierarchy: false,
     };
     match choice {
         IndexChoice::Grid => grid(format!("--index grid: {described}")),

@@ -23,7 +23,6 @@ use std::sync::OnceLock;
 
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::ValueFormatter;
-use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 /// The picture's size in pixels (SVG: user units).
@@ -115,18 +114,29 @@ fn register_font() -> Result<(), String> {
 struct Frame {
     x: (f64, f64),
     y: (f64, f64),
+    /// A logarithmic y axis: the values are all > 0 and span at least
+    /// [`LOG_Y_SPAN`] (pair counts in log buckets, xi of a clustered
+    /// catalogue), where a linear axis would flatten all but the largest.
+    log_y: bool,
 }
+
+/// The ratio of the largest value to the smallest (all > 0) from which the y
+/// axis is logarithmic: three decades.
+const LOG_Y_SPAN: f64 = 1e3;
 
 impl Frame {
     /// Checks every series (lengths, edges) and finds the axes' ranges: x over
     /// all edges, y from min(0, lowest value) to max(0, highest value) with 5%
-    /// headroom. Values that are NaN or infinite are left out.
+    /// headroom, or logarithmic from the lowest value to the highest (a fifth
+    /// of a decade of headroom) where they are all > 0 and span
+    /// [`LOG_Y_SPAN`]. Values that are NaN or infinite are left out.
     fn of(figure: &Figure) -> Result<Frame, String> {
         if figure.series.is_empty() {
             return Err("the figure has no series; expected at least one".to_owned());
         }
         let (mut x_lo, mut x_hi) = (f64::INFINITY, f64::NEG_INFINITY);
         let (mut y_lo, mut y_hi) = (0.0_f64, 0.0_f64);
+        let (mut least, mut positive) = (f64::INFINITY, true);
         for s in &figure.series {
             if s.values.is_empty() || s.values.len() + 1 != s.edges.len() {
                 return Err(format!(
@@ -154,20 +164,26 @@ impl Frame {
             for v in s.values.iter().filter(|v| v.is_finite()) {
                 y_lo = y_lo.min(*v);
                 y_hi = y_hi.max(*v);
+                least = least.min(*v);
+                positive &= *v > 0.0;
             }
+        }
+        let x_span = if figure.log_x { x_hi / x_lo } else { x_hi - x_lo };
+        if !x_span.is_finite() {
+            return Err(format!("the edges run from {x_lo:e} to {x_hi:e}, too wide an x axis to draw"));
+        }
+        if positive && least.is_finite() && y_hi / least >= LOG_Y_SPAN && (y_hi / least).is_finite() {
+            let pad = 10f64.powf(0.2);
+            return Ok(Frame { x: (x_lo, x_hi), y: (least / pad, y_hi * pad), log_y: true });
         }
         let span = if y_hi > y_lo { y_hi - y_lo } else { 1.0 };
         let pad = 0.05 * span;
         let y = (if y_lo < 0.0 { y_lo - pad } else { y_lo }, y_hi + pad);
         // Spans beyond f64 (edges or values near 1e308) would stall plotters' tick search.
-        let x_span = if figure.log_x { x_hi / x_lo } else { x_hi - x_lo };
-        if !x_span.is_finite() {
-            return Err(format!("the edges run from {x_lo:e} to {x_hi:e}, too wide an x axis to draw"));
-        }
         if !(y.1 - y.0).is_finite() {
             return Err(format!("the values run from {y_lo:e} to {y_hi:e}, too wide a y axis to draw"));
         }
-        Ok(Frame { x: (x_lo, x_hi), y })
+        Ok(Frame { x: (x_lo, x_hi), y, log_y: false })
     }
 }
 
@@ -227,13 +243,24 @@ fn paint<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, figure: &Figure, fra
         .y_label_area_size(96);
     let (x_lo, x_hi) = frame.x;
     let (y_lo, y_hi) = frame.y;
-    let y_ticks = linear_ticks(y_lo, y_hi);
-    if figure.log_x {
-        let chart = builder.build_cartesian_2d((x_lo..x_hi).log_scale(), y_lo..y_hi)?;
-        curves(chart, figure, frame, &log_tick_label, &y_ticks)?;
-    } else {
-        let chart = builder.build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)?;
-        curves(chart, figure, frame, &linear_ticks(x_lo, x_hi), &y_ticks)?;
+    let (x_ticks, y_ticks) = (linear_ticks(x_lo, x_hi), linear_ticks(y_lo, y_hi));
+    match (figure.log_x, frame.log_y) {
+        (true, true) => {
+            let chart = builder.build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo..y_hi).log_scale())?;
+            curves(chart, figure, frame, &log_tick_label, &log_tick_label)?;
+        }
+        (true, false) => {
+            let chart = builder.build_cartesian_2d((x_lo..x_hi).log_scale(), y_lo..y_hi)?;
+            curves(chart, figure, frame, &log_tick_label, &y_ticks)?;
+        }
+        (false, true) => {
+            let chart = builder.build_cartesian_2d(x_lo..x_hi, (y_lo..y_hi).log_scale())?;
+            curves(chart, figure, frame, &x_ticks, &log_tick_label)?;
+        }
+        (false, false) => {
+            let chart = builder.build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)?;
+            curves(chart, figure, frame, &x_ticks, &y_ticks)?;
+        }
     }
     root.present()
 }
@@ -254,8 +281,8 @@ fn log_tick_label(v: &f64) -> String {
 /// (the value held flat across its bucket) rather than a line through bucket
 /// centres: it shows what a histogram is, and needs no choice of "centre" on
 /// a logarithmic axis. A value that is NaN or infinite breaks its curve.
-fn curves<'a, DB, X>(
-    mut chart: ChartContext<'a, DB, Cartesian2d<X, RangedCoordf64>>,
+fn curves<'a, DB, X, Y>(
+    mut chart: ChartContext<'a, DB, Cartesian2d<X, Y>>,
     figure: &Figure,
     frame: &Frame,
     x_ticks: &dyn Fn(&f64) -> String,
@@ -264,6 +291,7 @@ fn curves<'a, DB, X>(
 where
     DB: DrawingBackend + 'a,
     X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
     chart
         .configure_mesh()
@@ -306,7 +334,8 @@ fn legend_corner(figure: &Figure, frame: &Frame) -> SeriesLabelPosition {
     let fx = |x: f64| {
         if figure.log_x { (x / x_lo).ln() / (x_hi / x_lo).ln() } else { (x - x_lo) / (x_hi - x_lo) }
     };
-    let fy = |y: f64| (y - frame.y.0) / (frame.y.1 - frame.y.0);
+    let (y_lo, y_hi) = frame.y;
+    let fy = |y: f64| if frame.log_y { (y / y_lo).ln() / (y_hi / y_lo).ln() } else { (y - y_lo) / (y_hi - y_lo) };
     let longest = figure.series.iter().map(|s| s.label.chars().count()).max().unwrap_or(0) as f64;
     let (w, h) =
         (((longest * 9.0 + 60.0) / 820.0).min(1.0), ((figure.series.len() as f64 * 22.0 + 16.0) / 480.0).min(1.0));
@@ -435,6 +464,30 @@ mod tests {
         let y = linear_ticks(-0.04, 0.04);
         assert_eq!([y(&-0.02), y(&-1e-18)], ["-0.02", "0"]);
         assert_eq!([significant(0.01, 3), significant(12.5, 3), significant(2e5, 3)], ["0.01", "12.5", "2e5"]);
+    }
+
+    #[test]
+    fn the_y_axis_is_logarithmic_where_positive_values_span_three_decades() {
+        let edges = [1.0, 2.0, 3.0, 4.0];
+        let frame = |values: &[f64]| {
+            let figure = Figure {
+                title: String::new(),
+                x_label: String::new(),
+                y_label: String::new(),
+                log_x: false,
+                series: vec![Series { label: "s".into(), edges: &edges, values }],
+            };
+            Frame::of(&figure).unwrap()
+        };
+        let wide = frame(&[2.0, 300.0, 2000.0]);
+        assert!(wide.log_y && wide.y.0 < 2.0 && wide.y.0 > 1.0 && wide.y.1 > 2000.0, "{:?}", wide.y);
+        // A zero, a negative value, or under three decades: linear, from 0.
+        for values in [[0.0, 300.0, 2000.0], [-1.0, 300.0, 2000.0], [3.0, 300.0, 2000.0]] {
+            let f = frame(&values);
+            assert!(!f.log_y && f.y.0 <= 0.0, "{values:?}");
+        }
+        // NaN buckets are left out of the decision, as they are of the range.
+        assert!(frame(&[f64::NAN, 1.0, 1e4]).log_y);
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub enum LoadError {
 }
 
 /// (file name under problems/, contents)
-const FILES: [(&str, &str); 14] = [
+const FILES: [(&str, &str); 17] = [
     ("sdh.xml", include_str!("../problems/sdh.xml")),
     ("rdf.xml", include_str!("../problems/rdf.xml")),
     ("2pcf.xml", include_str!("../problems/2pcf.xml")),
@@ -28,15 +28,19 @@ const FILES: [(&str, &str); 14] = [
     ("nlj.xml", include_str!("../problems/nlj.xml")),
     ("dd_periodic.xml", include_str!("../problems/dd_periodic.xml")),
     ("ddtheta.xml", include_str!("../problems/ddtheta.xml")),
+    ("ddrppi.xml", include_str!("../problems/ddrppi.xml")),
+    ("ddsmu.xml", include_str!("../problems/ddsmu.xml")),
     ("angle.cu", include_str!("../problems/angle.cu")),
     ("distance.cu", include_str!("../problems/distance.cu")),
     ("rdf.cu", include_str!("../problems/rdf.cu")),
     ("kde.cu", include_str!("../problems/kde.cu")),
     ("nlj.cu", include_str!("../problems/nlj.cu")),
+    ("los.cu", include_str!("../problems/los.cu")),
 ];
 
 /// Built-in problem names, in the order `twobs list` shows them.
-pub const BUILT_IN: [&str; 9] = ["sdh", "rdf", "2pcf", "kde", "selfjoin", "knn", "nlj", "dd_periodic", "ddtheta"];
+pub const BUILT_IN: [&str; 11] =
+    ["sdh", "rdf", "2pcf", "kde", "selfjoin", "knn", "nlj", "dd_periodic", "ddtheta", "ddrppi", "ddsmu"];
 
 /// A file of `problems/` as built in: a spec, or a snippet that specs of
 /// one's own can reuse (the Python package's periodic pair counts take `rdf.cu`).

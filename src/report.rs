@@ -103,7 +103,9 @@ pub struct OutputOptions {
 /// count or a sum is printed.
 pub fn default_target(problem: &Problem) -> Result<Option<Target>, WriteError> {
     Ok(match &problem.output {
-        Output::Histogram { .. } => Some(Target::new(Destination::Stdout, Some(Format::Csv))?),
+        Output::Histogram { .. } | Output::Histogram2d { .. } => {
+            Some(Target::new(Destination::Stdout, Some(Format::Csv))?)
+        }
         Output::Pairs { .. } => Some(Target::file(format!("{}_pairs.npy", problem.name))?),
         Output::Knn { .. } => Some(Target::file(format!("{}.npy", problem.name))?),
         Output::Count { .. } | Output::Sum => None,
@@ -130,6 +132,10 @@ fn conventions(problem: &Problem, visit: Visit, symmetric: bool) -> String {
         Output::Histogram { .. } => {
             "; bucket k holds min + k w <= f(a, b) < min + (k + 1) w, values outside are not counted".to_owned()
         }
+        Output::Histogram2d { axes } => format!(
+            "; cell (i, j) holds the pairs whose {} is in bucket i and {} in bucket j, each axis's buckets as a histogram's; a pair outside either axis is not counted",
+            axes[0].name, axes[1].name
+        ),
         _ => String::new(),
     };
     format!("{pairs}{test}; indices are row numbers of the input files, from 0")
@@ -350,6 +356,9 @@ fn present_histogram(
     lines: &Lines,
     result: &mut serde_json::Map<String, serde_json::Value>,
 ) -> Result<(), ReportError> {
+    if let Output::Histogram2d { .. } = &problem.output {
+        return present_histogram2d(problem, &frame_params[0], totals, target, lines, result);
+    }
     let edges = contribution::histogram_edges(problem, &frame_params[0]);
     let g = (problem.normalize == Some(Normalization::Rdf))
         .then(|| g_of_r(problem, frame_params, frames, &edges, &totals.as_f64()));
@@ -372,6 +381,42 @@ fn present_histogram(
         result.insert("normalization".into(), json!(how));
     }
     result.insert("edges".into(), json!(edges));
+    match totals {
+        Totals::Counts(c) => result.insert("counts".into(), json!(c)),
+        Totals::Sums(s) => result.insert("sums".into(), json!(s)),
+    };
+    Ok(())
+}
+
+/// A 2-D histogram: one row per cell, the first axis's bucket outer (as the
+/// slots lie), its edges and the second axis's, then the count or sum
+/// (`rp_lo,rp_hi,pi_lo,pi_hi,count`); always whole in the report.
+fn present_histogram2d(
+    problem: &Problem,
+    params: &Params,
+    totals: &Totals,
+    target: Option<&Target>,
+    lines: &Lines,
+    result: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<(), ReportError> {
+    let axes = contribution::histogram2d_axes(problem, params);
+    let what = match totals {
+        Totals::Counts(c) => format!("{} pairs counted", c.iter().sum::<u64>()),
+        Totals::Sums(s) => format!("pair weights summing to {}", s.iter().sum::<f64>()),
+    };
+    let cells = format!("{} x {} cells", axes[0].1.len() - 1, axes[1].1.len() - 1);
+    match target {
+        Some(target) => {
+            write::histogram2d(target, &axes, totals)?;
+            lines.say(format!("{cells}, {what} -> {}", target.shown()));
+            wrote(target, result);
+        }
+        None => lines.say(format!("{what} in {cells}")),
+    }
+    result.insert(
+        "axes".into(),
+        json!(axes.iter().map(|(name, edges)| json!({ "name": name, "edges": edges })).collect::<Vec<_>>()),
+    );
     match totals {
         Totals::Counts(c) => result.insert("counts".into(), json!(c)),
         Totals::Sums(s) => result.insert("sums".into(), json!(s)),
@@ -484,7 +529,7 @@ fn say_timings(exec: &Execution, lines: &Lines) {
     ));
     lines.say(format!(
         "  index {}: {}{}",
-        exec.index.index.name(),
+        exec.index.name(),
         exec.index.why,
         t.index_s.map_or(String::new(), |s| format!(" (made in {s:.4} s)"))
     ));
@@ -560,13 +605,15 @@ fn say_ranks(exec: &Execution, lines: &Lines) {
     for r in &exec.ranks {
         let on = if r.gpus > 0 { format!("{} GPU(s)", r.gpus) } else { format!("{} CPU threads", r.threads) };
         lines.say(format!(
-            "  rank {} on {} ({on}): {} pieces of the shared list, {:.1}% of the pairs, {:.3} s, {} of input held",
+            "  rank {} on {} ({on}): {} pieces of the shared list, {:.1}% of the pairs, {:.3} s, {} of input held at most ({}), {} received",
             r.rank,
             r.host,
             r.taken,
             100.0 * r.pairs as f64 / pairs.max(1) as f64,
             r.compute_s,
-            crate::memory::bytes(r.input_bytes)
+            crate::memory::bytes(r.input_bytes),
+            r.holding.name(),
+            crate::memory::bytes(r.received_bytes)
         ));
     }
 }

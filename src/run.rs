@@ -13,14 +13,15 @@ use crate::cache::Cache;
 use crate::cells;
 use crate::codegen;
 use crate::data::{Inputs, OutOfF32};
-use crate::index::{self, Grid, IndexChoice, IndexError, Shapes, Summary};
+use crate::index::{self, Grid, IndexChoice, IndexError, IndexKind, Shapes, Summary};
 use crate::outcome::Outcome;
 use crate::plan::{Plan, Points, Shape};
-use crate::ranks::{self, Keyed, RankWork, Ranks, WireError};
+use crate::ranks::{self, Holding, Keyed, RankWork, Ranks, WireError};
 use crate::schedule::{GpuOptions, Hybrid, Indexing, Part, Schedule, ScheduleError, Workers};
 use crate::spec::{Params, Problem};
 use crate::stage::output::Partial;
 use crate::stage::output::{self, Collect};
+use crate::stage::visit::Visit;
 use crate::verify::{self, VerifyError};
 
 /// Which backend to run on.
@@ -373,8 +374,7 @@ fn execute_one(
     let shape = Shape::new(problem, params, points);
     let mut notes = Vec::new();
     let backend = backend(opts.backend, &mut notes);
-    let threads =
-        if opts.threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.threads };
+    let threads = threads_of(opts);
     if backend == Backend::Cuda && opts.f64 {
         return Err(RunError::F64OnGpu);
     }
@@ -579,9 +579,11 @@ impl Run<'_> {
                     taken: run.timings.per_gpu.iter().map(|g| g.pieces).sum(),
                     pairs: run.timings.per_gpu.iter().map(|g| g.pairs).sum(),
                     compute_s,
+                    holding: Holding::Whole,
                     input_bytes: inputs.held_bytes(),
+                    received_bytes: 0,
                 };
-                self.combined(r, parts, work, |parts| {
+                combined(r, &shape, parts, work, |parts| {
                     output::merge(shape.collect, problem.function.returns, inputs.a.len(), parts)
                 })?
             }
@@ -667,9 +669,11 @@ impl Run<'_> {
                     taken: parts.len() as u64,
                     pairs,
                     compute_s: compute.elapsed().as_secs_f64(),
+                    holding: Holding::Whole,
                     input_bytes: inputs.held_bytes(),
+                    received_bytes: 0,
                 };
-                self.combined(r, parts, work, |parts| driver.finish(inputs, grid.as_ref(), parts))?
+                combined(r, &shape, parts, work, |parts| driver.finish(inputs, grid.as_ref(), parts))?
             }
         };
         bar.finish_and_clear();
@@ -701,31 +705,29 @@ impl Run<'_> {
             box_time: params.box_time,
         })
     }
+}
 
-    /// On rank 0, every rank's partials (`parts` are this rank's) merged
-    /// by `merge` in key order, and what each rank did; on the other ranks
-    /// the outcome keeps nothing (what they found went to rank 0).
-    fn combined(
-        &self,
-        r: &dyn Ranks,
-        parts: Vec<Keyed>,
-        work: RankWork,
-        merge: impl FnOnce(Vec<Partial>) -> Outcome,
-    ) -> Result<(Outcome, Vec<RankWork>), RunError> {
-        let works = r.gather(serde_json::to_vec(&work).expect("a rank's work is plain data"));
-        let parts = r.gather(ranks::encode(&parts));
-        let (Some(works), Some(parts)) = (works, parts) else {
-            return Ok((kept_elsewhere(&self.shape), Vec::new()));
-        };
-        let works = works
-            .iter()
-            .map(|b| {
-                serde_json::from_slice(b).map_err(|e| WireError { at: e.column(), len: b.len(), what: e.to_string() })
-            })
-            .collect::<Result<Vec<RankWork>, _>>()?;
-        let parts = parts.iter().map(|b| ranks::decode(b)).collect::<Result<Vec<_>, _>>()?;
-        Ok((merge(ranks::in_order(parts)), works))
-    }
+/// On rank 0, every rank's partials (`parts` are this rank's) merged by
+/// `merge` in key order, and what each rank did; on the other ranks the
+/// outcome keeps nothing of `shape`'s (what they found went to rank 0).
+fn combined(
+    r: &dyn Ranks,
+    shape: &Shape,
+    parts: Vec<Keyed>,
+    work: RankWork,
+    merge: impl FnOnce(Vec<Partial>) -> Outcome,
+) -> Result<(Outcome, Vec<RankWork>), RunError> {
+    let works = r.gather(serde_json::to_vec(&work).expect("a rank's work is plain data"));
+    let parts = r.gather(ranks::encode(&parts));
+    let (Some(works), Some(parts)) = (works, parts) else {
+        return Ok((kept_elsewhere(shape), Vec::new()));
+    };
+    let works = works
+        .iter()
+        .map(|b| serde_json::from_slice(b).map_err(|e| WireError { at: e.column(), len: b.len(), what: e.to_string() }))
+        .collect::<Result<Vec<RankWork>, _>>()?;
+    let parts = parts.iter().map(|b| ranks::decode(b)).collect::<Result<Vec<_>, _>>()?;
+    Ok((merge(ranks::in_order(parts)), works))
 }
 
 /// What a rank other than 0 keeps of a run: nothing, of the run's kind.
@@ -770,7 +772,9 @@ fn idle_rank(
         taken: 0,
         pairs: 0,
         compute_s: 0.0,
+        holding: Holding::Whole,
         input_bytes: inputs.held_bytes(),
+        received_bytes: 0,
     };
     let _ = r.gather(serde_json::to_vec(&work).expect("a rank's work is plain data"));
     let _ = r.gather(ranks::encode(&[]));
@@ -788,4 +792,181 @@ fn idle_rank(
         ranks: Vec::new(),
         box_time: crate::spec::BoxTime::Compile,
     })
+}
+
+/// Where a run of several ranks sends the others only set B, and with each
+/// piece they take that piece's rows of A (docs/architecture.md, "A rank's
+/// memory"): two sets, every pair walked, on the CPU. Decided on rank 0,
+/// which holds `inputs`: `Some(f64_mode)` (the arithmetic, which depends on
+/// A's range: the other ranks are told it), or None where every rank holds
+/// both sets whole: one set, a grid or the cell hierarchy (each sorted from
+/// whole sets), and the GPUs (whose pieces are block pairs).
+pub fn rows_of_a_travel(
+    problem: &Problem,
+    params: &Params,
+    inputs: &Inputs,
+    opts: &RunOptions,
+) -> Result<Option<bool>, RunError> {
+    let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
+    let shape = Shape::new(problem, params, points);
+    if shape.visit != Visit::Cross
+        || opts.index == IndexChoice::Cells
+        || backend(opts.backend, &mut Vec::new()) != Backend::Cpu
+    {
+        return Ok(None);
+    }
+    let f64_mode = opts.f64 || f64_for_range(problem, params, inputs, Backend::Cpu, &mut Vec::new())?;
+    let schedule =
+        Schedule::make(problem, params, &Shapes::of(inputs), opts.index, &opts.gpu, &Workers::cpu(threads_of(opts)))?;
+    let hierarchy =
+        opts.index == IndexChoice::Auto && cells::applies(problem, params, inputs, shape.visit, f64_mode).is_ok();
+    Ok((matches!(schedule.indexing, Indexing::Brute(_)) && !hierarchy).then_some(f64_mode))
+}
+
+/// What a rank holds of a run whose rows of A travel with its pieces ([`rows_of_a_travel`]).
+#[derive(Clone, Copy)]
+pub enum Held<'a> {
+    /// Rank 0: both sets, read; it sends the rows.
+    Root(&'a Inputs),
+    /// Another rank: set B, and A's size.
+    Rank(&'a ranks::RowsOfA),
+}
+
+/// [`execute`] as one of several ranks, where rank 0 sends the rows of set A
+/// with each piece the others take ([`rows_of_a_travel`]): a rank other
+/// than 0 holds set B and the rows of its pieces in flight, never all of A.
+/// The pieces are [`CpuDriver::run_parts`]'s chunks, cut alike on every
+/// rank, so the merge is the one process's.
+pub fn execute_rows(
+    problem: &Problem,
+    params: &Params,
+    held: Held<'_>,
+    opts: &RunOptions,
+) -> Result<Execution, RunError> {
+    let start = Instant::now();
+    // A kernel or driver holds one run-time box: such runs take turns.
+    let _box = crate::backend::one_box_at_a_time(params);
+    let r = &*opts.ranks.as_ref().expect("rows of A travel between ranks").0;
+    let (a_points, b) = match held {
+        Held::Root(inputs) => (inputs.a.len(), inputs.b.as_ref().expect("rows of A travel for two sets")),
+        Held::Rank(rows) => (rows.a_points, &rows.b),
+    };
+    let shape = Shape::new(problem, params, Points { a: a_points as u64, b: Some(b.len() as u64) });
+    let mut notes = Vec::new();
+    let threads = threads_of(opts);
+    // Rank 0 checks what depends on A (its range, the spec's promises) and
+    // says why every pair is walked; the others were told the arithmetic.
+    let (f64_mode, index, schedule) = match held {
+        Held::Root(inputs) => {
+            let f64_mode = opts.f64 || f64_for_range(problem, params, inputs, Backend::Cpu, &mut notes)?;
+            sample_promises(problem, params, inputs, opts, Backend::Cpu, f64_mode, &mut notes)?;
+            let schedule =
+                Schedule::make(problem, params, &Shapes::of(inputs), opts.index, &opts.gpu, &Workers::cpu(threads))?;
+            let Indexing::Brute(index) = &schedule.indexing else {
+                unreachable!("rows of A travel where every pair is walked")
+            };
+            (f64_mode, index.clone(), schedule.describe())
+        }
+        Held::Rank(rows) => {
+            (rows.f64_mode, Summary::brute("every pair (rank 0 decided)".into(), shape.pairs), Vec::new())
+        }
+    };
+    agree(r, format!("{threads} CPU threads"))?;
+    let bar = progress_bar(shape.pairs, opts.quiet, format!("cpu, {threads} threads"));
+    let driver = CpuDriver::compile(problem, params, &shape, IndexKind::None, f64_mode, &opts.cache)?;
+    if let Some(why) = &driver.rebuilt {
+        notes.push(format!("the cached CPU driver was built again: {why}"));
+    }
+    let compute = Instant::now();
+    let walker = match held {
+        Held::Root(inputs) => driver.walker(inputs, None),
+        Held::Rank(rows) => driver.walker_without_a(rows.a_points, &rows.b),
+    };
+    let chunk = driver.chunk(&walker, threads);
+    // Rank 0's answer to another rank's request for chunk c: its rows of A.
+    let rows_of = |c: u64| -> Vec<u8> {
+        let Held::Root(inputs) = held else { unreachable!("rank 0 sends the rows") };
+        let lo = usize::try_from(c).unwrap_or(usize::MAX).saturating_mul(chunk);
+        // Past the end: nothing (the rank stops asking).
+        if lo >= a_points {
+            return Vec::new();
+        }
+        ranks::encode_rows(&inputs.a, lo, lo.saturating_add(chunk).min(a_points))
+    };
+    let payload: Option<&(dyn Fn(u64) -> Vec<u8> + Sync)> = matches!(held, Held::Root(_)).then_some(&rows_of);
+    let mut ran = None;
+    // Each thread's next piece on its way while it computes one.
+    r.carrying(payload, threads, &mut |counter| ran = Some(driver.run_walker(&walker, threads, &bar, counter)));
+    let ran = ran.expect("the counter lends itself to the work")?;
+    bar.finish_and_clear();
+    let compute_s = compute.elapsed().as_secs_f64();
+    let work = RankWork {
+        rank: r.rank(),
+        host: r.host(),
+        gpus: 0,
+        threads,
+        taken: ran.parts.len() as u64,
+        pairs: ran.pairs,
+        compute_s,
+        holding: Holding::RowsOfA,
+        input_bytes: match held {
+            Held::Root(inputs) => inputs.held_bytes(),
+            Held::Rank(rows) => rows.b.held_bytes() + ran.rows_held_bytes,
+        },
+        received_bytes: match held {
+            Held::Root(_) => 0,
+            Held::Rank(rows) => rows.received_bytes + ran.rows_received_bytes,
+        },
+    };
+    let (outcome, ranks) = combined(r, &shape, ran.parts, work, |parts| driver.merge(a_points, parts))?;
+    let mut exec = Execution {
+        backend: Backend::Cpu,
+        device: format!(
+            "{threads} CPU threads, {}{}",
+            if f64_mode { "f64 arithmetic" } else { "the spec's arithmetic" },
+            if driver.cached { ", driver from the cache" } else { "" }
+        ),
+        notes,
+        shape,
+        index,
+        outcome,
+        timings: Timings {
+            compile_s: driver.compile_seconds,
+            compute_s,
+            pairs_per_s: shape.pairs as f64 / compute_s.max(1e-9),
+            ..Default::default()
+        },
+        plans: vec![],
+        schedule,
+        verified: None,
+        ranks,
+        box_time: params.box_time,
+    };
+    if let Held::Root(inputs) = held {
+        if opts.verify {
+            let t = Instant::now();
+            let under = verify::Under::Cpu { index: IndexKind::None, f64_mode };
+            exec.verified = Some(verify::verify(
+                problem,
+                params,
+                &shape,
+                inputs,
+                &exec.outcome,
+                under,
+                &opts.gpu,
+                opts.index,
+                &opts.cache,
+                threads,
+            )?);
+            exec.timings.verify_s = Some(t.elapsed().as_secs_f64());
+        }
+        exec.notes.extend(rdf_volume(problem, std::slice::from_ref(params), std::slice::from_ref(inputs)));
+    }
+    exec.timings.total_s = start.elapsed().as_secs_f64();
+    Ok(exec)
+}
+
+/// The CPU threads a run takes (`opts.threads`, 0: every core).
+fn threads_of(opts: &RunOptions) -> usize {
+    if opts.threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.threads }
 }

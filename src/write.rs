@@ -467,6 +467,29 @@ pub fn histogram(target: &Target, h: &Histogram) -> Result<(), WriteError> {
     })
 }
 
+/// A 2-D histogram, one row per cell (the first axis's bucket outer, as the
+/// slots lie): `A_lo,A_hi,B_lo,B_hi,count` (or `sum`) for axes named A and B,
+/// as [`table`] writes columns (an N x 5 float64 npy, JSON arrays).
+pub fn histogram2d(target: &Target, axes: &[(String, Vec<f64>)], totals: &Totals) -> Result<(), WriteError> {
+    let [(a, ea), (b, eb)] = axes else { unreachable!("a 2-D histogram has two axes") };
+    let (na, nb) = (ea.len() - 1, eb.len() - 1);
+    let cell = |f: &dyn Fn(usize, usize) -> f64| -> Vec<f64> { (0..na * nb).map(|s| f(s / nb, s % nb)).collect() };
+    let columns =
+        [cell(&|i, _| ea[i]), cell(&|i, _| ea[i + 1]), cell(&|_, j| eb[j]), cell(&|_, j| eb[j + 1]), totals.as_f64()];
+    let names = [
+        format!("{a}_lo"),
+        format!("{a}_hi"),
+        format!("{b}_lo"),
+        format!("{b}_hi"),
+        match totals {
+            Totals::Counts(_) => "count".to_owned(),
+            Totals::Sums(_) => "sum".to_owned(),
+        },
+    ];
+    let named: Vec<(&str, &[f64])> = names.iter().map(String::as_str).zip(columns.iter().map(Vec::as_slice)).collect();
+    table(target, &named, 4)
+}
+
 /// One total (a count or a sum) under `name`: `name` and the number as CSV, a
 /// one-element npy (uint64 or float64), or `{"name": number}`.
 pub fn scalar(target: &Target, name: &str, total: &Totals) -> Result<(), WriteError> {

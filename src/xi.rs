@@ -9,6 +9,12 @@
 //! DD is counted with minimum images, and RR is what a uniform catalogue of
 //! the data's weights would have in each shell, its pair total times the
 //! shell's share of the box's volume.
+//!
+//! Two-dimensional counts (a `histogram2d` spec, as the built-ins `ddrppi`
+//! and `ddsmu`) give xi in each cell (rp, pi) or (s, mu), by the same
+//! estimators cell by cell, and wp(rp) = 2 sum over pi of xi(rp, pi) dpi
+//! (Corrfunc's `convert_rp_pi_counts_to_wp`); their analytic RR takes each
+//! cell's volume: a cylindrical shell, or a shell's cone.
 
 use crate::data::Inputs;
 use crate::outcome::{Outcome, Totals};
@@ -91,6 +97,25 @@ pub struct NotOnTheSky {
     pub dec: f64,
 }
 
+/// What the second axis of a 2-D count is, which the cells' volumes and wp
+/// depend on: pi = |dz| along the line of sight, or mu = |dz| / s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineOfSight {
+    /// Cells (rp, pi): rp across the line of sight, pi = |dz| along it.
+    Pi,
+    /// Cells (s, mu): s the separation, mu = |dz| / s.
+    Mu,
+}
+
+impl LineOfSight {
+    pub fn axes(self) -> [&'static str; 2] {
+        match self {
+            LineOfSight::Pi => ["rp", "pi"],
+            LineOfSight::Mu => ["s", "mu"],
+        }
+    }
+}
+
 /// A problem xi cannot be estimated with.
 #[derive(Debug, thiserror::Error)]
 pub enum XiError {
@@ -98,6 +123,14 @@ pub enum XiError {
         "problem `{0}` cannot count xi's pairs: it needs a histogram of pair distances without a weight, over one set or two (sets=\"1,2\"), as the built-in sdh"
     )]
     NotADistanceHistogram(String),
+    #[error(
+        "problem `{0}` cannot count xi's pairs in ({1}, {2}) cells: it needs a 2-D histogram (kind=\"histogram2d\") without a weight, over one set or two (sets=\"1,2\"), as the built-ins ddrppi and ddsmu"
+    )]
+    NotATwoDimensionalHistogram(String, &'static str, &'static str),
+    #[error(
+        "the {what} reach {reach}, above half the smallest width of the box ({half}): cells that large meet their own periodic images, so their analytic RR would be wrong"
+    )]
+    CellsPastHalfTheBox { what: &'static str, reach: f64, half: f64 },
     #[error(
         "weights per point are given for the {0} only: give them for both catalogues (ones for unweighted randoms)"
     )]
@@ -140,7 +173,11 @@ pub enum Randoms {
 /// without weights, exact in f64 below 2^53).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PairCounts {
+    /// The buckets' edges: of the separation, or of the first axis of 2-D
+    /// cells (rp, s), whose bucket is the outer index.
     pub edges: Vec<f64>,
+    /// 2-D cells: the second axis (pi or mu) and its edges.
+    pub cells: Option<(LineOfSight, Vec<f64>)>,
     pub dd: Vec<f64>,
     pub randoms: Randoms,
     pub data_points: u64,
@@ -158,9 +195,43 @@ impl PairCounts {
             Randoms::Counted { rr, .. } => rr.clone(),
             Randoms::Analytic { volume } => {
                 let total = norm.pairs_within(self.data_weights);
-                shell_volumes(&self.edges).iter().map(|v| total * v / volume).collect()
+                self.volumes().iter().map(|v| total * v / volume).collect()
             }
         }
+    }
+
+    /// The volume of each bucket: 3-D shells, or the 2-D cells'. An (rp, pi)
+    /// cell is the cylindrical shell pi (rp_1^2 - rp_0^2) times its height
+    /// along the line of sight on both sides, 2 (pi_1 - pi_0); an (s, mu) cell
+    /// the shell 4/3 pi (s_1^3 - s_0^3) times its share of the sphere on both
+    /// sides, mu_1 - mu_0.
+    pub fn volumes(&self) -> Vec<f64> {
+        let pi = std::f64::consts::PI;
+        let cells = |los: &[f64], f: &dyn Fn(&[f64], &[f64]) -> f64| -> Vec<f64> {
+            self.edges.windows(2).flat_map(|a| los.windows(2).map(move |b| f(a, b)).collect::<Vec<_>>()).collect()
+        };
+        match &self.cells {
+            None => shell_volumes(&self.edges),
+            Some((LineOfSight::Pi, los)) => {
+                cells(los, &|rp, z| pi * (rp[1] * rp[1] - rp[0] * rp[0]) * 2.0 * (z[1] - z[0]))
+            }
+            Some((LineOfSight::Mu, los)) => {
+                cells(los, &|s, mu| 4.0 / 3.0 * pi * (s[1].powi(3) - s[0].powi(3)) * (mu[1] - mu[0]))
+            }
+        }
+    }
+
+    /// wp(rp) = 2 sum_j xi(rp, pi_j) (pi_{j+1} - pi_j) of (rp, pi) cells, as
+    /// Corrfunc's `convert_rp_pi_counts_to_wp`; None for other buckets. NaN
+    /// where a cell's xi is (the randoms have no pair there).
+    pub fn wp(&self, xi: &[f64]) -> Option<Vec<f64>> {
+        let Some((LineOfSight::Pi, pi)) = &self.cells else { return None };
+        let n = pi.len() - 1;
+        Some(
+            xi.chunks(n)
+                .map(|row| 2.0 * row.iter().zip(pi.windows(2)).map(|(x, e)| x * (e[1] - e[0])).sum::<f64>())
+                .collect(),
+        )
     }
 
     /// DR, where it was counted.
@@ -221,23 +292,57 @@ pub fn count(
     estimator: Estimator,
     opts: &RunOptions,
 ) -> Result<(PairCounts, Vec<Execution>), XiError> {
-    let usable = matches!(problem.output, Output::Histogram { weight: None, .. })
-        && problem.normalize.is_none()
-        && problem.input.either
-        && problem.input.sets == Sets::One;
-    if !usable {
-        return Err(XiError::NotADistanceHistogram(problem.name.clone()));
-    }
-    let edges = contribution::histogram_edges(problem, params);
+    count_cells(problem, params, data, randoms, estimator, None, opts)
+}
+
+/// [`count`] into buckets of a distance (`los` None), or into 2-D cells
+/// (rp, pi) or (s, mu) with a `histogram2d` problem (`los` its second axis).
+#[allow(clippy::result_large_err, reason = "returned once per command, not in a loop")]
+pub fn count_cells(
+    problem: &Problem,
+    params: &Params,
+    data: &Inputs,
+    randoms: Option<&Inputs>,
+    estimator: Estimator,
+    los: Option<LineOfSight>,
+    opts: &RunOptions,
+) -> Result<(PairCounts, Vec<Execution>), XiError> {
+    let sets = problem.normalize.is_none() && problem.input.either && problem.input.sets == Sets::One;
+    let (edges, cells) = match los {
+        None if sets && matches!(problem.output, Output::Histogram { weight: None, .. }) => {
+            (contribution::histogram_edges(problem, params), None)
+        }
+        None => return Err(XiError::NotADistanceHistogram(problem.name.clone())),
+        Some(los) if sets && matches!(problem.output, Output::Histogram2d { .. }) => {
+            let mut axes = contribution::histogram2d_axes(problem, params);
+            let (_, second) = axes.pop().expect("two axes");
+            let (_, first) = axes.pop().expect("two axes");
+            (first, Some((los, second)))
+        }
+        Some(los) => {
+            let [a, b] = los.axes();
+            return Err(XiError::NotATwoDimensionalHistogram(problem.name.clone(), a, b));
+        }
+    };
     let volume = match (randoms, problem.periodic_box(params)) {
         (Some(_), _) => None,
         (None, None) => return Err(XiError::NotPeriodic(problem.name.clone())),
         (None, Some((_, b))) => {
-            // Minimum images are unique, and shells whole, below half the smallest width.
+            // Minimum images are unique, and shells (cylinders) whole, below half the smallest width.
             let half = b.widths().into_iter().fold(f64::INFINITY, f64::min) / 2.0;
-            let r_max = edges[edges.len() - 1];
-            if r_max > half {
-                return Err(XiError::ShellsPastHalfTheBox { r_max, half });
+            let last = |e: &[f64]| e[e.len() - 1];
+            match &cells {
+                None if last(&edges) > half => {
+                    return Err(XiError::ShellsPastHalfTheBox { r_max: last(&edges), half });
+                }
+                Some((LineOfSight::Pi, pi)) if last(&edges).max(last(pi)) > half => {
+                    let reach = last(&edges).max(last(pi));
+                    return Err(XiError::CellsPastHalfTheBox { what: "cells (rp_max, pi_max)", reach, half });
+                }
+                Some((LineOfSight::Mu, _)) if last(&edges) > half => {
+                    return Err(XiError::CellsPastHalfTheBox { what: "cells (s_max)", reach: last(&edges), half });
+                }
+                _ => {}
             }
             Some(b.volume())
         }
@@ -256,16 +361,13 @@ pub fn count(
     {
         return Err(XiError::WeightsOnOneSide(if weighted { "data" } else { "randoms" }));
     }
-    let problem = &if weighted {
-        problem.with_point_weights().expect("a distance histogram takes weights")
-    } else {
-        problem.clone()
-    };
+    let problem =
+        &if weighted { problem.with_point_weights().expect("a histogram takes weights") } else { problem.clone() };
     let one_set = problem.with_sets(1).expect("sets=\"1,2\" takes one set");
     let counts = |exec: &Execution| match &exec.outcome {
         Outcome::Totals(Totals::Counts(c)) => c.iter().map(|&x| x as f64).collect::<Vec<f64>>(),
         Outcome::Totals(Totals::Sums(s)) => s.clone(),
-        other => unreachable!("a distance histogram counts or sums, not {}", other.kind()),
+        other => unreachable!("a histogram counts or sums, not {}", other.kind()),
     };
     let weight_sums = |set: &crate::data::PointSet| weight_sums(set, weighted);
     let mut runs = vec![run::execute(&one_set, params, data, opts)?];
@@ -292,6 +394,7 @@ pub fn count(
     };
     let pair_counts = PairCounts {
         edges,
+        cells,
         dd: counts(&runs[0]),
         randoms,
         data_points: data.a.len() as u64,
@@ -387,6 +490,7 @@ pub fn jackknife(
         };
         let without = PairCounts {
             edges: full.edges.clone(),
+            cells: full.cells.clone(),
             dd,
             randoms: Randoms::Counted { dr, rr, points: rn.len() as u64, weights: weight_sums(&rn, weighted) },
             data_points: dn.len() as u64,

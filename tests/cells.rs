@@ -124,6 +124,8 @@ fn same_as_brute(what: &str, problem: &Problem, params: &[String], inputs: &Inpu
     let cells = run(problem, params, inputs, IndexChoice::Cells);
     let (Outcome::Totals(b), Outcome::Totals(c)) = (&brute.outcome, &cells.outcome) else { panic!("totals") };
     assert_eq!(b, c, "{what}: the hierarchy's histogram differs from brute force's ({})", cells.index.why);
+    // The report names the hierarchy as --index does, not the grid whose code walks its leaves.
+    assert_eq!((cells.index.name(), brute.index.name()), ("cells", "none"), "{what}");
     let resolved = 1.0 - cells.index.pairs as f64 / cells.index.all_pairs.max(1) as f64;
     assert!(
         resolved >= least_resolved,

@@ -895,3 +895,56 @@ fn separations_past_f32s_range_run_in_f64_or_are_refused() {
     assert!(e.contains("the closest two points of a sample are") && e.contains("(--backend cpu --f64)"), "{e}");
     execute(&manhattan, &[], &four, Cpu, true).unwrap();
 }
+
+/// Where rank 0 sends a rank the rows of A with each piece (MPI ranks, two
+/// sets, every pair), that rank walks them against B alone: the partial
+/// result must be the one a walk of the same rows over the whole of A gives
+/// (counts, f64 sums, pairs and KNN lists named by their rows of A), in the
+/// spec's arithmetic and in f64 mode, for pieces that start anywhere.
+#[test]
+fn rows_of_a_sent_with_a_piece_walk_as_the_whole_of_a_does() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let (na, nb) = (rng.random_range(300..700), rng.random_range(40..90));
+    let points = |rng: &mut rand::rngs::StdRng, n| set(&grid_points(rng, n, 3));
+    let keys = |rng: &mut rand::rngs::StdRng, n| PointSet {
+        columns: vec![Column::I32((0..n).map(|_| rng.random_range(0..50)).collect())],
+        origin: "keys".into(),
+        rows: None,
+    };
+    // Weights that no order of their f64 sum adds alike.
+    let weighted = |rng: &mut rand::rngs::StdRng, n| {
+        let weights: Vec<f64> = (0..n).map(|_| rng.random_range(1..1000) as f64 / 7.0).collect();
+        weighted_set(&grid_points(rng, n, 3), &weights)
+    };
+    let two = |name: &str| built_in(name).unwrap().with_sets(2).unwrap();
+    let cases: Vec<(Problem, Vec<String>, Inputs, bool)> = vec![
+        (two("sdh"), vec!["bins=37".into()], Inputs { a: points(&mut rng, na), b: Some(points(&mut rng, nb)) }, false),
+        (two("sdh"), vec!["bins=37".into()], Inputs { a: points(&mut rng, na), b: Some(points(&mut rng, nb)) }, true),
+        (
+            two("sdh").with_point_weights().unwrap(),
+            vec![],
+            Inputs { a: weighted(&mut rng, na), b: Some(weighted(&mut rng, nb)) },
+            false,
+        ),
+        (two("knn"), vec!["k=4".into()], Inputs { a: points(&mut rng, na), b: Some(points(&mut rng, nb)) }, false),
+        (two("nlj"), vec!["d=1".into()], Inputs { a: keys(&mut rng, na), b: Some(keys(&mut rng, nb)) }, false),
+    ];
+    for (p, params, inputs, f64_mode) in cases {
+        let name = p.name.clone();
+        let params = p.bind(&params).unwrap();
+        let shape = Shape::new(&p, &params, self::points(&inputs));
+        let driver = CpuDriver::compile(&p, &params, &shape, IndexKind::None, f64_mode, &cache()).unwrap();
+        let whole = driver.walker(&inputs, None);
+        let b = inputs.b.as_ref().unwrap();
+        let alone = driver.walker_without_a(na, b);
+        let (mut buffer, mut other) = (whole.buffer(), alone.buffer());
+        let cuts = [0, 1, rng.random_range(2..na / 2), na / 2, na - 1, na];
+        for w in cuts.windows(2) {
+            let (lo, hi) = (w[0], w[1]);
+            let sent = twobs::ranks::decode_rows(&twobs::ranks::encode_rows(&inputs.a, lo, hi), lo).unwrap();
+            let want = twobs::ranks::encode(&[(0, whole.walk(lo, hi, &mut buffer))]);
+            let got = twobs::ranks::encode(&[(0, alone.walk_rows(&sent, lo, &mut other))]);
+            assert!(got == want, "{name} (f64 {f64_mode}): rows {lo}..{hi} of {na} against {nb}");
+        }
+    }
+}

@@ -165,6 +165,34 @@ fn histograms_of_sdh_and_rdf_open_and_periodic_one_set_and_two() {
     }
 }
 
+#[test]
+fn two_dimensional_histograms_ddrppi_and_ddsmu_open_and_periodic() {
+    // Their cutoffs: ddrppi's the largest of rp_max and pi_max (a component
+    // past both adds nothing), ddsmu's s_max (Euclidean). Lattice points lie
+    // exactly a cutoff of 1/8 (or 1/4) apart, on cell edges or across them.
+    let seed = seed();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    for (name, ranges) in [("ddrppi", ["rp_max=0.125", "pi_max=0.25"]), ("ddsmu", ["s_max=0.125", "mu_bins=8"])] {
+        for sets in [1, 2] {
+            let p = built_in(name).unwrap().with_sets(sets).unwrap();
+            for boxed in ["0", "1"] {
+                let params: Vec<String> =
+                    ranges.iter().map(|r| r.to_string()).chain([format!("box={boxed}"), "pi_bins=4".into()]).collect();
+                let params: Vec<String> =
+                    params.into_iter().filter(|q| name == "ddrppi" || !q.starts_with("pi_bins")).collect();
+                let inputs =
+                    Inputs { a: lattice(&mut rng, 1000, 3), b: (sets == 2).then(|| lattice(&mut rng, 800, 3)) };
+                agree(&format!("{name} {sets} set(s) box={boxed} lattice"), &p, &params, &inputs, false);
+                let inputs = Inputs {
+                    a: synthetic(&p, Generator::Clustered, 1500, seed + 1),
+                    b: (sets == 2).then(|| synthetic(&p, Generator::Uniform, 1000, seed + 2)),
+                };
+                agree(&format!("{name} {sets} set(s) box={boxed} clustered"), &p, &params, &inputs, false);
+            }
+        }
+    }
+}
+
 /// `n` points of the box `b` (f32): a third on the faces of cells 1/q of
 /// the box wide (q from 2 to 16, fractional coordinates j / q), a third at
 /// random, and a third `r` from one of those in a random direction (across
@@ -702,4 +730,55 @@ fn a_spec_that_breaks_its_key_promise_is_refused_naming_a_pair() {
         "{:?}",
         kept.notes
     );
+}
+
+/// A user's own g(r) spec (the built-in's snippet, so nothing is taken as
+/// proven) in strongly tilted boxes keeps its promises: the promise check
+/// measures a pair's separation along the faces' normals, as the triclinic
+/// grid does, not along x, y and z (where a minimum image across a tilted
+/// face is nearer than the per-axis separation says, and a true promise was
+/// refused). The grid then gives what every pair gives; half the distance
+/// (pairs up to twice the cutoff counted) is still refused.
+#[test]
+fn a_user_spec_in_a_triclinic_box_keeps_its_promises() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
+    let snippet = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/problems/rdf.cu")).unwrap();
+    let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/problems/rdf.xml"))
+        .unwrap()
+        .replace(r#"<problem name="rdf">"#, r#"<problem name="myrdf">"#)
+        .replace(r#"file="rdf.cu""#, r#"file="myrdf.cu""#);
+    let component = spec.replace(r#" metric="euclidean""#, "");
+    for (metric, spec, text) in
+        [("euclidean", &spec, "10,10,10,0.45,0.4,0.45"), ("component", &component, "8,9,7,-0.5,0.45,-0.4")]
+    {
+        let (p, _dir) = user_spec("myrdf", spec, &snippet);
+        let b = PeriodicBox::parse(Scalar::F32, text).unwrap();
+        let least = b.widths().into_iter().fold(f64::INFINITY, f64::min);
+        let r = (0.2 * least) as f32;
+        let params = [format!("r_max={r:?}"), "bins=20".into(), format!("box={text}")];
+        let inputs = Inputs { a: in_box(&mut rng, 3000, &b, r as f64), b: None };
+        let what = format!("{metric} cutoff, box={text}, r_max={r}");
+        let bound = p.bind(&params).unwrap();
+        let grid = run::execute(&p, &bound, &inputs, &options(IndexChoice::Auto))
+            .unwrap_or_else(|e| panic!("{what}: a true promise refused: {e}"));
+        assert_eq!(grid.index.index, IndexKind::Grid, "{what}: {}", grid.index.why);
+        assert!(grid.notes.iter().any(|n| n.contains("its promises hold on a sample")), "{what}: {:?}", grid.notes);
+        assert_eq!(grid.outcome, run(&p, &params, &inputs, IndexChoice::None).outcome, "{what}");
+        if metric == "component" {
+            let halved = snippet.replace(
+                "{ return root(squared_min_image_distance(a, b)); }",
+                "{ return 0.5f * root(squared_min_image_distance(a, b)); }",
+            );
+            assert_ne!(halved, snippet);
+            let (p, _dir) = user_spec("myrdf", spec, &halved);
+            let e = run::execute(&p, &p.bind(&params).unwrap(), &inputs, &options(IndexChoice::Auto))
+                .err()
+                .unwrap_or_else(|| panic!("{what}: half the distance kept its promise"))
+                .to_string();
+            assert!(
+                e.contains("along a normal of the box's faces") && e.contains("along the normal of faces"),
+                "{what}: {e}"
+            );
+        }
+    }
 }

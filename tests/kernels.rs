@@ -38,6 +38,12 @@ fn problems() -> Vec<(String, Problem, Vec<String>)> {
         built_in("rdf").unwrap(),
         vec!["box=1,1.5,2,0.25,0.125,-0.25".to_owned(), "r_max=0.45".to_owned()],
     ));
+    // A 2-D histogram whose first axis is log-spaced (its edges in shared memory), in a periodic box.
+    runs.push((
+        "ddrppi-log-box".into(),
+        built_in("ddrppi").unwrap().with_spacing(twobs::spec::Spacing::Log).unwrap(),
+        vec!["rp_min=0.01".to_owned(), "box=2".to_owned()],
+    ));
     runs.push(("sdh-point-weights".into(), built_in("sdh").unwrap().with_point_weights().unwrap(), vec![]));
     runs.push((
         "kde-5d-point-weights".into(),
@@ -67,6 +73,8 @@ struct Case {
     label: String,
     plan: Plan,
     kernel: Kernel,
+    /// A 2-D histogram's: its contribution fragment is its own.
+    cells: bool,
 }
 
 /// The planner's kernel and every forced variant, for each problem on the
@@ -81,6 +89,7 @@ fn render_cases() -> Vec<Case> {
     let mut out = Vec::new();
     for (name, problem, overrides) in problems() {
         let params = problem.bind(&overrides).unwrap();
+        let cells = matches!(problem.output, twobs::spec::Output::Histogram2d { .. });
         let points = plan::points_of(problem.input.sets, 1_000_000, 1_000_000);
         let mut forced = vec![Forced::default()];
         forced.extend(plan::variants(&problem, &params, points));
@@ -95,10 +104,10 @@ fn render_cases() -> Vec<Case> {
                 let plan = Plan::grid(&problem, &params, &dev, points, f).unwrap();
                 let kernel = codegen::render(&problem, &params, &plan, &dev, &cmd);
                 let label = if f.any() { plan.variant.clone() } else { "planned-grid".to_owned() };
-                out.push(Case { problem: name.clone(), label, plan, kernel });
+                out.push(Case { problem: name.clone(), label, plan, kernel, cells });
             }
             let kernel = codegen::render(&problem, &params, &plan, &dev, &cmd);
-            out.push(Case { problem: name.clone(), label, plan, kernel });
+            out.push(Case { problem: name.clone(), label, plan, kernel, cells });
         }
     }
     out
@@ -159,8 +168,10 @@ fn to_compile(cases: &[Case]) -> Vec<&Case> {
     if std::env::var_os("TWOBS_ALL_KERNELS").is_some_and(|v| v != "0") {
         return cases.iter().collect();
     }
-    let choices = |p: &Plan| -> Vec<String> {
+    let choices = |c: &Case| -> Vec<String> {
+        let p = &c.plan;
         let collects = match p.shape.collect {
+            Collect::Totals { total, .. } if c.cells => format!("totals of {total:?} in 2-D cells"),
             Collect::Totals { total, .. } => format!("totals of {total:?}"),
             Collect::Pairs => "pairs".into(),
             Collect::Knn { .. } => "knn".into(),
@@ -180,7 +191,7 @@ fn to_compile(cases: &[Case]) -> Vec<&Case> {
     cases
         .iter()
         .filter(|c| {
-            let made_of = choices(&c.plan);
+            let made_of = choices(c);
             let mut new = false;
             for i in 0..made_of.len() {
                 for j in i + 1..made_of.len() {

@@ -102,6 +102,23 @@ fn subjects() -> Vec<Subject> {
         problem: built_in("rdf").unwrap(),
         params: vec!["box=1,1.5,2,0.25,0.125,-0.25".into(), "r_max=0.45".into(), "bins=53".into()],
     });
+    // 2-D histograms: two sets in a periodic box, a log-spaced first axis
+    // (its edges in shared memory), weights per point.
+    out.push(Subject {
+        name: "ddrppi-two-sets-box".into(),
+        problem: built_in("ddrppi").unwrap().with_sets(2).unwrap(),
+        params: vec!["box=1".into(), "rp_max=0.2".into(), "pi_max=0.3".into(), "pi_bins=7".into()],
+    });
+    out.push(Subject {
+        name: "ddsmu-log-two-sets".into(),
+        problem: built_in("ddsmu").unwrap().with_sets(2).unwrap().with_spacing(twobs::spec::Spacing::Log).unwrap(),
+        params: vec!["s_min=0.005".into(), "s_max=0.3".into(), "s_bins=23".into(), "mu_bins=9".into()],
+    });
+    out.push(Subject {
+        name: "ddrppi-point-weights".into(),
+        problem: built_in("ddrppi").unwrap().with_point_weights().unwrap(),
+        params: vec!["rp_bins=31".into(), "pi_bins=17".into()],
+    });
     // A weight per point (--weights): histograms and sums, 3-D and 5-D.
     for (name, dims, params) in [("sdh", 3, "bins=97"), ("kde", 3, "h=0.05"), ("sdh", 5, "bins=41")] {
         out.push(Subject {
@@ -343,7 +360,8 @@ fn main() {
         if s.problem.cutoff.is_some() && s.name != "rdf-triclinic" {
             // Every variant for the built-ins themselves (each input stage's
             // tile alignment, each output); the planner's for the rest.
-            let all_variants = ["selfjoin", "2pcf", "rdf", "nlj", "sdh-two-sets"].contains(&s.name.as_str());
+            let all_variants =
+                ["selfjoin", "2pcf", "rdf", "nlj", "sdh-two-sets", "ddrppi", "ddsmu"].contains(&s.name.as_str());
             for &f in forced.iter().take(if all_variants { forced.len() } else { 1 }) {
                 let opts = GpuOptions { forced: f, ..base.clone() };
                 add(IndexChoice::Grid, format!("{}/grid-{}", s.name, label(&f)), s, opts, a, b, &gpu);

@@ -54,6 +54,18 @@ mod with_mpi {
             case("ddtheta-f64", "ddtheta --input uniform:900 --param theta_max=90 --param bins=9", "csv"),
             // Rank 0 checks the merged result against every pair.
             case("selfjoin-grid-verified", "selfjoin --input uniform:2000 --verify", "npy"),
+            // Two sets, every pair: rank 0 sends the other ranks B, and A's
+            // rows with each piece (counts, f64 sums, --f64, pairs; KNN lists
+            // are knn-two-sets above; ddtheta under --index auto).
+            case("sdh-two-sets-rows-of-a", "sdh --input uniform:700 --input clustered:900 --index none", "csv"),
+            case(
+                "sdh-weighted-rows-of-a",
+                "sdh --input uniform:600 --input clustered:500 --weights wa.txt --weights wb.txt --index none",
+                "csv",
+            ),
+            case("sdh-f64-rows-of-a", "sdh --input clustered:500 --input uniform:400 --index none --f64", "csv"),
+            case("nlj-rows-of-a", "nlj --input ka.csv --input kb.csv --param d=2 --index none", "npy"),
+            case("ddtheta-two-sets", "ddtheta --input uniform:500 --input clustered:400 --param bins=12", "csv"),
         ]
     }
 
@@ -63,13 +75,19 @@ mod with_mpi {
         dir
     }
 
-    /// Integer keys for the band join, the same on every run.
+    /// Integer keys for the band join, and weights whose f64 sums round
+    /// differently in another order, the same on every run.
     fn write_keys(dir: &Path) {
         let keys = |n: u64, seed: u64| -> String {
             (0..n).map(|i| format!("{}\n", (i * 7919 + seed * 104_729) % 300)).collect()
         };
         std::fs::write(dir.join("ka.csv"), keys(900, 1)).unwrap();
         std::fs::write(dir.join("kb.csv"), keys(700, 2)).unwrap();
+        let weights = |n: u64, seed: u64| -> String {
+            (0..n).map(|i| format!("{}\n", ((i * 7919 + seed * 104_729) % 1000) as f64 / 7.0 + 1e-3)).collect()
+        };
+        std::fs::write(dir.join("wa.txt"), weights(600, 3)).unwrap();
+        std::fs::write(dir.join("wb.txt"), weights(500, 4)).unwrap();
     }
 
     fn mpiexec() -> Command {
@@ -152,11 +170,58 @@ mod with_mpi {
         let pairs: u64 = ranks.iter().map(|r| r["pairs"].as_u64().unwrap()).sum();
         assert_eq!(pairs, 2000 * 1999 / 2);
         assert!(ranks.iter().enumerate().all(|(i, r)| r["rank"].as_u64() == Some(i as u64)));
-        // What a rank holds of the inputs, measured: today the whole set
-        // (2000 points x 3 f32) on every rank, not its share (docs/architecture.md
-        // says why a rank's memory is not bounded by its share, and what would bound it).
+        // What a rank holds of the inputs, measured: of one set, the whole
+        // set (2000 points x 3 f32) on every rank (docs/architecture.md says
+        // why), received from rank 0 by the others.
         for r in ranks {
+            assert_eq!(r["holding"], "whole", "{r}");
             assert_eq!(r["input_bytes"].as_u64(), Some(2000 * 3 * 4), "{r}");
+            let received = r["received_bytes"].as_u64().unwrap();
+            assert!(if r["rank"] == 0 { received == 0 } else { received >= 2000 * 3 * 4 }, "{r}");
+        }
+    }
+
+    /// A x B pair by pair: a rank other than 0 holds B, and of A only the
+    /// rows of the pieces in flight, never the whole of A; rank 0 holds both.
+    #[test]
+    fn a_rank_holds_set_b_and_the_rows_of_its_pieces_not_all_of_a() {
+        let dir = folder("rows-of-a");
+        let twobs = common::command(&dir);
+        let (a, b, threads) = (60_000u64, 200u64, 2u64);
+        let out = mpiexec()
+            .args(["-n", "3", twobs.get_program().to_str().unwrap()])
+            .args(["run", "sdh", "--input", &format!("uniform:{a}"), "--input", &format!("clustered:{b}")])
+            .args(["--index", "none", "--backend", "cpu", "--threads", &threads.to_string(), "--quiet"])
+            .args(["--report", "r.json", "--out", "h.csv"])
+            .envs(twobs.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        let report: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("r.json")).unwrap()).unwrap();
+        let ranks = report["ranks"].as_array().expect("a list of ranks");
+        assert_eq!(ranks.len(), 3, "{report}");
+        let pairs: u64 = ranks.iter().map(|r| r["pairs"].as_u64().unwrap()).sum();
+        assert_eq!(pairs, a * b);
+        let point = 3 * 4;
+        for r in ranks {
+            assert_eq!(r["holding"], "rows_of_a", "{r}");
+            let (held, received) = (r["input_bytes"].as_u64().unwrap(), r["received_bytes"].as_u64().unwrap());
+            if r["rank"] == 0 {
+                assert_eq!((held, received), ((a + b) * point, 0), "{r}");
+                continue;
+            }
+            // B, and at most one piece a thread walked and one a thread
+            // asked ahead (and the asker's own), of at most 4096 rows and a
+            // few bytes of header each: far from all of A.
+            let pieces = 2 * threads + 1;
+            assert!(held <= b * point + pieces * (4096 * point + 64) && held < a * point / 4, "{r}");
+            if r["taken"].as_u64().unwrap() > 0 {
+                assert!(held > b * point, "{r}");
+                // B, then each piece's rows once.
+                let rows = r["pairs"].as_u64().unwrap() / b;
+                assert!(received >= (b + rows) * point, "{r}");
+            }
         }
     }
 
@@ -191,27 +256,22 @@ mod with_mpi {
 
     /// A rank killed in the middle of a long run ends the whole job with a
     /// failure status and a message, within seconds (the others would wait
-    /// for it at the counter or the gather).
+    /// for it at the counter or the gather): where every rank holds the
+    /// inputs whole, and where rank 0 sends A's rows with the pieces.
     #[test]
     fn a_killed_rank_ends_the_job_with_an_error_not_a_hang() {
-        let dir = folder("killed");
-        let twobs = common::command(&dir);
         // 2e10 pairs on one thread a rank: minutes, far longer than the test waits.
+        kill_rank_1_of("whole", "sdh --input uniform:200000");
+        kill_rank_1_of("rows-of-a", "sdh --input uniform:200000 --input uniform:100000 --index none");
+    }
+
+    fn kill_rank_1_of(name: &str, args: &str) {
+        let dir = folder(&format!("killed-{name}"));
+        let twobs = common::command(&dir);
         let mut job = mpiexec()
-            .args(["-n", "2", twobs.get_program().to_str().unwrap()])
-            .args([
-                "run",
-                "sdh",
-                "--input",
-                "uniform:200000",
-                "--backend",
-                "cpu",
-                "--threads",
-                "1",
-                "--quiet",
-                "--out",
-                "h.csv",
-            ])
+            .args(["-n", "2", twobs.get_program().to_str().unwrap(), "run"])
+            .args(args.split_whitespace())
+            .args(["--backend", "cpu", "--threads", "1", "--quiet", "--out", "h.csv"])
             .envs(twobs.get_envs().filter_map(|(k, v)| Some((k, v?))))
             .current_dir(&dir)
             .stdout(Stdio::piped())
@@ -224,12 +284,12 @@ mod with_mpi {
             if ranks.len() == 2 {
                 break ranks;
             }
-            assert!(start.elapsed() < Duration::from_secs(60), "the two ranks did not start: {ranks:?}");
+            assert!(start.elapsed() < Duration::from_secs(60), "{name}: the two ranks did not start: {ranks:?}");
             std::thread::sleep(Duration::from_millis(100));
         };
         // Into the compute (the driver is compiled or cached, the counter made).
         std::thread::sleep(Duration::from_secs(3));
-        assert!(job.try_wait().unwrap().is_none(), "the job ended before a rank was killed");
+        assert!(job.try_wait().unwrap().is_none(), "{name}: the job ended before a rank was killed");
         unsafe { libc::kill(ranks[1] as i32, libc::SIGKILL) };
         let killed = Instant::now();
         let status = loop {
@@ -238,7 +298,7 @@ mod with_mpi {
             }
             if killed.elapsed() > Duration::from_secs(60) {
                 let _ = job.kill();
-                panic!("the job still ran 60 s after a rank was killed");
+                panic!("{name}: the job still ran 60 s after a rank was killed");
             }
             std::thread::sleep(Duration::from_millis(100));
         };
@@ -246,9 +306,9 @@ mod with_mpi {
         let mut said = String::new();
         std::io::Read::read_to_string(job.stdout.as_mut().unwrap(), &mut said).unwrap();
         std::io::Read::read_to_string(job.stderr.as_mut().unwrap(), &mut said).unwrap();
-        assert!(!status.success(), "a job with a killed rank succeeded: {said}");
-        assert!(said.contains(&ranks[1].to_string()) && said.to_lowercase().contains("killed"), "{said}");
-        assert!(!dir.join("h.csv").exists(), "a result was written by a job that lost a rank");
+        assert!(!status.success(), "{name}: a job with a killed rank succeeded: {said}");
+        assert!(said.contains(&ranks[1].to_string()) && said.to_lowercase().contains("killed"), "{name}: {said}");
+        assert!(!dir.join("h.csv").exists(), "{name}: a result was written by a job that lost a rank");
     }
 
     /// `twobs run ARGS` under `mpiexec -n 2`, through `sh -c` (so that `$PMI_RANK` may differ by rank).
@@ -276,17 +336,21 @@ mod with_mpi {
 
     /// Ranks that would cut the work differently (here: other thread counts,
     /// which make other chunks) refuse to run, each saying which rank differs.
+    /// (The same where A's rows travel with the pieces: B is sent first.)
     #[test]
     fn ranks_that_describe_other_machines_refuse_to_share_a_run() {
-        let dir = folder("unlike");
-        let out = two_ranks_of_sh(
-            &dir,
-            "sdh --input uniform:500 --backend cpu --threads $((PMI_RANK + 1)) --quiet --out h.csv",
-        );
-        let stderr = common::stderr(&out);
-        assert!(!out.status.success(), "{stderr}");
-        assert!(stderr.contains("rank 0 has 1 CPU threads, but rank 1 has 2 CPU threads"), "{stderr}");
-        assert!(!dir.join("h.csv").exists());
+        for inputs in ["--input uniform:500", "--input uniform:500 --input uniform:300 --index none"] {
+            let dir = folder("unlike");
+            let _ = std::fs::remove_file(dir.join("h.csv"));
+            let out = two_ranks_of_sh(
+                &dir,
+                &format!("sdh {inputs} --backend cpu --threads $((PMI_RANK + 1)) --quiet --out h.csv"),
+            );
+            let stderr = common::stderr(&out);
+            assert!(!out.status.success(), "{inputs}: {stderr}");
+            assert!(stderr.contains("rank 0 has 1 CPU threads, but rank 1 has 2 CPU threads"), "{inputs}: {stderr}");
+            assert!(!dir.join("h.csv").exists(), "{inputs}");
+        }
     }
 
     /// `srun -n 2` without a PMI (`--mpi=none`, a cluster's default on some

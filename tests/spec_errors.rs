@@ -108,7 +108,7 @@ fn bad_values_say_what_was_expected() {
         &with(r#"kind="histogram""#, r#"kind="hist""#),
         5,
         11,
-        &["unknown output kind `hist`", "count, sum, histogram, pairs, knn"],
+        &["unknown output kind `hist`", "count, sum, histogram, histogram2d, pairs, knn"],
     );
     fails_at(&with(r#"symmetric="true""#, r#"symmetric="yes""#), 4, 41, &["true or false", "`yes`"]);
     fails_at(

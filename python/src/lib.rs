@@ -656,6 +656,20 @@ fn result<'py>(
     match (outcome, &problem.output) {
         (Outcome::Totals(Totals::Counts(c)), Output::Count { .. }) => out.set_item("count", c[0])?,
         (Outcome::Totals(Totals::Sums(s)), Output::Sum) => out.set_item("sum", s[0])?,
+        (Outcome::Totals(totals), Output::Histogram2d { .. }) => {
+            // Cells (i, j) as a 2-D array, the first axis's bucket i the row.
+            let axes = twobs::stage::contribution::histogram2d_axes(problem, params);
+            let shape = [axes[0].1.len() - 1, axes[1].1.len() - 1];
+            match totals {
+                Totals::Counts(c) => out.set_item("counts", c.into_pyarray(py).reshape(shape)?)?,
+                Totals::Sums(s) => out.set_item("sums", s.into_pyarray(py).reshape(shape)?)?,
+            }
+            let names: Vec<String> = axes.iter().map(|(name, _)| name.clone()).collect();
+            let edges: Vec<Bound<'py, numpy::PyArray1<f64>>> =
+                axes.into_iter().map(|(_, edges)| edges.into_pyarray(py)).collect();
+            out.set_item("axes", names)?;
+            out.set_item("edges", pyo3::types::PyTuple::new(py, edges)?)?;
+        }
         (Outcome::Totals(totals), _) => {
             match totals {
                 Totals::Counts(c) => out.set_item("counts", c.into_pyarray(py))?,

@@ -191,3 +191,48 @@ def test_radec_w_theta_equals_twobs_xi_radec(cli, rng, cpu):
     bad[3, 1] = -91.0
     with pytest.raises(twobs.InputError, match="row 4: RA .*, Dec -91.0 is not a point on the sky"):
         twobs.xi(bad, randoms, np.geomspace(0.5, 16, 9), radec=True, session=cpu)
+
+
+def test_ddrppi_ddsmu_and_wp_equal_twobs_run_and_xi(cli, rng, cpu):
+    """Corrfunc's shapes of the 2-D counts: cells as `twobs run` counts them (both
+    orders with autocorr=1), and wp as `twobs xi --rp-pi --wp` gives it."""
+    side = 32.0
+    points = (rng.random((1500, 3)) * side).astype(np.float32)
+    others = (rng.random((900, 3)) * side).astype(np.float32)
+    rp = np.linspace(1.0, 6.0, 6)
+    out = cli.folder / "cells.csv"
+    cli.run("run", "ddrppi", "--input", cli.npy("p", points), "--backend", "cpu", "--quiet", "--param", "rp_bins=5",
+            "--param", "rp_min=1", "--param", "rp_max=6", "--param", "pi_max=4", "--param", "pi_bins=4",
+            "--out", str(out))
+    rows = list(csv.DictReader(out.open()))
+    got = twobs.DDrppi(1, 2, 4, rp, points[:, 0], points[:, 1], points[:, 2], periodic=False, session=cpu)
+    assert got.dtype.names == ("rmin", "rmax", "rpavg", "pimax", "npairs", "weightavg")
+    np.testing.assert_array_equal(got["npairs"], [2 * int(r["count"]) for r in rows])
+    np.testing.assert_array_equal(got["pimax"], [float(r["pi_hi"]) for r in rows])
+    np.testing.assert_array_equal(got["rmin"], [float(r["rp_lo"]) for r in rows])
+    assert got["npairs"].sum() > 1000
+    # Two sets in a periodic box, and (s, mu).
+    cli.run("run", "ddsmu", "--input", cli.npy("p", points), "--input", cli.npy("q", others), "--backend", "cpu",
+            "--quiet", "--param", "s_bins=5", "--param", "s_min=1", "--param", "s_max=6", "--param", "mu_bins=4",
+            "--param", f"box={side}", "--out", str(out))
+    rows = list(csv.DictReader(out.open()))
+    got = twobs.DDsmu(0, 2, rp, 1.0, 4, points[:, 0], points[:, 1], points[:, 2], X2=others[:, 0], Y2=others[:, 1],
+                      Z2=others[:, 2], boxsize=side, session=cpu)
+    assert got.dtype.names == ("smin", "smax", "savg", "mu_max", "npairs", "weightavg")
+    np.testing.assert_array_equal(got["npairs"], [int(r["count"]) for r in rows])
+    np.testing.assert_array_equal(got["mu_max"], np.tile([0.25, 0.5, 0.75, 1.0], 5))
+    result = twobs.Problem("ddrppi").run(points, params={"rp_bins": 5, "rp_max": 6, "pi_bins": 4, "pi_max": 4},
+                                         session=cpu)
+    assert result.counts.shape == (5, 4) and result.axes == ["rp", "pi"] and len(result.edges) == 2
+    # wp against the command line's, from randoms.
+    randoms = (rng.random((2000, 3)) * side).astype(np.float32)
+    wp_out = cli.folder / "wp.csv"
+    cli.run("xi", "--data", cli.npy("d", points), "--randoms", cli.npy("r", randoms), "--backend", "cpu", "--quiet",
+            "--rp-pi", "4", "--param", "rp_bins=5", "--param", "rp_min=1", "--param", "rp_max=6", "--out", str(out),
+            "--wp", str(wp_out))
+    cells = list(csv.DictReader(out.open()))
+    wp = list(csv.DictReader(wp_out.open()))
+    got = twobs.wp(points, randoms, rp, 4, session=cpu)
+    for column in ("dd", "dr", "rr"):
+        np.testing.assert_array_equal(got[column].ravel(), [float(r[column]) for r in cells])
+    np.testing.assert_allclose(got["wp"], [float(r["wp"]) for r in wp], rtol=1e-12)

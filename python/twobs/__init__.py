@@ -2,7 +2,7 @@
 
 The engine is the same as the ``twobs`` command line's, and so are the
 numbers: g(r) (:class:`RDF`, freud's shape), pair counts (:func:`DD`,
-Corrfunc's shape) and xi (:func:`xi`), neighbours (:func:`query_pairs`,
+:func:`DDrppi`, :func:`DDsmu`, Corrfunc's shapes), xi (:func:`xi`) and wp(rp) (:func:`wp`), neighbours (:func:`query_pairs`,
 :func:`knn`, scipy's shapes), and any spec (:class:`Problem`).
 
 A :class:`Session` keeps, for its life, the backend it runs on; the CUDA
@@ -32,6 +32,8 @@ from ._twobs import BUILT_IN, MPI, Error, InputError, SpecError
 __all__ = [
     "BUILT_IN",
     "DD",
+    "DDrppi",
+    "DDsmu",
     "Error",
     "InputError",
     "MPI",
@@ -44,6 +46,7 @@ __all__ = [
     "knn",
     "programs",
     "query_pairs",
+    "wp",
     "xi",
 ]
 
@@ -595,6 +598,179 @@ def DD(autocorr: int, nthreads: int, binfile: Any, X1: Any, Y1: Any, Z1: Any, we
         with np.errstate(divide="ignore", invalid="ignore"):
             out["weightavg"] = np.where(counts > 0, sums / np.maximum(counts, 1), 0.0)
     return out
+
+
+def _cell_counts(session: Session, problem: str, a: np.ndarray, b: Optional[np.ndarray], first: np.ndarray,
+                 second: dict, boxsize: Any, weights: Optional[list]) -> Result:
+    """A 2-D histogram of ``ddrppi`` (rp, pi) or ``ddsmu`` (s, mu): the first
+    axis's edges as ``_spacing`` takes them, the second's parameters as given."""
+    bins, lo, hi, log = _spacing(first)
+    axis = "rp" if problem == "ddrppi" else "s"
+    params: dict = {f"{axis}_bins": bins, f"{axis}_min": lo, f"{axis}_max": hi, **second}
+    if boxsize is not None:
+        params["box"] = _box_param(boxsize)[0]
+    return session.run(_problem(problem), a, b, params=params, weights=weights, log_bins=log)
+
+
+def _corrfunc_cells(problem: str, autocorr: int, nthreads: int, first: np.ndarray, second: dict, X1: Any, Y1: Any,
+                    Z1: Any, weights1: Any, periodic: bool, X2: Any, Y2: Any, Z2: Any, weights2: Any, boxsize: Any,
+                    weight_type: Optional[str], session: Optional[Session], comm: Any) -> tuple:
+    """(counts, weight averages or None, second axis's edges) of Corrfunc's
+    2-D pair counts: both orders with autocorr, and each point with itself in
+    the first cell where the first axis starts at 0, as Corrfunc counts them."""
+    if periodic and boxsize is None:
+        raise InputError("periodic=True needs boxsize (L, or (Lx, Ly, Lz))")
+    if session is None and nthreads and default_session().backend == "cpu":
+        session = _session(None, comm, backend="cpu", threads=int(nthreads))
+    else:
+        session = _session(session, comm)
+    a = np.column_stack([_host(X1), _host(Y1), _host(Z1)])
+    b = None if autocorr else np.column_stack([_host(X2), _host(Y2), _host(Z2)])
+    box = boxsize if periodic else None
+    run = _cell_counts(session, problem, a, b, first, second, box, None)
+    counts = run.counts.astype(np.uint64).ravel()
+    weighted = weights1 is not None
+    if weighted and weight_type not in (None, "pair_product"):
+        raise InputError(f"weight_type={weight_type!r}: twobs weighs a pair by the product of its points' weights")
+    sums = None
+    if weighted:
+        ws = [weights1] if autocorr else [weights1, weights2 if weights2 is not None else np.ones(len(b))]
+        sums = _cell_counts(session, problem, a, b, first, second, box, ws).sums.ravel()
+    if autocorr:
+        counts = counts * 2
+        sums = None if sums is None else sums * 2
+        if first[0] == 0:
+            counts[0] += len(a)
+            if weighted:
+                sums[0] += float(np.sum(np.asarray(_host(weights1), dtype=np.float64) ** 2))
+    averages = None
+    if weighted:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            averages = np.where(counts > 0, sums / np.maximum(counts, 1), 0.0)
+    return counts, averages, np.asarray(run.edges[1], dtype=np.float64)
+
+
+def DDrppi(autocorr: int, nthreads: int, pimax: float, binfile: Any, X1: Any, Y1: Any, Z1: Any, weights1: Any = None,
+           periodic: bool = True, boxsize: Any = None, X2: Any = None, Y2: Any = None, Z2: Any = None,
+           weights2: Any = None, verbose: bool = False, output_rpavg: bool = False, weight_type: Optional[str] = None,
+           npibins: Optional[int] = None, session: Optional[Session] = None, comm: Any = None,
+           **ignored: Any) -> np.ndarray:
+    """Pair counts in cells of (rp, pi), in Corrfunc's shape (``Corrfunc.theory.DDrppi``):
+    rp = sqrt(dx^2 + dy^2) over ``binfile``'s edges, pi = |dz| in ``npibins``
+    buckets over [0, pimax) (``int(pimax)`` of them, each 1 wide, by default,
+    as Corrfunc's). A structured array, one row per cell, rp outer: ``rmin``,
+    ``rmax``, ``rpavg`` (0: not computed), ``pimax`` (the cell's upper pi
+    edge), ``npairs``, ``weightavg``; counted as :func:`DD` counts."""
+    if output_rpavg:
+        raise InputError("output_rpavg=True: twobs does not average the separations in a cell")
+    if npibins is None:
+        if float(pimax) != int(pimax):
+            raise InputError(f"pimax={pimax}: pi buckets are 1 wide by default, which needs a whole pimax; give npibins")
+        npibins = int(pimax)
+    edges = _edges_of(binfile)
+    counts, averages, pi = _corrfunc_cells("ddrppi", autocorr, nthreads, edges,
+                                           {"pi_bins": int(npibins), "pi_max": float(pimax)}, X1, Y1, Z1, weights1,
+                                           periodic, X2, Y2, Z2, weights2, boxsize, weight_type, session, comm)
+    m = len(pi) - 1
+    out = np.zeros((len(edges) - 1) * m, dtype=[("rmin", "f8"), ("rmax", "f8"), ("rpavg", "f8"), ("pimax", "f8"),
+                                                ("npairs", "u8"), ("weightavg", "f8")])
+    out["rmin"], out["rmax"] = np.repeat(edges[:-1], m), np.repeat(edges[1:], m)
+    out["pimax"], out["npairs"] = np.tile(pi[1:], len(edges) - 1), counts
+    if averages is not None:
+        out["weightavg"] = averages
+    return out
+
+
+def DDsmu(autocorr: int, nthreads: int, binfile: Any, mu_max: float, nmu_bins: int, X1: Any, Y1: Any, Z1: Any,
+          weights1: Any = None, periodic: bool = True, boxsize: Any = None, X2: Any = None, Y2: Any = None,
+          Z2: Any = None, weights2: Any = None, verbose: bool = False, output_savg: bool = False,
+          weight_type: Optional[str] = None, session: Optional[Session] = None, comm: Any = None,
+          **ignored: Any) -> np.ndarray:
+    """Pair counts in cells of (s, mu), in Corrfunc's shape (``Corrfunc.theory.DDsmu``):
+    s over ``binfile``'s edges, mu = |dz| / s (0 at s = 0) in ``nmu_bins``
+    buckets over [0, mu_max). A structured array, one row per cell, s outer:
+    ``smin``, ``smax``, ``savg`` (0: not computed), ``mu_max`` (the cell's
+    upper mu edge), ``npairs``, ``weightavg``; counted as :func:`DD` counts."""
+    if output_savg:
+        raise InputError("output_savg=True: twobs does not average the separations in a cell")
+    edges = _edges_of(binfile)
+    counts, averages, mu = _corrfunc_cells("ddsmu", autocorr, nthreads, edges,
+                                           {"mu_bins": int(nmu_bins), "mu_max": float(mu_max)}, X1, Y1, Z1, weights1,
+                                           periodic, X2, Y2, Z2, weights2, boxsize, weight_type, session, comm)
+    m = len(mu) - 1
+    out = np.zeros((len(edges) - 1) * m, dtype=[("smin", "f8"), ("smax", "f8"), ("savg", "f8"), ("mu_max", "f8"),
+                                                ("npairs", "u8"), ("weightavg", "f8")])
+    out["smin"], out["smax"] = np.repeat(edges[:-1], m), np.repeat(edges[1:], m)
+    out["mu_max"], out["npairs"] = np.tile(mu[1:], len(edges) - 1), counts
+    if averages is not None:
+        out["weightavg"] = averages
+    return out
+
+
+def wp(data: Any, randoms: Any, rp_bins: Any, pimax: float, npibins: Optional[int] = None, boxsize: Any = None,
+       estimator: Optional[str] = None, norm: str = "pairs", session: Optional[Session] = None,
+       comm: Any = None) -> dict:
+    """The projected correlation function wp(rp) of ``data`` against
+    ``randoms`` (arrays of shape (n, 3), the line of sight along z), as
+    ``twobs xi --rp-pi`` computes it: DD, RR (and DR for Landy-Szalay, the
+    default) counted exactly in cells of (rp, pi), pi = |dz| in ``npibins``
+    buckets over [0, pimax) (1 wide by default), xi per cell as :func:`xi`
+    estimates it, and wp = 2 sum over pi of xi dpi (Corrfunc's
+    ``convert_rp_pi_counts_to_wp``). With ``randoms=None`` and ``boxsize``: DD
+    with minimum images, RR analytic from each cell's volume (Corrfunc's
+    ``theory.wp``). Returns a dict of ``rp_edges``, ``pi_edges``, ``wp``, and
+    the cells' ``xi``, ``dd``, ``rr``, ``dr`` of shape (rp buckets, pi buckets)."""
+    periodic = boxsize is not None
+    if periodic == (randoms is not None):
+        raise InputError("wp: give randoms, or boxsize (a periodic box, RR analytic) instead of randoms; not both")
+    if estimator is None:
+        estimator = "natural" if periodic else "landy-szalay"
+    estimator = estimator.lower().replace("_", "-")
+    if estimator not in ("landy-szalay", "natural") or (periodic and estimator == "landy-szalay"):
+        raise InputError(f"estimator={estimator!r}: expected 'landy-szalay' or 'natural' ('natural' alone with boxsize)")
+    if norm not in ("pairs", "squared"):
+        raise InputError(f"norm={norm!r}: expected 'pairs' (N(N-1)/2) or 'squared' (N^2/2)")
+    if npibins is None:
+        if float(pimax) != int(pimax):
+            raise InputError(f"pimax={pimax}: pi buckets are 1 wide by default, which needs a whole pimax; give npibins")
+        npibins = int(pimax)
+    session = _session(session, comm)
+    rp = np.asarray(rp_bins, dtype=np.float64)
+    second = {"pi_bins": int(npibins), "pi_max": float(pimax)}
+    d = _host(data)
+
+    def within(n: int) -> float:
+        return n * (n - 1) / 2 if norm == "pairs" else n * n / 2
+
+    dd_run = _cell_counts(session, "ddrppi", d, None, rp, second, boxsize, None)
+    rp_e, pi_e = (np.asarray(e, dtype=np.float64) for e in dd_run.edges)
+    dd = dd_run.counts.astype(np.float64)
+    dd_n = dd / within(len(d))
+    dr = None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if periodic:
+            text, _ = _box_param(boxsize)
+            lengths = np.array([float(v) for v in text.split(",")], dtype=np.float32).astype(np.float64)
+            if len(lengths) != 3:
+                raise InputError(f"boxsize {boxsize!r}: analytic RR takes an orthorhombic box, L or (Lx, Ly, Lz)")
+            if max(rp_e[-1], pi_e[-1]) > lengths.min() / 2:
+                raise InputError(f"rp_max or pimax ({max(rp_e[-1], pi_e[-1])}) is above half the smallest width of "
+                                 f"the box ({lengths.min() / 2}): cells that large meet their own periodic images")
+            share = np.outer(np.pi * np.diff(rp_e ** 2), 2 * np.diff(pi_e)) / float(np.prod(lengths))
+            rr = within(len(d)) * share
+            value = dd_n / share - 1
+        else:
+            r = _host(randoms)
+            rr = _cell_counts(session, "ddrppi", r, None, rp, second, None, None).counts.astype(np.float64)
+            rr_n = rr / within(len(r))
+            if estimator == "landy-szalay":
+                dr = _cell_counts(session, "ddrppi", d, r, rp, second, None, None).counts.astype(np.float64)
+                value = (dd_n - 2 * dr / (float(len(d)) * len(r)) + rr_n) / rr_n
+            else:
+                value = dd_n / rr_n - 1
+    value = np.where(rr == 0, np.nan, value)
+    return {"rp_edges": rp_e, "pi_edges": pi_e, "wp": 2 * (value * np.diff(pi_e)).sum(axis=1), "xi": value,
+            "dd": dd, "rr": rr, "dr": dr}
 
 
 def _unit_vectors(sky: Any, what: str) -> np.ndarray:

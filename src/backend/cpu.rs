@@ -21,7 +21,7 @@ use crate::index::{Grid, IndexKind};
 use crate::memory::{Host, TooLarge};
 use crate::outcome::Outcome;
 use crate::plan::Shape;
-use crate::ranks::{Counter, Keyed, Local};
+use crate::ranks::{self, Counter, Keyed, Local, WireError};
 use crate::spec::{Params, Problem, Scalar};
 use crate::stage::RingShape;
 use crate::stage::output::{self, Collect, Partial, Total};
@@ -75,11 +75,26 @@ pub enum CpuError {
     Memory(#[from] TooLarge),
     #[error(transparent)]
     Stopped(#[from] crate::stop::Stopped),
+    #[error("the rows of set A sent with piece {piece} (rows {lo}..{hi}): {why}")]
+    Rows { piece: u64, lo: usize, hi: usize, why: WireError },
 }
 
 /// The most bytes of histogram copies a CPU run keeps until their merge
 /// (more where each thread needs one).
 const COPY_BYTES: u64 = 256 << 20;
+
+/// What [`CpuDriver::run_walker`]'s threads did on this process.
+pub struct Ran {
+    /// Each chunk's partial result, keyed by its place in the list.
+    pub parts: Vec<Keyed>,
+    /// Pairs the chunks taken here visited.
+    pub pairs: u128,
+    /// Where A's rows came with the chunks: the most bytes of them held at
+    /// once (the chunks walked, and at most as many more asked ahead, a
+    /// bound: the sum of the two's most), and the bytes received in all.
+    pub rows_held_bytes: u64,
+    pub rows_received_bytes: u64,
+}
 
 /// A compiled driver, loaded.
 pub struct CpuDriver {
@@ -367,11 +382,17 @@ impl CpuDriver {
 
     /// The outcome of every chunk's partial result, in chunk order.
     pub fn finish(&self, inputs: &Inputs, grid: Option<&Grid>, parts: Vec<Partial>) -> Outcome {
-        let outcome = output::merge(self.collect, self.value, inputs.a.len(), parts);
+        let outcome = self.merge(inputs.a.len(), parts);
         match grid {
             Some(g) if self.index == IndexKind::Rings => outcome.rows_from_cell_order(&g.a.perm),
             _ => outcome,
         }
+    }
+
+    /// The outcome of chunks' partial results over a set A of `a_points`
+    /// points walked row by row (no grid), in chunk order.
+    pub fn merge(&self, a_points: usize, parts: Vec<Partial>) -> Outcome {
+        output::merge(self.collect, self.value, a_points, parts)
     }
 
     /// [`CpuDriver::run`]'s chunks, each keyed by its place: the chunks
@@ -388,38 +409,65 @@ impl CpuDriver {
         progress: &ProgressBar,
         counter: &dyn Counter,
     ) -> Result<(Vec<Keyed>, u128), CpuError> {
-        let walker = self.walker(inputs, grid);
+        let ran = self.run_walker(&self.walker(inputs, grid), threads, progress, counter)?;
+        Ok((ran.parts, ran.pairs))
+    }
+
+    /// Work items of `walker` a chunk takes on `threads` threads: the same
+    /// on every rank that walks the same work (rank 0 sends the rows of a
+    /// chunk with its number, [`Walker::walk_rows`]).
+    pub fn chunk(&self, walker: &Walker, threads: usize) -> usize {
         let items = walker.items();
         let threads = threads.max(1);
         // Chunks of at most 2^26 pairs (a fraction of a second): a stop asked
         // (Ctrl-C in Python) is seen between chunks.
         let per_item = (walker.pairs_of(0, items) / items.max(1) as u64).max(1);
-        let mut chunk = (items / (threads * 64)).clamp(1, 4096).min(((1u64 << 26) / per_item).max(1) as usize);
-        let host = Host::now();
-        if let Collect::Totals { slots, .. } = self.collect {
+        let chunk = (items / (threads * 64)).clamp(1, 4096).min(((1u64 << 26) / per_item).max(1) as usize);
+        match self.collect {
             // Each chunk's totals are kept until the merge, in chunk order (so
             // that sums add up the same whatever thread ran which): at most
             // COPY_BYTES of copies, or one a thread (4M buckets of 2,000
             // points took 2.26 GB as 134 copies).
-            let copy = slots as u64 * 8;
-            let most = (COPY_BYTES / copy).max(threads as u64) as usize;
-            chunk = chunk.max(items.div_ceil(most));
-            let copies = (items.div_ceil(chunk) + threads) as u64;
-            if let Some(host) = host {
-                host.check(
-                    || format!("{copies} copies of the {slots} histogram buckets ({threads} threads)"),
-                    copies * copy,
-                )?;
+            Collect::Totals { slots, .. } => {
+                let most = (COPY_BYTES / (slots as u64 * 8)).max(threads as u64) as usize;
+                chunk.max(items.div_ceil(most))
             }
+            _ => chunk,
+        }
+    }
+
+    /// [`CpuDriver::run_parts`] on a walker made ready: of the inputs a
+    /// process holds ([`CpuDriver::walker`]), or of set B alone where rank 0
+    /// sends A's rows with each chunk ([`CpuDriver::walker_without_a`]; the
+    /// counter carries them).
+    pub fn run_walker(
+        &self,
+        walker: &Walker,
+        threads: usize,
+        progress: &ProgressBar,
+        counter: &dyn Counter,
+    ) -> Result<Ran, CpuError> {
+        let items = walker.items();
+        let threads = threads.max(1);
+        let chunk = self.chunk(walker, threads);
+        let host = Host::now();
+        if let (Collect::Totals { slots, .. }, Some(host)) = (self.collect, host) {
+            let copies = (items.div_ceil(chunk) + threads) as u64;
+            host.check(
+                || format!("{copies} copies of the {slots} histogram buckets ({threads} threads)"),
+                copies * slots as u64 * 8,
+            )?;
         }
         if let (Collect::Knn { k }, Some(host)) = (self.collect, host) {
             // The lists, and their ids widened to int64 for the result file.
             let each = k as u64 * (4 + 8 + self.value.bytes() as u64);
-            let n = inputs.a.len() as u64;
+            let n = walker.a.n;
             host.check(|| format!("`{}`: {n} lists of K = {k} neighbours", self.problem), n * each)?;
         }
-        if let (Collect::Pairs, Some(host)) = (self.collect, host) {
-            self.check_pairs_fit(&walker, &host)?;
+        if let (Collect::Pairs, Some(host)) = (self.collect, host)
+            && walker.holds_a
+        {
+            self.check_pairs_fit(walker, &host)?;
         }
         let chunks = items.div_ceil(chunk);
         // Pairs found so far, and whether they outgrew the memory available.
@@ -428,6 +476,9 @@ impl CpuDriver {
         let (stop, done) = (AtomicBool::new(false), AtomicUsize::new(0));
         let watch = crate::stop::Watch::start();
         let visited = AtomicU64::new(0);
+        // Rows of A sent with chunks: bytes received, held now, held at most.
+        let (received, held, most_held) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
+        let failed = std::sync::Mutex::new(None);
 
         // Workers take chunks of work items in turn; results are kept per
         // chunk, so that their merge does not depend on which thread ran which.
@@ -438,12 +489,39 @@ impl CpuDriver {
                 if stop.load(Ordering::Relaxed) || watch.asked() {
                     break;
                 }
-                let c = usize::try_from(counter.next()).unwrap_or(usize::MAX);
+                let (c, rows) = counter.next_carried();
+                let c = usize::try_from(c).unwrap_or(usize::MAX);
                 if c >= chunks {
                     break;
                 }
                 let (lo, hi) = (c * chunk, ((c + 1) * chunk).min(items));
-                let part = walker.walk(lo, hi, &mut buffer);
+                let part = match rows {
+                    None => walker.walk(lo, hi, &mut buffer),
+                    Some(bytes) => {
+                        received.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                        let rows = ranks::decode_rows(&bytes, lo).and_then(|rows| match rows.len() {
+                            n if n == hi - lo => Ok(rows),
+                            n => Err(WireError {
+                                at: 0,
+                                len: bytes.len(),
+                                what: format!("{n} rows came, {} were expected", hi - lo),
+                            }),
+                        });
+                        drop(bytes);
+                        let rows = match rows {
+                            Ok(rows) => rows,
+                            Err(why) => {
+                                self.failed(&failed, &stop, c, lo, hi, why);
+                                break;
+                            }
+                        };
+                        let bytes = rows.held_bytes();
+                        most_held.fetch_max(held.fetch_add(bytes, Ordering::Relaxed) + bytes, Ordering::Relaxed);
+                        let part = walker.walk_rows(&rows, lo, &mut buffer);
+                        held.fetch_sub(bytes, Ordering::Relaxed);
+                        part
+                    }
+                };
                 if let Partial::Pairs(p) = &part
                     && found.fetch_add(p.len() as u64, Ordering::Relaxed) + p.len() as u64 > most_pairs
                 {
@@ -461,6 +539,9 @@ impl CpuDriver {
             let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
             handles.into_iter().flat_map(|h| h.join().expect("CPU worker panicked")).collect()
         });
+        if let Some(e) = failed.into_inner().expect("no worker panicked holding it") {
+            return Err(e);
+        }
         if watch.asked() {
             return Err(crate::stop::Stopped.into());
         }
@@ -480,7 +561,32 @@ impl CpuDriver {
             .into());
         }
         parts.sort_by_key(|(c, _)| *c);
-        Ok((parts.into_iter().map(|(c, p)| (c as u64, p)).collect(), u128::from(visited.into_inner())))
+        Ok(Ran {
+            parts: parts.into_iter().map(|(c, p)| (c as u64, p)).collect(),
+            pairs: u128::from(visited.into_inner()),
+            // Rows walked, and those the counter received ahead of the walk.
+            rows_held_bytes: most_held.into_inner() + counter.most_bytes_ahead(),
+            rows_received_bytes: received.into_inner(),
+        })
+    }
+
+    /// Records why the rows sent with chunk `c` could not be read, and stops the run.
+    fn failed(
+        &self,
+        failed: &std::sync::Mutex<Option<CpuError>>,
+        stop: &AtomicBool,
+        c: usize,
+        lo: usize,
+        hi: usize,
+        why: WireError,
+    ) {
+        stop.store(true, Ordering::Relaxed);
+        failed.lock().expect("no worker panicked holding it").get_or_insert(CpuError::Rows {
+            piece: c as u64,
+            lo,
+            hi,
+            why,
+        });
     }
 
     /// Refuses, before the run, pairs that cannot fit `host`'s memory. Where
@@ -528,24 +634,16 @@ impl CpuDriver {
     pub fn walker<'a>(&'a self, inputs: &'a Inputs, grid: Option<&'a Grid>) -> Walker<'a> {
         assert_eq!(grid.is_some(), self.index != IndexKind::None, "a grid driver runs on a grid, and only it");
         self.use_box();
-        let widen = |s: &'a PointSet| -> Cow<'a, [Column]> {
-            if self.f64_mode {
-                Cow::Owned(s.columns.iter().map(Column::widened).collect())
-            } else {
-                Cow::Borrowed(&s.columns)
-            }
-        };
         // A grid's driver reads both sets in cell order, and names the points by
         // their input indices itself.
         let (set_a, set_b) = match grid {
             Some(g) => (&g.a.set, g.b.as_ref().map(|b| &b.set)),
             None => (&inputs.a, inputs.b.as_ref()),
         };
-        let a_cols = widen(set_a);
-        let b_cols = set_b.map(widen);
-        let ptrs = |cols: &[Column]| -> Vec<*const c_void> { cols.iter().map(Column::as_ptr).collect() };
-        let a_ptrs = ptrs(&a_cols);
-        let b_ptrs = b_cols.as_deref().map(ptrs).unwrap_or_else(|| a_ptrs.clone());
+        let a_cols = self.widen(set_a);
+        let b_cols = set_b.map(|b| self.widen(b));
+        let a_ptrs = pointers(&a_cols);
+        let b_ptrs = b_cols.as_deref().map(pointers).unwrap_or_else(|| a_ptrs.clone());
         let units: Vec<[u32; 4]> = grid
             .map(|g| g.units.iter().map(|u| [u.own[0], u.own[1], u.ranges[0], u.ranges[1]]).collect())
             .unwrap_or_default();
@@ -562,12 +660,51 @@ impl CpuDriver {
             driver: self,
             grid,
             rings: self.index == IndexKind::Rings,
+            holds_a: true,
             a: RawSet { columns: a_ptrs.as_ptr(), n: inputs.a.len() as u64 },
             b: RawSet { columns: b_ptrs.as_ptr(), n: inputs.other().len() as u64 },
             raw_grid,
             _columns: (a_cols, b_cols, a_ptrs, b_ptrs, units),
         }
     }
+
+    /// A walker of set `b` alone, against a set A of `a_points` points that
+    /// this process does not hold: each chunk's rows of A come with it
+    /// ([`Walker::walk_rows`]). Two sets and every pair only: a chunk of rows
+    /// of A then reads those rows and all of B, nothing else.
+    pub fn walker_without_a<'a>(&'a self, a_points: usize, b: &'a PointSet) -> Walker<'a> {
+        assert!(
+            self.visit == Visit::Cross && self.index == IndexKind::None,
+            "rows of A alone serve only A x B, every pair"
+        );
+        self.use_box();
+        let b_cols = self.widen(b);
+        let b_ptrs = pointers(&b_cols);
+        Walker {
+            driver: self,
+            grid: None,
+            rings: false,
+            holds_a: false,
+            a: RawSet { columns: std::ptr::null(), n: a_points as u64 },
+            b: RawSet { columns: b_ptrs.as_ptr(), n: b.len() as u64 },
+            raw_grid: None,
+            _columns: (Cow::Borrowed(&[]), Some(b_cols), Vec::new(), b_ptrs, Vec::new()),
+        }
+    }
+
+    /// A set's columns as the driver reads them: widened to f64 in f64 mode.
+    fn widen<'a>(&self, s: &'a PointSet) -> Cow<'a, [Column]> {
+        if self.f64_mode {
+            Cow::Owned(s.columns.iter().map(Column::widened).collect())
+        } else {
+            Cow::Borrowed(&s.columns)
+        }
+    }
+}
+
+/// The columns' addresses, as the driver's sets take them.
+fn pointers(cols: &[Column]) -> Vec<*const c_void> {
+    cols.iter().map(Column::as_ptr).collect()
 }
 
 /// A driver ready to walk work items: the sets (and grid) as the driver
@@ -577,6 +714,8 @@ pub struct Walker<'a> {
     driver: &'a CpuDriver,
     grid: Option<&'a Grid>,
     pub rings: bool,
+    /// Whether `a` points at set A's columns ([`CpuDriver::walker_without_a`]: it does not).
+    holds_a: bool,
     a: RawSet,
     b: RawSet,
     raw_grid: Option<RawGrid>,
@@ -618,8 +757,31 @@ impl Walker<'_> {
     /// Walks items [lo, hi): their totals, pairs, or lists (rows lo.. of
     /// the lists, in cell order for a search of rings).
     pub fn walk(&self, lo: usize, hi: usize, buffer: &mut Vec<u32>) -> Partial {
+        assert!(self.holds_a, "a walker without set A walks the rows sent with a chunk (walk_rows)");
+        self.walk_set(&self.a, lo, hi, buffer)
+    }
+
+    /// Walks `rows`, rows [first, first + rows.len()) of set A sent with a
+    /// chunk, against every point of B: the partial result `walk` gives for
+    /// those items where the whole of A is held (pairs and lists named by
+    /// their rows of A).
+    pub fn walk_rows(&self, rows: &PointSet, first: usize, buffer: &mut Vec<u32>) -> Partial {
+        assert!(self.grid.is_none() && self.driver.visit == Visit::Cross, "rows of A alone serve only A x B");
+        let cols = self.driver.widen(rows);
+        let ptrs = pointers(&cols);
+        let own = RawSet { columns: ptrs.as_ptr(), n: rows.len() as u64 };
+        // The driver names an own point by its place in `own`: from `first` on in A.
+        match self.walk_set(&own, 0, rows.len(), buffer) {
+            Partial::Pairs(p) => Partial::Pairs(p.into_iter().map(|[i, j]| [i + first as u32, j]).collect()),
+            Partial::Knn(lists) => Partial::Knn(lists.into_iter().map(|(r, v, ids)| (r + first, v, ids)).collect()),
+            totals => totals,
+        }
+    }
+
+    /// Walks items [lo, hi) of the own points `a`.
+    fn walk_set(&self, a: &RawSet, lo: usize, hi: usize, buffer: &mut Vec<u32>) -> Partial {
         let lib = &*self.driver.lib;
-        let (a, b) = (&self.a as *const RawSet, &self.b as *const RawSet);
+        let (a, b) = (a as *const RawSet, &self.b as *const RawSet);
         let g = self.raw_grid.as_ref().map_or(std::ptr::null(), |g| g as *const RawGrid);
         let (lo64, hi64) = (lo as u64, hi as u64);
         const ROWS: &[u8] = b"twobs_rows";

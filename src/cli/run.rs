@@ -134,12 +134,28 @@ pub(super) struct RunArgs {
     /// costs; the report says how the work was split and why).
     #[arg(long, value_enum, default_value = "auto")]
     hybrid: Hybrid,
+    /// MPI ranks: what the ranks other than 0 are sent of the inputs. auto:
+    /// for two sets walked pair by pair on the CPU, set B whole and the rows
+    /// of A with each piece they take (a rank never holds all of A); both
+    /// sets whole otherwise. whole: both sets whole always (one broadcast,
+    /// no rows through rank 0 during the run).
+    #[arg(long, value_enum, default_value = "auto")]
+    rank_inputs: RankInputs,
     /// Re-compute on the CPU backend (all of it, or sampled rows for large inputs) and fail on any
     /// difference: a GPU run, or a CPU run's grid against every pair.
     #[arg(long)]
     verify: bool,
     #[command(flatten)]
     forced: ForcedArgs,
+}
+
+/// `--rank-inputs`: what rank 0 sends the other ranks of the inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum RankInputs {
+    /// Rows of A with the pieces where the problem allows (`run::rows_of_a_travel`), else whole.
+    Auto,
+    /// Both sets whole on every rank.
+    Whole,
 }
 
 /// Points per set of the built-in default dataset.
@@ -225,28 +241,58 @@ fn run_as(mut args: RunArgs, ranks: Option<ranks::Handle>) -> anyhow::Result<()>
     let destinations = if root { Some(Destinations::check(&problem, &args)?) } else { None };
     let mut run_opts = run_options(&args)?;
     run_opts.ranks = ranks.clone();
-    // Rank 0 reads the inputs once and sends them to every rank.
-    let (frames, input_notes, frame_params) = match ranks.as_ref().map(|h| &*h.0).filter(|r| r.size() > 1) {
-        None => read_points(&problem, &params, &given, &components, &opts, &args, types.as_ref())?,
-        Some(r) => {
-            let read = if root {
-                let (frames, notes, frame_params) =
-                    read_points(&problem, &params, &given, &components, &opts, &args, types.as_ref())?;
-                // The other ranks know the --params, not a box read from the file.
-                if frame_params.len() > 1 || frame_params[0] != params {
-                    anyhow::bail!(
-                        "a box read from an MD file is not sent to the other MPI ranks yet; give it with --param, or run one process"
-                    );
-                }
-                Some(ranks::encode_frames(&frames, &notes))
-            } else {
-                None
-            };
-            let (frames, notes) = ranks::decode_frames(&r.broadcast(read))?;
-            (frames, notes, vec![params.clone()])
+    // Rank 0 reads the inputs once and sends every rank what it holds: the
+    // frames whole, or set B alone where A's rows travel with the pieces.
+    let (frames, input_notes, frame_params, exec) = match ranks.as_ref().map(|h| &*h.0).filter(|r| r.size() > 1) {
+        None => {
+            let (frames, notes, frame_params) =
+                read_points(&problem, &params, &given, &components, &opts, &args, types.as_ref())?;
+            let exec = run::execute_frames(&problem, &frame_params, &frames, &run_opts)?;
+            (frames, notes, frame_params, exec)
         }
+        Some(r) if root => {
+            let (frames, notes, frame_params) =
+                read_points(&problem, &params, &given, &components, &opts, &args, types.as_ref())?;
+            // The other ranks know the --params, not a box read from the file.
+            if frame_params.len() > 1 || frame_params[0] != params {
+                anyhow::bail!(
+                    "a box read from an MD file is not sent to the other MPI ranks yet; give it with --param, or run one process"
+                );
+            }
+            let travel = match (&frames[..], args.rank_inputs) {
+                ([one], RankInputs::Auto) => run::rows_of_a_travel(&problem, &params, one, &run_opts)?,
+                _ => None,
+            };
+            let sent = match travel {
+                Some(f64_mode) => ranks::encode_rows_of_a(&frames[0], f64_mode),
+                None => ranks::encode_frames(&frames, &notes),
+            };
+            let sent = r.broadcast(Some(sent)).len() as u64;
+            let exec = match travel {
+                Some(_) => run::execute_rows(&problem, &params, run::Held::Root(&frames[0]), &run_opts)?,
+                None => {
+                    let mut exec = run::execute_frames(&problem, &frame_params, &frames, &run_opts)?;
+                    // Every other rank received the frames.
+                    exec.ranks.iter_mut().filter(|w| w.rank != 0).for_each(|w| w.received_bytes = sent);
+                    exec
+                }
+            };
+            (frames, notes, frame_params, exec)
+        }
+        Some(r) => match ranks::decode_sent(&r.broadcast(None))? {
+            ranks::Sent::RowsOfA(rows) => {
+                // What this rank found went to rank 0, which writes.
+                run::execute_rows(&problem, &params, run::Held::Rank(&rows), &run_opts)?;
+                return Ok(());
+            }
+            ranks::Sent::Whole { frames, notes } => {
+                let frame_params = vec![params.clone()];
+                let exec = run::execute_frames(&problem, &frame_params, &frames, &run_opts)?;
+                (frames, notes, frame_params, exec)
+            }
+        },
     };
-    let mut exec = run::execute_frames(&problem, &frame_params, &frames, &run_opts)?;
+    let mut exec = exec;
     exec.notes.splice(0..0, input_notes);
     if !args.quiet {
         for note in &exec.notes {
@@ -423,7 +469,12 @@ fn read_points(
         None => None,
     };
     let read = read_frames_of(given, components, opts, args.frames, types, &args.ids, topology.as_ref())?;
-    if read.len() > 1 && !matches!(problem.output, Output::Count { .. } | Output::Sum | Output::Histogram { .. }) {
+    if read.len() > 1
+        && !matches!(
+            problem.output,
+            Output::Count { .. } | Output::Sum | Output::Histogram { .. } | Output::Histogram2d { .. }
+        )
+    {
         anyhow::bail!(
             "{} frames: frames add up for counts, sums and histograms, but problem `{}` makes {}; run each frame alone",
             read.len(),

@@ -15,7 +15,7 @@ use crate::run::RunOptions;
 use crate::schedule::GpuOptions;
 use crate::stage::contribution;
 use crate::write::{Destination, Named, Target as ResultTarget};
-use crate::xi::{self, Estimator, Norm};
+use crate::xi::{self, Estimator, LineOfSight, Norm};
 
 #[derive(Args)]
 pub(super) struct XiArgs {
@@ -39,8 +39,23 @@ pub(super) struct XiArgs {
     /// The catalogues are RA and Dec in degrees (two columns) and xi is w(theta):
     /// angular separations in degrees (the built-in ddtheta; its parameters
     /// bins, theta_min, theta_max), as Corrfunc's DDtheta_mocks counts them.
-    #[arg(long, conflicts_with = "box_size")]
+    #[arg(long, conflicts_with_all = ["box_size", "rp_pi", "s_mu"])]
     radec: bool,
+    /// xi(rp, pi) in cells of rp (across the line of sight, the z axis) and
+    /// pi = |dz| in [0, PIMAX), and wp(rp) = 2 sum over pi of xi dpi (--wp):
+    /// the built-in ddrppi (rp_bins, rp_min, rp_max; pi_bins, PIMAX of them
+    /// by default, each 1 wide, as Corrfunc's DDrppi), Corrfunc's
+    /// convert_rp_pi_counts_to_wp with randoms, its theory.wp with --box.
+    #[arg(long, value_name = "PIMAX", conflicts_with = "s_mu")]
+    rp_pi: Option<f32>,
+    /// xi(s, mu) in cells of s and mu = |dz| / s in [0, 1), MU_BINS of them
+    /// (the built-in ddsmu: s_bins, s_min, s_max, mu_max), as Corrfunc's DDsmu.
+    #[arg(long, value_name = "MU_BINS")]
+    s_mu: Option<u32>,
+    /// Where wp(rp) goes with --rp-pi (.csv, .npy or .json, or - for
+    /// standard output): rp_lo, rp_hi, wp.
+    #[arg(long, value_name = "FILE|-", requires = "rp_pi")]
+    wp: Option<String>,
     /// A patch number (0, 1, ...) per data point, a 1-D .npy or one number a
     /// line: xi is estimated again with each patch left out, and its jackknife
     /// errors written beside it (TreeCorr's var_method="jackknife").
@@ -112,13 +127,39 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         (None, Some(_)) => Estimator::Natural,
         (None, None) => Estimator::LandySzalay,
     };
-    let default_problem = match (&args.box_size, args.radec) {
-        (Some(_), _) => "dd_periodic",
-        (None, true) => "ddtheta",
-        (None, false) => "sdh",
+    let los = match (args.rp_pi, args.s_mu) {
+        (Some(_), _) => Some(LineOfSight::Pi),
+        (None, Some(_)) => Some(LineOfSight::Mu),
+        (None, None) => None,
+    };
+    let default_problem = match (&args.box_size, args.radec, los) {
+        (_, _, Some(LineOfSight::Pi)) => "ddrppi",
+        (_, _, Some(LineOfSight::Mu)) => "ddsmu",
+        (Some(_), _, None) => "dd_periodic",
+        (None, true, None) => "ddtheta",
+        (None, false, None) => "sdh",
     };
     let problem = load(args.problem.as_deref().unwrap_or(default_problem), args.log_bins)?;
-    let mut param_args = args.params.clone();
+    let mut param_args = Vec::new();
+    // The flags' parameters first, so that a --param of the same name overrides them.
+    if let Some(pimax) = args.rp_pi {
+        if !(pimax.is_finite() && pimax > 0.0) {
+            anyhow::bail!("--rp-pi {pimax}: PIMAX must be a positive number");
+        }
+        param_args.push(format!("pi_max={pimax}"));
+        if !args.params.iter().any(|p| p.trim_start().starts_with("pi_bins=")) {
+            if pimax.fract() != 0.0 || pimax > 1e6 {
+                anyhow::bail!(
+                    "--rp-pi {pimax}: pi buckets are 1 wide by default (Corrfunc's), which needs a whole PIMAX; give their number with --param pi_bins=N"
+                );
+            }
+            param_args.push(format!("pi_bins={pimax}"));
+        }
+    }
+    if let Some(bins) = args.s_mu {
+        param_args.push(format!("mu_bins={bins}"));
+    }
+    param_args.extend(args.params.iter().cloned());
     if let Some(b) = &args.box_size {
         if args.params.iter().any(|p| p.starts_with("box=")) {
             anyhow::bail!("--box and --param box=...: give the box once");
@@ -163,6 +204,20 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
             Some(ResultTarget::new(Destination::File(path.into()), Some(crate::write::Format::Json))?)
         }
     };
+    let wp_target = match args.wp.as_deref() {
+        None => None,
+        Some("-") if target.destination == Destination::Stdout => {
+            anyhow::bail!("--out - and --wp - both want standard output; send one of them to a file")
+        }
+        Some("-") => Some(ResultTarget::new(Destination::Stdout, format)?),
+        Some(path) => {
+            written.push(Named::new("--wp", path));
+            Some(ResultTarget::new(Destination::File(path.into()), format)?)
+        }
+    };
+    if args.plot.is_some() && los == Some(LineOfSight::Mu) {
+        anyhow::bail!("--plot draws xi(r), w(theta) or wp(rp); xi(s, mu) has two axes: write it with --out");
+    }
     let cov_target = match &args.cov {
         Some(path) => {
             written.push(Named::new("--cov", path));
@@ -224,8 +279,9 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
     };
     let randoms = randoms.map(|a| Inputs { a, b: None });
     let data = Inputs { a: data, b: None };
-    let (counts, runs) = xi::count(&problem, &params, &data, randoms.as_ref(), estimator, &run_opts)?;
+    let (counts, runs) = xi::count_cells(&problem, &params, &data, randoms.as_ref(), estimator, los, &run_opts)?;
     let xi = counts.xi(estimator, args.norm);
+    let wp = counts.wp(&xi);
     let started = std::time::Instant::now();
     let jackknife = match (&patches, &randoms) {
         (Some((dp, rp)), randoms) => Some(xi::jackknife(
@@ -242,9 +298,11 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
     };
     let (dd, rr, dr) = (&counts.dd, &counts.rr(args.norm), counts.dr());
     let n = xi.len();
-    // Separations are distances r, or angles theta in degrees with --radec.
-    let (lo, hi) = if args.radec { ("theta_lo", "theta_hi") } else { ("r_lo", "r_hi") };
-    let mut columns: Vec<(&str, &[f64])> = vec![(lo, &counts.edges[..n]), (hi, &counts.edges[1..]), ("dd", dd)];
+    // Separations are distances r, or angles theta in degrees with --radec; or 2-D cells.
+    let buckets = bucket_columns(&counts, args.radec);
+    let mut columns: Vec<(&str, &[f64])> = buckets.iter().map(|(name, c)| (*name, &c[..])).collect();
+    let edge_columns = columns.len();
+    columns.push(("dd", dd));
     if let Some(dr) = dr {
         columns.push(("dr", dr));
     }
@@ -253,15 +311,29 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
     if jackknife.is_some() {
         columns.push(("xi_err", &errors));
     }
-    crate::write::table(&target, &columns, 2)?;
+    crate::write::table(&target, &columns, edge_columns)?;
     if let (Some(j), Some(cov_target)) = (&jackknife, &cov_target) {
         let names: Vec<String> = (0..n).map(|i| format!("cov_{i}")).collect();
-        let mut cov: Vec<(&str, &[f64])> = vec![(lo, &counts.edges[..n]), (hi, &counts.edges[1..])];
+        let mut cov: Vec<(&str, &[f64])> = buckets.iter().map(|(name, c)| (*name, &c[..])).collect();
         let by_column: Vec<Vec<f64>> = (0..n).map(|c| (0..n).map(|r| j.covariance[r][c]).collect()).collect();
         cov.extend(names.iter().map(|s| s.as_str()).zip(by_column.iter().map(|c| &c[..])));
-        crate::write::table(cov_target, &cov, 2)?;
+        crate::write::table(cov_target, &cov, edge_columns)?;
     }
-    if let Some(path) = &args.plot {
+    let rp = &counts.edges;
+    if let (Some(wp), Some(wp_target)) = (&wp, &wp_target) {
+        let m = wp.len();
+        crate::write::table(wp_target, &[("rp_lo", &rp[..m]), ("rp_hi", &rp[1..]), ("wp", wp)], 2)?;
+    }
+    if let (Some(path), Some(wp)) = (&args.plot, &wp) {
+        let figure = plot::Figure {
+            title: format!("wp(rp), {}: {} data points, {}", estimator.name(), counts.data_points, against(&counts)),
+            x_label: "rp".into(),
+            y_label: "wp(rp)".into(),
+            log_x: args.log_bins,
+            series: vec![plot::Series { label: "wp".into(), edges: &counts.edges, values: wp }],
+        };
+        plot::draw(&figure, path)?;
+    } else if let Some(path) = &args.plot {
         let figure = plot::Figure {
             title: format!(
                 "{}, {}: {} data points, {}",
@@ -293,6 +365,8 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
             "result": {
                 "edges": counts.edges, "dd": dd, "dr": dr, "rr": rr, "xi": xi,
                 "xi_err": jackknife.is_some().then_some(&errors),
+                "cells": counts.cells.as_ref().map(|(los, e)| serde_json::json!({ "axes": los.axes(), "second_edges": e })),
+                "wp": wp,
             },
             "runs": runs,
         });
@@ -304,7 +378,13 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
             Destination::File(_) => println!("{line}"),
         };
         say(format!(
-            "xi(r) by the {} estimator: {} data points, {}, counts over {}, {}",
+            "{} by the {} estimator: {} data points, {}, counts over {}, {}",
+            match los {
+                None if args.radec => "w(theta)",
+                None => "xi(r)",
+                Some(LineOfSight::Pi) => "xi(rp, pi)",
+                Some(LineOfSight::Mu) => "xi(s, mu)",
+            },
             estimator.name(),
             counts.data_points,
             against(&counts),
@@ -320,7 +400,7 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
                 run.index.pairs,
                 run.device,
                 run.timings.total_s,
-                run.index.index.name(),
+                run.index.name(),
                 run.index.why
             ));
         }
@@ -335,10 +415,41 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
             say("xi is NaN (null in JSON) where the randoms have no pair: use more randoms or wider buckets".into());
         }
         if let Destination::File(path) = &target.destination {
-            say(format!("{} buckets -> {}", n, path.display()));
+            say(format!("{} {} -> {}", n, if los.is_some() { "cells" } else { "buckets" }, path.display()));
+        }
+        if let Some(Destination::File(path)) = wp_target.as_ref().map(|t| &t.destination) {
+            say(format!("wp(rp) in {} rp buckets -> {}", counts.edges.len() - 1, path.display()));
         }
     }
     Ok(())
+}
+
+/// The columns that name each row's bucket: its lower and upper edges (r, or
+/// theta with --radec), or a 2-D cell's four (rp_lo, rp_hi, pi_lo, pi_hi),
+/// the first axis outer.
+fn bucket_columns(counts: &xi::PairCounts, radec: bool) -> Vec<(&'static str, Vec<f64>)> {
+    let e = &counts.edges;
+    match &counts.cells {
+        None => {
+            let (lo, hi) = if radec { ("theta_lo", "theta_hi") } else { ("r_lo", "r_hi") };
+            vec![(lo, e[..e.len() - 1].to_vec()), (hi, e[1..].to_vec())]
+        }
+        Some((los, second)) => {
+            let m = second.len() - 1;
+            let cells = e.len() - 1;
+            let per = |f: &dyn Fn(usize, usize) -> f64| (0..cells * m).map(|c| f(c / m, c % m)).collect::<Vec<f64>>();
+            let names = match los {
+                LineOfSight::Pi => ["rp_lo", "rp_hi", "pi_lo", "pi_hi"],
+                LineOfSight::Mu => ["s_lo", "s_hi", "mu_lo", "mu_hi"],
+            };
+            vec![
+                (names[0], per(&|i, _| e[i])),
+                (names[1], per(&|i, _| e[i + 1])),
+                (names[2], per(&|_, j| second[j])),
+                (names[3], per(&|_, j| second[j + 1])),
+            ]
+        }
+    }
 }
 
 /// What DD was compared with, for the report and the plot's title.

@@ -372,6 +372,11 @@ impl PointSet {
         self.columns.first().map_or(0, Column::len)
     }
 
+    /// The bytes of its columns.
+    pub fn held_bytes(&self) -> u64 {
+        self.columns.iter().map(|c| c.len() as u64 * c.scalar().bytes() as u64).sum()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -560,8 +565,7 @@ impl Inputs {
 
     /// The bytes of every column of both sets (what a process holds of its inputs).
     pub fn held_bytes(&self) -> u64 {
-        let set = |s: &PointSet| s.columns.iter().map(|c| c.len() as u64 * c.scalar().bytes() as u64).sum::<u64>();
-        set(&self.a) + self.b.as_ref().map_or(0, set)
+        self.a.held_bytes() + self.b.as_ref().map_or(0, PointSet::held_bytes)
     }
 
     /// Set A, then set B where there is one.

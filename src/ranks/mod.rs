@@ -64,6 +64,17 @@ pub fn no_pmi(tasks: usize) -> String {
 /// whichever rank asks first; past the end once every one is taken.
 pub trait Counter: Sync {
     fn next(&self) -> u64;
+    /// The next position, with the bytes rank 0 sent with it where the
+    /// counter carries them ([`Ranks::carrying`]: the rows of set A the
+    /// piece reads); None where this process holds them itself.
+    fn next_carried(&self) -> (u64, Option<Vec<u8>>) {
+        (self.next(), None)
+    }
+    /// The most bytes this counter held at once that its takers had not
+    /// yet taken (a carrying counter asks ahead of them).
+    fn most_bytes_ahead(&self) -> u64 {
+        0
+    }
 }
 
 /// One process's counter: the list is this process's alone.
@@ -88,6 +99,19 @@ pub trait Ranks: Send + Sync {
     /// it once its own threads have stopped taking work; rank 0's drop
     /// waits until every rank has.
     fn counter(&self) -> Box<dyn Counter + '_>;
+    /// A counter as [`Ranks::counter`]'s whose answers to the other ranks
+    /// carry `payload(position)` (rank 0 gives it; the others give None),
+    /// lent to `work` on this rank; returns once `work` has, and on rank 0
+    /// once every rank has stopped asking. Rank 0's own threads get no
+    /// bytes: it holds what they would carry. `payload` gives no bytes past
+    /// the end of the list: another rank asks ahead of its work, up to
+    /// `ahead` answers, and stops asking there.
+    fn carrying(
+        &self,
+        payload: Option<&(dyn Fn(u64) -> Vec<u8> + Sync)>,
+        ahead: usize,
+        work: &mut dyn FnMut(&dyn Counter),
+    );
     /// Every rank's bytes, in rank order, on rank 0; None on the others.
     fn gather(&self, mine: Vec<u8>) -> Option<Vec<Vec<u8>>>;
     /// Rank 0's bytes (`Some` there, ignored elsewhere) on every rank.
@@ -132,9 +156,120 @@ pub struct RankWork {
     pub pairs: u128,
     /// Seconds from the start of its compute to the end of its last piece.
     pub compute_s: f64,
-    /// Bytes of input points it held: today every rank holds both sets
-    /// whole (docs/architecture.md says why, and what would bound it).
+    /// What it held of the inputs.
+    pub holding: Holding,
+    /// Bytes of input points it held at most at once: both sets where it
+    /// holds them whole; set B and the rows of the pieces in flight where
+    /// A's rows travel with its pieces.
     pub input_bytes: u64,
+    /// Bytes of input points it received from rank 0 (the broadcast, and
+    /// the rows sent with its pieces); 0 on rank 0, which read them.
+    pub received_bytes: u64,
+}
+
+/// What a rank holds of a run's inputs (docs/architecture.md, "A rank's memory").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Holding {
+    /// Both sets whole: one set (a piece of rows pairs them with every
+    /// earlier row), grids and the cell hierarchy (sorted from whole sets),
+    /// the GPUs, and Python's ranks (each given the points by its caller).
+    Whole,
+    /// Set B whole, and of set A only the rows of the pieces it computes,
+    /// sent by rank 0 with each piece: two sets, every pair, on the CPU.
+    RowsOfA,
+}
+
+impl Holding {
+    pub fn name(self) -> &'static str {
+        match self {
+            Holding::Whole => "both sets whole",
+            Holding::RowsOfA => "set B whole, the rows of A of its pieces",
+        }
+    }
+}
+
+/// What a rank other than 0 is sent of a run whose A travels with its
+/// pieces: set B whole, and of A its size and origin.
+#[derive(Debug, Clone)]
+pub struct RowsOfA {
+    pub a_points: usize,
+    pub a_origin: String,
+    pub b: PointSet,
+    /// Rank 0's verdict on the points' range (`run::f64_for_range`): the
+    /// arithmetic every rank computes in.
+    pub f64_mode: bool,
+    /// Bytes of this message (what the rank received before its pieces).
+    pub received_bytes: u64,
+}
+
+/// What rank 0 sends every rank before a run of several: the frames whole,
+/// or B and the size of A where A's rows travel with the pieces.
+#[derive(Debug)]
+pub enum Sent {
+    Whole { frames: Vec<Inputs>, notes: Vec<String> },
+    RowsOfA(RowsOfA),
+}
+
+/// Rank 0's message of [`Sent::RowsOfA`]: B whole and A's size.
+pub fn encode_rows_of_a(inputs: &Inputs, f64_mode: bool) -> Vec<u8> {
+    let b = inputs.b.as_ref().expect("rows of A travel only for two sets");
+    let mut out = vec![SENT_ROWS_OF_A];
+    put(&mut out, inputs.a.len() as u64);
+    put_text(&mut out, &inputs.a.origin);
+    out.push(u8::from(f64_mode));
+    put_text(&mut out, &b.origin);
+    put(&mut out, b.columns.len() as u64);
+    b.columns.iter().for_each(|c| put_column(&mut out, c, 0, c.len()));
+    out
+}
+
+/// What rank 0 sent: [`encode_frames`]' frames, or [`encode_rows_of_a`]'s B.
+pub fn decode_sent(bytes: &[u8]) -> Result<Sent, WireError> {
+    match bytes.first() {
+        Some(&SENT_WHOLE) => {
+            let (frames, notes) = decode_frames(&bytes[1..])?;
+            Ok(Sent::Whole { frames, notes })
+        }
+        Some(&SENT_ROWS_OF_A) => {
+            let mut r = Reader { bytes, at: 1 };
+            let a_points = r.u64()? as usize;
+            let a_origin = r.text()?;
+            let f64_mode = r.take(1)?[0] != 0;
+            let origin = r.text()?;
+            let columns = (0..r.u64()?).map(|_| r.column()).collect::<Result<Vec<_>, _>>()?;
+            if r.at != bytes.len() {
+                return Err(r.error("bytes left over after set B"));
+            }
+            let b = PointSet { columns, origin, rows: None };
+            Ok(Sent::RowsOfA(RowsOfA { a_points, a_origin, b, f64_mode, received_bytes: bytes.len() as u64 }))
+        }
+        _ => Err(WireError { at: 0, len: bytes.len(), what: "neither frames nor set B".into() }),
+    }
+}
+
+const SENT_WHOLE: u8 = 0;
+const SENT_ROWS_OF_A: u8 = 1;
+
+/// Rows [lo, hi) of `set`'s columns, for the trip with a piece.
+pub fn encode_rows(set: &PointSet, lo: usize, hi: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    put(&mut out, set.columns.len() as u64);
+    set.columns.iter().for_each(|c| put_column(&mut out, c, lo, hi));
+    out
+}
+
+/// The rows `encode_rows` wrote, as a set of their own (its row 0 is row `first` of A).
+pub fn decode_rows(bytes: &[u8], first: usize) -> Result<PointSet, WireError> {
+    let mut r = Reader { bytes, at: 0 };
+    let columns = (0..r.u64()?).map(|_| r.column()).collect::<Result<Vec<_>, _>>()?;
+    if r.at != bytes.len() {
+        return Err(r.error("bytes left over after the rows"));
+    }
+    if columns.iter().any(|c| c.len() != columns[0].len()) {
+        return Err(r.error("columns of different lengths"));
+    }
+    Ok(PointSet { columns, origin: format!("rows from {first} of set A"), rows: None })
 }
 
 /// The machine each rank described (its GPUs' names and count), where they
@@ -226,7 +361,7 @@ pub fn encode(parts: &[Keyed]) -> Vec<u8> {
                 put(&mut out, rows.len() as u64);
                 for (first, values, ids) in rows {
                     put(&mut out, *first as u64);
-                    put_column(&mut out, values);
+                    put_column(&mut out, values, 0, values.len());
                     put(&mut out, ids.len() as u64);
                     ids.iter().for_each(|&i| out.extend_from_slice(&i.to_le_bytes()));
                 }
@@ -276,11 +411,8 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Keyed>, WireError> {
 /// Little-endian bytes of a run's frames of point sets, for rank 0 to send
 /// every rank what it read once (and the notes its reading made).
 pub fn encode_frames(frames: &[Inputs], notes: &[String]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let text = |out: &mut Vec<u8>, t: &str| {
-        put(out, t.len() as u64);
-        out.extend_from_slice(t.as_bytes());
-    };
+    let mut out = vec![SENT_WHOLE];
+    let text = put_text;
     put(&mut out, notes.len() as u64);
     notes.iter().for_each(|n| text(&mut out, n));
     put(&mut out, frames.len() as u64);
@@ -297,7 +429,7 @@ pub fn encode_frames(frames: &[Inputs], notes: &[String]) -> Vec<u8> {
                 None => out.push(0),
             }
             put(&mut out, set.columns.len() as u64);
-            set.columns.iter().for_each(|c| put_column(&mut out, c));
+            set.columns.iter().for_each(|c| put_column(&mut out, c, 0, c.len()));
         }
         if inputs.b.is_none() {
             out.push(0);
@@ -306,8 +438,9 @@ pub fn encode_frames(frames: &[Inputs], notes: &[String]) -> Vec<u8> {
     out
 }
 
-/// The frames and notes `encode_frames` wrote.
-pub fn decode_frames(bytes: &[u8]) -> Result<(Vec<Inputs>, Vec<String>), WireError> {
+/// The frames and notes `encode_frames` wrote (after its first byte, which
+/// says that frames follow: [`decode_sent`]).
+fn decode_frames(bytes: &[u8]) -> Result<(Vec<Inputs>, Vec<String>), WireError> {
     let mut r = Reader { bytes, at: 0 };
     let notes = (0..r.u64()?).map(|_| r.text()).collect::<Result<Vec<_>, _>>()?;
     let mut frames = Vec::new();
@@ -322,11 +455,24 @@ pub fn decode_frames(bytes: &[u8]) -> Result<(Vec<Inputs>, Vec<String>), WireErr
     Ok((frames, notes))
 }
 
-fn put_column(out: &mut Vec<u8>, column: &Column) {
+/// Values [lo, hi) of `column`.
+fn put_column(out: &mut Vec<u8>, column: &Column, lo: usize, hi: usize) {
     out.push(scalar_code(column.scalar()));
-    put(out, column.len() as u64);
-    let width = column.scalar().bytes() as usize;
-    (0..column.len()).for_each(|x| out.extend_from_slice(&column.bits(x).to_le_bytes()[..width]));
+    put(out, (hi - lo) as u64);
+    out.reserve((hi - lo) * column.scalar().bytes() as usize);
+    // One match a column, not a value (rank 0's server encodes a piece's rows while its threads compute).
+    match column {
+        Column::F32(v) => v[lo..hi].iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Column::F64(v) => v[lo..hi].iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Column::I32(v) => v[lo..hi].iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Column::I64(v) => v[lo..hi].iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Column::U32(v) => v[lo..hi].iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+    }
+}
+
+fn put_text(out: &mut Vec<u8>, t: &str) {
+    put(out, t.len() as u64);
+    out.extend_from_slice(t.as_bytes());
 }
 
 fn put(out: &mut Vec<u8>, x: u64) {
@@ -464,7 +610,8 @@ mod tests {
             Inputs { a: set("uniform:3 (seed 1)", None), b: None },
         ];
         let notes = vec!["a note".to_owned(), String::new()];
-        let (back, notes_back) = decode_frames(&encode_frames(&frames, &notes)).expect("decodes");
+        let bytes = encode_frames(&frames, &notes);
+        let Ok(Sent::Whole { frames: back, notes: notes_back }) = decode_sent(&bytes) else { panic!("frames") };
         assert_eq!(notes_back, notes);
         assert_eq!(back.len(), 2);
         for (x, y) in frames.iter().zip(&back) {
@@ -473,8 +620,34 @@ mod tests {
             }
             assert_eq!(x.b.is_some(), y.b.is_some());
         }
-        let bytes = encode_frames(&frames, &notes);
-        assert!(decode_frames(&bytes[..bytes.len() - 1]).is_err());
+        assert!(decode_sent(&bytes[..bytes.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn set_b_and_rows_of_a_come_back_from_the_wire_as_they_left() {
+        let set = |origin: &str, n: usize| PointSet {
+            columns: vec![
+                Column::F32((0..n).map(|i| i as f32 * 0.5 - 3.0).collect()),
+                Column::F64((0..n).map(|i| 1.0 / (i as f64 + 1.0)).collect()),
+                Column::I32((0..n).map(|i| -(i as i32)).collect()),
+            ],
+            origin: origin.into(),
+            rows: None,
+        };
+        let inputs = Inputs { a: set("a.npy", 10), b: Some(set("b.csv", 4)) };
+        let Ok(Sent::RowsOfA(got)) = decode_sent(&encode_rows_of_a(&inputs, true)) else { panic!("rows of A") };
+        assert_eq!((got.a_points, got.a_origin.as_str(), got.f64_mode), (10, "a.npy", true));
+        let b = inputs.b.as_ref().unwrap();
+        assert_eq!((&got.b.columns, &got.b.origin), (&b.columns, &b.origin));
+        let rows = decode_rows(&encode_rows(&inputs.a, 3, 7), 3).expect("decodes");
+        let whole = set("", 10);
+        for (c, w) in rows.columns.iter().zip(&whole.columns) {
+            assert_eq!(c.len(), 4);
+            assert!((0..4).all(|x| c.bits(x) == w.bits(x + 3)));
+        }
+        let bytes = encode_rows(&inputs.a, 0, 2);
+        assert!(decode_rows(&bytes[..bytes.len() - 1], 0).is_err());
+        assert!(decode_sent(&[7]).unwrap_err().what.contains("neither frames nor set B"));
     }
 
     #[test]

@@ -26,7 +26,7 @@ use std::mem::ManuallyDrop;
 use mpi::Threading;
 use mpi::environment::Universe;
 use mpi::ffi::MPI_Comm;
-use mpi::point_to_point::{Destination, Source};
+use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
 use mpi::raw::{AsRaw, FromRaw};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::Root;
@@ -172,6 +172,46 @@ impl World {
     fn comm(&self) -> ManuallyDrop<SimpleCommunicator> {
         view(self.comm)
     }
+
+    /// The first of a new counter's two tags: 100 (and 101) for the first counter, 102 for the next...
+    fn next_tag(&self) -> i32 {
+        100 + 2 * (self.counters.fetch_add(1, Ordering::Relaxed) % COUNTER_TAGS)
+    }
+}
+
+/// Rank 0's answers to the `others` ranks' requests on counter `tag`, until
+/// each has said it stopped: the next position of `next`, and after it
+/// `payload(position)` where the counter carries bytes.
+fn serve(raw: Raw, tag: i32, others: usize, next: &AtomicU64, payload: Option<&(dyn Fn(u64) -> Vec<u8> + Sync)>) {
+    let world = view(raw.0);
+    let (mut done, mut last) = (0, std::time::Instant::now());
+    while done < others {
+        let Some((message, _)) = world.any_process().immediate_matched_probe_with_tag(tag) else {
+            if last.elapsed() > SPIN {
+                std::thread::sleep(IDLE);
+            }
+            continue;
+        };
+        last = std::time::Instant::now();
+        let (word, status) = message.matched_receive::<u64>();
+        match word {
+            DONE => done += 1,
+            _ => {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let to = world.process_at_rank(status.source_rank());
+                match payload {
+                    None => to.send_with_tag(&k, tag + 1),
+                    // One message: the place, then its bytes (a piece's rows: kilobytes).
+                    Some(payload) => {
+                        let mut answer = k.to_le_bytes().to_vec();
+                        answer.extend(payload(k));
+                        assert!(answer.len() <= MESSAGE_BYTES, "a piece's rows fit one message");
+                        to.send_with_tag(&answer[..], tag + 1);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// A communicator handle as rsmpi's type, left for its owner to free.
@@ -203,38 +243,59 @@ impl Ranks for World {
     }
 
     fn counter(&self) -> Box<dyn Counter + '_> {
-        // Tags 100, 101 for the first counter, 102, 103 for the next...
-        let tag = 100 + 2 * (self.counters.fetch_add(1, Ordering::Relaxed) % COUNTER_TAGS);
+        let tag = self.next_tag();
         if self.rank != 0 {
-            return Box::new(Client { comm: Raw(self.comm), tag, lock: Mutex::new(()) });
+            return Box::new(Client { comm: Raw(self.comm), tag, carrying: false, lock: Mutex::new(()) });
         }
         let next = std::sync::Arc::new(AtomicU64::new(0));
-        let others = self.size - 1;
-        let served = next.clone();
-        let raw = Raw(self.comm);
+        let (others, served, raw) = (self.size - 1, next.clone(), Raw(self.comm));
         let server = std::thread::spawn(move || {
             let raw = raw;
-            let world = view(raw.0);
-            let (mut done, mut last) = (0, std::time::Instant::now());
-            while done < others {
-                let Some((message, _)) = world.any_process().immediate_matched_probe_with_tag(tag) else {
-                    if last.elapsed() > SPIN {
-                        std::thread::sleep(IDLE);
-                    }
-                    continue;
-                };
-                last = std::time::Instant::now();
-                let (word, status) = message.matched_receive::<u64>();
-                match word {
-                    DONE => done += 1,
-                    _ => {
-                        let k = served.fetch_add(1, Ordering::Relaxed);
-                        world.process_at_rank(status.source_rank()).send_with_tag(&k, tag + 1);
-                    }
-                }
-            }
+            serve(raw, tag, others, &served, None)
         });
         Box::new(Served { next, server: Some(server) })
+    }
+
+    fn carrying(
+        &self,
+        payload: Option<&(dyn Fn(u64) -> Vec<u8> + Sync)>,
+        ahead: usize,
+        work: &mut dyn FnMut(&dyn Counter),
+    ) {
+        let tag = self.next_tag();
+        if self.rank != 0 {
+            let client = Client { comm: Raw(self.comm), tag, carrying: true, lock: Mutex::new(()) };
+            let (client, queued, most) = (&client, AtomicU64::new(0), AtomicU64::new(0));
+            let (to_work, from_asker) = std::sync::mpsc::sync_channel(ahead.max(1));
+            std::thread::scope(|s| {
+                // Asks ahead of the work: a piece's rows arrive while the one before computes.
+                s.spawn(|| {
+                    loop {
+                        let (k, bytes) = client.next_carried();
+                        let bytes = bytes.expect("a carrying counter's answers carry bytes");
+                        let (len, end) = (bytes.len() as u64, bytes.is_empty());
+                        most.fetch_max(queued.fetch_add(len, Ordering::Relaxed) + len, Ordering::Relaxed);
+                        // The work stopped taking (it dropped its end), or the list ended.
+                        if to_work.send((k, bytes)).is_err() || end {
+                            break;
+                        }
+                    }
+                    drop(to_work);
+                });
+                let asked = Asked { from_asker: Mutex::new(from_asker), queued: &queued, most: &most };
+                work(&asked);
+            });
+            // (The client's drop tells rank 0 this rank has stopped asking.)
+            return;
+        }
+        let payload = payload.expect("rank 0 gives what its counter's answers carry");
+        let next = std::sync::Arc::new(AtomicU64::new(0));
+        let (others, raw) = (self.size - 1, Raw(self.comm));
+        // Scoped: the server reads rank 0's points, borrowed for the run.
+        std::thread::scope(|s| {
+            s.spawn(|| serve(raw, tag, others, &next, Some(payload)));
+            work(&Served { next: next.clone(), server: None });
+        });
     }
 
     fn gather(&self, mine: Vec<u8>) -> Option<Vec<Vec<u8>>> {
@@ -307,20 +368,71 @@ impl Drop for Served {
     }
 }
 
-/// Another rank's side: one request at a time, answered by rank 0.
+/// Another rank's side: one request at a time, answered by rank 0 (with
+/// the bytes it carries, where it carries them).
 struct Client {
     comm: Raw,
     tag: i32,
+    carrying: bool,
     lock: Mutex<()>,
 }
 
 impl Counter for Client {
     fn next(&self) -> u64 {
+        self.next_carried().0
+    }
+
+    fn next_carried(&self) -> (u64, Option<Vec<u8>>) {
         let _one_at_a_time = self.lock.lock().expect("counter lock");
         let world = view(self.comm.0);
         let root = world.process_at_rank(0);
         root.send_with_tag(&ASK, self.tag);
-        root.receive_with_tag::<u64>(self.tag + 1).0
+        if !self.carrying {
+            return (root.receive_with_tag::<u64>(self.tag + 1).0, None);
+        }
+        // Waited for without spinning (MPICH's blocking receive polls, and
+        // the asker waits beside the run's threads, ahead of them).
+        let probed = loop {
+            match root.immediate_matched_probe_with_tag(self.tag + 1) {
+                Some(probed) => break probed,
+                None => std::thread::sleep(IDLE),
+            }
+        };
+        let (mut answer, _) = probed.matched_receive_vec::<u8>();
+        assert!(answer.len() >= 8, "rank 0 answers with a place and its bytes");
+        let k = u64::from_le_bytes(answer[..8].try_into().expect("8 bytes"));
+        answer.drain(..8);
+        (k, Some(answer))
+    }
+}
+
+/// A rank's side of a carrying counter: the places and bytes its asker
+/// thread received ahead of the work, in order.
+struct Asked<'a> {
+    from_asker: Mutex<std::sync::mpsc::Receiver<(u64, Vec<u8>)>>,
+    /// Bytes received and not yet taken by the work, and their most.
+    queued: &'a AtomicU64,
+    most: &'a AtomicU64,
+}
+
+impl Counter for Asked<'_> {
+    fn next(&self) -> u64 {
+        self.next_carried().0
+    }
+
+    fn next_carried(&self) -> (u64, Option<Vec<u8>>) {
+        match self.from_asker.lock().expect("counter lock").recv() {
+            Ok((k, bytes)) => {
+                self.queued.fetch_sub(bytes.len() as u64, Ordering::Relaxed);
+                (k, Some(bytes))
+            }
+            // The list ended: past it, with nothing.
+            Err(_) => (u64::MAX, Some(Vec::new())),
+        }
+    }
+
+    fn most_bytes_ahead(&self) -> u64 {
+        self.most.load(Ordering::Relaxed)
     }
 }
 

@@ -229,6 +229,9 @@ impl Compare {
 pub enum Operand {
     Param(String),
     Literal(Value),
+    /// The largest of several: a cutoff's `value="rp_max,pi_max"`, for a
+    /// 2-D histogram whose axes end at different separations.
+    Largest(Vec<Operand>),
 }
 
 /// What the statistic produces from the pair values.
@@ -242,6 +245,12 @@ pub enum Output {
     /// Pairs counted into `bins` equal buckets over [min, max); with a
     /// `weight` function, each pair adds weight(a, b) (in f64) instead of 1.
     Histogram { bins: Operand, min: Operand, max: Operand, weight: Option<String>, spacing: Spacing },
+    /// Pairs counted into the cells of a grid of buckets over the two values
+    /// the function returns (`Value2`, one member per axis): cell (i, j) holds
+    /// the pairs whose first value is in the first axis's bucket i and whose
+    /// second is in the second's bucket j, each bucketed as a 1-D histogram's;
+    /// slot i * bins_2 + j. A pair outside either axis adds nothing.
+    Histogram2d { axes: Box<[Axis; 2]> },
     /// The index pairs whose value passes the comparison.
     Pairs { threshold: Operand, compare: Compare, estimate: Option<f64> },
     /// The K pairs of smallest value for each query point.
@@ -254,8 +263,33 @@ impl Output {
             Output::Count { .. } => "count",
             Output::Sum => "sum",
             Output::Histogram { .. } => "histogram",
+            Output::Histogram2d { .. } => "histogram2d",
             Output::Pairs { .. } => "pairs",
             Output::Knn { .. } => "knn",
+        }
+    }
+}
+
+/// One axis of a two-dimensional histogram: the member of `Value2` it
+/// buckets, and its buckets, as a 1-D histogram's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Axis {
+    /// The member of `Value2` (a C identifier), and the axis's name in results.
+    pub name: String,
+    pub bins: Operand,
+    pub min: Operand,
+    pub max: Operand,
+    pub spacing: Spacing,
+}
+
+impl Output {
+    /// The buckets' slots: a histogram's bins, a 2-D histogram's cells.
+    pub fn histogram_slots(&self, params: &Params) -> Option<u64> {
+        let whole = |op: &Operand| params.eval(op).as_f64() as u64;
+        match self {
+            Output::Histogram { bins, .. } => Some(whole(bins)),
+            Output::Histogram2d { axes } => Some(whole(&axes[0].bins) * whole(&axes[1].bins)),
+            _ => None,
         }
     }
 }
@@ -419,11 +453,14 @@ impl Problem {
             (Blame::Output("min"), Output::Histogram { min, .. }) => min,
             (Blame::Output("max"), Output::Histogram { max, .. }) => max,
             (Blame::Output("k"), Output::Knn { k }) => k,
+            (Blame::Axis(a, "bins"), Output::Histogram2d { axes }) => &axes[*a].bins,
+            (Blame::Axis(a, "min"), Output::Histogram2d { axes }) => &axes[*a].min,
+            (Blame::Axis(a, "max"), Output::Histogram2d { axes }) => &axes[*a].max,
             _ => return None,
         };
         match operand {
             Operand::Param(name) => self.param(name),
-            Operand::Literal(_) => None,
+            Operand::Literal(_) | Operand::Largest(_) => None,
         }
     }
 
@@ -505,7 +542,7 @@ impl Problem {
         };
         match (&self.output, self.normalize) {
             (_, Some(_)) => return refuse("normalizes its histogram to g(r), which counts pairs"),
-            (Output::Histogram { .. } | Output::Sum, None) => {}
+            (Output::Histogram { .. } | Output::Histogram2d { .. } | Output::Sum, None) => {}
             (other, None) => return refuse(&format!("makes a {} output", other.kind())),
         }
         let mut p = self.clone();
@@ -567,6 +604,8 @@ impl Problem {
         let mut p = self.clone();
         match &mut p.output {
             Output::Histogram { spacing: s, .. } => *s = spacing,
+            // The first axis: rp or s, as correlation functions are binned (pi and mu stay linear).
+            Output::Histogram2d { axes } => axes[0].spacing = spacing,
             other => {
                 return Err(param_error!(
                     "log-spaced buckets are for histograms; problem `{}` makes {}",
@@ -619,6 +658,9 @@ impl Problem {
             Output::Pairs { threshold, compare, estimate } => {
                 Output::Pairs { threshold: widen_op(threshold), compare: *compare, estimate: *estimate }
             }
+            Output::Histogram2d { axes } => Output::Histogram2d {
+                axes: Box::new((**axes).clone().map(|a| Axis { min: widen_op(&a.min), max: widen_op(&a.max), ..a })),
+            },
             other => other.clone(),
         };
         p
@@ -690,6 +732,11 @@ impl Params {
         match operand {
             Operand::Literal(v) => *v,
             Operand::Param(name) => self.get(name).expect("validated operand names a parameter"),
+            Operand::Largest(ops) => ops
+                .iter()
+                .map(|o| self.eval(o))
+                .reduce(|a, b| if b.as_f64() > a.as_f64() { b } else { a })
+                .expect("a list of at least one"),
         }
     }
 
@@ -697,7 +744,50 @@ impl Params {
         match operand {
             Operand::Literal(v) => v.to_string(),
             Operand::Param(name) => format!("{name}={}", self.eval(operand)),
+            Operand::Largest(ops) => {
+                format!("the largest of {}", ops.iter().map(|o| self.describe(o)).collect::<Vec<_>>().join(", "))
+            }
         }
+    }
+
+    /// Checks one histogram axis's buckets (`what` names it in messages):
+    /// bins from 1 to 2^24 (4095 log-spaced), min < max (min > 0 log-spaced);
+    /// an error names the attribute that set the value.
+    fn check_buckets(
+        &self,
+        what: &str,
+        bins: &Operand,
+        min: &Operand,
+        max: &Operand,
+        spacing: Spacing,
+    ) -> Result<(), (ParamError, &'static str)> {
+        let n = self.eval(bins).as_f64();
+        if spacing == Spacing::Log && n > MAX_LOG_BINS as f64 {
+            return Err((
+                param_error!("log-spaced {what} bins ({}) must be at most {MAX_LOG_BINS}", self.describe(bins)),
+                "bins",
+            ));
+        }
+        if spacing == Spacing::Log && self.eval(min).as_f64() <= 0.0 {
+            return Err((
+                param_error!("log-spaced buckets need a lower edge above 0, and it is {}", self.describe(min)),
+                "min",
+            ));
+        }
+        if !(1.0..=(1u64 << 24) as f64).contains(&n) {
+            return Err((param_error!("{what} bins ({}) must be between 1 and 16777216", self.describe(bins)), "bins"));
+        }
+        if self.eval(min).as_f64() >= self.eval(max).as_f64() {
+            return Err((
+                param_error!(
+                    "{what} range is empty: min ({}) must be below max ({})",
+                    self.describe(min),
+                    self.describe(max)
+                ),
+                "min",
+            ));
+        }
+        Ok(())
     }
 
     /// Checks the values the output needs: bins and K at least 1, a range
@@ -712,37 +802,23 @@ impl Params {
             }
         }
         match &problem.output {
-            Output::Histogram { bins, min, max, spacing, .. } => {
-                let n = self.eval(bins).as_f64();
-                if *spacing == Spacing::Log && n > MAX_LOG_BINS as f64 {
+            Output::Histogram { bins, min, max, spacing, .. } => self
+                .check_buckets("histogram", bins, min, max, *spacing)
+                .map_err(|(e, attr)| (e, Blame::Output(attr)))?,
+            Output::Histogram2d { axes } => {
+                for (k, a) in axes.iter().enumerate() {
+                    self.check_buckets(&format!("axis `{}`", a.name), &a.bins, &a.min, &a.max, a.spacing)
+                        .map_err(|(e, attr)| (e, Blame::Axis(k, attr)))?;
+                }
+                let cells = problem.output.histogram_slots(self).expect("a histogram");
+                if cells > 1 << 24 {
                     return Err((
                         param_error!(
-                            "log-spaced histogram bins ({}) must be at most {MAX_LOG_BINS}",
-                            self.describe(bins)
+                            "a 2-D histogram of {} x {} = {cells} cells: at most 16777216",
+                            self.describe(&axes[0].bins),
+                            self.describe(&axes[1].bins)
                         ),
-                        Blame::Output("bins"),
-                    ));
-                }
-                if *spacing == Spacing::Log && self.eval(min).as_f64() <= 0.0 {
-                    return Err((
-                        param_error!("log-spaced buckets need a lower edge above 0, and it is {}", self.describe(min)),
-                        Blame::Output("min"),
-                    ));
-                }
-                if !(1.0..=(1u64 << 24) as f64).contains(&n) {
-                    return Err((
-                        param_error!("histogram bins ({}) must be between 1 and 16777216", self.describe(bins)),
-                        Blame::Output("bins"),
-                    ));
-                }
-                if self.eval(min).as_f64() >= self.eval(max).as_f64() {
-                    return Err((
-                        param_error!(
-                            "histogram range is empty: min ({}) must be below max ({})",
-                            self.describe(min),
-                            self.describe(max)
-                        ),
-                        Blame::Output("min"),
+                        Blame::Axis(1, "bins"),
                     ));
                 }
             }
@@ -783,10 +859,11 @@ impl Params {
 }
 
 /// What in a spec set a value [`Params::check`] finds wrong: an attribute
-/// of <output> (or the default of the parameter it names), <cutoff>'s value,
-/// or a parameter's default.
+/// of <output> or of its k-th <axis> (or the default of the parameter it
+/// names), <cutoff>'s value, or a parameter's default.
 enum Blame {
     Output(&'static str),
+    Axis(usize, &'static str),
     Cutoff,
     Param(String),
 }
@@ -1014,6 +1091,12 @@ impl Cx<'_> {
             let at = |node: &Node, attr: &str| self.attr(node, attr).map_or(node.pos, |a| a.pos);
             let pos = match blame {
                 Blame::Output(attr) => at(output_node, attr),
+                Blame::Axis(k, attr) => output_node
+                    .children
+                    .iter()
+                    .filter(|c| c.name == "axis")
+                    .nth(k)
+                    .map_or(output_node.pos, |n| at(n, attr)),
                 Blame::Cutoff => root.children.iter().find(|c| c.name == "cutoff").map_or(root.pos, |c| at(c, "value")),
                 Blame::Param(_) => root.pos,
             };
@@ -1068,11 +1151,22 @@ impl Cx<'_> {
                 ));
             }
             (true, None) => None,
-            (false, _) => Some(self.operand(
-                self.required(node, "value", "the separation beyond which pairs add nothing")?,
-                params,
-                scalar,
-            )?),
+            (false, _) => {
+                let a = self.required(node, "value", "the separation beyond which pairs add nothing")?;
+                match a.value.contains(',') {
+                    false => Some(self.operand(a, params, scalar)?),
+                    // The largest of several: each a literal or a parameter.
+                    true => Some(Operand::Largest(
+                        a.value
+                            .split(',')
+                            .map(|v| {
+                                let one = Attr { name: a.name.clone(), value: v.trim().to_owned(), pos: a.pos };
+                                self.operand(&one, params, scalar)
+                            })
+                            .collect::<Result<_, _>>()?,
+                    )),
+                }
+            }
         };
         let metric = match self.attr(node, "metric") {
             None => Metric::Component,
@@ -1217,9 +1311,11 @@ impl Cx<'_> {
 
     fn output(&self, node: &Node, params: &[Param], function: &Function) -> Result<Output, SpecError> {
         let returns = function.returns;
-        self.no_children(node)?;
         self.no_text(node)?;
-        let kind_attr = self.required(node, "kind", "count, sum, histogram, pairs or knn")?;
+        let kind_attr = self.required(node, "kind", "count, sum, histogram, histogram2d, pairs or knn")?;
+        if kind_attr.value != "histogram2d" {
+            self.no_children(node)?;
+        }
         let operand = |attr: &str, what: &str, scalar: Scalar| -> Result<Operand, SpecError> {
             let a = self.required(node, attr, what)?;
             self.operand(a, params, scalar)
@@ -1280,6 +1376,44 @@ impl Cx<'_> {
                     },
                 }
             }
+            "histogram2d" => {
+                self.only_attrs(node, vocabulary::output_attributes("histogram2d").expect("a kind"))?;
+                if returns.is_integer() {
+                    return Err(self.err(kind_attr.pos, "a 2-D histogram needs a function that returns f32 or f64"));
+                }
+                if let Some(key) = &function.key {
+                    return Err(self.err(
+                        kind_attr.pos,
+                        format!(
+                            "a 2-D histogram tests each pair's two values; the key map of `{}` (key=\"{}\") is for a function of one value: leave key, map and estimate out",
+                            function.name, key.key
+                        ),
+                    ));
+                }
+                let mut axes = Vec::new();
+                for c in &node.children {
+                    if !vocabulary::OUTPUT_CHILDREN.contains(&c.name.as_str()) {
+                        return Err(
+                            self.err(c.pos, format!("unknown element <{}> in <output>; expected <axis>", c.name))
+                        );
+                    }
+                    axes.push(self.axis(c, params, returns)?);
+                }
+                let [first, second]: [Axis; 2] = axes.try_into().map_err(|axes: Vec<Axis>| {
+                    let at = node.children.get(2).map_or(node.pos, |c| c.pos);
+                    self.err(
+                        at,
+                        format!(
+                            "a 2-D histogram has two <axis> children, one for each value its function returns; found {}",
+                            axes.len()
+                        ),
+                    )
+                })?;
+                if first.name == second.name {
+                    return Err(self.err(node.children[1].pos, format!("both axes are named `{}`", first.name)));
+                }
+                Output::Histogram2d { axes: Box::new([first, second]) }
+            }
             "pairs" => {
                 self.only_attrs(node, vocabulary::output_attributes("pairs").expect("a kind"))?;
                 let estimate = match self.attr(node, "estimate") {
@@ -1306,11 +1440,39 @@ impl Cx<'_> {
             other => {
                 return Err(self.err(
                     kind_attr.pos,
-                    format!("unknown output kind `{other}`; expected one of: count, sum, histogram, pairs, knn"),
+                    format!(
+                        "unknown output kind `{other}`; expected one of: count, sum, histogram, histogram2d, pairs, knn"
+                    ),
                 ));
             }
         };
         Ok(output)
+    }
+
+    /// One `<axis>` of a 2-D histogram: a name (the member of `Value2`), bins,
+    /// min (default 0), max and spacing, as a histogram's attributes.
+    fn axis(&self, node: &Node, params: &[Param], returns: Scalar) -> Result<Axis, SpecError> {
+        self.only_attrs(node, vocabulary::AXIS)?;
+        self.no_children(node)?;
+        self.no_text(node)?;
+        let name = self.identifier(self.required(node, "name", "the member of Value2 this axis buckets")?)?;
+        let operand = |attr: &str, what: &str, scalar: Scalar| -> Result<Operand, SpecError> {
+            self.operand(self.required(node, attr, what)?, params, scalar)
+        };
+        Ok(Axis {
+            name,
+            bins: operand("bins", "the number of buckets", Scalar::U32)?,
+            min: match self.attr(node, "min") {
+                Some(a) => self.operand(a, params, returns)?,
+                None => Operand::Literal(Value::parse(returns, "0").expect("zero parses")),
+            },
+            max: operand("max", "the upper edge of the last bucket", returns)?,
+            spacing: match self.attr(node, "spacing") {
+                None => Spacing::Linear,
+                Some(a) => Spacing::parse(&a.value)
+                    .ok_or_else(|| self.err(a.pos, format!("spacing must be linear or log, found `{}`", a.value)))?,
+            },
+        })
     }
 
     /// A literal of type `scalar`, or the name of a parameter whose type converts to it.

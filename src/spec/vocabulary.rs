@@ -21,9 +21,14 @@ pub const OUTPUT_KINDS: &[(&str, &[&str])] = &[
     ("count", &["kind", "threshold", "compare"]),
     ("sum", &["kind"]),
     ("histogram", &["kind", "bins", "min", "max", "normalize", "weight", "spacing"]),
+    ("histogram2d", &["kind"]),
     ("pairs", &["kind", "threshold", "compare", "estimate"]),
     ("knn", &["kind", "k"]),
 ];
+
+/// `<output kind="histogram2d">`'s children, and their attributes.
+pub const OUTPUT_CHILDREN: &[&str] = &["axis"];
+pub const AXIS: &[&str] = &["name", "bins", "min", "max", "spacing"];
 
 /// The values of attributes with a fixed set (`type` and `returns` take the
 /// scalar types, [`super::Scalar::NAMES`]).

@@ -20,7 +20,7 @@ use super::Template;
 use super::output::{Collect, Total};
 use serde::Serialize;
 
-use crate::spec::{KeyMap, Operand, Output, Params, Problem, Scalar, Spacing, Value};
+use crate::spec::{Axis, KeyMap, Operand, Output, Params, Problem, Scalar, Spacing, Value};
 
 /// What the output of `problem` collects with these parameter values.
 pub fn collect(problem: &Problem, params: &Params) -> Collect {
@@ -32,6 +32,10 @@ pub fn collect(problem: &Problem, params: &Params) -> Collect {
             Collect::Totals { slots: whole(bins), total: Total::Count }
         }
         Output::Histogram { bins, .. } => Collect::Totals { slots: whole(bins), total: Total::Sum },
+        Output::Histogram2d { .. } => Collect::Totals {
+            slots: problem.output.histogram_slots(params).expect("a histogram") as u32,
+            total: if problem.input.point_weights { Total::Sum } else { Total::Count },
+        },
         Output::Pairs { .. } => Collect::Pairs,
         Output::Knn { k } => Collect::Knn { k: whole(k) },
     }
@@ -79,6 +83,9 @@ impl Test {
                 (Some(k), Output::Histogram { .. }) if k.estimate.is_none() => {
                     "the spec declares no estimate of the map to bracket a bucket with: each pair's value is tested"
                         .into()
+                }
+                (Some(_), Output::Histogram2d { .. }) => {
+                    "a 2-D histogram's two values are each tested: no key map".into()
                 }
                 (Some(_), Output::Histogram { .. }) => {
                     "buckets from keys need f32 values, fewer than 2^23 linear buckets from 0, each wider than 2^-62, and no weights: each pair's value is tested"
@@ -128,6 +135,12 @@ impl Test {
             (Test::Values, Output::Histogram { bins, spacing: Spacing::Log, .. }) => {
                 (params.eval(bins).as_f64() as u32 + 1) * value
             }
+            // Each log-spaced axis's edges (`contribution/histogram2d.cu`).
+            (Test::Values, Output::Histogram2d { axes }) => axes
+                .iter()
+                .filter(|a| a.spacing == Spacing::Log)
+                .map(|a| (params.eval(&a.bins).as_f64() as u32 + 1) * value)
+                .sum(),
             (Test::Values, _) => 0,
             (Test::Keys, Output::Histogram { .. }) => 0,
             // The two edges and a flag (`contribution/count_key.cu`).
@@ -221,10 +234,64 @@ pub fn fragment(
                 }),
             )
         }
+        Output::Histogram2d { axes } => {
+            let axes: Vec<serde_json::Value> = axes
+                .iter()
+                .map(|a| {
+                    let edges = axis_edges(a, returns, params);
+                    let (lo, hi) = (edges[0].as_f64(), edges[edges.len() - 1].as_f64());
+                    let scale = Value::F64(params.eval(&a.bins).as_f64() / (hi - lo)).cast(returns);
+                    let log = (a.spacing == Spacing::Log).then(|| {
+                        serde_json::json!({
+                            "edges": edges.iter().map(|e| e.c_literal()).collect::<Vec<_>>(),
+                            "scale": format!("{:?}f", ((edges.len() - 1) as f64 / (hi / lo).ln()) as f32),
+                        })
+                    });
+                    serde_json::json!({
+                        "name": a.name, "bins": whole(&a.bins), "lo": edges[0].c_literal(), "scale": scale.c_literal(),
+                        "log": log,
+                    })
+                })
+                .collect();
+            let amount = problem.input.point_weights.then_some("twobs_point_weights(twobs_a, twobs_b)");
+            (Template::ContributionHistogram2d, serde_json::json!({ "axes": axes, "amount": amount }))
+        }
         Output::Knn { k } => {
             (Template::ContributionKnn, serde_json::json!({ "k": whole(k), "worst": worst_value(returns) }))
         }
     }
+}
+
+/// An axis's bucket edges in the value type, each computed in f64 and
+/// rounded once: min + k (max - min) / bins where linear (the kernel buckets
+/// by its scale, as a 1-D histogram's; these are the edges results are
+/// written with, `0.1`, not `0.10000000397364299`), the kernel's own table,
+/// min (max / min)^(k / bins), where log-spaced.
+pub fn axis_edges(axis: &Axis, returns: Scalar, params: &Params) -> Vec<Value> {
+    let (lo, hi) = (params.eval(&axis.min).cast(returns), params.eval(&axis.max).cast(returns));
+    let bins = params.eval(&axis.bins).as_f64() as usize;
+    let ratio = (hi.as_f64() / lo.as_f64()).ln();
+    (0..=bins)
+        .map(|k| match k {
+            0 => lo,
+            k if k == bins => hi,
+            k if axis.spacing == Spacing::Log => {
+                Value::F64(lo.as_f64() * (ratio * k as f64 / bins as f64).exp()).cast(returns)
+            }
+            k => Value::F64(lo.as_f64() + (hi.as_f64() - lo.as_f64()) * k as f64 / bins as f64).cast(returns),
+        })
+        .collect()
+}
+
+/// A 2-D histogram's axes, each with its name and edges (f64), in order.
+pub fn histogram2d_axes(problem: &Problem, params: &Params) -> Vec<(String, Vec<f64>)> {
+    let Output::Histogram2d { axes } = &problem.output else { return vec![] };
+    axes.iter()
+        .map(|a| {
+            let edges = axis_edges(a, problem.function.returns, params).iter().map(|v| v.as_f64()).collect();
+            (a.name.clone(), edges)
+        })
+        .collect()
 }
 
 /// The C expression for a whole-number operand (buckets, K).
@@ -232,6 +299,7 @@ fn whole_expr(op: &Operand) -> String {
     match op {
         Operand::Param(name) => format!("static_cast<unsigned>(params::{name})"),
         Operand::Literal(v) => v.cast(Scalar::U32).c_literal(),
+        Operand::Largest(ops) => largest_expr(ops, &whole_expr),
     }
 }
 
@@ -240,7 +308,13 @@ fn operand_expr(op: &Operand, scalar: Scalar) -> String {
     match op {
         Operand::Param(name) => format!("params::{name}"),
         Operand::Literal(v) => v.cast(scalar).c_literal(),
+        Operand::Largest(ops) => largest_expr(ops, &|op| operand_expr(op, scalar)),
     }
+}
+
+/// The C expression for the largest of `ops`, each made by `expr`.
+fn largest_expr(ops: &[Operand], expr: &dyn Fn(&Operand) -> String) -> String {
+    ops.iter().map(expr).reduce(|a, b| format!("((({a}) > ({b})) ? ({a}) : ({b}))")).expect("a list of at least one")
 }
 
 /// A value that ranks after every real one.
@@ -381,6 +455,7 @@ pub fn describe(problem: &Problem, params: &Params) -> String {
     let show = |op: &Operand| match op {
         Operand::Param(n) => format!("{n} = {}", params.eval(op)),
         Operand::Literal(v) => v.to_string(),
+        Operand::Largest(_) => params.describe(op),
     };
     match &problem.output {
         Output::Count { threshold, compare } => {
@@ -403,6 +478,24 @@ pub fn describe(problem: &Problem, params: &Params) -> String {
                 (Some(w), true) => format!(", each pair adding {w}(a, b) times the product of its points' weights"),
             }
         ),
+        Output::Histogram2d { axes } => {
+            let axis = |a: &Axis| {
+                format!(
+                    "{} in {} {}buckets over [{}, {})",
+                    a.name,
+                    show(&a.bins),
+                    if a.spacing == Spacing::Log { "log-spaced " } else { "" },
+                    show(&a.min),
+                    show(&a.max)
+                )
+            };
+            format!(
+                "2-D histogram of {} x {}{}",
+                axis(&axes[0]),
+                axis(&axes[1]),
+                if problem.input.point_weights { ", each pair adding the product of its points' weights" } else { "" }
+            )
+        }
         Output::Pairs { threshold, compare, .. } => {
             format!("pairs with value {} {}", compare.c_operator(), show(threshold))
         }

@@ -16,7 +16,7 @@ use crate::cache::Cache;
 use crate::data::{Inputs, PointSet, short};
 use crate::index::IndexKind;
 use crate::plan::{Points, Shape};
-use crate::spec::{Cutoff, CutoffOver, Element, KeyMap, Metric, Params, Problem};
+use crate::spec::{Cutoff, CutoffOver, Element, KeyMap, Metric, Params, PeriodicBox, Problem};
 
 /// Random pairs of the data the promise check evaluates.
 const PROMISE_PAIRS: usize = 4096;
@@ -101,6 +101,9 @@ struct Space<'a> {
     extent: Vec<f64>,
     /// A periodic box's lengths.
     lengths: Option<[f64; 3]>,
+    /// A triclinic box: there the grid's axes for x, y and z lie along the
+    /// faces' normals (`index::layout`), and so do the separations here.
+    tilted: Option<PeriodicBox>,
     /// The largest coordinate (or box length) of a covered component: the
     /// scale of a separation's rounding.
     scale: f64,
@@ -122,6 +125,7 @@ impl<'a> Space<'a> {
                 .collect(),
         };
         let lengths: Option<[f64; 3]> = problem.periodic_box(params).map(|(_, b)| b.lengths);
+        let tilted = problem.periodic_box(params).map(|(_, b)| b).filter(|b| b.is_triclinic());
         let sets: Vec<&PointSet> = std::iter::once(&inputs.a).chain(inputs.b.as_ref()).collect();
         let range = |c: usize| {
             sets.iter()
@@ -136,16 +140,50 @@ impl<'a> Space<'a> {
             .map(|(&c, (lo, hi))| lengths.filter(|_| c < 3).map_or(0.0, |l| l[c]).max(lo.abs()).max(hi.abs()))
             .fold(0.0, f64::max);
         let value = cutoff.and_then(|c| c.value.as_ref()).map(|v| params.eval(v).as_f64());
-        Space { problem, params, inputs, cutoff, value, over, extent, lengths, scale }
+        // A triclinic grid's axes wrap at the faces' widths, not the lengths.
+        let extent = match tilted {
+            Some(b) => over.iter().zip(extent).map(|(&c, e)| if c < 3 { b.widths()[c] } else { e }).collect(),
+            None => extent,
+        };
+        Space { problem, params, inputs, cutoff, value, over, extent, lengths, tilted, scale }
     }
 
-    /// The separation along covered component k, the minimum image's in a box.
-    fn apart(&self, k: usize, x: f64, y: f64) -> f64 {
-        let d = x - y;
-        match self.lengths {
-            Some(l) if self.over[k] < 3 => (d - l[self.over[k]] * (d / l[self.over[k]]).round()).abs(),
-            _ => d.abs(),
-        }
+    /// The separation of two points (every component's value) along each
+    /// covered component, the minimum image's in a box; in a triclinic box
+    /// x, y and z give way to the distance along each pair of faces' normal
+    /// (fractional coordinate k, wrapped, times width k): no image of the
+    /// pair is nearer than that along it, and the grid's cells lie so.
+    fn apart(&self, x: &[f64], y: &[f64]) -> Vec<f64> {
+        let along_normals = self.tilted.map(|b| {
+            let s = b.fractional([0, 1, 2].map(|c| x[c] - y[c]));
+            let w = b.widths();
+            [0, 1, 2].map(|c| (s[c] - s[c].round()).abs() * w[c])
+        });
+        self.over
+            .iter()
+            .map(|&c| {
+                let d = x[c] - y[c];
+                match (along_normals, self.lengths) {
+                    (Some(n), _) if c < 3 => n[c],
+                    (None, Some(l)) if c < 3 => (d - l[c] * (d / l[c]).round()).abs(),
+                    _ => d.abs(),
+                }
+            })
+            .collect()
+    }
+
+    /// Row `i` of `set`: every component's value (the separations need x,
+    /// y and z together in a triclinic box).
+    fn row(&self, set: &PointSet, i: usize) -> Vec<f64> {
+        (0..self.problem.input.components().len()).map(|c| set.columns[c].get_f64(i)).collect()
+    }
+
+    /// Whether a Euclidean cutoff's ball is what the grid relies on: not in
+    /// a triclinic box, whose grid keeps to the component promise (its
+    /// normals are not orthogonal, so their separations bound no distance
+    /// summed as squares).
+    fn ball(&self) -> bool {
+        self.cutoff.is_some_and(|c| c.metric == Metric::Euclidean) && self.tilted.is_none()
     }
 
     /// Past this in covered component k a grid may skip the pair
@@ -166,12 +204,7 @@ impl<'a> Space<'a> {
         (0..PROMISE_PAIRS)
             .filter_map(|_| {
                 let (i, j) = (rng.random_range(0..a.len()), rng.random_range(0..other.len()));
-                let apart = self
-                    .over
-                    .iter()
-                    .enumerate()
-                    .map(|(k, &c)| self.apart(k, a.columns[c].get_f64(i), other.columns[c].get_f64(j)))
-                    .collect();
+                let apart = self.apart(&self.row(a, i), &self.row(other, j));
                 (!(one_set && i == j)).then_some(Probe { own: i, partner: Partner::Row(j), apart })
             })
             .collect()
@@ -202,20 +235,34 @@ impl<'a> Space<'a> {
                     let x = a.columns[c].get_f64(i);
                     let mut moved = a.columns[c].clone_row(i);
                     moved.set_f64(0, x + by);
-                    let d = self.apart(k, moved.get_f64(0), x);
-                    let half = self.lengths.filter(|_| c < 3).map_or(f64::INFINITY, |l| l[c] / 2.0);
+                    let own = self.row(a, i);
+                    let mut there = own.clone();
+                    there[c] = moved.get_f64(0);
+                    let apart = self.apart(&there, &own);
+                    let d = apart[k];
+                    let half = match self.tilted {
+                        // The separations along the normals are the wrapped ones already.
+                        Some(_) => f64::INFINITY,
+                        None => self.lengths.filter(|_| c < 3).map_or(f64::INFINITY, |l| l[c] / 2.0),
+                    };
                     // Rounding may have moved it less; a box's far half is nearer again.
-                    if d.is_nan() || d <= 0.0 || (self.value.is_some() && d <= self.least(k)) || d >= half {
+                    let past = match self.tilted {
+                        Some(_) => self.past_cutoff(&apart),
+                        None => d > self.least(k),
+                    };
+                    if apart.iter().any(|d| d.is_nan()) || d <= 0.0 || (self.value.is_some() && !past) || d >= half {
                         continue;
                     }
-                    let mut apart = vec![0.0; self.over.len()];
-                    apart[k] = d;
+                    let apart = match self.tilted {
+                        Some(_) => apart,
+                        None => (0..self.over.len()).map(|j| if j == k { d } else { 0.0 }).collect(),
+                    };
                     let mut moves = vec![0.0; self.over.len()];
                     moves[k] = moved.get_f64(0) - x;
                     probes.push(Probe { own: i, partner: Partner::Moved { by: moves }, apart });
                 }
             }
-            if self.cutoff.is_some_and(|c| c.metric == Metric::Euclidean) {
+            if self.ball() {
                 probes.extend(self.slanted(i, rng));
             }
         }
@@ -238,14 +285,16 @@ impl<'a> Space<'a> {
                     continue;
                 }
                 let mut moves = Vec::new();
-                let mut apart = Vec::new();
+                let own = self.row(a, i);
+                let mut there = own.clone();
                 for (k, &c) in self.over.iter().enumerate() {
                     let x = a.columns[c].get_f64(i);
                     let mut moved = a.columns[c].clone_row(i);
                     moved.set_f64(0, x + f * least * direction[k] / norm);
                     moves.push(moved.get_f64(0) - x);
-                    apart.push(self.apart(k, moved.get_f64(0), x));
+                    there[c] = moved.get_f64(0);
                 }
+                let apart = self.apart(&there, &own);
                 // Rounding may have moved it less; a box's far half is nearer again.
                 let past = apart.iter().map(|d| d * d).sum::<f64>().sqrt() > least;
                 let halves =
@@ -265,8 +314,7 @@ impl<'a> Space<'a> {
     fn past_cutoff(&self, apart: &[f64]) -> bool {
         let one = apart.iter().enumerate().any(|(k, &d)| d > self.least(k));
         let least = (0..self.over.len()).map(|k| self.least(k)).fold(0.0, f64::max);
-        let euclidean = self.cutoff.is_some_and(|c| c.metric == Metric::Euclidean);
-        one || (euclidean && apart.iter().map(|d| d * d).sum::<f64>().sqrt() > least)
+        one || (self.ball() && apart.iter().map(|d| d * d).sum::<f64>().sqrt() > least)
     }
 }
 
@@ -374,7 +422,15 @@ impl<'a> Sample<'a> {
             .apart
             .iter()
             .enumerate()
-            .map(|(k, d)| format!("{} {}", components[space.over[k]].name, short(*d)))
+            .map(|(k, d)| match (space.tilted, space.over[k]) {
+                (Some(_), c) if c < 3 => format!(
+                    "{}' {} (along the normal of faces {})",
+                    components[c].name,
+                    short(*d),
+                    ["yz", "zx", "xy"][c]
+                ),
+                (_, c) => format!("{} {}", components[c].name, short(*d)),
+            })
             .collect::<Vec<_>>()
             .join(", ");
         format!("{own} and {partner} (apart: {far})")
@@ -394,9 +450,10 @@ impl<'a> Sample<'a> {
                     }
                     far += 1;
                     if alone.adds[m] {
-                        let apart = match cutoff.metric {
-                            Metric::Component => "in a component",
-                            Metric::Euclidean => "in Euclidean distance (metric=\"euclidean\")",
+                        let apart = match (cutoff.metric, space.tilted) {
+                            (_, Some(_)) => "along a normal of the box's faces (or in a component past x, y, z)",
+                            (Metric::Component, None) => "in a component",
+                            (Metric::Euclidean, None) => "in Euclidean distance (metric=\"euclidean\")",
                         };
                         return Err(VerifyError::BrokenPromise(format!(
                             "{spec}: its cutoff {} promises that a pair farther apart than that {apart} adds nothing, but under {} {} adds to the output (its value {}); a grid would leave such pairs out. Fix the cutoff or the pair function, or run every pair (--index none)",

@@ -9,6 +9,12 @@ struct Point {
 typedef {{ point.ctype }} Point;
 {%- endif %}
 typedef {{ value_ctype }} Value;
+{%- if value2 %}
+// The two values of a pair (<output kind="histogram2d">), one member per <axis>.
+struct Value2 {
+  Value {{ value2[0] }}, {{ value2[1] }};
+};
+{%- endif %}
 {%- if point.coords %}
 
 // The point's coordinates by number, for snippets of any dimension: in an

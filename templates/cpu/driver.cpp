@@ -67,7 +67,12 @@ extern "C" void twobs_pairs_alone(const TwobsSet* a, const TwobsSet* b, const ui
   twobs_prepare();
   for (uint64_t k = 0; k < n; ++k) {
     const Point p = load_point(a, pairs[2 * k]), q = load_point(b, pairs[2 * k + 1]);
+{%- if value2 %}
+    // A 2-D histogram's pair: its first value stands for it in messages.
+    const Value v = twobs_pair(p, q).{{ value2[0] }};
+{%- else %}
     const Value v = twobs_pair(p, q);
+{%- endif %}
     value[k] = static_cast<double>(v);
     adds[k] = twobs_adds(p, q);
 {%- if snippet.key_map %}
