@@ -70,8 +70,9 @@ namespace params {
 // until |y| <= ly / 2, then the first. A minimum image shorter than half the
 // box's smallest width has every component below half its box length, so
 // this finds it for every pair the histogram can count (the runner refuses
-// an r_max above that). The box is a compile-time constant: a cube's tilt
-// terms vanish, and so do a unit box's multiplies.
+// an r_max above that). The box is a compile-time constant here (but see
+// TWOBS_BOX_AT_RUN_TIME below): a cube's tilt terms vanish, and so do a unit
+// box's multiplies.
 // A template on the box's type too, so that an open box (lx = 0) never
 // instantiates, nor checks, the reciprocals of its lengths.
 //
@@ -116,8 +117,32 @@ __device__ float3 min_image(float3 d) {
   return d;
 }
 
+#ifdef TWOBS_BOX_AT_RUN_TIME
+// The same arithmetic with a box read at run time (one kernel for every box of
+// an NPT trajectory): the reciprocals and tilted components come with the box,
+// rounded as the compiler folds them above; a tilt's terms are skipped where it
+// is 0 as above (a branch every thread takes alike), and a unit length's
+// product by 1 is exact. So both give the same bits.
+__device__ float3 min_image_at_run_time(float3 d) {
+  const auto& box = params::box;
+  const float nz = nearest<false>(d.z, box.per_lz);
+  if (box.xz != 0.0f) d.x = fmaf(-box.xz_lz, nz, d.x);
+  if (box.yz != 0.0f) d.y = fmaf(-box.yz_lz, nz, d.y);
+  d.z = fmaf(-box.lz, nz, d.z);
+  const float ny = nearest<false>(d.y, box.per_ly);
+  if (box.xy != 0.0f) d.x = fmaf(-box.xy_ly, ny, d.x);
+  d.y = fmaf(-box.ly, ny, d.y);
+  d.x = fmaf(-box.lx, nearest<false>(d.x, box.per_lx), d.x);
+  return d;
+}
+#endif
+
 __device__ float squared_min_image_distance(float3 a, float3 b) {
+#ifdef TWOBS_BOX_AT_RUN_TIME
+  const float3 d = min_image_at_run_time(make_float3(a.x - b.x, a.y - b.y, a.z - b.z));
+#else
   const float3 d = min_image<(params::box.lx > 0.0f)>(make_float3(a.x - b.x, a.y - b.y, a.z - b.z));
+#endif
   return fmaf(d.z, d.z, fmaf(d.y, d.y, d.x * d.x));  // two roundings fewer than the plain sum, and two instructions
 }
 
@@ -140,15 +165,15 @@ __device__ float approx_root(float k) {
 }
 
 __device__ float min_image_distance(float3 a, float3 b) { return root(squared_min_image_distance(a, b)); }
-#line 80 "problems/rdf.cu"
+#line 105 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_pair(const Point& twobs_a, const Point& twobs_b) { return min_image_distance(twobs_a, twobs_b); }
-#line 57 "problems/rdf.cu"
+#line 78 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_key(const Point& twobs_a, const Point& twobs_b) { return squared_min_image_distance(twobs_a, twobs_b); }
-#line 65 "problems/rdf.cu"
+#line 90 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_map(Value twobs_k) { return root(twobs_k); }
-#line 70 "problems/rdf.cu"
+#line 95 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_estimate(Value twobs_k) { return approx_root(twobs_k); }
-#line 152 "rdf.cu"
+#line 177 "rdf.cu"
 // The calls into the snippet above are rendered at the lines of the functions
 // they call, so that a parameter or return type that does not fit is reported there.
 

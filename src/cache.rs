@@ -253,6 +253,21 @@ fn hex_digest(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Generated programs (GPU kernels, CPU drivers and probes) this process has
+/// compiled or found in the disk cache, each distinct one once however many
+/// runs use it: what a trajectory of many boxes must keep at one more.
+static PROGRAMS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many distinct generated programs this process has compiled or loaded ([`PROGRAMS`]).
+pub fn programs() -> u64 {
+    PROGRAMS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Counts one more distinct program, where one is made or loaded the first time.
+pub fn count_program() {
+    PROGRAMS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// What this process already built or loaded, by key.
 pub struct Memo<T> {
     map: Mutex<Option<HashMap<Key, Slot<T>>>>,

@@ -14,7 +14,7 @@ use serde_json::{Value as Json, json};
 use crate::device::Device;
 use crate::index::IndexKind;
 use crate::plan::{Forced, Plan, Shape};
-use crate::spec::{Element, Input, Output, Params, Problem, Spacing};
+use crate::spec::{Element, Input, Output, Params, Problem, Spacing, Value};
 use crate::stage::contribution::{self, Test};
 use crate::stage::output::totals::Tallying;
 use crate::stage::visit::Visit;
@@ -378,12 +378,12 @@ fn common(problem: &Problem, params: &Params, block_size: u32) -> serde_json::Ma
     let params: Vec<Json> = problem
         .params
         .iter()
-        .map(|p| {
-            json!({
-                "name": p.name,
-                "ctype": params.get(&p.name).expect("bound").c_type(),
-                "literal": params.get(&p.name).expect("bound").c_literal(),
-            })
+        .map(|p| match params.get(&p.name).expect("bound") {
+            // Read at run time: the code holds its type, never its numbers.
+            Value::Box(b) if params.run_time_box().is_some() => {
+                json!({ "name": p.name, "ctype": format!("RunTimeBox<{}>", b.scalar.c_type()), "run_time": true })
+            }
+            v => json!({ "name": p.name, "ctype": v.c_type(), "literal": v.c_literal(), "run_time": false }),
         })
         .collect();
     let cx = json!({
@@ -632,7 +632,12 @@ fn header(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, regener
             if params.values.is_empty() {
                 "none".to_owned()
             } else {
-                params.values.iter().map(|(n, v)| format!("{n} = {v}")).collect::<Vec<_>>().join(", ")
+                let run_time = params.run_time_box().is_some();
+                let shown = |(n, v): &(String, Value)| match v {
+                    Value::Box(_) if run_time => format!("{n} read at run time (__constant__ params::{n})"),
+                    v => format!("{n} = {v}"),
+                };
+                params.values.iter().map(shown).collect::<Vec<_>>().join(", ")
             }
         ),
         format!(

@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::device::{Device, KernelShape, Tuning};
 use crate::index::IndexKind;
 use crate::model::{self, BlockNeeds, Occupancy};
-use crate::spec::{Params, Problem, Sets};
+use crate::spec::{BoxTime, Params, Problem, Sets};
 use crate::stage::KernelParam;
 use crate::stage::contribution::{self, Test};
 use crate::stage::input::{self, InputCache};
@@ -112,6 +112,7 @@ pub enum Choice {
     Counter,
     Diagonal,
     Index,
+    Box,
 }
 
 impl Choice {
@@ -128,6 +129,7 @@ impl Choice {
             Choice::Counter => "counter",
             Choice::Diagonal => "diagonal",
             Choice::Index => "index",
+            Choice::Box => "box",
         }
     }
 }
@@ -181,6 +183,10 @@ pub struct Plan {
     /// Whether blocks take the grid's units (`Plan::on_grid`) or spans of the input.
     #[serde(skip_serializing_if = "IndexKind::is_none")]
     pub index: IndexKind,
+    /// Whether the periodic box is folded into the code or read at run time
+    /// (the runner's choice, `Params::box_time`).
+    #[serde(skip_serializing_if = "BoxTime::is_compile")]
+    pub box_time: BoxTime,
     pub launch: Launch,
     /// The kernel's parameters, in order: its signature and its launch arguments.
     pub params: Vec<KernelParam>,
@@ -653,6 +659,15 @@ impl Plan {
         if let Some(d) = diagonal {
             decisions.push(Decision { what: Choice::Diagonal, choice: d.name().into(), why: d.why().into() });
         }
+        if params.run_time_box().is_some() {
+            decisions.push(Decision {
+                what: Choice::Box,
+                choice: BoxTime::Run.name().into(),
+                why: "the run has several boxes (an NPT trajectory, or a session's new box): read from \
+                      __constant__ memory set before the launches, one kernel for every box"
+                    .into(),
+            });
+        }
 
         let mut kernel_params = input::params(element, problem.input.sets);
         kernel_params.extend(crate::stage::visit::params());
@@ -669,6 +684,7 @@ impl Plan {
             output,
             diagonal,
             index: IndexKind::None,
+            box_time: if params.run_time_box().is_some() { BoxTime::Run } else { BoxTime::Compile },
             launch: Launch {
                 block_size,
                 points_per_thread,

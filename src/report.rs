@@ -658,5 +658,6 @@ pub fn execution(exec: &Execution) -> serde_json::Value {
         "plans": exec.plans,
         "verified": exec.verified,
         "ranks": exec.ranks,
+        "box_time": exec.box_time,
     })
 }

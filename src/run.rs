@@ -144,6 +144,8 @@ pub struct Execution {
     pub verified: Option<String>,
     /// What each MPI rank did, on rank 0 of a run of several (empty otherwise).
     pub ranks: Vec<RankWork>,
+    /// Whether the periodic box was folded into the code or read at run time.
+    pub box_time: crate::spec::BoxTime,
 }
 
 /// The bar of a run of `total` pairs on `workers` ("cpu, 2 threads").
@@ -188,8 +190,9 @@ fn backend(choice: BackendChoice, notes: &mut Vec<String>) -> Backend {
 /// totals add up this way; the caller refuses frames for pairs and KNN.
 ///
 /// `frame_params` are each frame's parameters (a box per frame, read from an
-/// MD file), or one set for every frame. A frame whose box differs from the
-/// one before compiles its own kernel (the box is a compile-time constant).
+/// MD file), or one set for every frame. Where the frames have more than one
+/// periodic box, the box is read at run time (`BoxTime::Run`): one kernel
+/// (or CPU driver) for every frame; one box stays folded into the code.
 pub fn execute_frames(
     problem: &Problem,
     frame_params: &[Params],
@@ -197,6 +200,7 @@ pub fn execute_frames(
     opts: &RunOptions,
 ) -> Result<Execution, RunError> {
     assert!(frame_params.len() == 1 || frame_params.len() == frames.len(), "one set of parameters, or one a frame");
+    let (frame_params, box_note) = boxes_of_frames(problem, frame_params);
     let params_of = |f: usize| &frame_params[f.min(frame_params.len() - 1)];
     let start = Instant::now();
     let (first, rest) = frames.split_first().expect("a run has at least one frame");
@@ -224,12 +228,70 @@ pub fn execute_frames(
             }
         }
     }
-    if let Some(note) = rdf_volume(problem, frame_params, frames) {
+    exec.notes.extend(box_note);
+    if let Some(note) = rdf_volume(problem, &frame_params, frames) {
         exec.notes.push(note);
     }
     exec.timings.pairs_per_s = exec.index.pairs as f64 / exec.timings.compute_s.max(1e-9);
     exec.timings.total_s = start.elapsed().as_secs_f64();
     Ok(exec)
+}
+
+/// The frames' parameters with the box read at run time where they hold
+/// more than one periodic box (and a note that says so); as they are otherwise.
+fn boxes_of_frames(problem: &Problem, frame_params: &[Params]) -> (Vec<Params>, Option<String>) {
+    let mut boxes: Vec<crate::spec::PeriodicBox> = Vec::new();
+    for p in frame_params {
+        if let Some((_, b)) = problem.periodic_box(p)
+            && !boxes.contains(&b)
+        {
+            boxes.push(b);
+        }
+    }
+    if boxes.len() < 2 {
+        return (frame_params.to_vec(), None);
+    }
+    let name = problem.periodic_box(&frame_params[0]).map_or_else(|| "box".to_owned(), |(n, _)| n);
+    let note = format!(
+        "{} boxes over {} frames: the box ({name}) is read at run time, one compiled kernel (or CPU driver) for every frame",
+        boxes.len(),
+        frame_params.len()
+    );
+    (frame_params.iter().map(Params::with_box_at_run_time).collect(), Some(note))
+}
+
+/// The boxes a session's problems ran with, so that a problem asked with a
+/// second periodic box reads its box at run time from then on (`BoxTime::Run`):
+/// a notebook's or a Python loop's NPT frames compile one kernel more, not one
+/// a frame, and a problem that keeps its box keeps the folded kernel.
+#[derive(Debug, Default)]
+pub struct Boxes(std::sync::Mutex<std::collections::HashMap<crate::cache::Key, Seen>>);
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Seen {
+    One(crate::spec::PeriodicBox),
+    Several,
+}
+
+impl Boxes {
+    /// `params` as this call runs them: with the box at run time where the
+    /// same problem (its other parameters and `f64` alike) ran with another box.
+    pub fn params_for(&self, problem: &Problem, params: &Params, f64: bool) -> Params {
+        let Some((_, b)) = problem.periodic_box(params) else { return params.clone() };
+        let boxless = params.with_box_at_run_time().code_key();
+        let key = crate::cache::Key::of(&[format!("{problem:?}").as_bytes(), boxless.as_bytes(), &[f64 as u8]]);
+        let mut seen = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let now = match seen.get(&key) {
+            None => Seen::One(b),
+            Some(Seen::One(first)) if *first == b => Seen::One(b),
+            Some(_) => Seen::Several,
+        };
+        seen.insert(key, now);
+        match now {
+            Seen::One(_) => params.clone(),
+            Seen::Several => params.with_box_at_run_time(),
+        }
+    }
 }
 
 /// Whether a run in the spec's arithmetic must move to f64: where the
@@ -306,6 +368,8 @@ fn execute_one(
     check_promises: bool,
 ) -> Result<Execution, RunError> {
     let start = Instant::now();
+    // A kernel or driver holds one run-time box: such runs take turns.
+    let _box = crate::backend::one_box_at_a_time(params);
     let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
     let shape = Shape::new(problem, params, points);
     let mut notes = Vec::new();
@@ -383,7 +447,7 @@ fn sample_promises(
 /// (the probe's rendering alone took 0.14 ms of each session call).
 fn fp_per_pair(problem: &Problem, params: &Params, test: crate::stage::Test, arch: &str) -> Option<u32> {
     static COUNTED: crate::cache::Memo<Option<u32>> = crate::cache::Memo::new();
-    let asked = format!("{problem:?}\n{params:?}\n{test:?}");
+    let asked = format!("{problem:?}\n{}\n{:?}\n{test:?}", params.code_key(), params.box_time);
     let key = crate::cache::Key::of(&[asked.as_bytes(), arch.as_bytes()]);
     let Ok(counted) = COUNTED.get_or_try(key, || {
         Ok::<_, std::convert::Infallible>(
@@ -555,6 +619,7 @@ impl Run<'_> {
             schedule: run.schedule.as_ref().map(Schedule::describe).unwrap_or_default(),
             verified: None,
             ranks,
+            box_time: params.box_time,
         })
     }
 
@@ -637,6 +702,7 @@ impl Run<'_> {
             schedule: schedule.describe(),
             verified: None,
             ranks,
+            box_time: params.box_time,
         })
     }
 }
@@ -724,6 +790,7 @@ fn idle_rank(
         schedule: schedule.describe(),
         verified: None,
         ranks: Vec::new(),
+        box_time: crate::spec::BoxTime::Compile,
     })
 }
 
@@ -777,6 +844,8 @@ pub fn execute_rows(
     opts: &RunOptions,
 ) -> Result<Execution, RunError> {
     let start = Instant::now();
+    // A kernel or driver holds one run-time box: such runs take turns.
+    let _box = crate::backend::one_box_at_a_time(params);
     let r = &*opts.ranks.as_ref().expect("rows of A travel between ranks").0;
     let (a_points, b) = match held {
         Held::Root(inputs) => (inputs.a.len(), inputs.b.as_ref().expect("rows of A travel for two sets")),
@@ -871,6 +940,7 @@ pub fn execute_rows(
         schedule,
         verified: None,
         ranks,
+        box_time: params.box_time,
     };
     if let Held::Root(inputs) = held {
         if opts.verify {

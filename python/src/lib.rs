@@ -174,6 +174,8 @@ struct Session {
     /// copies its arrays into memory already touched (a fresh allocation
     /// pays a page fault per 4 KiB: 11 ms for a million 3-D points on a GPU host).
     pool: Pool,
+    /// The boxes each problem ran with: a second box is read at run time (`run::Boxes`).
+    boxes: twobs::run::Boxes,
 }
 
 /// Host buffers a session reuses: columns given back after each run.
@@ -261,6 +263,7 @@ impl Session {
         Ok(Session {
             options: RunOptions { backend, threads, f64: false, quiet: !progress, gpu, verify, index, cache, ranks },
             pool: Pool::default(),
+            boxes: Default::default(),
         })
     }
 
@@ -373,6 +376,7 @@ impl Session {
             py.detach(|| twobs::run::agree(r, mine).map_err(|e| message(&e))).map_err(Error::new_err)?;
         }
         let (spec, params, mut inputs, mut notes) = taken?;
+        let params = self.boxes.params_for(&spec, &params, f64);
         let taken_s = began.elapsed().as_secs_f64();
         let computed = compute(py, &spec, &params, &inputs, &options);
         let run_s = began.elapsed().as_secs_f64() - taken_s;
@@ -773,8 +777,16 @@ fn report(
         "schedule": exec.schedule.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
         "timings": exec.timings,
         "verified": exec.verified,
+        "box_time": exec.box_time,
         "steps": steps,
     })
+}
+
+/// How many distinct generated programs (GPU kernels, CPU drivers and
+/// probes) this process has compiled or loaded from the disk cache.
+#[pyfunction]
+fn programs() -> u64 {
+    twobs::cache::programs()
 }
 
 /// The text of a file of the built-in problems (`rdf.cu`, `sdh.xml`, ...).
@@ -796,6 +808,7 @@ fn _twobs(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Session>()?;
     m.add_function(wrap_pyfunction!(stop, m)?)?;
     m.add_function(wrap_pyfunction!(built_in_file, m)?)?;
+    m.add_function(wrap_pyfunction!(programs, m)?)?;
     m.add("Error", m.py().get_type::<Error>())?;
     m.add("SpecError", m.py().get_type::<SpecError>())?;
     m.add("InputError", m.py().get_type::<InputError>())?;

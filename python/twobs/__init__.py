@@ -44,6 +44,7 @@ __all__ = [
     "SpecError",
     "default_session",
     "knn",
+    "programs",
     "query_pairs",
     "wp",
     "xi",
@@ -325,6 +326,14 @@ def _ids(x: Any, n: int, name: str) -> np.ndarray:
 
 def _count(s: Any) -> int:
     return len(s[0]) if isinstance(s, list) else s.shape[0]
+
+
+def programs() -> int:
+    """How many distinct generated programs (GPU kernels, CPU drivers, probes)
+    this process has compiled or loaded from the disk cache: a trajectory whose
+    box changes every frame adds one at its second box (the box is then read at
+    run time), not one a frame."""
+    return _twobs.programs()
 
 
 _default: Optional[Session] = None

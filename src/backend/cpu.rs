@@ -107,6 +107,9 @@ pub struct CpuDriver {
     /// The pair function's type (f64 in f64 mode): KNN lists hold values of it.
     value: Scalar,
     f64_mode: bool,
+    /// The box read at run time (`RunTimeBox`'s numbers), set in the driver
+    /// before each walk or evaluation; None where the code folds it.
+    run_time_box: Option<[f64; 12]>,
     /// Where the driver's source is kept, for reading and for compiler messages.
     pub source_path: PathBuf,
     pub compile_seconds: f64,
@@ -202,6 +205,7 @@ fn library(code: &codegen::Kernel, name: &str, snippet: &str, cache: &Cache) -> 
     let mut cached = true;
     let mut rebuilt = None;
     let lib = DRIVERS.get_or_try(key, || -> Result<libloading::Library, CpuError> {
+        crate::cache::count_program();
         // Only what twobs built is loaded: a driver whose bytes are not those
         // recorded (truncated, emptied, changed) is built again.
         if let Err(damage) = entry.verify() {
@@ -267,6 +271,20 @@ pub fn check_keys(
 }
 
 impl CpuDriver {
+    /// Sets the box read at run time in the driver (`twobs_use_box`), where
+    /// the code reads one. The driver holds one box: a process runs one
+    /// run-time box at a time (`backend::one_box_at_a_time`, held by the runner).
+    fn use_box(&self) {
+        let Some(numbers) = &self.run_time_box else { return };
+        // SAFETY: a driver rendered with a run-time box defines twobs_use_box
+        // (templates/cpu/driver.cpp), which reads twelve doubles.
+        unsafe {
+            let f: unsafe extern "C" fn(*const f64) =
+                *self.lib.get(b"twobs_use_box").expect("a driver with a run-time box defines twobs_use_box");
+            f(numbers.as_ptr());
+        }
+    }
+
     /// Renders, compiles (or finds in the cache) and loads the driver for `problem`.
     pub fn compile(
         problem: &Problem,
@@ -300,6 +318,7 @@ impl CpuDriver {
             collect: shape.collect,
             value: p.function.returns,
             f64_mode,
+            run_time_box: v.run_time_box().map(|b| b.run_time_numbers()),
             source_path,
             compile_seconds: start.elapsed().as_secs_f64(),
             cached,
@@ -323,6 +342,7 @@ impl CpuDriver {
         let flat: Vec<u32> = pairs.iter().flatten().copied().collect();
         let (mut value, mut key, mut mapped) = (vec![0f64; n], vec![0f64; n], vec![0f64; n]);
         let (mut adds, mut same) = (vec![0u8; n], vec![0u8; n]);
+        self.use_box();
         // SAFETY: every driver defines twobs_pairs_alone with this signature
         // (templates/cpu/driver.cpp); it reads the sets and the n pairs, whose
         // indices are within them (checked above), and writes n of each output.
@@ -613,6 +633,7 @@ impl CpuDriver {
     /// of a GPU run (`backend::hybrid`).
     pub fn walker<'a>(&'a self, inputs: &'a Inputs, grid: Option<&'a Grid>) -> Walker<'a> {
         assert_eq!(grid.is_some(), self.index != IndexKind::None, "a grid driver runs on a grid, and only it");
+        self.use_box();
         // A grid's driver reads both sets in cell order, and names the points by
         // their input indices itself.
         let (set_a, set_b) = match grid {
@@ -656,6 +677,7 @@ impl CpuDriver {
             self.visit == Visit::Cross && self.index == IndexKind::None,
             "rows of A alone serve only A x B, every pair"
         );
+        self.use_box();
         let b_cols = self.widen(b);
         let b_ptrs = pointers(&b_cols);
         Walker {

@@ -773,18 +773,11 @@ fn frame_params(
         let p = problem.bind(&overrides).with_context(|| format!("frame {f}: the box read from the file"))?;
         out.push(p);
     }
-    let distinct = out.iter().enumerate().filter(|(k, p)| *k == 0 || out[k - 1] != **p).count();
-    let mut notes = Vec::new();
-    if distinct > 1 {
-        notes.push(format!(
-            "{distinct} boxes over {} frames, read from the input: each box compiles its own kernel",
-            out.len()
-        ));
-    }
-    if distinct == 1 {
+    // Several boxes are read at run time, one kernel for all (`run::execute_frames` says so).
+    if out.iter().all(|p| *p == out[0]) {
         out.truncate(1);
     }
-    Ok((out, true, notes))
+    Ok((out, true, Vec::new()))
 }
 
 /// Each set's ids (`<id>`) joined to its points in every frame, after the weights.

@@ -12,7 +12,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-pub use value::{PeriodicBox, Scalar, Value};
+pub use value::{BoxTime, PeriodicBox, Scalar, Value};
 use xml::{Attr, Node, Pos};
 
 /// A spec that failed to parse or validate, with the place it failed.
@@ -423,7 +423,7 @@ impl Problem {
             let value = param.parse_value(text).map_err(|why| param_error!("parameter {name}={text}: {why}"))?;
             values.iter_mut().find(|(n, _)| n == name).expect("declared").1 = value;
         }
-        let params = Params { values };
+        let params = Params { values, box_time: BoxTime::Compile };
         params.check(self).map_err(|(e, blame)| {
             // A default the user kept is named where the spec writes it.
             match self.blamed_param(&blame) {
@@ -671,6 +671,9 @@ impl Problem {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Params {
     pub values: Vec<(String, Value)>,
+    /// When the box parameter's numbers reach the code ([`BoxTime`]); the
+    /// value above is the run's box either way.
+    pub box_time: BoxTime,
 }
 
 impl Params {
@@ -682,7 +685,43 @@ impl Params {
                 .iter()
                 .map(|(n, v)| (n.clone(), if v.scalar() == Scalar::F32 { v.cast(Scalar::F64) } else { *v }))
                 .collect(),
+            box_time: self.box_time,
         }
+    }
+
+    /// These values with the periodic box read at run time (`BoxTime::Run`),
+    /// where there is a periodic box; an open one (or none) stays as it is.
+    pub fn with_box_at_run_time(&self) -> Params {
+        let periodic = self.values.iter().any(|(_, v)| matches!(v, Value::Box(b) if !b.is_open()));
+        Params { box_time: if periodic { BoxTime::Run } else { self.box_time }, ..self.clone() }
+    }
+
+    /// The box read at run time, where there is one: what the runner sets
+    /// before the code runs.
+    pub fn run_time_box(&self) -> Option<PeriodicBox> {
+        match self.box_time {
+            BoxTime::Compile => None,
+            BoxTime::Run => self.values.iter().find_map(|(_, v)| match v {
+                Value::Box(b) if !b.is_open() => Some(*b),
+                _ => None,
+            }),
+        }
+    }
+
+    /// What the generated code depends on, as text to key memos with: every
+    /// value, but a box read at run time by its type alone (one kernel serves
+    /// every box).
+    pub fn code_key(&self) -> String {
+        let run_time = self.run_time_box().is_some();
+        let values: Vec<String> = self
+            .values
+            .iter()
+            .map(|(n, v)| match v {
+                Value::Box(b) if run_time => format!("{n}: box of {} read at run time", b.scalar),
+                v => format!("{n}: {v:?}"),
+            })
+            .collect();
+        values.join("\n")
     }
 
     pub fn get(&self, name: &str) -> Option<Value> {
@@ -1042,7 +1081,10 @@ impl Cx<'_> {
         // A literal the spec fixes (k="1025", min="5" max="1") is wrong in
         // every run: named at its line now. A default the user can override
         // with --param is checked when bound (Problem::bind names its line).
-        let defaults = Params { values: problem.params.iter().map(|p| (p.name.clone(), p.default)).collect() };
+        let defaults = Params {
+            values: problem.params.iter().map(|p| (p.name.clone(), p.default)).collect(),
+            box_time: BoxTime::Compile,
+        };
         if let Err((ParamError(message), blame)) = defaults.check(&problem)
             && problem.blamed_param(&blame).is_none()
         {

@@ -321,6 +321,53 @@ impl PeriodicBox {
     }
 }
 
+/// When a box's numbers reach the generated code: folded into it as
+/// constants (`Compile`: one kernel per box, its arithmetic folded away where
+/// a length is 1 or a tilt 0), or read from memory the runner sets before
+/// each launch or CPU run (`Run`: one kernel for every box, which an NPT
+/// trajectory or a session's changing box needs). The runner picks it
+/// (`run::execute_frames`, the Python session); docs/planner.md, "The box".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BoxTime {
+    #[default]
+    Compile,
+    Run,
+}
+
+impl BoxTime {
+    pub fn is_compile(&self) -> bool {
+        *self == BoxTime::Compile
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BoxTime::Compile => "compile time",
+            BoxTime::Run => "run time",
+        }
+    }
+}
+
+impl PeriodicBox {
+    /// The numbers of `RunTimeBox<T>` (`templates/common/types.cu`), in its
+    /// order: lx, ly, lz, xy, xz, yz, then 1/lx, 1/ly, 1/lz, xy ly, xz lz, yz lz,
+    /// each derived one rounded once in the box's type, as the compiler folds
+    /// them for a box known at compile time (so both give the same bits).
+    pub fn run_time_numbers(&self) -> [f64; 12] {
+        let ([lx, ly, lz], [xy, xz, yz]) = (self.lengths, self.tilts);
+        match self.scalar {
+            Scalar::F32 => {
+                let [lx, ly, lz, xy, xz, yz] = [lx, ly, lz, xy, xz, yz].map(|x| x as f32);
+                let derived = [1.0 / lx, 1.0 / ly, 1.0 / lz, xy * ly, xz * lz, yz * lz];
+                let mut all = [lx, ly, lz, xy, xz, yz].map(f64::from).to_vec();
+                all.extend(derived.map(f64::from));
+                all.try_into().expect("twelve numbers")
+            }
+            _ => [lx, ly, lz, xy, xz, yz, 1.0 / lx, 1.0 / ly, 1.0 / lz, xy * ly, xz * lz, yz * lz],
+        }
+    }
+}
+
 impl fmt::Display for PeriodicBox {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = |x: f64| Value::F64(x).cast(self.scalar).to_string();

@@ -37,9 +37,33 @@ struct PeriodicBox {
   T lx, ly, lz, xy, xz, yz;
 };
 
+{%- for p in params %}{% if p.run_time %}
+
+// A box read at run time (the plan's box_time: run), the one parameter that is
+// not a compile-time constant below: its numbers, and what a
+// minimum image takes from them, set by the runner before each launch (GPU)
+// or run (CPU). The derived ones are rounded once in T, as the compiler folds
+// them from a box known at compile time, so that both give the same bits.
+#define TWOBS_BOX_AT_RUN_TIME 1
+template <typename T>
+struct RunTimeBox {
+  T lx, ly, lz, xy, xz, yz;
+  T per_lx, per_ly, per_lz;  // 1 / lx, 1 / ly, 1 / lz
+  T xy_ly, xz_lz, yz_lz;     // the tilted edges' components: xy ly, xz lz, yz lz
+};
+{%- endif %}{% endfor %}
+
 // Parameters are compile-time constants: the runner recompiles when they change.
 namespace params {
 {%- for p in params %}
+{%- if p.run_time %}
+#ifdef __CUDACC_RTC__
+__constant__ {{ p.ctype }} {{ p.name }};
+#else
+{{ p.ctype }} {{ p.name }};  // set by twobs_use_box (templates/cpu/driver.cpp)
+#endif
+{%- else %}
 [[maybe_unused]] constexpr {{ p.ctype }} {{ p.name }} = {{ p.literal }};
+{%- endif %}
 {%- endfor %}
 }  // namespace params

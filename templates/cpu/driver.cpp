@@ -90,4 +90,17 @@ extern "C" void twobs_pairs_alone(const TwobsSet* a, const TwobsSet* b, const ui
 {%- endif %}
   }
 }
+{%- for p in params %}{% if p.run_time %}
+// The box read at run time (params::{{ p.name }}): its twelve numbers in
+// RunTimeBox's order, each already of the box's type. The runner sets it
+// before each run, one run at a time in a process (src/backend/mod.rs).
+extern "C" void twobs_use_box(const double* v) {
+  using T = decltype(params::{{ p.name }}.lx);
+  T* numbers[12] = {&params::{{ p.name }}.lx, &params::{{ p.name }}.ly, &params::{{ p.name }}.lz,
+                    &params::{{ p.name }}.xy, &params::{{ p.name }}.xz, &params::{{ p.name }}.yz,
+                    &params::{{ p.name }}.per_lx, &params::{{ p.name }}.per_ly, &params::{{ p.name }}.per_lz,
+                    &params::{{ p.name }}.xy_ly, &params::{{ p.name }}.xz_lz, &params::{{ p.name }}.yz_lz};
+  for (int k = 0; k < 12; ++k) *numbers[k] = static_cast<T>(v[k]);
+}
+{%- endif %}{% endfor %}
 }  // namespace twobs_generated

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, sys};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, sys};
 
 use super::{Doing, GpuError};
 use crate::backend::nvrtc;
@@ -18,9 +18,11 @@ use crate::stage::KernelArgs;
 pub(super) struct Launcher {
     pub(super) func: CudaFunction,
     pub(super) plan: Plan,
+    /// The module it is in, whose `__constant__` box a run-time box is set in.
+    module: Arc<CudaModule>,
 }
 
-static MODULES: Memo<CudaFunction> = Memo::new();
+static MODULES: Memo<(Arc<CudaModule>, CudaFunction)> = Memo::new();
 
 /// A GPU's kernel on one block of a set, and its kernel between two blocks,
 /// each where a unit needs it.
@@ -53,9 +55,15 @@ impl Compiled {
         // Once per process for the same question: a trajectory's frames (and a
         // session's calls) plan, render and read the disk cache once, not 43 ms a frame.
         static PLANNED: Memo<Compiled> = Memo::new();
-        let asked = format!("{problem:?}\n{params:?}\n{dev:?}\n{points:?}\n{forced:?}\n{grid}");
+        // A box read at run time is not in the key: one kernel serves every box.
+        let asked = format!(
+            "{problem:?}\n{}\n{:?}\n{dev:?}\n{points:?}\n{forced:?}\n{grid}",
+            params.code_key(),
+            params.box_time
+        );
         let asked = Key::of(&[asked.as_bytes()]);
         let compiled = PLANNED.get_or_try(asked, || -> Result<Compiled, GpuError> {
+            crate::cache::count_program();
             let plan = if grid {
                 Plan::grid(problem, params, dev, points, forced)?
             } else {
@@ -71,7 +79,7 @@ impl Compiled {
     /// Loads the kernel into `ctx` (once per process and GPU).
     pub(super) fn load(self, dev: &Device, ctx: &Arc<CudaContext>) -> Result<Launcher, GpuError> {
         let Compiled { asked, plan, entry, cubin } = self;
-        let func = loaded(ctx, asked, &cubin, &entry, "the kernel", |func| {
+        let (module, func) = loaded(ctx, asked, &cubin, &entry, "the kernel", |func| {
             if plan.launch.shared_bytes + plan.launch.contribution_shared_bytes > dev.shared_per_block {
                 func.set_attribute(
                     sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -81,7 +89,7 @@ impl Compiled {
             }
             Ok(())
         })?;
-        Ok(Launcher { func, plan })
+        Ok(Launcher { func, plan, module })
     }
 }
 
@@ -94,19 +102,52 @@ fn loaded(
     entry: &str,
     what: &str,
     prepare: impl FnOnce(&CudaFunction) -> Result<(), GpuError>,
-) -> Result<CudaFunction, GpuError> {
+) -> Result<(Arc<CudaModule>, CudaFunction), GpuError> {
     let key = Key::of(&[&named.bytes(), &ctx.ordinal().to_le_bytes()]);
-    let func = MODULES.get_or_try(key, || -> Result<CudaFunction, GpuError> {
+    let loaded = MODULES.get_or_try(key, || -> Result<_, GpuError> {
         let module =
             ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec())).doing(&format!("loading {what}"))?;
         let func = module.load_function(entry).doing(&format!("finding {what}"))?;
         prepare(&func)?;
-        Ok(func)
+        Ok((module, func))
     })?;
-    Ok((*func).clone())
+    Ok((*loaded).clone())
 }
 
 impl Launcher {
+    /// Sets the box the kernel reads at run time (`__constant__ params::NAME`,
+    /// `templates/common/types.cu`) to `numbers` (`PeriodicBox::run_time_numbers`),
+    /// and waits for the copy, before any stream launches the kernel.
+    pub(super) fn use_box(
+        &self,
+        stream: &Arc<CudaStream>,
+        name: &str,
+        scalar: crate::spec::Scalar,
+        numbers: &[f64; 12],
+    ) -> Result<(), GpuError> {
+        // The Itanium name of a variable `name` in namespace `params`.
+        let symbol = format!("_ZN6params{}{name}E", name.len());
+        let bytes: Vec<u8> = match scalar {
+            crate::spec::Scalar::F32 => numbers.iter().flat_map(|&x| (x as f32).to_le_bytes()).collect(),
+            _ => numbers.iter().flat_map(|&x| x.to_le_bytes()).collect(),
+        };
+        let mut global =
+            self.module.get_global(&symbol, stream).doing(&format!("finding the run-time box {symbol}"))?;
+        if global.len() != bytes.len() {
+            return Err(GpuError::Driver {
+                what: format!(
+                    "setting the run-time box {symbol}: the kernel holds {} bytes, the box is {}",
+                    global.len(),
+                    bytes.len()
+                ),
+                cause: cudarc::driver::DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE),
+            });
+        }
+        stream.memcpy_htod(&bytes, &mut global).doing("setting the run-time box")?;
+        stream.synchronize().doing("setting the run-time box")?;
+        Ok(())
+    }
+
     /// Launches `grid` blocks with the arguments of the plan's parameter list.
     pub(super) fn launch(&self, stream: &Arc<CudaStream>, grid: u32, args: &KernelArgs) -> Result<(), GpuError> {
         let cfg = LaunchConfig {
@@ -134,7 +175,7 @@ pub(super) fn dob_drain(ctx: &Arc<CudaContext>, dev: &Device, cache: &Cache) -> 
     let drain = DRAINS.get_or_try(key, || {
         let kernel = codegen::render_dob_drain();
         let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
-        loaded(ctx, key, &cubin, &kernel.entry, "the output drain", |_| Ok(()))
+        loaded(ctx, key, &cubin, &kernel.entry, "the output drain", |_| Ok(())).map(|(_, func)| func)
     })?;
     Ok((*drain).clone())
 }

@@ -32,7 +32,7 @@ use crate::outcome::Outcome;
 use crate::plan::{Forced, Plan, PlanError, Points, Shape};
 use crate::schedule::pieces::{self, GridWork, Piece};
 use crate::schedule::{self, GpuOptions, Hybrid, Indexing, Part, Schedule, ScheduleError, Sharing, Split, Workers};
-use crate::spec::{Params, Problem, Sets};
+use crate::spec::{ParamKind, Params, Problem, Sets};
 use crate::stage::contribution::Test;
 use crate::stage::input::{DeviceBlock, PAD_POINTS};
 use crate::stage::output::download::{self, Staging};
@@ -1079,6 +1079,14 @@ fn load(
     for ((own, between), (ctx, dev)) in compiled.into_iter().zip(contexts.iter().zip(devices)) {
         let own = own.map(|c| c.load(dev, ctx)).transpose()?;
         let between = between.map(|c| c.load(dev, ctx)).transpose()?;
+        // A box read at run time is set in each module before any stream launches it.
+        if let Some(b) = ask.params.run_time_box() {
+            let name = &ask.problem.params.iter().find(|p| p.kind == ParamKind::Box).expect("a box parameter").name;
+            let stream = ctx.default_stream();
+            for launcher in own.iter().chain(&between) {
+                launcher.use_box(&stream, name, b.scalar, &b.run_time_numbers())?;
+            }
+        }
         launchers.push((own, between));
     }
     let stage = launchers[0].0.as_ref().or(launchers[0].1.as_ref()).expect("a kernel").plan.output;
