@@ -269,14 +269,26 @@ pub struct SetShape {
     pub sample: PointSet,
 }
 
+/// Rows between two of a set's sample: at most [`ESTIMATE_SAMPLE`] rows
+/// (the GPU's taker samples points given there at the same rows).
+pub fn sample_step(len: usize) -> usize {
+    len.div_ceil(ESTIMATE_SAMPLE).max(1)
+}
+
 impl SetShape {
     pub fn of(set: &PointSet) -> SetShape {
-        let rows: Vec<usize> = (0..set.len()).step_by(set.len().div_ceil(ESTIMATE_SAMPLE).max(1)).collect();
+        let rows: Vec<usize> = (0..set.len()).step_by(sample_step(set.len())).collect();
         SetShape {
             len: set.len(),
             ranges: set.columns.iter().map(Column::min_max).collect(),
             sample: set.subset(&rows, format!("a sample of {}", set.origin)),
         }
+    }
+
+    /// A set measured where it lies (on a GPU): the same size, ranges and
+    /// sample as [`SetShape::of`] reads from the same points on the host.
+    pub fn measured(m: &crate::data::Measured) -> SetShape {
+        SetShape { len: m.len, ranges: m.ranges(), sample: m.sample(&m.shape_sample, "a sample") }
     }
 
     /// A set of `len` points drawn as `sample` is (its ranges are the sample's).

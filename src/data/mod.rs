@@ -1,6 +1,7 @@
 //! Point sets: read from files or generated, validated against the spec,
 //! stored as one column per component (the layout the device wants).
 
+pub mod device;
 pub mod md;
 mod range;
 mod read;
@@ -11,7 +12,8 @@ use std::mem::MaybeUninit;
 
 use serde::Serialize;
 
-pub use range::{OutOfF32, Spacing, f32_range};
+pub use device::{DeviceInputs, DeviceSet, Given, MAX_GPU_COMPONENTS, Measured, ProducerStream};
+pub use range::{OutOfF32, Spacing, Spread, f32_range, f32_range_of, spacing_step};
 pub use read::{InputOptions, read_frames, read_ids, read_input, read_weights, values_per_point};
 pub use synth::{Generator, synthesize};
 
@@ -415,11 +417,7 @@ impl PointSet {
         };
         if let Some(&first) = bad.first() {
             if !drop_nonfinite {
-                return Err(input_error!(
-                    "{}: row {first} (counting from 0) holds NaN or infinity, and {} rows in all; fix the data or pass --drop-nonfinite to leave them out",
-                    self.origin,
-                    bad.len()
-                ));
+                return Err(nonfinite(&self.origin, first, bad.len()));
             }
             let keep: Vec<usize> = (0..n).filter(|i| bad.binary_search(i).is_err()).collect();
             if keep.is_empty() {
@@ -521,6 +519,13 @@ impl PointSet {
             })
             .collect()
     }
+}
+
+/// The refusal of a set whose row `first` (and `count` rows in all) holds NaN or infinity.
+pub fn nonfinite(origin: &str, first: usize, count: usize) -> InputError {
+    input_error!(
+        "{origin}: row {first} (counting from 0) holds NaN or infinity, and {count} rows in all; fix the data or pass --drop-nonfinite to leave them out"
+    )
 }
 
 /// Ranges of components as `[lo, hi] x [lo, hi] x ...`, each end as
