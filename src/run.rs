@@ -479,7 +479,7 @@ impl Run<'_> {
         let ask = cuda::Ask {
             problem,
             params,
-            inputs,
+            inputs: cuda::Located::Host(inputs),
             choice: opts.index,
             opts: &gpu_opts,
             cache: &opts.cache,
@@ -495,26 +495,22 @@ impl Run<'_> {
             return idle_rank(r, self.shape, notes, &schedule, inputs);
         };
         bar.finish_and_clear();
-        notes.extend(run.notes.iter().cloned());
-        let g = &run.timings;
-        let compute_s = g.wall_s - g.prepare_s;
-        let pair_rate = run.index.pairs as f64 / compute_s.max(1e-9);
-        let issue_rate: f64 = run.devices.iter().map(|d| d.fp32_issue_rate()).sum();
-        let fp = fp_per_pair(problem, params, run.plans[0].test, &run.devices[0].arch());
-        let name = &run.devices[0].name;
-        let (outcome, ranks) = match (run.results, ranked) {
+        let mut run = run;
+        let results = std::mem::replace(&mut run.results, cuda::Results::Parts(Vec::new()));
+        let (outcome, ranks) = match (results, ranked) {
             (cuda::Results::Merged(outcome), _) => (outcome, Vec::new()),
             (cuda::Results::Parts(parts), Some(r)) => {
                 let key = |i: usize| ((r.rank() as u64) << 32) | i as u64;
                 let parts = parts.into_iter().enumerate().map(|(i, p)| (key(i), p)).collect();
+                let g = &run.timings;
                 let work = RankWork {
                     rank: r.rank(),
                     host: r.host(),
                     gpus: run.devices.len(),
                     threads: 0,
-                    taken: run.timings.per_gpu.iter().map(|g| g.pieces).sum(),
-                    pairs: run.timings.per_gpu.iter().map(|g| g.pairs).sum(),
-                    compute_s,
+                    taken: g.per_gpu.iter().map(|g| g.pieces).sum(),
+                    pairs: g.per_gpu.iter().map(|g| g.pairs).sum(),
+                    compute_s: g.wall_s - g.prepare_s,
                     input_bytes: inputs.held_bytes(),
                 };
                 self.combined(r, parts, work, |parts| {
@@ -523,37 +519,7 @@ impl Run<'_> {
             }
             (cuda::Results::Parts(_), None) => unreachable!("partial results come back only from a rank's part"),
         };
-        Ok(Execution {
-            backend: Backend::Cuda,
-            device: format!(
-                "{} x {name} ({}), blocks of {} points, {} stream(s) per GPU",
-                run.devices.len(),
-                run.devices[0].arch(),
-                run.block_points,
-                opts.gpu.streams.max(1)
-            ),
-            notes,
-            shape,
-            index: run.index,
-            outcome,
-            timings: Timings {
-                compile_s: g.compile_s,
-                compute_s,
-                index_s: self.grid_tried().then_some(g.index_s),
-                total_s: 0.0,
-                pairs_per_s: pair_rate,
-                gpu: Some(g.clone()),
-                fp_instructions_per_pair: fp,
-                fp32_issue_rate: Some(issue_rate),
-                // An integer problem does no floating-point work to compare with the FP32 rate.
-                fp32_issue_fraction: fp.filter(|&f| f > 0).map(|f| pair_rate * f as f64 / issue_rate),
-                verify_s: None,
-            },
-            plans: run.plans,
-            schedule: run.schedule.as_ref().map(Schedule::describe).unwrap_or_default(),
-            verified: None,
-            ranks,
-        })
+        Ok(gpu_execution(problem, params, shape, run, (outcome, ranks), notes, opts, self.grid_tried()))
     }
 
     /// On the CPU's `threads` threads, in f64 where `f64_mode` says.
@@ -659,6 +625,59 @@ impl Run<'_> {
             .collect::<Result<Vec<RankWork>, _>>()?;
         let parts = parts.iter().map(|b| ranks::decode(b)).collect::<Result<Vec<_>, _>>()?;
         Ok((merge(ranks::in_order(parts)), works))
+    }
+}
+
+/// What a GPU run did and found, as its [`Execution`]: `found` is its
+/// outcome (merged on rank 0 under MPI ranks) and what each rank did.
+#[allow(clippy::too_many_arguments, reason = "the run's parts, each once")]
+fn gpu_execution(
+    problem: &Problem,
+    params: &Params,
+    shape: Shape,
+    run: cuda::GpuRun,
+    (outcome, ranks): (Outcome, Vec<RankWork>),
+    mut notes: Vec<String>,
+    opts: &RunOptions,
+    grid_tried: bool,
+) -> Execution {
+    notes.extend(run.notes.iter().cloned());
+    let g = &run.timings;
+    let compute_s = g.wall_s - g.prepare_s;
+    let pair_rate = run.index.pairs as f64 / compute_s.max(1e-9);
+    let issue_rate: f64 = run.devices.iter().map(|d| d.fp32_issue_rate()).sum();
+    let fp = fp_per_pair(problem, params, run.plans[0].test, &run.devices[0].arch());
+    let name = &run.devices[0].name;
+    Execution {
+        backend: Backend::Cuda,
+        device: format!(
+            "{} x {name} ({}), blocks of {} points, {} stream(s) per GPU",
+            run.devices.len(),
+            run.devices[0].arch(),
+            run.block_points,
+            opts.gpu.streams.max(1)
+        ),
+        notes,
+        shape,
+        index: run.index,
+        outcome,
+        timings: Timings {
+            compile_s: g.compile_s,
+            compute_s,
+            index_s: grid_tried.then_some(g.index_s),
+            total_s: 0.0,
+            pairs_per_s: pair_rate,
+            gpu: Some(g.clone()),
+            fp_instructions_per_pair: fp,
+            fp32_issue_rate: Some(issue_rate),
+            // An integer problem does no floating-point work to compare with the FP32 rate.
+            fp32_issue_fraction: fp.filter(|&f| f > 0).map(|f| pair_rate * f as f64 / issue_rate),
+            verify_s: None,
+        },
+        plans: run.plans,
+        schedule: run.schedule.as_ref().map(Schedule::describe).unwrap_or_default(),
+        verified: None,
+        ranks,
     }
 }
 
