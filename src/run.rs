@@ -12,8 +12,8 @@ use crate::backend::nvrtc;
 use crate::cache::Cache;
 use crate::cells;
 use crate::codegen;
-use crate::data::{Inputs, OutOfF32};
-use crate::index::{self, Grid, IndexChoice, IndexError, Shapes, Summary};
+use crate::data::{DeviceInputs, Given, Inputs, Measured, OutOfF32, Spread};
+use crate::index::{self, Grid, IndexChoice, IndexError, SetShape, Shapes, Summary};
 use crate::outcome::Outcome;
 use crate::plan::{Plan, Points, Shape};
 use crate::ranks::{self, Keyed, RankWork, Ranks, WireError};
@@ -73,6 +73,9 @@ pub enum RunError {
     Wire(#[from] WireError),
     #[error("the MPI ranks cannot share one schedule: {0}")]
     Unlike(String),
+    /// Points given on a GPU where the run needs them on the host.
+    #[error("{0}")]
+    OnGpu(String),
 }
 
 #[derive(Debug, Clone)]
@@ -294,6 +297,117 @@ fn rdf_volume(problem: &Problem, frame_params: &[Params], frames: &[Inputs]) -> 
 
 pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOptions) -> Result<Execution, RunError> {
     execute_one(problem, params, inputs, opts, true)
+}
+
+/// Runs `problem` on points wherever they lie: [`execute`] for the host's,
+/// [`execute_on_gpu`] for points given on a GPU.
+pub fn execute_given(problem: &Problem, params: &Params, given: &Given, opts: &RunOptions) -> Result<Execution, RunError> {
+    match given {
+        Given::Host(inputs) => execute(problem, params, inputs, opts),
+        Given::Device(inputs) => execute_on_gpu(problem, params, inputs, opts),
+    }
+}
+
+/// Runs `problem` on points that lie on a GPU (another library's arrays),
+/// on that GPU alone and without their crossing the bus: taken into
+/// twobs's columns there (`cuda::take`), measured there (extremes,
+/// non-finite rows, the strided samples the host path reads), planned and
+/// scheduled from those measurements as the host path plans from its
+/// columns, and run with the grid sorted on the GPU. A search of rings
+/// leaves its KNN lists there (`Outcome::KnnOnGpu`). What needs the points
+/// on the host is refused, naming it: the CPU backend, `--verify`, MPI
+/// ranks, f64 arithmetic, the cell hierarchy, wrapping into a box, and
+/// points too many for the GPU's grid.
+pub fn execute_on_gpu(
+    problem: &Problem,
+    params: &Params,
+    inputs: &DeviceInputs,
+    opts: &RunOptions,
+) -> Result<Execution, RunError> {
+    let start = Instant::now();
+    let mut notes = Vec::new();
+    let origin = &inputs.a.origin;
+    let needs_host = |what: &str| RunError::OnGpu(format!("{origin} lies on a GPU; {what} needs the points on the host: pass a host array"));
+    if backend(opts.backend, &mut notes) == Backend::Cpu {
+        let why = notes.pop().unwrap_or_else(|| "the session runs on the CPU backend".into());
+        return Err(needs_host(&format!("the CPU backend ({why})")));
+    }
+    if opts.f64 {
+        return Err(RunError::F64OnGpu);
+    }
+    if opts.verify {
+        return Err(needs_host("re-computing on the CPU backend (verify)"));
+    }
+    if opts.ranks.is_some() {
+        return Err(needs_host("sharing a run between MPI ranks"));
+    }
+    let ordinal = cuda::take::gpu_of(inputs, opts.gpu.gpus.as_deref())?;
+    let components = problem.input.element.components();
+    let taken = cuda::take::take(inputs, &components, ordinal, &opts.cache)?;
+    let take_s = taken.take_s;
+    for m in &taken.measured {
+        m.check().map_err(|e| RunError::Gpu(GpuError::Input(e)))?;
+    }
+    if let Some((name, b)) = problem.periodic_box(params) {
+        for m in &taken.measured {
+            // An orthorhombic box's points lie inside where each component's extremes do.
+            let inside = !b.is_triclinic()
+                && m.ranges().iter().take(3).zip(b.lengths).all(|(&(lo, hi), l)| lo / l >= 0.0 && hi / l < 1.0);
+            if !inside {
+                return Err(needs_host(&format!(
+                    "the periodic box {name}={b}, which its points do not all lie in (they span {}), or which is triclinic,",
+                    crate::data::extent(&m.ranges())
+                )));
+            }
+        }
+    }
+    let spreads: Vec<Spread> = taken.measured.iter().map(Measured::spread).collect();
+    if let Some(why) = crate::data::f32_range_of(problem, params, &spreads) {
+        let origin = taken.measured.iter().map(|m| m.origin.as_str()).collect::<Vec<_>>().join(" and ");
+        let built_in = crate::problems::snippet_is_built_in(problem);
+        return Err(RunError::OutOfF32 { origin, problem: problem.name.clone(), why, built_in });
+    }
+    let shapes = Shapes {
+        a: SetShape::measured(&taken.measured[0]),
+        b: taken.measured.get(1).map(SetShape::measured),
+    };
+    if !problem.promises_proven {
+        // A user's promises, sampled on the points the planner samples.
+        let sampled = Inputs { a: shapes.a.sample.clone(), b: shapes.b.as_ref().map(|b| b.sample.clone()) };
+        sample_promises(problem, params, &sampled, opts, Backend::Cuda, false, &mut notes)?;
+    }
+    let points = Points { a: shapes.a.len as u64, b: shapes.b.as_ref().map(|b| b.len as u64) };
+    let shape = Shape::new(problem, params, points);
+    // The GPU the points lie on, alone; the CPU's threads would need them on the host.
+    let gpu_opts = GpuOptions { gpus: Some(vec![ordinal]), hybrid: Hybrid::Off, ..opts.gpu.clone() };
+    let bar = progress_bar(shape.pairs, opts.quiet, "cuda".into());
+    let gpus = cuda::gpus(&gpu_opts)?;
+    let made = Instant::now();
+    let schedule = Schedule::make(problem, params, &shapes, opts.index, &gpu_opts, &gpus.workers)?;
+    let schedule_s = made.elapsed().as_secs_f64();
+    if matches!(schedule.indexing, Indexing::Host { .. }) {
+        return Err(needs_host("a grid the host sorts"));
+    }
+    let ask = cuda::Ask {
+        problem,
+        params,
+        inputs: cuda::Located::Device(&taken),
+        choice: opts.index,
+        opts: &gpu_opts,
+        cache: &opts.cache,
+        progress: &bar,
+        part: Part::default(),
+    };
+    let mut run = cuda::run_scheduled(ask, &gpus, &schedule, schedule_s)?;
+    bar.finish_and_clear();
+    run.timings.take_s = take_s;
+    // The take is compute: the host path's copy in and upload are.
+    run.timings.wall_s += take_s;
+    let outcome = std::mem::replace(&mut run.results, cuda::Results::Parts(Vec::new())).merged();
+    let grid_tried = problem.cutoff.is_some() && opts.index != IndexChoice::None;
+    let mut exec = gpu_execution(problem, params, shape, run, (outcome, Vec::new()), notes, opts, grid_tried);
+    exec.timings.total_s = start.elapsed().as_secs_f64();
+    Ok(exec)
 }
 
 /// [`execute`], sampling a user's promises first where `check_promises` says.

@@ -236,6 +236,10 @@ fn read_limits(ordinal: usize) -> Result<Device, GpuError> {
     })
 }
 
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
 /// Seconds in each stage, summed over streams and GPUs (CUDA events), and wall time.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct GpuTimings {
@@ -250,6 +254,10 @@ pub struct GpuTimings {
     pub index_s: f64,
     /// Of `index_s`, the GPU's sort of its grid and listing of the units.
     pub grid_s: f64,
+    /// Points given on the GPU taken into twobs's columns and measured
+    /// there (part of the compute time, as the host path's upload is).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub take_s: f64,
     /// From the start to the kernels loaded: the driver, contexts and
     /// compilation, overlapped, and the upload of inputs that fit the GPUs
     /// whole where it ran while NVRTC compiled; compute time is the rest of
@@ -741,7 +749,11 @@ fn prepare(
         Found::Device(..) => choice != IndexChoice::Grid,
     };
     let compile = |block_points: usize, on_grid: bool| compile_kernels(ask, devices, block_points, on_grid);
-    let mut block_points = if grid_kernel { n_a.max(n_b).max(1) } else { scheduled_block_points };
+    // A grid's kernel reads both sets whole, and so does every kernel on points taken on their GPU.
+    let mut block_points = match (grid_kernel, inputs) {
+        (false, Located::Host(_)) => scheduled_block_points,
+        _ => n_a.max(n_b).max(1),
+    };
     let mut compiled_at = 0.0;
     let (made, compiled, compiled_brute, cpu_driver, mut compile_s) = std::thread::scope(|s| {
         // The CPU's driver over the host's grid, where the CPU takes part,
@@ -1126,12 +1138,14 @@ fn compute(
         .collect();
     let (results, cpu_results) = run_threads(&job, &gpus, cpu_side.as_ref(), &queues[0], stage, streams_used);
     timings.upload_s += residents.iter().flatten().map(|r| r.upload_s).sum::<f64>();
-    let parts = gather(results, cpu_results, ordinals, job.start.elapsed().as_secs_f64(), &mut timings, split)?;
+    let (parts, cpu_rows, kept) =
+        gather(results, cpu_results, ordinals, job.start.elapsed().as_secs_f64(), &mut timings, split)?;
     let combine = Instant::now();
     // A rank's part: rank 0 merges every rank's partials.
-    let results = match ask.part.counter {
-        Some(_) => Results::Parts(parts.0),
-        None => Results::Merged(merge(ask, stage, parts)),
+    let results = match (ask.part.counter, kept) {
+        (_, Some(lists)) => Results::Merged(Outcome::KnnOnGpu(lists)),
+        (Some(_), None) => Results::Parts(parts),
+        (None, None) => Results::Merged(merge(ask, stage, (parts, cpu_rows))),
     };
     timings.combine_s += combine.elapsed().as_secs_f64();
     timings.wall_s = wall.elapsed().as_secs_f64();
@@ -1220,8 +1234,8 @@ fn run_threads(
 }
 
 /// What the GPUs and the CPU's threads found, with each one's timings and
-/// share added to the run's: the partial results, and the CPU's KNN rows
-/// where it took part (None where it did not).
+/// share added to the run's: the partial results, the CPU's KNN rows
+/// where it took part (None where it did not), and KNN lists left on a GPU.
 fn gather(
     results: Vec<Result<GpuResult, GpuError>>,
     cpu_results: Vec<hybrid::CpuResult>,
@@ -1229,14 +1243,16 @@ fn gather(
     compute_end: f64,
     timings: &mut GpuTimings,
     split: &mut Split,
-) -> Result<(Vec<Partial>, Option<Vec<hybrid::CpuRows>>), GpuError> {
+) -> Result<(Vec<Partial>, Option<Vec<hybrid::CpuRows>>, Option<crate::outcome::OnGpu>), GpuError> {
     let mut parts = Vec::new();
+    let mut kept = None;
     for (r, &ordinal) in results.into_iter().zip(ordinals) {
         let done = r?;
         for t in &done.streams {
             timings.add(t);
         }
         parts.extend(done.parts);
+        kept = kept.or(done.kept);
         let busy_s = busy(done.intervals);
         let kernel_s = busy(done.kernels);
         timings.kernel_s += kernel_s;
@@ -1266,7 +1282,7 @@ fn gather(
         g.share = g.pairs as f64 / all_pairs.max(1) as f64;
     }
     split.cpu_share = split.cpu_pairs as f64 / all_pairs.max(1) as f64;
-    Ok((parts, cpu_took_part.then_some(cpu_rows)))
+    Ok((parts, cpu_took_part.then_some(cpu_rows), kept))
 }
 
 /// A GPU's context, made on its own thread, and what that thread found and uploaded.

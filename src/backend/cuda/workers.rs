@@ -19,6 +19,7 @@ use crate::spec::Scalar;
 use crate::stage::input::DeviceBlock;
 use crate::stage::output::dob::{self, DeviceDob, PairNames};
 use crate::stage::output::download::Staging;
+use crate::outcome::OnGpu;
 use crate::stage::output::topk::DeviceTopK;
 use crate::stage::output::totals::DeviceTotals;
 use crate::stage::output::{DeviceOutput, OutputStage, Partial};
@@ -62,6 +63,8 @@ pub(super) fn busy(mut intervals: Vec<(f64, f64)>) -> f64 {
 /// streams were running pieces.
 pub(super) struct GpuResult {
     pub(super) parts: Vec<Partial>,
+    /// KNN lists left on the GPU (points taken there).
+    pub(super) kept: Option<OnGpu>,
     pub(super) streams: Vec<GpuTimings>,
     pub(super) intervals: Vec<(f64, f64)>,
     /// When its kernels ran: seconds from an event recorded before the first.
@@ -120,6 +123,7 @@ pub(super) fn gpu_worker(job: &Job, gpu: Gpu, stage: OutputStage, streams: usize
     });
     let mut done = GpuResult {
         parts: Vec::new(),
+        kept: None,
         streams: Vec::new(),
         intervals: Vec::new(),
         kernels: Vec::new(),
@@ -129,6 +133,7 @@ pub(super) fn gpu_worker(job: &Job, gpu: Gpu, stage: OutputStage, streams: usize
     for r in ran {
         let r = r?;
         done.parts.extend(r.part);
+        done.kept = done.kept.or(r.kept);
         done.streams.push(r.timings);
         done.pieces += r.intervals.len() as u64;
         done.intervals.extend(r.intervals);
@@ -158,6 +163,8 @@ pub(super) enum StreamOutput<'a> {
 /// (start, end) per piece, in seconds from the start of the compute.
 pub(super) struct StreamResult {
     pub(super) part: Option<Partial>,
+    /// KNN lists left on the GPU, where its points were taken there.
+    pub(super) kept: Option<OnGpu>,
     pub(super) timings: GpuTimings,
     pub(super) intervals: Vec<(f64, f64)>,
     /// One (start, end) per launch, from the GPU's origin event (direct
@@ -413,6 +420,16 @@ impl<'a> Stream<'a> {
 
     /// A search's lists come back once; the stream's buffers are freed.
     fn finish(mut self) -> Result<StreamResult, GpuError> {
+        // Points taken on the GPU: a search's lists stay there.
+        let keep = self.searches_rings && !self.intervals.is_empty() && matches!(self.job.inputs, Located::Device(_));
+        if keep {
+            let Stream { job, out: StreamOutput::TopK(lists, _), stream, timings, intervals, kernels, pairs, .. } = self
+            else {
+                unreachable!("a search of rings writes top-K lists")
+            };
+            let kept = lists.keep(&stream, job.inputs.lens().0);
+            return Ok(StreamResult { part: None, kept: Some(kept), timings, intervals, kernels, pairs });
+        }
         if let StreamOutput::TopK(lists, rows) = &mut self.out
             && self.searches_rings
             && !self.intervals.is_empty()
@@ -433,7 +450,7 @@ impl<'a> Stream<'a> {
         let t = Instant::now();
         drop((own_blocks, stream));
         timings.teardown_s = t.elapsed().as_secs_f64();
-        Ok(StreamResult { part, timings, intervals, kernels, pairs })
+        Ok(StreamResult { part, kept: None, timings, intervals, kernels, pairs })
     }
 }
 
