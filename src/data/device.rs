@@ -71,7 +71,7 @@ impl DeviceSet {
         let origin = &self.origin;
         if !matches!(self.given, Scalar::F32 | Scalar::F64 | Scalar::I32 | Scalar::I64) {
             return Err(crate::input_error!(
-                "{origin}: an array of {} on the GPU; twobs takes float32, float64, int32 or int64 points there",
+                "{origin}: an array of {} on the GPU; twobs reads f32, f64, i32 or i64 points there",
                 self.given.name()
             ));
         }
