@@ -328,6 +328,11 @@ pub fn execute_on_gpu(
     let mut notes = Vec::new();
     let origin = &inputs.a.origin;
     let needs_host = |what: &str| RunError::OnGpu(format!("{origin} lies on a GPU; {what} needs the points on the host: pass a host array"));
+    // What can be checked without a GPU, first: the arrays' shapes, scalars and strides.
+    let components = problem.input.element.components();
+    for set in inputs.sets() {
+        set.check(components.len()).map_err(|e| RunError::Gpu(GpuError::Input(e)))?;
+    }
     if backend(opts.backend, &mut notes) == Backend::Cpu {
         let why = notes.pop().unwrap_or_else(|| "the session runs on the CPU backend".into());
         return Err(needs_host(&format!("the CPU backend ({why})")));
@@ -342,7 +347,6 @@ pub fn execute_on_gpu(
         return Err(needs_host("sharing a run between MPI ranks"));
     }
     let ordinal = cuda::take::gpu_of(inputs, opts.gpu.gpus.as_deref())?;
-    let components = problem.input.element.components();
     let taken = cuda::take::take(inputs, &components, ordinal, &opts.cache)?;
     let take_s = taken.take_s;
     for m in &taken.measured {
