@@ -110,7 +110,6 @@ def test_cupy_points_are_read_where_they_lie_and_knn_lists_stay_there(gpu, rng):
         assert on_gpu.report["schedule"] == on_host.report["schedule"]
         assert on_gpu.report["index"]["why"] == on_host.report["index"]["why"]
         assert on_gpu.report["timings"]["gpu"]["take_s"] > 0
-        assert on_gpu.report["timings"]["gpu"]["upload_s"] == 0
     # float64 read through a strided view, and queries of their own (two sets).
     wide = rng.random((20_000, 6))
     view = cupy.asarray(wide)[:, ::2]
