@@ -834,7 +834,8 @@ fn result<'py>(
             out.set_item("k", k)?;
             out.set_item("missing", short_lists(&ids, k))?;
             let ids = if as_found {
-                indices_as_i32(ids).into_pyarray(py).reshape([queries, k])?.into_any()
+                // u32::MAX, "none", reads as -1.
+                lend::<i32>(py, Column::U32(ids), queries, k)?
             } else {
                 let rows: Vec<i64> =
                     ids.iter().map(|&j| if j == u32::MAX { -1 } else { row_other(j as u64) as i64 }).collect();
@@ -894,17 +895,42 @@ fn indices_as_i32(v: Vec<u32>) -> Vec<i32> {
 }
 
 fn knn_values<'py>(py: Python<'py>, values: Column, queries: usize, k: usize) -> PyResult<Bound<'py, PyAny>> {
-    fn shaped<'py, T: numpy::Element>(py: Python<'py>, v: Vec<T>, q: usize, k: usize) -> PyResult<Bound<'py, PyAny>> {
-        let a: Bound<'py, PyArray2<T>> = v.into_pyarray(py).reshape([q, k])?;
-        Ok(a.into_any())
+    match values.scalar() {
+        Scalar::F32 => lend::<f32>(py, values, queries, k),
+        Scalar::F64 => lend::<f64>(py, values, queries, k),
+        Scalar::I32 => lend::<i32>(py, values, queries, k),
+        Scalar::I64 => lend::<i64>(py, values, queries, k),
+        Scalar::U32 => lend::<u32>(py, values, queries, k),
     }
-    match values {
-        Column::F32(v) => shaped(py, v, queries, k),
-        Column::F64(v) => shaped(py, v, queries, k),
-        Column::I32(v) => shaped(py, v, queries, k),
-        Column::I64(v) => shaped(py, v, queries, k),
-        Column::U32(v) => shaped(py, v, queries, k),
+}
+
+/// A column of results lent to numpy: the array's memory is the column's,
+/// and when Python frees the array the column goes back to the engine
+/// (`twobs::data::recycle`), whose next download of as many values lands
+/// in memory already touched instead of faulting fresh pages.
+#[pyclass(frozen, module = "twobs._twobs")]
+struct Lent(std::sync::Mutex<Option<Column>>);
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let Some(column) = self.0.get_mut().map(Option::take).unwrap_or(None) {
+            twobs::data::recycle(column);
+        }
     }
+}
+
+/// `column` (`rows` x `k` values, each of T's size) as a numpy array of T over its memory.
+fn lend<'py, T: numpy::Element>(py: Python<'py>, column: Column, rows: usize, k: usize) -> PyResult<Bound<'py, PyAny>> {
+    assert_eq!(column.scalar().bytes() as usize, std::mem::size_of::<T>(), "a view of values of one size");
+    assert_eq!(column.len(), rows * k, "a full list per query");
+    let ptr = column.as_ptr().cast::<T>();
+    let lent = Bound::new(py, Lent(std::sync::Mutex::new(Some(column))))?;
+    // SAFETY: rows x k values of T's size and alignment (u32 and i32 share both) at `ptr`: the
+    // column's heap memory, which stays where it is while `lent`, the array's base, lives.
+    let view = unsafe { numpy::ndarray::ArrayView2::from_shape_ptr((rows, k), ptr) };
+    // SAFETY: as above; nothing moves or frees the column before `lent` is dropped.
+    let array = unsafe { PyArray2::<T>::borrow_from_array(&view, lent.into_any()) };
+    Ok(array.into_any())
 }
 
 /// What the run did, as the command line's JSON report says it.

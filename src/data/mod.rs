@@ -217,18 +217,23 @@ impl Column {
 
     /// `n` values of `scalar` whose little-endian bytes `fill` writes, every
     /// one of them (a download from the GPU, straight into the column's memory).
+    /// The memory is a column given back to [`recycle`] where one fits.
     pub fn from_bytes_filled<E>(
         scalar: Scalar,
         n: usize,
         fill: impl FnOnce(&mut [MaybeUninit<u8>]) -> Result<(), E>,
     ) -> Result<Column, E> {
-        Ok(match scalar {
-            Scalar::F32 => Column::F32(filled(n, fill)?),
-            Scalar::F64 => Column::F64(filled(n, fill)?),
-            Scalar::I32 => Column::I32(filled(n, fill)?),
-            Scalar::I64 => Column::I64(filled(n, fill)?),
-            Scalar::U32 => Column::U32(filled(n, fill)?),
-        })
+        let Some(mut column) = recycled(scalar, n) else {
+            return Ok(match scalar {
+                Scalar::F32 => Column::F32(filled(n, fill)?),
+                Scalar::F64 => Column::F64(filled(n, fill)?),
+                Scalar::I32 => Column::I32(filled(n, fill)?),
+                Scalar::I64 => Column::I64(filled(n, fill)?),
+                Scalar::U32 => Column::U32(filled(n, fill)?),
+            });
+        };
+        each!(&mut column, v => refill(v, n, fill)?);
+        Ok(column)
     }
 
     /// The values' memory, for a writer that fills every byte (the CPU driver).
@@ -343,6 +348,58 @@ pub fn rows_moved<T: Copy + Default>(v: &[T], k: usize, to: &[u32]) -> Vec<T> {
         out[row as usize * k..(row as usize + 1) * k].copy_from_slice(from);
     }
     out
+}
+
+/// Columns of downloaded results given back by their last reader (the
+/// Python package's arrays, when Python frees them), kept for the next
+/// download of about as many values: memory already touched takes a copy
+/// without a page fault a 4 KiB (a fresh 64 MB list faults 16k pages, most
+/// of a million-point KNN's 6 ms download on a GPU host). Per process, at
+/// most [`RECYCLED_BYTES`] held.
+static RECYCLED: std::sync::Mutex<Vec<Column>> = std::sync::Mutex::new(Vec::new());
+
+/// Bytes the recycled columns hold at most.
+pub const RECYCLED_BYTES: usize = 1 << 30;
+
+/// Columns smaller than this are not kept: their faults cost little.
+const RECYCLED_LEAST: usize = 1 << 20;
+
+/// Gives a column's memory back for the next download ([`Column::from_bytes_filled`]).
+pub fn recycle(column: Column) {
+    let bytes = |c: &Column| c.capacity() * c.scalar().bytes() as usize;
+    if bytes(&column) < RECYCLED_LEAST || bytes(&column) > RECYCLED_BYTES {
+        return;
+    }
+    let mut kept = RECYCLED.lock().expect("recycled lock");
+    kept.push(column);
+    // The oldest go first.
+    while kept.iter().map(bytes).sum::<usize>() > RECYCLED_BYTES {
+        kept.remove(0);
+    }
+}
+
+/// A recycled column of `scalar` with room for `n` values and at most twice that.
+fn recycled(scalar: Scalar, n: usize) -> Option<Column> {
+    if n * (scalar.bytes() as usize) < RECYCLED_LEAST {
+        return None;
+    }
+    let mut kept = RECYCLED.lock().expect("recycled lock");
+    let k = kept.iter().position(|c| c.scalar() == scalar && c.capacity() >= n && c.capacity() <= 2 * n)?;
+    Some(kept.swap_remove(k))
+}
+
+/// `v` holding `n` plain numbers whose bytes `fill` writes, in its own memory.
+fn refill<T: Copy, E>(v: &mut Vec<T>, n: usize, fill: impl FnOnce(&mut [MaybeUninit<u8>]) -> Result<(), E>) -> Result<(), E> {
+    v.clear();
+    v.reserve(n);
+    let room = &mut v.spare_capacity_mut()[..n];
+    // SAFETY: the room's n x size_of::<T>() bytes, viewed as bytes (no alignment to keep).
+    let bytes =
+        unsafe { std::slice::from_raw_parts_mut(room.as_mut_ptr().cast::<MaybeUninit<u8>>(), size_of_val(room)) };
+    fill(bytes)?;
+    // SAFETY: `fill` wrote every byte, and any bytes make a value of these numeric types.
+    unsafe { v.set_len(n) };
+    Ok(())
 }
 
 /// A vector of `n` plain numbers (every bit pattern a value) whose bytes
@@ -597,6 +654,40 @@ impl PointSet {
 mod tests {
     use super::*;
     use rand::{RngExt, SeedableRng};
+
+    #[test]
+    fn a_recycled_column_takes_the_next_download_of_about_its_size() {
+        // A size no other test downloads, so that the process-wide pool's answer is this test's.
+        let n = (1 << 20) + 4099;
+        let first = Column::from_bytes_filled(Scalar::I64, n, |room| {
+            room.iter_mut().for_each(|b| {
+                b.write(7);
+            });
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        let at = first.as_ptr();
+        recycle(first);
+        let bytes: Vec<u8> = (0..8 * (n - 5)).map(|i| (i % 251) as u8).collect();
+        let next = Column::from_bytes_filled(Scalar::I64, n - 5, |room| {
+            room.iter_mut().zip(&bytes).for_each(|(r, &b)| {
+                r.write(b);
+            });
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!(next.as_ptr(), at, "the recycled memory");
+        assert_eq!((next.len(), next.bytes(0, n - 5)), (n - 5, &bytes[..]));
+        // Too small to keep, or far smaller than the kept one: fresh memory.
+        let zeros = |room: &mut [MaybeUninit<u8>]| {
+            room.iter_mut().for_each(|b| {
+                b.write(0);
+            });
+            Ok::<(), ()>(())
+        };
+        let half = Column::from_bytes_filled(Scalar::I64, n / 3, zeros).unwrap();
+        assert_ne!(half.as_ptr(), at);
+    }
 
     #[test]
     fn min_max_finds_the_extremes_wherever_they_lie() {
