@@ -153,6 +153,9 @@ def _on_gpu(x: Any) -> Optional[tuple]:
         x = x.detach()
         # PyTorch's interface names no stream: its work on x is waited for here.
         torch.cuda.current_stream(x.device).synchronize()
+    if kind in ("jax", "jaxlib") and hasattr(x, "block_until_ready"):
+        # JAX computes asynchronously: its work on x is waited for here.
+        x.block_until_ready()
     cai = _interface(x)
     if cai is None and hasattr(x, "__dlpack_device__"):
         try:
@@ -578,8 +581,8 @@ class RDF:
             excluded = int(np.sum(cp[ip].astype(np.int64) * cq[iq]))
         result = session.run(self._problem, points, query_points, params=params, ids=ids,
                              exclude_same=None if ids is None else "molecule")
-        n_p = _host(points).shape[0]
-        n_q = n_p if query_points is None else _host(query_points).shape[0]
+        n_p = _count_points(points)
+        n_q = n_p if query_points is None else _count_points(query_points)
         # freud counts a bond from each query point: each pair twice within one set.
         self._counts += result.counts * (2 if self_pairs else 1)
         finite = self.normalization_mode == "finite_size"
