@@ -241,11 +241,19 @@ pub fn execute_frames(
 fn f64_for_range(
     problem: &Problem,
     params: &Params,
-    inputs: &Inputs,
+    (inputs, shapes): (&Inputs, &Shapes),
     backend: Backend,
     notes: &mut Vec<String>,
 ) -> Result<bool, RunError> {
-    let Some(why) = crate::data::f32_range(problem, params, inputs) else { return Ok(false) };
+    let crate::spec::Element::Vector { scalar: crate::spec::Scalar::F32, dims } = problem.input.element else {
+        return Ok(false);
+    };
+    // The ranges the shapes read, and each set's spacing sample.
+    let spreads: Vec<Spread> = std::iter::once((&inputs.a, &shapes.a))
+        .chain(inputs.b.as_ref().zip(shapes.b.as_ref()))
+        .map(|(set, shape)| Spread::with_ranges(set, shape.ranges[..dims as usize].to_vec()))
+        .collect();
+    let Some(why) = crate::data::f32_range_of(problem, params, &spreads) else { return Ok(false) };
     let built_in = crate::problems::snippet_is_built_in(problem);
     let origin = match &inputs.b {
         Some(b) => format!("{} and {}", inputs.a.origin, b.origin),
@@ -432,11 +440,13 @@ fn execute_one(
     if backend == Backend::Cuda && opts.f64 {
         return Err(RunError::F64OnGpu);
     }
-    let f64_mode = opts.f64 || f64_for_range(problem, params, inputs, backend, &mut notes)?;
+    // Each set's size, ranges and sample, read once for the range check and the schedule.
+    let shapes = Shapes::of(inputs);
+    let f64_mode = opts.f64 || f64_for_range(problem, params, (inputs, &shapes), backend, &mut notes)?;
     if check_promises {
         sample_promises(problem, params, inputs, opts, backend, f64_mode, &mut notes)?;
     }
-    let run = Run { problem, params, inputs, opts, shape };
+    let run = Run { problem, params, inputs, shapes: &shapes, opts, shape };
     let mut exec = match backend {
         Backend::Cuda => run.on_gpus(notes)?,
         Backend::Cpu => run.on_cpu(notes, threads, f64_mode)?,
@@ -520,6 +530,8 @@ struct Run<'a> {
     problem: &'a Problem,
     params: &'a Params,
     inputs: &'a Inputs,
+    /// What the schedule reads of the inputs (`Shapes::of`).
+    shapes: &'a Shapes,
     opts: &'a RunOptions,
     shape: Shape,
 }
@@ -542,7 +554,7 @@ impl Run<'_> {
         costs: cells::Costs,
         leaf: u32,
     ) -> Result<WithCells, RunError> {
-        let Run { problem, params, inputs, opts, shape } = *self;
+        let Run { problem, params, inputs, shapes: _, opts, shape } = *self;
         let forced = opts.index == IndexChoice::Cells;
         if !(forced || opts.index == IndexChoice::Auto) {
             return Ok((grid, index, None));
@@ -569,7 +581,7 @@ impl Run<'_> {
     /// On the GPUs: the schedule is made here, for the GPUs this machine
     /// has, and the backend runs it.
     fn on_gpus(&self, mut notes: Vec<String>) -> Result<Execution, RunError> {
-        let Run { problem, params, inputs, opts, shape } = *self;
+        let Run { problem, params, inputs, shapes, opts, shape } = *self;
         let bar = progress_bar(shape.pairs, opts.quiet, "cuda".into());
         let gpus = cuda::gpus(&opts.gpu)?;
         let names: Vec<&str> = gpus.workers.gpus.iter().map(|g| g.name.as_str()).collect();
@@ -589,7 +601,7 @@ impl Run<'_> {
             }
         };
         let start = Instant::now();
-        let schedule = Schedule::make(problem, params, &Shapes::of(inputs), opts.index, &gpu_opts, &workers)?;
+        let schedule = Schedule::make(problem, params, shapes, opts.index, &gpu_opts, &workers)?;
         let schedule_s = start.elapsed().as_secs_f64();
         let counter = ranked.map(|r| r.counter());
         let part =
@@ -642,12 +654,12 @@ impl Run<'_> {
 
     /// On the CPU's `threads` threads, in f64 where `f64_mode` says.
     fn on_cpu(&self, mut notes: Vec<String>, threads: usize, f64_mode: bool) -> Result<Execution, RunError> {
-        let Run { problem, params, inputs, opts, shape } = *self;
+        let Run { problem, params, inputs, shapes, opts, shape } = *self;
         let index_start = Instant::now();
         let workers = Workers::cpu(threads);
         // `--index cells` puts the hierarchy in place of every pair.
         let scheduled = if opts.index == IndexChoice::Cells { IndexChoice::None } else { opts.index };
-        let schedule = Schedule::make(problem, params, &Shapes::of(inputs), scheduled, &opts.gpu, &workers)?;
+        let schedule = Schedule::make(problem, params, shapes, scheduled, &opts.gpu, &workers)?;
         let (grid, index) = match &schedule.indexing {
             Indexing::Brute(summary) => (None, summary.clone()),
             Indexing::Host { layout, runs } => {

@@ -73,10 +73,15 @@ pub fn spacing_step(len: usize) -> usize {
 impl Spread {
     /// The first `dims` components of `set` (a set's weights and ids come after them).
     pub fn of(set: &PointSet, dims: usize) -> Spread {
+        Spread::with_ranges(set, set.columns[..dims].iter().map(|c| c.min_max()).collect())
+    }
+
+    /// The first `ranges.len()` components of `set`, whose ranges are known
+    /// (`index::SetShape::of` read them): a pass over the points saved.
+    pub fn with_ranges(set: &PointSet, ranges: Vec<(f64, f64)>) -> Spread {
         let rows: Vec<usize> = (0..set.len()).step_by(spacing_step(set.len())).collect();
-        let columns = &set.columns[..dims];
-        let sample = PointSet { columns: columns.iter().map(|c| c.select(&rows)).collect(), origin: set.origin.clone(), rows: None };
-        Spread { ranges: columns.iter().map(|c| c.min_max()).collect(), sample }
+        let columns = set.columns[..ranges.len()].iter().map(|c| c.select(&rows)).collect();
+        Spread { ranges, sample: PointSet { columns, origin: set.origin.clone(), rows: None } }
     }
 }
 
