@@ -459,7 +459,7 @@ impl Session {
             "run_s": run_s,
             "give_s": began.elapsed().as_secs_f64() - taken_s - run_s,
         });
-        let report = report(&spec, &exec, Vec::new(), steps);
+        let report = report(&spec, &exec, exec.notes.clone(), steps);
         out.set_item("report", report.to_string())?;
         Ok(out)
     }
