@@ -140,7 +140,7 @@ def case_knn_gpu():
             result, wall = timed(session.run, "knn", points, params={"k": 16})
             cupy.cuda.Device().synchronize()
             parts = gpu_parts(result)
-            parts["take_s"] = result.report["timings"]["gpu"].get("take_s", 0.0)
+            parts["gpu_take_s"] = result.report["timings"]["gpu"].get("take_s", 0.0)
             record("knn-gpu", n=n, job="session.run", call=call, wall_s=wall, lists=type(result.ids).__name__, **parts)
         # Every list equal to the numpy path's (points copied to the host, lists copied back).
         dn, in_ = twobs.knn(host, 16, session=session)

@@ -44,7 +44,7 @@ print("numpy knn 1M:", best("numpy", "wall_s", job="knn 1M K=16"))
 print("numpy g(r) 1M:", best("numpy", "wall_s", job="g(r) 1M atoms box 100 r_max 5"))
 for n in (1_000_000, 10_000_000):
     print(f"cupy knn {n}: twobs", best("knn-gpu", "twobs_s", n=n), "jz-tree", best("knn-gpu", "jztree_s", n=n))
-keys = ("wall_s", "take_s", "index_s", "grid_s", "kernel_s", "download_s", "setup_s", "teardown_s", "prepare_s", "gpu_wall_s", "take_s", "run_s", "give_s")
+keys = ("wall_s", "gpu_take_s", "index_s", "grid_s", "kernel_s", "download_s", "setup_s", "teardown_s", "prepare_s", "gpu_wall_s", "take_s", "run_s", "give_s")
 for r in rows:
     if r.get("job") in ("session.run", "knn 1M K=16 (session.run)"):
         print(r["case"], r.get("n", ""), r["job"], {k: round(r[k] * 1e3, 3) for k in keys if k in r}, "ms")
