@@ -394,7 +394,9 @@ class Session:
             problem = Problem(problem)
         sets = [a] if b is None else [a, b]
         gpu = [_on_gpu(s) for s in sets]
-        plain = weights is None and not ids and exclude_same is None and outside_box is None and not f64
+        # Under MPI ranks every rank reads host points (their digests are compared): GPU arrays are copied.
+        plain = (weights is None and not ids and exclude_same is None and outside_box is None and not f64
+                 and self.size == 1)
         # Every set on a GPU: read there, unless the run needs host points and their library can copy them.
         if plain and all(g is not None for g in gpu) and (
                 self.backend == "cuda" or all(_device_of(s) is None for s in sets)):
