@@ -343,6 +343,8 @@ class Session:
         progress: bool = False,
         comm: Any = None,
     ):
+        # verify re-computes on the CPU backend, from host points.
+        self._verify = verify
         self._native = _twobs.Session(
             backend=backend,
             gpus=None if gpus is None else list(gpus),
@@ -394,9 +396,10 @@ class Session:
             problem = Problem(problem)
         sets = [a] if b is None else [a, b]
         gpu = [_on_gpu(s) for s in sets]
-        # Under MPI ranks every rank reads host points (their digests are compared): GPU arrays are copied.
+        # Under MPI ranks every rank reads host points (their digests are compared), and verify re-computes
+        # from them: GPU arrays are copied there.
         plain = (weights is None and not ids and exclude_same is None and outside_box is None and not f64
-                 and self.size == 1)
+                 and self.size == 1 and not self._verify)
         # Every set on a GPU: read there, unless the run needs host points and their library can copy them.
         if plain and all(g is not None for g in gpu) and (
                 self.backend == "cuda" or all(_device_of(s) is None for s in sets)):
