@@ -55,7 +55,8 @@ impl std::fmt::Debug for OnGpu {
 /// Two lists on a GPU are equal where they are the same memory.
 impl PartialEq for OnGpu {
     fn eq(&self, other: &OnGpu) -> bool {
-        (self.ordinal, self.values, self.ids, self.k, self.queries) == (other.ordinal, other.values, other.ids, other.k, other.queries)
+        (self.ordinal, self.values, self.ids, self.k, self.queries)
+            == (other.ordinal, other.values, other.ids, other.k, other.queries)
     }
 }
 

@@ -309,7 +309,12 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
 
 /// Runs `problem` on points wherever they lie: [`execute`] for the host's,
 /// [`execute_on_gpu`] for points given on a GPU.
-pub fn execute_given(problem: &Problem, params: &Params, given: &Given, opts: &RunOptions) -> Result<Execution, RunError> {
+pub fn execute_given(
+    problem: &Problem,
+    params: &Params,
+    given: &Given,
+    opts: &RunOptions,
+) -> Result<Execution, RunError> {
     match given {
         Given::Host(inputs) => execute(problem, params, inputs, opts),
         Given::Device(inputs) => execute_on_gpu(problem, params, inputs, opts),
@@ -335,7 +340,9 @@ pub fn execute_on_gpu(
     let start = Instant::now();
     let mut notes = Vec::new();
     let origin = &inputs.a.origin;
-    let needs_host = |what: &str| RunError::OnGpu(format!("{origin} lies on a GPU; {what} needs the points on the host: pass a host array"));
+    let needs_host = |what: &str| {
+        RunError::OnGpu(format!("{origin} lies on a GPU; {what} needs the points on the host: pass a host array"))
+    };
     // What can be checked without a GPU, first: the arrays' shapes, scalars and strides.
     let components = problem.input.element.components();
     for set in inputs.sets() {
@@ -379,10 +386,7 @@ pub fn execute_on_gpu(
         let built_in = crate::problems::snippet_is_built_in(problem);
         return Err(RunError::OutOfF32 { origin, problem: problem.name.clone(), why, built_in });
     }
-    let shapes = Shapes {
-        a: SetShape::measured(&taken.measured[0]),
-        b: taken.measured.get(1).map(SetShape::measured),
-    };
+    let shapes = Shapes { a: SetShape::measured(&taken.measured[0]), b: taken.measured.get(1).map(SetShape::measured) };
     if !problem.promises_proven {
         // A user's promises, sampled on the points the planner samples.
         let sampled = Inputs { a: shapes.a.sample.clone(), b: shapes.b.as_ref().map(|b| b.sample.clone()) };

@@ -135,8 +135,7 @@ fn points_measured_on_a_gpu_are_planned_as_the_same_points_on_the_host() {
         let host = Inputs { a: given[0].host(scalar, "set A"), b: given.get(1).map(|g| g.host(scalar, "set B")) };
         let what = format!("{name} {params:?}, {n} points, column-major {column_major}, two sets {two} (seed {seed})");
         // The planner's inputs.
-        let device_shapes =
-            Shapes { a: SetShape::measured(&measured[0]), b: measured.get(1).map(SetShape::measured) };
+        let device_shapes = Shapes { a: SetShape::measured(&measured[0]), b: measured.get(1).map(SetShape::measured) };
         let host_shapes = Shapes::of(&host);
         same_shape(&device_shapes.a, &host_shapes.a);
         if two {

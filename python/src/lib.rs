@@ -795,9 +795,8 @@ fn result<'py>(
     let (as_found, row_a, row_other): (bool, Box<dyn Fn(u64) -> u64>, Box<dyn Fn(u64) -> u64>) = match rows {
         Rows::Of(inputs) => {
             let other = inputs.other();
-            let as_found = inputs.a.rows.is_none()
-                && other.rows.is_none()
-                && inputs.a.len().max(other.len()) <= i32::MAX as usize;
+            let as_found =
+                inputs.a.rows.is_none() && other.rows.is_none() && inputs.a.len().max(other.len()) <= i32::MAX as usize;
             (as_found, Box::new(|i| inputs.a.original_row(i)), Box::new(move |j| other.original_row(j)))
         }
         Rows::AsGiven { most } => (most <= i32::MAX as usize, Box::new(|i| i), Box::new(|j| j)),

@@ -12,7 +12,9 @@ use std::mem::MaybeUninit;
 
 use serde::Serialize;
 
-pub use device::{DeviceInputs, DeviceSet, Given, MAX_GPU_COMPONENTS, Measured, ProducerStream, from_order_key, order_key};
+pub use device::{
+    DeviceInputs, DeviceSet, Given, MAX_GPU_COMPONENTS, Measured, ProducerStream, from_order_key, order_key,
+};
 pub use range::{OutOfF32, Spacing, Spread, f32_range, f32_range_of, spacing_step};
 pub use read::{InputOptions, read_frames, read_ids, read_input, read_weights, values_per_point};
 pub use synth::{Generator, synthesize};
@@ -389,7 +391,11 @@ fn recycled(scalar: Scalar, n: usize) -> Option<Column> {
 }
 
 /// `v` holding `n` plain numbers whose bytes `fill` writes, in its own memory.
-fn refill<T: Copy, E>(v: &mut Vec<T>, n: usize, fill: impl FnOnce(&mut [MaybeUninit<u8>]) -> Result<(), E>) -> Result<(), E> {
+fn refill<T: Copy, E>(
+    v: &mut Vec<T>,
+    n: usize,
+    fill: impl FnOnce(&mut [MaybeUninit<u8>]) -> Result<(), E>,
+) -> Result<(), E> {
     v.clear();
     v.reserve(n);
     let room = &mut v.spare_capacity_mut()[..n];

@@ -80,11 +80,15 @@ pub enum GpuError {
     Stopped(#[from] crate::stop::Stopped),
     #[error(transparent)]
     Input(crate::data::InputError),
-    #[error("{origin}: the array at {address:#x} is not in a GPU's memory as the CUDA driver sees it ({why}); pass a host array, or one of this process's GPU arrays")]
+    #[error(
+        "{origin}: the array at {address:#x} is not in a GPU's memory as the CUDA driver sees it ({why}); pass a host array, or one of this process's GPU arrays"
+    )]
     NotOnGpu { origin: String, address: u64, why: String },
     #[error("set A lies on GPU {a} and set B on GPU {b}: put both on one GPU (twobs reads them where they lie)")]
     SetsOnTwoGpus { a: usize, b: usize },
-    #[error("the points lie on GPU {ordinal}, which is not among the session's GPUs {gpus:?}: twobs reads them where they lie")]
+    #[error(
+        "the points lie on GPU {ordinal}, which is not among the session's GPUs {gpus:?}: twobs reads them where they lie"
+    )]
     NotAsked { ordinal: usize, gpus: Vec<usize> },
     #[error("{0}: the GPU reads points given on it whole; this needs the points on the host (pass a host array)")]
     NeedsHost(String),
@@ -507,7 +511,16 @@ pub fn run(
     // The schedule's sample of the grid is made for these inputs: compute, not preparation.
     let start = Instant::now();
     let schedule = Schedule::make(problem, params, &Shapes::of(inputs), index, opts, &gpus.workers)?;
-    let ask = Ask { problem, params, inputs: Located::Host(inputs), choice: index, opts, cache, progress, part: Part::default() };
+    let ask = Ask {
+        problem,
+        params,
+        inputs: Located::Host(inputs),
+        choice: index,
+        opts,
+        cache,
+        progress,
+        part: Part::default(),
+    };
     run_scheduled(ask, &gpus, &schedule, start.elapsed().as_secs_f64())
 }
 

@@ -35,7 +35,11 @@ impl Taker {
             let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
             let module = ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec())).doing("loading the taker")?;
             let f = |entry: &str| module.load_function(entry).doing("finding the taker's kernels");
-            Ok(Taker { columns: f("twobs_take_columns")?, rows4: f("twobs_take_rows4")?, rows8: f("twobs_take_rows8")? })
+            Ok(Taker {
+                columns: f("twobs_take_columns")?,
+                rows4: f("twobs_take_rows4")?,
+                rows8: f("twobs_take_rows8")?,
+            })
         })
     }
 }
@@ -138,12 +142,7 @@ pub fn gpu_of(inputs: &DeviceInputs, gpus: Option<&[usize]>) -> Result<usize, Gp
 
 /// Takes `inputs` (on GPU `ordinal`, [`gpu_of`]) into columns of the
 /// spec's `components` on that GPU, measuring each set there.
-pub fn take(
-    inputs: &DeviceInputs,
-    components: &[Component],
-    ordinal: usize,
-    cache: &Cache,
-) -> Result<Taken, GpuError> {
+pub fn take(inputs: &DeviceInputs, components: &[Component], ordinal: usize, cache: &Cache) -> Result<Taken, GpuError> {
     let start = Instant::now();
     let scalar = components[0].scalar;
     if components.iter().any(|c| c.scalar != scalar) || !matches!(scalar, Scalar::F32 | Scalar::F64) {

@@ -12,6 +12,7 @@ use rand::{RngExt, SeedableRng};
 use super::kernels::{KernelPair, Launcher};
 use super::{DeviceGrid, Doing, GpuError, GpuTimings, Located, Resident};
 use crate::data::{Column, PointSet};
+use crate::outcome::OnGpu;
 use crate::ranks::Counter;
 use crate::schedule::GpuOptions;
 use crate::schedule::pieces::{self, Piece};
@@ -19,7 +20,6 @@ use crate::spec::Scalar;
 use crate::stage::input::DeviceBlock;
 use crate::stage::output::dob::{self, DeviceDob, PairNames};
 use crate::stage::output::download::Staging;
-use crate::outcome::OnGpu;
 use crate::stage::output::topk::DeviceTopK;
 use crate::stage::output::totals::DeviceTotals;
 use crate::stage::output::{DeviceOutput, OutputStage, Partial};
@@ -423,7 +423,8 @@ impl<'a> Stream<'a> {
         // Points taken on the GPU: a search's lists stay there.
         let keep = self.searches_rings && !self.intervals.is_empty() && matches!(self.job.inputs, Located::Device(_));
         if keep {
-            let Stream { job, out: StreamOutput::TopK(lists, _), stream, timings, intervals, kernels, pairs, .. } = self
+            let Stream { job, out: StreamOutput::TopK(lists, _), stream, timings, intervals, kernels, pairs, .. } =
+                self
             else {
                 unreachable!("a search of rings writes top-K lists")
             };
