@@ -375,6 +375,7 @@ impl Session {
         }
         let (spec, params, mut inputs, mut notes) = taken?;
         let taken_s = began.elapsed().as_secs_f64();
+        #[allow(clippy::result_large_err, reason = "one result a call, sent once")]
         let computed = compute(py, || twobs::run::execute(&spec, &params, &inputs, &options));
         let run_s = began.elapsed().as_secs_f64() - taken_s;
         let mut exec = match computed {
@@ -446,6 +447,7 @@ impl Session {
         let most = inputs.sets().map(|s| s.rows).max().unwrap_or(0);
         let given = Given::Device(inputs);
         let taken_s = began.elapsed().as_secs_f64();
+        #[allow(clippy::result_large_err, reason = "one result a call, sent once")]
         let mut exec = compute(py, || twobs::run::execute_given(&spec, &params, &given, &self.options))?;
         let run_s = began.elapsed().as_secs_f64() - taken_s;
         let outcome = std::mem::replace(&mut exec.outcome, Outcome::Totals(Totals::Counts(Vec::new())));
@@ -685,6 +687,9 @@ fn compute(
     })
 }
 
+/// A result's index as the caller's row.
+type RowOf<'a> = Box<dyn Fn(u64) -> u64 + 'a>;
+
 /// How a result's indices name the caller's rows.
 enum Rows<'a> {
     /// Through the host sets' kept rows, where rows were dropped.
@@ -792,7 +797,7 @@ fn result<'py>(
     let out = PyDict::new(py);
     out.set_item("kind", problem.output.kind())?;
     // Indices are the engine's own where no row was dropped and all fit an int32.
-    let (as_found, row_a, row_other): (bool, Box<dyn Fn(u64) -> u64>, Box<dyn Fn(u64) -> u64>) = match rows {
+    let (as_found, row_a, row_other): (bool, RowOf, RowOf) = match rows {
         Rows::Of(inputs) => {
             let other = inputs.other();
             let as_found =

@@ -93,7 +93,7 @@ impl DeviceSet {
                 "{origin}: a stride of {s} bytes between elements of {width} bytes; twobs reads arrays whose strides are whole elements (make it contiguous first)"
             ));
         }
-        if self.address % width as u64 != 0 {
+        if !self.address.is_multiple_of(width as u64) {
             return Err(crate::input_error!(
                 "{origin}: the array starts at {:#x}, not on a {width}-byte boundary",
                 self.address

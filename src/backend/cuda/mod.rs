@@ -1246,6 +1246,9 @@ fn run_threads(
     })
 }
 
+/// The partial results, the CPU's KNN rows where it took part, and KNN lists left on a GPU.
+type Gathered = (Vec<Partial>, Option<Vec<hybrid::CpuRows>>, Option<crate::outcome::OnGpu>);
+
 /// What the GPUs and the CPU's threads found, with each one's timings and
 /// share added to the run's: the partial results, the CPU's KNN rows
 /// where it took part (None where it did not), and KNN lists left on a GPU.
@@ -1256,7 +1259,7 @@ fn gather(
     compute_end: f64,
     timings: &mut GpuTimings,
     split: &mut Split,
-) -> Result<(Vec<Partial>, Option<Vec<hybrid::CpuRows>>, Option<crate::outcome::OnGpu>), GpuError> {
+) -> Result<Gathered, GpuError> {
     let mut parts = Vec::new();
     let mut kept = None;
     for (r, &ordinal) in results.into_iter().zip(ordinals) {
