@@ -10,8 +10,9 @@ Cases (all data drawn here with numpy default_rng(2026)):
             upload and download seconds
   frames    g(r) over 50 frames of 100k atoms, one RDF.compute(reset=False)
             per frame, beside freud.density.RDF on every host core
-  knn-gpu   KNN K = 16 of 1M (and 10M) 3-D points held by CuPy on the GPU,
-            beside jz-tree on the same points as a JAX array; neighbour sets compared
+  knn-gpu   KNN K = 16 of 1M (and 10M) 3-D points held by CuPy on the GPU, read
+            there and the lists left there, beside jz-tree on the same points as
+            a JAX array; neighbour sets compared, and every list with the numpy path's
   numpy     numpy to numpy: KNN K = 16 of 1M points, g(r) of 1M atoms (box 100, r_max 5)
 
 Usage: scripts/bench-python.py [CASE ...]    (default: every case)
@@ -133,6 +134,17 @@ def case_knn_gpu():
             cupy.cuda.Device().synchronize()
             record("knn-gpu", n=n, call=call, twobs_s=wall, on_gpu=type(idx).__module__)
         ids = cupy.asnumpy(idx)
+        # The engine's account of a call on points read on the GPU (take, schedule, grid, kernel).
+        for call in range(2):
+            cupy.cuda.Device().synchronize()
+            result, wall = timed(session.run, "knn", points, params={"k": 16})
+            cupy.cuda.Device().synchronize()
+            parts = gpu_parts(result)
+            parts["gpu_take_s"] = result.report["timings"]["gpu"].get("take_s", 0.0)
+            record("knn-gpu", n=n, job="session.run", call=call, wall_s=wall, lists=type(result.ids).__name__, **parts)
+        # Every list equal to the numpy path's (points copied to the host, lists copied back).
+        dn, in_ = twobs.knn(host, 16, session=session)
+        record("knn-gpu", n=n, equal_to_numpy=bool(np.array_equal(ids, in_) and np.array_equal(cupy.asnumpy(dist), dn)))
         try:
             import jax
             import jax.numpy as jnp

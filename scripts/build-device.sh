@@ -3,6 +3,9 @@
 # binary, target/release/twobs, and the parity suite, target/release/parity
 # (tests/parity.rs), and target/release/kernels (tests/kernels.rs). Carry all three:
 # `carry: ["target/release/twobs", "target/release/parity", "target/release/kernels"]`.
+# And the Python package's wheel (one abi3 wheel for every CPython from 3.9),
+# target/wheels/twobs-*.whl, for the device scripts that run Python
+# (scripts/gpu-pydev.sh: carry "target/wheels").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked
@@ -17,4 +20,12 @@ for line in sys.stdin:
         print(m["executable"])')
   cp "$exe" "target/release/$test"
 done
-ls -l target/release/twobs target/release/parity target/release/kernels
+# The wheel, by the maturin of the Python tests' environment (scripts/test-python.sh makes it).
+VENV="${TWOBS_PY_VENV:-$PWD/target/py-venv}"
+if [[ ! -x "$VENV/bin/maturin" ]]; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.9,<2"
+fi
+rm -f target/wheels/twobs-*.whl
+"$VENV/bin/maturin" build --release --locked --quiet --out target/wheels
+ls -l target/release/twobs target/release/parity target/release/kernels target/wheels/twobs-*.whl

@@ -611,6 +611,18 @@ pub fn render_grid_builder() -> Kernel {
     }
 }
 
+/// The taker of points already on a GPU (`templates/input/take.cu`): one
+/// module for every problem, which converts a given array into twobs's
+/// columns and measures what the planner reads of a set, on the GPU.
+pub fn render_take() -> Kernel {
+    Kernel {
+        entry: "twobs_take_columns".into(),
+        file_name: "take.cu".into(),
+        source: Template::InputTake.text().to_owned(),
+        snippet_calls: String::new(),
+    }
+}
+
 /// The comment block every kernel starts with: what it computes, the plan and how it was derived.
 fn header(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, regenerate: &str) -> String {
     let mut lines = vec![

@@ -261,6 +261,10 @@ pub struct Layout {
 
 /// Points of each set that [`Layout::estimated_pairs`] samples.
 const ESTIMATE_SAMPLE: usize = 1 << 14;
+/// Most cells whose sampled points [`Layout::sampled_neighbours`] counts
+/// cell by cell (1 MB of counts, and at most 16 a sampled point) rather
+/// than by searching sorted keys.
+const PREFIX_CELLS: u64 = 1 << 18;
 /// Queries whose median count sizes KNN's cells: the median of 4096 lies
 /// within about 2% of ranks of the whole set's.
 const MEDIAN_QUERIES: usize = 1 << 12;
@@ -278,14 +282,26 @@ pub struct SetShape {
     pub sample: PointSet,
 }
 
+/// Rows between two of a set's sample: at most [`ESTIMATE_SAMPLE`] rows
+/// (the GPU's taker samples points given there at the same rows).
+pub fn sample_step(len: usize) -> usize {
+    len.div_ceil(ESTIMATE_SAMPLE).max(1)
+}
+
 impl SetShape {
     pub fn of(set: &PointSet) -> SetShape {
-        let rows: Vec<usize> = (0..set.len()).step_by(set.len().div_ceil(ESTIMATE_SAMPLE).max(1)).collect();
+        let rows: Vec<usize> = (0..set.len()).step_by(sample_step(set.len())).collect();
         SetShape {
             len: set.len(),
             ranges: set.columns.iter().map(Column::min_max).collect(),
             sample: set.subset(&rows, format!("a sample of {}", set.origin)),
         }
+    }
+
+    /// A set measured where it lies (on a GPU): the same size, ranges and
+    /// sample as [`SetShape::of`] reads from the same points on the host.
+    pub fn measured(m: &crate::data::Measured) -> SetShape {
+        SetShape { len: m.len, ranges: m.ranges(), sample: m.sample(&m.shape_sample, "a sample") }
     }
 
     /// A set of `len` points drawn as `sample` is (its ranges are the sample's).
@@ -384,21 +400,42 @@ impl Layout {
             rows.par_iter().with_min_len(1 << 9).map(|&i| f(i)).collect()
         };
         let mut keys = spread((0..other.len()).collect(), &|i| key(&cell(other, i)));
-        keys.sort_unstable();
+        // Where the cells are few, the sampled points before each cell (a
+        // counting pass) answer a run in two reads; else the sorted keys by
+        // two binary searches (a query's rows took 4096 x 9 x 4 of them,
+        // most of a KNN schedule's milliseconds). Both count the same keys.
+        let before: Option<Vec<u32>> = (self.cells <= PREFIX_CELLS.min(16 * keys.len() as u64 + 1024)).then(|| {
+            let mut before = vec![0u32; self.cells as usize + 1];
+            for &x in &keys {
+                before[x as usize + 1] += 1;
+            }
+            for c in 1..before.len() {
+                before[c] += before[c - 1];
+            }
+            before
+        });
+        if before.is_none() {
+            keys.sort_unstable();
+        }
         let k = self.axes.len();
         // Sampled keys in cells [lo, hi] of the row of cell `c` (axis 0 set aside).
         let in_run = |c: &[i64; MAX_AXES], lo: i64, hi: i64| -> u64 {
             let (mut first, mut last) = (*c, *c);
             (first[0], last[0]) = (lo, hi);
             let (from, to) = (key(&first), key(&last));
-            (keys.partition_point(|&x| x <= to) - keys.partition_point(|&x| x < from)) as u64
+            match &before {
+                Some(before) => u64::from(before[to as usize + 1] - before[from as usize]),
+                None => (keys.partition_point(|&x| x <= to) - keys.partition_point(|&x| x < from)) as u64,
+            }
         };
+        // The rows around a cell, once for every query.
+        let rows = row_offsets(k, false, self.reach, self.metric, &self.axes);
         let met_around = |c: [i64; MAX_AXES]| -> u64 {
             // No axis: one cell, which holds every point.
             let Some(axis0) = self.axes.first() else { return keys.len() as u64 };
             let mut met = 0u64;
             let (n0, c0) = (axis0.cells as i64, c[0]);
-            for row in &row_offsets(k, false, self.reach, self.metric, &self.axes) {
+            for row in &rows {
                 let mut n = c;
                 let mut outside = false;
                 for ((x, axis), o) in n.iter_mut().zip(&self.axes).zip(row.offset).skip(1) {

@@ -3,6 +3,7 @@
 //! compared.
 
 use crate::data::{Column, rows_moved};
+use crate::spec::Scalar;
 
 /// The result of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,6 +17,47 @@ pub enum Outcome {
     /// partners is padded with index u32::MAX and the type's worst value
     /// (+inf, or the largest integer).
     Knn { k: usize, ids: Vec<u32>, values: Column },
+    /// KNN lists as [`Outcome::Knn`] holds them, left in a GPU's memory
+    /// (points given on that GPU): only the Python package asks for them.
+    KnnOnGpu(OnGpu),
+}
+
+/// KNN lists a run left on GPU `ordinal`: `queries` x `k` values of
+/// `value` and as many u32 indices (u32::MAX where a query has fewer
+/// partners), row-major, each a query's list best first; the memory is
+/// freed when the last clone of `owner` is dropped.
+#[derive(Clone)]
+pub struct OnGpu {
+    pub ordinal: usize,
+    pub k: usize,
+    pub queries: usize,
+    pub value: Scalar,
+    pub values: u64,
+    pub ids: u64,
+    pub owner: std::sync::Arc<dyn std::any::Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for OnGpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "OnGpu {{ GPU {}, {} x {} {} at {:#x}, ids at {:#x} }}",
+            self.ordinal,
+            self.queries,
+            self.k,
+            self.value.name(),
+            self.values,
+            self.ids
+        )
+    }
+}
+
+/// Two lists on a GPU are equal where they are the same memory.
+impl PartialEq for OnGpu {
+    fn eq(&self, other: &OnGpu) -> bool {
+        (self.ordinal, self.values, self.ids, self.k, self.queries)
+            == (other.ordinal, other.values, other.ids, other.k, other.queries)
+    }
 }
 
 /// Index pairs in the lists they were found in: a big join's streams and
@@ -139,7 +181,7 @@ impl Outcome {
             Outcome::Totals(Totals::Counts(_)) => "counts",
             Outcome::Totals(Totals::Sums(_)) => "sums",
             Outcome::Pairs(_) => "pairs",
-            Outcome::Knn { .. } => "knn",
+            Outcome::Knn { .. } | Outcome::KnnOnGpu(_) => "knn",
         }
     }
 

@@ -312,6 +312,9 @@ pub fn present(
             let target = opts.out.as_ref().expect("neighbours always have a target");
             present_knn(inputs, *k, ids, values, target, &lines, &mut result)?
         }
+        (Outcome::KnnOnGpu(_), _) => {
+            unreachable!("the command line's points lie on the host, and so do the lists it reports")
+        }
     }
     say_timings(exec, &lines);
     say_gpus(exec, &lines);

@@ -12,8 +12,8 @@ use crate::backend::nvrtc;
 use crate::cache::Cache;
 use crate::cells;
 use crate::codegen;
-use crate::data::{Inputs, OutOfF32};
-use crate::index::{self, Grid, IndexChoice, IndexError, IndexKind, Shapes, Summary};
+use crate::data::{DeviceInputs, Given, Inputs, Measured, OutOfF32, Spread};
+use crate::index::{self, Grid, IndexChoice, IndexError, IndexKind, SetShape, Shapes, Summary};
 use crate::outcome::Outcome;
 use crate::plan::{Plan, Points, Shape};
 use crate::ranks::{self, Holding, Keyed, RankWork, Ranks, WireError};
@@ -74,6 +74,9 @@ pub enum RunError {
     Wire(#[from] WireError),
     #[error("the MPI ranks cannot share one schedule: {0}")]
     Unlike(String),
+    /// Points given on a GPU where the run needs them on the host.
+    #[error("{0}")]
+    OnGpu(String),
 }
 
 #[derive(Debug, Clone)]
@@ -301,11 +304,19 @@ impl Boxes {
 fn f64_for_range(
     problem: &Problem,
     params: &Params,
-    inputs: &Inputs,
+    (inputs, shapes): (&Inputs, &Shapes),
     backend: Backend,
     notes: &mut Vec<String>,
 ) -> Result<bool, RunError> {
-    let Some(why) = crate::data::f32_range(problem, params, inputs) else { return Ok(false) };
+    let crate::spec::Element::Vector { scalar: crate::spec::Scalar::F32, dims } = problem.input.element else {
+        return Ok(false);
+    };
+    // The ranges the shapes read, and each set's spacing sample.
+    let spreads: Vec<Spread> = std::iter::once((&inputs.a, &shapes.a))
+        .chain(inputs.b.as_ref().zip(shapes.b.as_ref()))
+        .map(|(set, shape)| Spread::with_ranges(set, shape.ranges[..dims as usize].to_vec()))
+        .collect();
+    let Some(why) = crate::data::f32_range_of(problem, params, &spreads) else { return Ok(false) };
     let built_in = crate::problems::snippet_is_built_in(problem);
     let origin = match &inputs.b {
         Some(b) => format!("{} and {}", inputs.a.origin, b.origin),
@@ -359,6 +370,125 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
     execute_one(problem, params, inputs, opts, true)
 }
 
+/// Runs `problem` on points wherever they lie: [`execute`] for the host's,
+/// [`execute_on_gpu`] for points given on a GPU.
+pub fn execute_given(
+    problem: &Problem,
+    params: &Params,
+    given: &Given,
+    opts: &RunOptions,
+) -> Result<Execution, RunError> {
+    match given {
+        Given::Host(inputs) => execute(problem, params, inputs, opts),
+        Given::Device(inputs) => execute_on_gpu(problem, params, inputs, opts),
+    }
+}
+
+/// Runs `problem` on points that lie on a GPU (another library's arrays),
+/// on that GPU alone and without their crossing the bus: taken into
+/// twobs's columns there (`cuda::take`), measured there (extremes,
+/// non-finite rows, the strided samples the host path reads), planned and
+/// scheduled from those measurements as the host path plans from its
+/// columns, and run with the grid sorted on the GPU. A search of rings
+/// leaves its KNN lists there (`Outcome::KnnOnGpu`). What needs the points
+/// on the host is refused, naming it: the CPU backend, `--verify`, MPI
+/// ranks, f64 arithmetic, the cell hierarchy, wrapping into a box, and
+/// points too many for the GPU's grid.
+pub fn execute_on_gpu(
+    problem: &Problem,
+    params: &Params,
+    inputs: &DeviceInputs,
+    opts: &RunOptions,
+) -> Result<Execution, RunError> {
+    let start = Instant::now();
+    let mut notes = Vec::new();
+    let origin = &inputs.a.origin;
+    let needs_host = |what: &str| {
+        RunError::OnGpu(format!("{origin} lies on a GPU; {what} needs the points on the host: pass a host array"))
+    };
+    // What can be checked without a GPU, first: the arrays' shapes, scalars and strides.
+    let components = problem.input.element.components();
+    for set in inputs.sets() {
+        set.check(components.len()).map_err(|e| RunError::Gpu(GpuError::Input(e)))?;
+    }
+    if backend(opts.backend, &mut notes) == Backend::Cpu {
+        let why = notes.pop().unwrap_or_else(|| "the session runs on the CPU backend".into());
+        return Err(needs_host(&format!("the CPU backend ({why})")));
+    }
+    if opts.f64 {
+        return Err(RunError::F64OnGpu);
+    }
+    if opts.verify {
+        return Err(needs_host("re-computing on the CPU backend (verify)"));
+    }
+    if opts.ranks.is_some() {
+        return Err(needs_host("sharing a run between MPI ranks"));
+    }
+    let ordinal = cuda::take::gpu_of(inputs, opts.gpu.gpus.as_deref())?;
+    let taken = cuda::take::take(inputs, &components, ordinal, &opts.cache)?;
+    let take_s = taken.take_s;
+    for m in &taken.measured {
+        m.check().map_err(|e| RunError::Gpu(GpuError::Input(e)))?;
+    }
+    if let Some((name, b)) = problem.periodic_box(params) {
+        for m in &taken.measured {
+            // An orthorhombic box's points lie inside where each component's extremes do.
+            let inside = !b.is_triclinic()
+                && m.ranges().iter().take(3).zip(b.lengths).all(|(&(lo, hi), l)| lo / l >= 0.0 && hi / l < 1.0);
+            if !inside {
+                return Err(needs_host(&format!(
+                    "the periodic box {name}={b}, which its points do not all lie in (they span {}), or which is triclinic,",
+                    crate::data::extent(&m.ranges())
+                )));
+            }
+        }
+    }
+    let spreads: Vec<Spread> = taken.measured.iter().map(Measured::spread).collect();
+    if let Some(why) = crate::data::f32_range_of(problem, params, &spreads) {
+        let origin = taken.measured.iter().map(|m| m.origin.as_str()).collect::<Vec<_>>().join(" and ");
+        let built_in = crate::problems::snippet_is_built_in(problem);
+        return Err(RunError::OutOfF32 { origin, problem: problem.name.clone(), why, built_in });
+    }
+    let shapes = Shapes { a: SetShape::measured(&taken.measured[0]), b: taken.measured.get(1).map(SetShape::measured) };
+    if !problem.promises_proven {
+        // A user's promises, sampled on the points the planner samples.
+        let sampled = Inputs { a: shapes.a.sample.clone(), b: shapes.b.as_ref().map(|b| b.sample.clone()) };
+        sample_promises(problem, params, &sampled, opts, Backend::Cuda, false, &mut notes)?;
+    }
+    let points = Points { a: shapes.a.len as u64, b: shapes.b.as_ref().map(|b| b.len as u64) };
+    let shape = Shape::new(problem, params, points);
+    // The GPU the points lie on, alone; the CPU's threads would need them on the host.
+    let gpu_opts = GpuOptions { gpus: Some(vec![ordinal]), hybrid: Hybrid::Off, ..opts.gpu.clone() };
+    let bar = progress_bar(shape.pairs, opts.quiet, "cuda".into());
+    let gpus = cuda::gpus(&gpu_opts)?;
+    let made = Instant::now();
+    let schedule = Schedule::make(problem, params, &shapes, opts.index, &gpu_opts, &gpus.workers)?;
+    let schedule_s = made.elapsed().as_secs_f64();
+    if matches!(schedule.indexing, Indexing::Host { .. }) {
+        return Err(needs_host("a grid the host sorts"));
+    }
+    let ask = cuda::Ask {
+        problem,
+        params,
+        inputs: cuda::Located::Device(&taken),
+        choice: opts.index,
+        opts: &gpu_opts,
+        cache: &opts.cache,
+        progress: &bar,
+        part: Part::default(),
+    };
+    let mut run = cuda::run_scheduled(ask, &gpus, &schedule, schedule_s)?;
+    bar.finish_and_clear();
+    run.timings.take_s = take_s;
+    // The take is compute: the host path's copy in and upload are.
+    run.timings.wall_s += take_s;
+    let outcome = std::mem::replace(&mut run.results, cuda::Results::Parts(Vec::new())).merged();
+    let grid_tried = problem.cutoff.is_some() && opts.index != IndexChoice::None;
+    let mut exec = gpu_execution(problem, params, shape, run, (outcome, Vec::new()), notes, opts, grid_tried);
+    exec.timings.total_s = start.elapsed().as_secs_f64();
+    Ok(exec)
+}
+
 /// [`execute`], sampling a user's promises first where `check_promises` says.
 fn execute_one(
     problem: &Problem,
@@ -378,11 +508,13 @@ fn execute_one(
     if backend == Backend::Cuda && opts.f64 {
         return Err(RunError::F64OnGpu);
     }
-    let f64_mode = opts.f64 || f64_for_range(problem, params, inputs, backend, &mut notes)?;
+    // Each set's size, ranges and sample, read once for the range check and the schedule.
+    let shapes = Shapes::of(inputs);
+    let f64_mode = opts.f64 || f64_for_range(problem, params, (inputs, &shapes), backend, &mut notes)?;
     if check_promises {
         sample_promises(problem, params, inputs, opts, backend, f64_mode, &mut notes)?;
     }
-    let run = Run { problem, params, inputs, opts, shape };
+    let run = Run { problem, params, inputs, shapes: &shapes, opts, shape };
     let mut exec = match backend {
         Backend::Cuda => run.on_gpus(notes)?,
         Backend::Cpu => run.on_cpu(notes, threads, f64_mode)?,
@@ -466,6 +598,8 @@ struct Run<'a> {
     problem: &'a Problem,
     params: &'a Params,
     inputs: &'a Inputs,
+    /// What the schedule reads of the inputs (`Shapes::of`).
+    shapes: &'a Shapes,
     opts: &'a RunOptions,
     shape: Shape,
 }
@@ -488,7 +622,7 @@ impl Run<'_> {
         costs: cells::Costs,
         leaf: u32,
     ) -> Result<WithCells, RunError> {
-        let Run { problem, params, inputs, opts, shape } = *self;
+        let Run { problem, params, inputs, shapes: _, opts, shape } = *self;
         let forced = opts.index == IndexChoice::Cells;
         if !(forced || opts.index == IndexChoice::Auto) {
             return Ok((grid, index, None));
@@ -515,7 +649,7 @@ impl Run<'_> {
     /// On the GPUs: the schedule is made here, for the GPUs this machine
     /// has, and the backend runs it.
     fn on_gpus(&self, mut notes: Vec<String>) -> Result<Execution, RunError> {
-        let Run { problem, params, inputs, opts, shape } = *self;
+        let Run { problem, params, inputs, shapes, opts, shape } = *self;
         let bar = progress_bar(shape.pairs, opts.quiet, "cuda".into());
         let gpus = cuda::gpus(&opts.gpu)?;
         let names: Vec<&str> = gpus.workers.gpus.iter().map(|g| g.name.as_str()).collect();
@@ -535,7 +669,7 @@ impl Run<'_> {
             }
         };
         let start = Instant::now();
-        let schedule = Schedule::make(problem, params, &Shapes::of(inputs), opts.index, &gpu_opts, &workers)?;
+        let schedule = Schedule::make(problem, params, shapes, opts.index, &gpu_opts, &workers)?;
         let schedule_s = start.elapsed().as_secs_f64();
         let counter = ranked.map(|r| r.counter());
         let part =
@@ -543,7 +677,7 @@ impl Run<'_> {
         let ask = cuda::Ask {
             problem,
             params,
-            inputs,
+            inputs: cuda::Located::Host(inputs),
             choice: opts.index,
             opts: &gpu_opts,
             cache: &opts.cache,
@@ -559,26 +693,22 @@ impl Run<'_> {
             return idle_rank(r, self.shape, notes, &schedule, inputs);
         };
         bar.finish_and_clear();
-        notes.extend(run.notes.iter().cloned());
-        let g = &run.timings;
-        let compute_s = g.wall_s - g.prepare_s;
-        let pair_rate = run.index.pairs as f64 / compute_s.max(1e-9);
-        let issue_rate: f64 = run.devices.iter().map(|d| d.fp32_issue_rate()).sum();
-        let fp = fp_per_pair(problem, params, run.plans[0].test, &run.devices[0].arch());
-        let name = &run.devices[0].name;
-        let (outcome, ranks) = match (run.results, ranked) {
+        let mut run = run;
+        let results = std::mem::replace(&mut run.results, cuda::Results::Parts(Vec::new()));
+        let (outcome, ranks) = match (results, ranked) {
             (cuda::Results::Merged(outcome), _) => (outcome, Vec::new()),
             (cuda::Results::Parts(parts), Some(r)) => {
                 let key = |i: usize| ((r.rank() as u64) << 32) | i as u64;
                 let parts = parts.into_iter().enumerate().map(|(i, p)| (key(i), p)).collect();
+                let g = &run.timings;
                 let work = RankWork {
                     rank: r.rank(),
                     host: r.host(),
                     gpus: run.devices.len(),
                     threads: 0,
-                    taken: run.timings.per_gpu.iter().map(|g| g.pieces).sum(),
-                    pairs: run.timings.per_gpu.iter().map(|g| g.pairs).sum(),
-                    compute_s,
+                    taken: g.per_gpu.iter().map(|g| g.pieces).sum(),
+                    pairs: g.per_gpu.iter().map(|g| g.pairs).sum(),
+                    compute_s: g.wall_s - g.prepare_s,
                     holding: Holding::Whole,
                     input_bytes: inputs.held_bytes(),
                     received_bytes: 0,
@@ -589,48 +719,17 @@ impl Run<'_> {
             }
             (cuda::Results::Parts(_), None) => unreachable!("partial results come back only from a rank's part"),
         };
-        Ok(Execution {
-            backend: Backend::Cuda,
-            device: format!(
-                "{} x {name} ({}), blocks of {} points, {} stream(s) per GPU",
-                run.devices.len(),
-                run.devices[0].arch(),
-                run.block_points,
-                opts.gpu.streams.max(1)
-            ),
-            notes,
-            shape,
-            index: run.index,
-            outcome,
-            timings: Timings {
-                compile_s: g.compile_s,
-                compute_s,
-                index_s: self.grid_tried().then_some(g.index_s),
-                total_s: 0.0,
-                pairs_per_s: pair_rate,
-                gpu: Some(g.clone()),
-                fp_instructions_per_pair: fp,
-                fp32_issue_rate: Some(issue_rate),
-                // An integer problem does no floating-point work to compare with the FP32 rate.
-                fp32_issue_fraction: fp.filter(|&f| f > 0).map(|f| pair_rate * f as f64 / issue_rate),
-                verify_s: None,
-            },
-            plans: run.plans,
-            schedule: run.schedule.as_ref().map(Schedule::describe).unwrap_or_default(),
-            verified: None,
-            ranks,
-            box_time: params.box_time,
-        })
+        Ok(gpu_execution(problem, params, shape, run, (outcome, ranks), notes, opts, self.grid_tried()))
     }
 
     /// On the CPU's `threads` threads, in f64 where `f64_mode` says.
     fn on_cpu(&self, mut notes: Vec<String>, threads: usize, f64_mode: bool) -> Result<Execution, RunError> {
-        let Run { problem, params, inputs, opts, shape } = *self;
+        let Run { problem, params, inputs, shapes, opts, shape } = *self;
         let index_start = Instant::now();
         let workers = Workers::cpu(threads);
         // `--index cells` puts the hierarchy in place of every pair.
         let scheduled = if opts.index == IndexChoice::Cells { IndexChoice::None } else { opts.index };
-        let schedule = Schedule::make(problem, params, &Shapes::of(inputs), scheduled, &opts.gpu, &workers)?;
+        let schedule = Schedule::make(problem, params, shapes, scheduled, &opts.gpu, &workers)?;
         let (grid, index) = match &schedule.indexing {
             Indexing::Brute(summary) => (None, summary.clone()),
             Indexing::Host { layout, runs } => {
@@ -730,6 +829,60 @@ fn combined(
     Ok((merge(ranks::in_order(parts)), works))
 }
 
+/// What a GPU run did and found, as its [`Execution`]: `found` is its
+/// outcome (merged on rank 0 under MPI ranks) and what each rank did.
+#[allow(clippy::too_many_arguments, reason = "the run's parts, each once")]
+fn gpu_execution(
+    problem: &Problem,
+    params: &Params,
+    shape: Shape,
+    run: cuda::GpuRun,
+    (outcome, ranks): (Outcome, Vec<RankWork>),
+    mut notes: Vec<String>,
+    opts: &RunOptions,
+    grid_tried: bool,
+) -> Execution {
+    notes.extend(run.notes.iter().cloned());
+    let g = &run.timings;
+    let compute_s = g.wall_s - g.prepare_s;
+    let pair_rate = run.index.pairs as f64 / compute_s.max(1e-9);
+    let issue_rate: f64 = run.devices.iter().map(|d| d.fp32_issue_rate()).sum();
+    let fp = fp_per_pair(problem, params, run.plans[0].test, &run.devices[0].arch());
+    let name = &run.devices[0].name;
+    Execution {
+        backend: Backend::Cuda,
+        device: format!(
+            "{} x {name} ({}), blocks of {} points, {} stream(s) per GPU",
+            run.devices.len(),
+            run.devices[0].arch(),
+            run.block_points,
+            opts.gpu.streams.max(1)
+        ),
+        notes,
+        shape,
+        index: run.index,
+        outcome,
+        timings: Timings {
+            compile_s: g.compile_s,
+            compute_s,
+            index_s: grid_tried.then_some(g.index_s),
+            total_s: 0.0,
+            pairs_per_s: pair_rate,
+            gpu: Some(g.clone()),
+            fp_instructions_per_pair: fp,
+            fp32_issue_rate: Some(issue_rate),
+            // An integer problem does no floating-point work to compare with the FP32 rate.
+            fp32_issue_fraction: fp.filter(|&f| f > 0).map(|f| pair_rate * f as f64 / issue_rate),
+            verify_s: None,
+        },
+        plans: run.plans,
+        schedule: run.schedule.as_ref().map(Schedule::describe).unwrap_or_default(),
+        verified: None,
+        ranks,
+        box_time: params.box_time,
+    }
+}
+
 /// What a rank other than 0 keeps of a run: nothing, of the run's kind.
 fn kept_elsewhere(shape: &Shape) -> Outcome {
     match shape.collect {
@@ -815,9 +968,9 @@ pub fn rows_of_a_travel(
     {
         return Ok(None);
     }
-    let f64_mode = opts.f64 || f64_for_range(problem, params, inputs, Backend::Cpu, &mut Vec::new())?;
-    let schedule =
-        Schedule::make(problem, params, &Shapes::of(inputs), opts.index, &opts.gpu, &Workers::cpu(threads_of(opts)))?;
+    let shapes = Shapes::of(inputs);
+    let f64_mode = opts.f64 || f64_for_range(problem, params, (inputs, &shapes), Backend::Cpu, &mut Vec::new())?;
+    let schedule = Schedule::make(problem, params, &shapes, opts.index, &opts.gpu, &Workers::cpu(threads_of(opts)))?;
     let hierarchy =
         opts.index == IndexChoice::Auto && cells::applies(problem, params, inputs, shape.visit, f64_mode).is_ok();
     Ok((matches!(schedule.indexing, Indexing::Brute(_)) && !hierarchy).then_some(f64_mode))
@@ -858,10 +1011,10 @@ pub fn execute_rows(
     // says why every pair is walked; the others were told the arithmetic.
     let (f64_mode, index, schedule) = match held {
         Held::Root(inputs) => {
-            let f64_mode = opts.f64 || f64_for_range(problem, params, inputs, Backend::Cpu, &mut notes)?;
+            let shapes = Shapes::of(inputs);
+            let f64_mode = opts.f64 || f64_for_range(problem, params, (inputs, &shapes), Backend::Cpu, &mut notes)?;
             sample_promises(problem, params, inputs, opts, Backend::Cpu, f64_mode, &mut notes)?;
-            let schedule =
-                Schedule::make(problem, params, &Shapes::of(inputs), opts.index, &opts.gpu, &Workers::cpu(threads))?;
+            let schedule = Schedule::make(problem, params, &shapes, opts.index, &opts.gpu, &Workers::cpu(threads))?;
             let Indexing::Brute(index) = &schedule.indexing else {
                 unreachable!("rows of A travel where every pair is walked")
             };

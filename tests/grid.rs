@@ -61,7 +61,7 @@ fn agree(what: &str, problem: &Problem, params: &[String], inputs: &Inputs, skip
     let found = match &brute.outcome {
         Outcome::Totals(t) => t.as_f64().iter().sum::<f64>(),
         Outcome::Pairs(p) => p.len() as f64,
-        Outcome::Knn { .. } => unreachable!("KNN is checked by agree_knn"),
+        Outcome::Knn { .. } | Outcome::KnnOnGpu(_) => unreachable!("KNN is checked by agree_knn"),
     };
     assert!(found > 0.0, "{what}: brute force found nothing, so the comparison proves nothing");
     // Units over runs of cells, as the GPU's blocks take them: tiny runs,
@@ -669,7 +669,7 @@ fn a_euclidean_cutoff_skips_far_cells_and_finds_the_same_pairs() {
         let found = match &brute.outcome {
             Outcome::Totals(t) => t.as_f64().iter().sum::<f64>(),
             Outcome::Pairs(p) => p.len() as f64,
-            Outcome::Knn { .. } => unreachable!("no KNN here"),
+            Outcome::Knn { .. } | Outcome::KnnOnGpu(_) => unreachable!("no KNN here"),
         };
         assert!(found > 0.0, "{what}: brute force found nothing");
     }

@@ -238,6 +238,9 @@ fn nvrtc_compiles_every_kernel() {
         // The grid builder, likewise.
         let builder = twobs::codegen::render_grid_builder();
         results.push(("grid-builder".into(), twobs::backend::nvrtc::compile(&builder, arch)));
+        // The taker of points already on a GPU, likewise.
+        let take = twobs::codegen::render_take();
+        results.push(("take".into(), twobs::backend::nvrtc::compile(&take, arch)));
         results
     });
     println!("NVRTC {}.{} for {arch}:", version.0, version.1);
@@ -270,6 +273,18 @@ fn the_grid_builder_compiles_without_warnings_and_its_stencil_fits_reach_4() {
     assert!(builder.source.contains("constexpr unsigned MAX_ROWS = 81;"));
     assert_eq!(twobs::index::stencil_rows(3, false, 4).len(), 81);
     assert_eq!(twobs::index::stencil_rows(3, true, 4).len(), 41);
+}
+
+#[test]
+fn the_taker_of_gpu_arrays_compiles_without_warnings() {
+    twobs::backend::nvrtc::available().unwrap_or_else(|why| panic!("{why}. Run the suite through scripts/test.sh."));
+    let take = twobs::codegen::render_take();
+    for arch in ["sm_80", "sm_90"] {
+        let compiled = twobs::backend::nvrtc::compile(&take, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        assert!(!compiled.log.contains("warning"), "{arch}: {}", compiled.log);
+    }
+    // The Rust side refuses more components than the kernel's registers hold.
+    assert!(take.source.contains(&format!("constexpr unsigned MAX_COMPONENTS = {};", twobs::data::MAX_GPU_COMPONENTS)));
 }
 
 #[test]

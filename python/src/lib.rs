@@ -13,8 +13,9 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
+use twobs::backend::cuda::GpuError;
 use twobs::cache::Cache;
-use twobs::data::{Column, Inputs, PointSet};
+use twobs::data::{Column, DeviceInputs, DeviceSet, Given, Inputs, PointSet, ProducerStream};
 use twobs::outcome::{Outcome, Totals};
 use twobs::run::{BackendChoice, Execution, RunOptions};
 use twobs::schedule::{GpuOptions, Hybrid};
@@ -69,11 +70,11 @@ struct Problem {
 }
 
 /// Snippets of a spec given as text: the spec's `file` names them.
-struct Given {
+struct SnippetText {
     snippet: Option<String>,
 }
 
-impl twobs::spec::Files for Given {
+impl twobs::spec::Files for SnippetText {
     fn read(&self, _path: &std::path::Path) -> Option<String> {
         self.snippet.clone()
     }
@@ -88,7 +89,7 @@ impl Problem {
     fn new(spec: &str, snippet: Option<String>) -> PyResult<Problem> {
         let inner = if spec.trim_start().starts_with('<') {
             let origin = std::path::Path::new("<spec text>");
-            twobs::spec::Problem::parse(spec, origin, &Given { snippet }).map_err(spec_error)?
+            twobs::spec::Problem::parse(spec, origin, &SnippetText { snippet }).map_err(spec_error)?
         } else {
             if snippet.is_some() {
                 return Err(PyValueError::new_err(
@@ -378,7 +379,8 @@ impl Session {
         let (spec, params, mut inputs, mut notes) = taken?;
         let params = self.boxes.params_for(&spec, &params, f64);
         let taken_s = began.elapsed().as_secs_f64();
-        let computed = compute(py, &spec, &params, &inputs, &options);
+        #[allow(clippy::result_large_err, reason = "one result a call, sent once")]
+        let computed = compute(py, || twobs::run::execute(&spec, &params, &inputs, &options));
         let run_s = began.elapsed().as_secs_f64() - taken_s;
         let mut exec = match computed {
             Ok(exec) => exec,
@@ -395,7 +397,7 @@ impl Session {
             held = r.rank() == 0 || matches!(outcome, Outcome::Totals(_));
             outcome = py.detach(|| twobs::ranks::share_totals(r, outcome)).map_err(|e| Error::new_err(message(&e)))?;
         }
-        let out = if held { result(py, &spec, &params, &inputs, outcome)? } else { elsewhere(py, &spec)? };
+        let out = if held { result(py, &spec, &params, Rows::Of(&inputs), outcome)? } else { elsewhere(py, &spec)? };
         if let Output::Histogram { .. } = spec.output {
             // What g(r) takes a frame's pair density over (a pass over the points where the box is open).
             let (volume, volume_from) = twobs::report::volume(&spec, &params, &inputs);
@@ -415,6 +417,55 @@ impl Session {
         if let Some(h) = &options.ranks {
             report["mpi"] = serde_json::json!({ "rank": h.0.rank(), "size": h.0.size(), "ranks": exec.ranks });
         }
+        out.set_item("report", report.to_string())?;
+        Ok(out)
+    }
+
+    /// Runs `problem` on points that lie on a GPU, read there (never through
+    /// the host): `a` (and `b`) as `__cuda_array_interface__` describes an
+    /// array: (address, (rows, components), typestr, strides in bytes or
+    /// None for C order, stream or None). KNN lists of a search of rings stay
+    /// on that GPU (`GpuArray`s); other results come back as numpy arrays.
+    #[pyo3(signature = (problem, a, b=None, params=Vec::new(), log_bins=false))]
+    fn run_on_gpu<'py>(
+        &self,
+        py: Python<'py>,
+        problem: &Problem,
+        a: GpuArg,
+        b: Option<GpuArg>,
+        params: Vec<String>,
+        log_bins: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let began = std::time::Instant::now();
+        let sets = 1 + b.is_some() as usize;
+        let mut spec = problem.inner.with_sets(sets).map_err(input_error)?;
+        if log_bins {
+            spec = spec.with_spacing(Spacing::Log).map_err(input_error)?;
+        }
+        if let Element::Vector { .. } = &spec.input.element {
+            spec = spec.with_dims(a.1.1 as u32).map_err(input_error)?;
+        }
+        let params = spec.bind(&params).map_err(input_error)?;
+        let inputs = DeviceInputs { a: device_set(a, "set A")?, b: b.map(|b| device_set(b, "set B")).transpose()? };
+        // Points on a GPU are never dropped: indices are as found.
+        let most = inputs.sets().map(|s| s.rows).max().unwrap_or(0);
+        let given = Given::Device(inputs);
+        let taken_s = began.elapsed().as_secs_f64();
+        #[allow(clippy::result_large_err, reason = "one result a call, sent once")]
+        let mut exec = compute(py, || twobs::run::execute_given(&spec, &params, &given, &self.options))?;
+        let run_s = began.elapsed().as_secs_f64() - taken_s;
+        let outcome = std::mem::replace(&mut exec.outcome, Outcome::Totals(Totals::Counts(Vec::new())));
+        let out = result(py, &spec, &params, Rows::AsGiven { most }, outcome)?;
+        if let (Output::Histogram { .. }, Some((_, b))) = (&spec.output, spec.periodic_box(&params)) {
+            out.set_item("volume", b.volume())?;
+            out.set_item("volume_from", "the periodic box")?;
+        }
+        let steps = serde_json::json!({
+            "take_s": taken_s,
+            "run_s": run_s,
+            "give_s": began.elapsed().as_secs_f64() - taken_s - run_s,
+        });
+        let report = report(&spec, &exec, exec.notes.clone(), steps);
         out.set_item("report", report.to_string())?;
         Ok(out)
     }
@@ -591,16 +642,11 @@ fn wrong_type(origin: &str, scalar: Scalar) -> PyErr {
 /// buffers are freed as it returns, and KeyboardInterrupt is raised.
 fn compute(
     py: Python<'_>,
-    problem: &twobs::spec::Problem,
-    params: &Params,
-    inputs: &Inputs,
-    options: &RunOptions,
+    run: impl FnOnce() -> Result<Execution, twobs::run::RunError> + Send,
 ) -> PyResult<Execution> {
     std::thread::scope(|s| {
         let (done, mut finished) = mpsc::channel();
         s.spawn(move || {
-            #[allow(clippy::result_large_err, reason = "one result a call, sent once")]
-            let run = || twobs::run::execute(problem, params, inputs, options);
             let _ = done.send(twobs::stop::watching(run));
         });
         let mut interrupted = None;
@@ -614,7 +660,15 @@ fn compute(
                         return Err(e);
                     }
                     return outcome.map_err(|e| match &e {
-                        twobs::run::RunError::OutOfF32 { .. } => input_error(e),
+                        twobs::run::RunError::OutOfF32 { .. }
+                        | twobs::run::RunError::OnGpu(_)
+                        | twobs::run::RunError::Gpu(
+                            GpuError::Input(_)
+                            | GpuError::NotOnGpu { .. }
+                            | GpuError::SetsOnTwoGpus { .. }
+                            | GpuError::NotAsked { .. }
+                            | GpuError::NeedsHost(_),
+                        ) => input_error(e),
                         _ => Error::new_err(message(&e)),
                     });
                 }
@@ -637,6 +691,103 @@ fn compute(
     })
 }
 
+/// A result's index as the caller's row.
+type RowOf<'a> = Box<dyn Fn(u64) -> u64 + 'a>;
+
+/// How a result's indices name the caller's rows.
+enum Rows<'a> {
+    /// Through the host sets' kept rows, where rows were dropped.
+    Of(&'a Inputs),
+    /// As the engine found them: points given on a GPU, of which the larger set has `most`.
+    AsGiven { most: usize },
+}
+
+/// An array twobs left in a GPU's memory (KNN lists of points given on
+/// it), which CuPy, PyTorch and Numba read in place through
+/// `__cuda_array_interface__`: the memory lives while this object (or an
+/// array made from it, which keeps it) does.
+#[pyclass(frozen, module = "twobs._twobs")]
+struct GpuArray {
+    address: u64,
+    shape: (usize, usize),
+    typestr: &'static str,
+    ordinal: usize,
+    owner: std::sync::Arc<dyn std::any::Any + Send + Sync>,
+}
+
+#[pymethods]
+impl GpuArray {
+    /// Version 3 of the interface; the run's stream has finished, so no stream is named.
+    #[getter]
+    fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("shape", self.shape)?;
+        d.set_item("typestr", self.typestr)?;
+        d.set_item("data", (self.address, false))?;
+        d.set_item("version", 3)?;
+        d.set_item("strides", py.None())?;
+        d.set_item("stream", py.None())?;
+        Ok(d)
+    }
+
+    /// The GPU's ordinal.
+    #[getter]
+    fn device(&self) -> usize {
+        self.ordinal
+    }
+
+    #[getter]
+    fn shape(&self) -> (usize, usize) {
+        self.shape
+    }
+
+    fn __repr__(&self) -> String {
+        let _ = &self.owner;
+        format!("twobs.GpuArray(GPU {}, shape {:?}, {})", self.ordinal, self.shape, self.typestr)
+    }
+}
+
+/// The typestr of `scalar` (little-endian).
+fn typestr_of(scalar: Scalar) -> &'static str {
+    match scalar {
+        Scalar::F32 => "<f4",
+        Scalar::F64 => "<f8",
+        Scalar::I32 => "<i4",
+        Scalar::I64 => "<i8",
+        Scalar::U32 => "<u4",
+    }
+}
+
+/// A GPU array as `__cuda_array_interface__` gives it: (address, (rows,
+/// components), typestr, strides in bytes (None: C order), stream (None: ready)).
+type GpuArg = (u64, (usize, usize), String, Option<(i64, i64)>, Option<u64>);
+
+/// A set of points on a GPU, from its interface.
+fn device_set((address, (rows, components), typestr, strides, stream): GpuArg, origin: &str) -> PyResult<DeviceSet> {
+    let given = match typestr.as_str() {
+        "<f4" => Scalar::F32,
+        "<f8" => Scalar::F64,
+        "<i4" => Scalar::I32,
+        "<i8" => Scalar::I64,
+        other => {
+            return Err(InputError::new_err(format!(
+                "{origin}: a GPU array of typestr {other:?}; twobs reads little-endian float32, float64, int32 or int64 points there (<f4, <f8, <i4, <i8)"
+            )));
+        }
+    };
+    let width = given.bytes() as i64;
+    let strides = strides.unwrap_or((components as i64 * width, width));
+    Ok(DeviceSet {
+        address,
+        rows,
+        components,
+        given,
+        strides: [strides.0, strides.1],
+        stream: ProducerStream::from_interface(stream).map_err(|e| InputError::new_err(format!("{origin}: {e}")))?,
+        origin: origin.to_owned(),
+    })
+}
+
 /// The outcome as numpy arrays, with the histogram's edges: the engine's own
 /// buffers handed to numpy where their layout allows (no copy), indices as
 /// int32 where every index fits (u32::MAX, "no neighbour", reads as -1).
@@ -644,15 +795,21 @@ fn result<'py>(
     py: Python<'py>,
     problem: &twobs::spec::Problem,
     params: &Params,
-    inputs: &Inputs,
+    rows: Rows,
     outcome: Outcome,
 ) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
     out.set_item("kind", problem.output.kind())?;
-    let other = inputs.other();
     // Indices are the engine's own where no row was dropped and all fit an int32.
-    let as_found =
-        inputs.a.rows.is_none() && other.rows.is_none() && inputs.a.len().max(other.len()) <= i32::MAX as usize;
+    let (as_found, row_a, row_other): (bool, RowOf, RowOf) = match rows {
+        Rows::Of(inputs) => {
+            let other = inputs.other();
+            let as_found =
+                inputs.a.rows.is_none() && other.rows.is_none() && inputs.a.len().max(other.len()) <= i32::MAX as usize;
+            (as_found, Box::new(|i| inputs.a.original_row(i)), Box::new(move |j| other.original_row(j)))
+        }
+        Rows::AsGiven { most } => (most <= i32::MAX as usize, Box::new(|i| i), Box::new(|j| j)),
+    };
     match (outcome, &problem.output) {
         (Outcome::Totals(Totals::Counts(c)), Output::Count { .. }) => out.set_item("count", c[0])?,
         (Outcome::Totals(Totals::Sums(s)), Output::Sum) => out.set_item("sum", s[0])?,
@@ -687,8 +844,8 @@ fn result<'py>(
             } else {
                 let mut flat = Vec::with_capacity(2 * n);
                 for [i, j] in parts.into_iter().flatten() {
-                    flat.push(inputs.a.original_row(i as u64) as i64);
-                    flat.push(other.original_row(j as u64) as i64);
+                    flat.push(row_a(i as u64) as i64);
+                    flat.push(row_other(j as u64) as i64);
                 }
                 flat.into_pyarray(py).reshape([n, 2])?.into_any()
             };
@@ -699,14 +856,27 @@ fn result<'py>(
             out.set_item("k", k)?;
             out.set_item("missing", short_lists(&ids, k))?;
             let ids = if as_found {
-                indices_as_i32(ids).into_pyarray(py).reshape([queries, k])?.into_any()
+                // u32::MAX, "none", reads as -1.
+                lend::<i32>(py, Column::U32(ids), queries, k)?
             } else {
                 let rows: Vec<i64> =
-                    ids.iter().map(|&j| if j == u32::MAX { -1 } else { other.original_row(j as u64) as i64 }).collect();
+                    ids.iter().map(|&j| if j == u32::MAX { -1 } else { row_other(j as u64) as i64 }).collect();
                 rows.into_pyarray(py).reshape([queries, k])?.into_any()
             };
             out.set_item("ids", ids)?;
             out.set_item("values", knn_values(py, values, queries, k)?)?;
+        }
+        (Outcome::KnnOnGpu(lists), _) => {
+            out.set_item("k", lists.k)?;
+            // Counted where the lists lie, by the caller's array library.
+            out.set_item("missing", py.None())?;
+            let shape = (lists.queries, lists.k);
+            let (ordinal, owner) = (lists.ordinal, lists.owner);
+            // u32::MAX, "no neighbour", reads as -1.
+            let ids = GpuArray { address: lists.ids, shape, typestr: "<i4", ordinal, owner: owner.clone() };
+            let values = GpuArray { address: lists.values, shape, typestr: typestr_of(lists.value), ordinal, owner };
+            out.set_item("ids", Bound::new(py, ids)?)?;
+            out.set_item("values", Bound::new(py, values)?)?;
         }
     }
     Ok(out)
@@ -747,17 +917,42 @@ fn indices_as_i32(v: Vec<u32>) -> Vec<i32> {
 }
 
 fn knn_values<'py>(py: Python<'py>, values: Column, queries: usize, k: usize) -> PyResult<Bound<'py, PyAny>> {
-    fn shaped<'py, T: numpy::Element>(py: Python<'py>, v: Vec<T>, q: usize, k: usize) -> PyResult<Bound<'py, PyAny>> {
-        let a: Bound<'py, PyArray2<T>> = v.into_pyarray(py).reshape([q, k])?;
-        Ok(a.into_any())
+    match values.scalar() {
+        Scalar::F32 => lend::<f32>(py, values, queries, k),
+        Scalar::F64 => lend::<f64>(py, values, queries, k),
+        Scalar::I32 => lend::<i32>(py, values, queries, k),
+        Scalar::I64 => lend::<i64>(py, values, queries, k),
+        Scalar::U32 => lend::<u32>(py, values, queries, k),
     }
-    match values {
-        Column::F32(v) => shaped(py, v, queries, k),
-        Column::F64(v) => shaped(py, v, queries, k),
-        Column::I32(v) => shaped(py, v, queries, k),
-        Column::I64(v) => shaped(py, v, queries, k),
-        Column::U32(v) => shaped(py, v, queries, k),
+}
+
+/// A column of results lent to numpy: the array's memory is the column's,
+/// and when Python frees the array the column goes back to the engine
+/// (`twobs::data::recycle`), whose next download of as many values lands
+/// in memory already touched instead of faulting fresh pages.
+#[pyclass(frozen, module = "twobs._twobs")]
+struct Lent(std::sync::Mutex<Option<Column>>);
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let Some(column) = self.0.get_mut().map(Option::take).unwrap_or(None) {
+            twobs::data::recycle(column);
+        }
     }
+}
+
+/// `column` (`rows` x `k` values, each of T's size) as a numpy array of T over its memory.
+fn lend<'py, T: numpy::Element>(py: Python<'py>, column: Column, rows: usize, k: usize) -> PyResult<Bound<'py, PyAny>> {
+    assert_eq!(column.scalar().bytes() as usize, std::mem::size_of::<T>(), "a view of values of one size");
+    assert_eq!(column.len(), rows * k, "a full list per query");
+    let ptr = column.as_ptr().cast::<T>();
+    let lent = Bound::new(py, Lent(std::sync::Mutex::new(Some(column))))?;
+    // SAFETY: rows x k values of T's size and alignment (u32 and i32 share both) at `ptr`: the
+    // column's heap memory, which stays where it is while `lent`, the array's base, lives.
+    let view = unsafe { numpy::ndarray::ArrayView2::from_shape_ptr((rows, k), ptr) };
+    // SAFETY: as above; nothing moves or frees the column before `lent` is dropped.
+    let array = unsafe { PyArray2::<T>::borrow_from_array(&view, lent.into_any()) };
+    Ok(array.into_any())
 }
 
 /// What the run did, as the command line's JSON report says it.
@@ -806,6 +1001,7 @@ fn stop() {
 fn _twobs(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Problem>()?;
     m.add_class::<Session>()?;
+    m.add_class::<GpuArray>()?;
     m.add_function(wrap_pyfunction!(stop, m)?)?;
     m.add_function(wrap_pyfunction!(built_in_file, m)?)?;
     m.add_function(wrap_pyfunction!(programs, m)?)?;

@@ -89,6 +89,118 @@ def test_torch_tensors_are_taken_and_results_go_back_to_their_device(gpu, rng):
     np.testing.assert_array_equal(i.cpu().numpy(), twobs.knn(points, 8, session=gpu)[1])
 
 
+def _same_lists(got, want_d, want_i, cupy):
+    np.testing.assert_array_equal(cupy.asnumpy(got[1]), want_i)
+    np.testing.assert_array_equal(cupy.asnumpy(got[0]), want_d)
+
+
+def test_cupy_points_are_read_where_they_lie_and_knn_lists_stay_there(gpu, rng):
+    cupy = pytest.importorskip("cupy")
+    for n, k, order in ((30_000, 8, "C"), (50_001, 16, "F")):
+        host = rng.random((n, 3), dtype=np.float32)
+        dev = cupy.asarray(host, order=order)
+        d, i = twobs.knn(dev, k, session=gpu)
+        assert isinstance(i, cupy.ndarray) and i.dtype == cupy.int32 and i.shape == (n, k)
+        assert isinstance(d, cupy.ndarray) and d.dtype == cupy.float32
+        want_d, want_i = twobs.knn(host, k, session=gpu)
+        _same_lists((d, i), want_d, want_i, cupy)
+        # Planned from the GPU's measurements as the host path plans from its columns.
+        on_gpu = gpu.run("knn", dev, params={"k": k})
+        on_host = gpu.run("knn", host, params={"k": k})
+        # The same index, GPUs, blocks and estimate (the CPU's part is never asked of points on a GPU).
+        mine, theirs = dict(on_gpu.report["schedule"]), dict(on_host.report["schedule"])
+        assert mine.pop("cpu").startswith("--hybrid off") and theirs.pop("cpu")
+        assert mine == theirs
+        assert on_gpu.report["index"]["why"] == on_host.report["index"]["why"]
+        assert on_gpu.report["timings"]["gpu"]["take_s"] > 0
+    # float64 read through a strided view, and queries of their own (two sets).
+    wide = rng.random((20_000, 6))
+    view = cupy.asarray(wide)[:, ::2]
+    query = rng.random((3_000, 3))
+    d, i = twobs.knn(view, 5, query=cupy.asarray(query), session=gpu)
+    want_d, want_i = twobs.knn(wide[:, ::2].astype(np.float32), 5, query=query.astype(np.float32), session=gpu)
+    _same_lists((d, i), want_d, want_i, cupy)
+    # Short lists: inf and len(points) where partners lack, as on the host.
+    few = rng.random((6, 3), dtype=np.float32)
+    d, i = twobs.knn(cupy.asarray(few), 8, session=gpu)
+    want_d, want_i = twobs.knn(few, 8, session=gpu)
+    _same_lists((d, i), want_d, want_i, cupy)
+    assert int(i.max()) == 6
+
+
+def test_lists_left_on_the_gpu_outlive_the_call_and_their_session(rng):
+    cupy = pytest.importorskip("cupy")
+    import gc
+
+    points = rng.random((40_000, 3), dtype=np.float32)
+    session = twobs.Session(backend="cuda")
+    d, i = twobs.knn(cupy.asarray(points), 4, session=session)
+    del session
+    gc.collect()
+    junk = cupy.random.random((40_000, 4 * 8))  # would take the freed memory
+    want_d, want_i = twobs.knn(points, 4, session=twobs.Session(backend="cpu"))
+    np.testing.assert_array_equal(cupy.asnumpy(i), want_i)
+    np.testing.assert_array_equal(cupy.asnumpy(d), want_d)
+    del junk
+
+
+def test_points_still_being_written_on_a_stream_are_waited_for(gpu):
+    cupy = pytest.importorskip("cupy")
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        x = cupy.random.random((3_000_000, 3), dtype=cupy.float32) * 7
+        # CuPy's interface names this stream: twobs waits for it before it reads.
+        d, i = twobs.knn(x, 4, session=gpu)
+    want_d, want_i = twobs.knn(cupy.asnumpy(x), 4, session=gpu)
+    np.testing.assert_array_equal(cupy.asnumpy(i), want_i)
+
+
+def test_histograms_and_pairs_of_cupy_points_equal_the_host_paths(gpu, rng):
+    cupy = pytest.importorskip("cupy")
+    x = (rng.random((60_000, 3)) * 20).astype(np.float32)
+    a, b = twobs.RDF(100, 3.0, session=gpu), twobs.RDF(100, 3.0, session=gpu)
+    a.compute(20.0, cupy.asarray(x))
+    b.compute(20.0, x)
+    np.testing.assert_array_equal(a.bin_counts, b.bin_counts)
+    np.testing.assert_array_equal(gpu.run("sdh", cupy.asarray(x[:20_000]), params={"bins": 64}).counts,
+                                  gpu.run("sdh", x[:20_000], params={"bins": 64}).counts)
+    pairs = twobs.query_pairs(cupy.asarray(x), 0.3, session=gpu)
+    ref = twobs.query_pairs(x, 0.3, session=gpu)
+    assert isinstance(pairs, cupy.ndarray)
+    assert {tuple(p) for p in cupy.asnumpy(pairs)} == {tuple(p) for p in ref}
+    # Points outside the box are wrapped on the host only: refused by name.
+    with pytest.raises(twobs.InputError, match="periodic box"):
+        twobs.RDF(10, 1.0, session=gpu).compute(10.0, cupy.asarray(x))
+
+
+def test_a_nan_on_the_gpu_is_refused_with_its_row(gpu, rng):
+    cupy = pytest.importorskip("cupy")
+    x = cupy.asarray(rng.random((10_000, 3), dtype=np.float32))
+    x[4321, 2] = cupy.nan
+    with pytest.raises(twobs.InputError, match=r"row 4321 \(counting from 0\) holds NaN"):
+        twobs.knn(x, 4, session=gpu)
+
+
+def test_torch_points_are_read_where_they_lie(gpu, rng):
+    torch = pytest.importorskip("torch")
+    points = rng.random((30_000, 3), dtype=np.float32)
+    t = torch.from_numpy(points).cuda().requires_grad_()
+    d, i = twobs.knn(t, 8, session=gpu)
+    assert i.is_cuda and d.is_cuda and i.dtype == torch.int32
+    want_d, want_i = twobs.knn(points, 8, session=gpu)
+    np.testing.assert_array_equal(i.cpu().numpy(), want_i)
+    np.testing.assert_array_equal(d.cpu().numpy(), want_d)
+
+
+def test_jax_points_are_read_through_dlpack(gpu, rng):
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("JAX sees no GPU")
+    points = rng.random((30_000, 3), dtype=np.float32)
+    d, i = twobs.knn(jax.device_put(points), 8, session=gpu)
+    np.testing.assert_array_equal(np.asarray(i), twobs.knn(points, 8, session=gpu)[1])
+
+
 def test_ctrl_c_stops_a_gpu_run_and_the_session_runs_again(gpu):
     points = np.random.default_rng().random((6_000_000, 3), dtype=np.float32)  # 1.8e13 pairs: many seconds
     timer = threading.Timer(1.5, _thread.interrupt_main)

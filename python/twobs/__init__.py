@@ -103,10 +103,10 @@ class Problem(_twobs.Problem):
 
 
 def _device_of(x: Any) -> Optional[str]:
-    """The array library of an array on a GPU (cupy, torch, jax), else None."""
+    """The array library of an array on a GPU (cupy, torch, jax, numba), else None."""
     kind = type(x).__module__.split(".")[0]
-    if kind == "cupy":
-        return "cupy"
+    if kind in ("cupy", "numba"):
+        return kind
     if kind == "torch" and getattr(x, "is_cuda", False):
         return "torch"
     if kind in ("jax", "jaxlib") and any(d.platform == "gpu" for d in getattr(x, "devices", lambda: [])()):
@@ -115,10 +115,17 @@ def _device_of(x: Any) -> Optional[str]:
 
 
 def _host(x: Any) -> np.ndarray:
-    """A GPU array's values in host memory (the engine streams from the host)."""
+    """A GPU array's values in host memory, where the run needs them there."""
     lib = _device_of(x)
     if lib == "cupy":
         return x.get()
+    if lib == "numba":
+        return x.copy_to_host()
+    if lib is None and _interface(x) is not None:
+        raise InputError(
+            f"an array in a GPU's memory ({type(x).__name__}, read through __cuda_array_interface__) that this call "
+            "needs on the host (weights, ids, a mix of host and GPU sets, or the CPU backend): pass a host array"
+        )
     if lib == "torch":
         return x.detach().cpu().numpy()
     if lib == "jax":
@@ -126,8 +133,109 @@ def _host(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
-def _back_to(lib: Optional[str], like: Any, a: np.ndarray) -> Any:
-    """`a` on the GPU of `like` where the inputs were there, else as it is."""
+def _interface(x: Any) -> Optional[dict]:
+    """An array's ``__cuda_array_interface__``, or None (PyTorch raises for host tensors)."""
+    try:
+        return getattr(x, "__cuda_array_interface__", None)
+    except (AttributeError, RuntimeError, TypeError):
+        return None
+
+
+def _on_gpu(x: Any) -> Optional[tuple]:
+    """(array, interface) of an array in a GPU's memory that twobs reads where
+    it lies: through ``__cuda_array_interface__`` (CuPy, PyTorch, Numba), or
+    for a DLPack array on a CUDA GPU (JAX) through a CuPy or PyTorch view of
+    it (no copy); None for any other array."""
+    if isinstance(x, (np.ndarray, list, tuple)) or np.isscalar(x):
+        return None
+    kind = type(x).__module__.split(".")[0]
+    if kind == "torch":
+        if not getattr(x, "is_cuda", False):
+            return None
+        import torch
+
+        x = x.detach()
+        # PyTorch's interface names no stream: its work on x is waited for here.
+        torch.cuda.current_stream(x.device).synchronize()
+    if kind in ("jax", "jaxlib") and hasattr(x, "block_until_ready"):
+        # JAX computes asynchronously: its work on x is waited for here.
+        x.block_until_ready()
+    cai = _interface(x)
+    if cai is None and hasattr(x, "__dlpack_device__"):
+        try:
+            device_type = int(x.__dlpack_device__()[0])
+        except Exception:
+            return None
+        if device_type not in (2, 13):  # kDLCUDA, kDLCUDAManaged
+            return None
+        x = _dlpack_view(x)
+        cai = _interface(x)
+    return None if cai is None else (x, cai)
+
+
+def _dlpack_view(x: Any) -> Any:
+    """A CuPy (else PyTorch) array over a DLPack array's GPU memory, no copy."""
+    try:
+        import cupy
+
+        return cupy.from_dlpack(x)
+    except ImportError:
+        pass
+    try:
+        import torch
+
+        return torch.from_dlpack(x)
+    except ImportError:
+        raise InputError(
+            f"a {type(x).__name__} on a GPU (DLPack): twobs reads it through CuPy or PyTorch, and neither is "
+            "installed; install one, or pass a host array"
+        ) from None
+
+
+def _gpu_arg(cai: dict, problem: "Problem", name: str) -> tuple:
+    """An array's ``__cuda_array_interface__`` as the engine takes points on a GPU:
+    (address, (rows, components), typestr, strides in bytes or None, stream or None)."""
+    if cai.get("mask") is not None:
+        raise InputError(f"{name}: a masked GPU array; twobs reads every point")
+    shape = tuple(int(n) for n in cai["shape"])
+    strides = cai.get("strides")
+    if len(shape) == 1 and len(problem.dtypes) == 1:
+        width = np.dtype(cai["typestr"]).itemsize
+        strides = (strides[0] if strides else width, width)
+        shape = (shape[0], 1)
+    if len(shape) != 2:
+        raise InputError(f"{name}: an array of shape {shape}; expected (points, coordinates)")
+    stream = cai.get("stream")
+    return (int(cai["data"][0]), shape, str(cai["typestr"]),
+            None if strides is None else (int(strides[0]), int(strides[1])), None if stream is None else int(stream))
+
+
+def _back_to(lib: Optional[str], like: Any, a: Any) -> Any:
+    """`a` on the GPU of `like` where the inputs were there, else as it is: an
+    array twobs left on the GPU (`GpuArray`) is read in place, a host one copied up."""
+    if isinstance(a, _twobs.GpuArray):
+        if lib == "cupy":
+            import cupy
+
+            with cupy.cuda.Device(a.device):
+                return cupy.asarray(a)
+        if lib == "torch":
+            import torch
+
+            return torch.as_tensor(a, device=like.device)
+        if lib == "numba":
+            from numba import cuda
+
+            return cuda.as_cuda_array(a)
+        if lib == "jax":
+            import jax
+
+            return jax.dlpack.from_dlpack(_dlpack_owner(a))
+        return a
+    if lib == "numba":
+        from numba import cuda
+
+        return cuda.to_device(a)
     if lib == "cupy":
         import cupy
 
@@ -142,6 +250,19 @@ def _back_to(lib: Optional[str], like: Any, a: np.ndarray) -> Any:
 
         return jax.device_put(a, list(like.devices())[0])
     return a
+
+
+def _dlpack_owner(a: Any) -> Any:
+    """A CuPy (else PyTorch) array over a `GpuArray`, which DLPack consumers take."""
+    try:
+        import cupy
+
+        with cupy.cuda.Device(a.device):
+            return cupy.asarray(a)
+    except ImportError:
+        import torch
+
+        return torch.as_tensor(a, device=f"cuda:{a.device}")
 
 
 def _points(x: Any, problem: Problem, name: str) -> np.ndarray:
@@ -226,6 +347,8 @@ class Session:
         progress: bool = False,
         comm: Any = None,
     ):
+        # verify re-computes on the CPU backend, from host points.
+        self._verify = verify
         self._native = _twobs.Session(
             backend=backend,
             gpus=None if gpus is None else list(gpus),
@@ -276,6 +399,19 @@ class Session:
         if not isinstance(problem, Problem):
             problem = Problem(problem)
         sets = [a] if b is None else [a, b]
+        gpu = [_on_gpu(s) for s in sets]
+        # Under MPI ranks every rank reads host points (their digests are compared), and verify re-computes
+        # from them: GPU arrays are copied there.
+        plain = (weights is None and not ids and exclude_same is None and outside_box is None and not f64
+                 and self.size == 1 and not self._verify)
+        # Every set on a GPU: read there, unless the run needs host points and their library can copy them.
+        if plain and all(g is not None for g in gpu) and (
+                self.backend == "cuda" or all(_device_of(s) is None for s in sets)):
+            args = [_gpu_arg(cai, problem, "set A" if k == 0 else "set B") for k, (_, cai) in enumerate(gpu)]
+            overrides = [f"{k}={_param_text(v)}" for k, v in (params or {}).items()]
+            raw = self._native.run_on_gpu(problem, args[0], args[1] if len(args) > 1 else None,
+                                          params=overrides, log_bins=log_bins)
+            return Result(raw)
         taken = []
         for k, s in enumerate(sets):
             name = "set A" if k == 0 else "set B"
@@ -462,8 +598,8 @@ class RDF:
             excluded = int(np.sum(cp[ip].astype(np.int64) * cq[iq]))
         result = session.run(self._problem, points, query_points, params=params, ids=ids,
                              exclude_same=None if ids is None else "molecule")
-        n_p = _host(points).shape[0]
-        n_q = n_p if query_points is None else _host(query_points).shape[0]
+        n_p = _count_points(points)
+        n_q = n_p if query_points is None else _count_points(query_points)
         # freud counts a bond from each query point: each pair twice within one set.
         self._counts += result.counts * (2 if self_pairs else 1)
         finite = self.normalization_mode == "finite_size"
@@ -899,8 +1035,49 @@ def knn(points: Any, k: int, query: Any = None, session: Optional[Session] = Non
     ids, dist = result.ids, result.values
     if ids is None:
         return None, None
+    n = _count_points(points)
+    if isinstance(ids, _twobs.GpuArray):
+        # Lists left on the GPU: short ones found and filled there, by the caller's library
+        # (arrays of Numba or of no library come back as they lie: -1 and inf where a list is short).
+        dist, ids = _back_to(lib, points, dist), _back_to(lib, points, ids)
+        if lib not in ("cupy", "torch", "jax"):
+            return dist, ids
+        missing = ids < 0
+        if bool(missing.any()):
+            ids = _where(missing, n, ids)
+            dist = _where(missing, float("inf"), dist)
+        return dist, ids
     if result.missing:
         missing = ids < 0
-        ids = np.where(missing, _host(points).shape[0], ids)
+        ids = np.where(missing, n, ids)
         dist = np.where(missing, np.inf, dist)
     return _back_to(lib, points, dist), _back_to(lib, points, ids)
+
+
+def _count_points(points: Any) -> int:
+    """How many points a set has, wherever it lies."""
+    shape = getattr(points, "shape", None)
+    if shape is not None:
+        return int(shape[0])
+    gpu = _on_gpu(points)
+    if gpu is not None:
+        return int(gpu[1]["shape"][0])
+    return len(points)
+
+
+def _where(mask: Any, fill: Any, x: Any) -> Any:
+    """``where(mask, fill, x)`` in x's own array library."""
+    kind = type(x).__module__.split(".")[0]
+    if kind == "torch":
+        import torch
+
+        return torch.where(mask, torch.as_tensor(fill, dtype=x.dtype, device=x.device), x)
+    if kind == "cupy":
+        import cupy
+
+        return cupy.where(mask, fill, x)
+    if kind in ("jax", "jaxlib"):
+        import jax.numpy as jnp
+
+        return jnp.where(mask, fill, x)
+    return np.where(mask, fill, x)

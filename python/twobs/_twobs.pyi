@@ -57,6 +57,23 @@ class Session:
         ids: Sequence[tuple[str, Sequence[np.ndarray]]] = ...,
         exclude_same: Optional[str] = None,
     ) -> dict[str, Any]: ...
+    def run_on_gpu(
+        self,
+        problem: Problem,
+        a: tuple[int, tuple[int, int], str, Optional[tuple[int, int]], Optional[int]],
+        b: Optional[tuple[int, tuple[int, int], str, Optional[tuple[int, int]], Optional[int]]] = None,
+        params: Sequence[str] = ...,
+        log_bins: bool = False,
+    ) -> dict[str, Any]: ...
+
+class GpuArray:
+    """An array twobs left in a GPU's memory, read in place through ``__cuda_array_interface__``."""
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]: ...
+    @property
+    def device(self) -> int: ...
+    @property
+    def shape(self) -> tuple[int, int]: ...
 
 def built_in_file(name: str) -> str: ...
 def programs() -> int: ...

@@ -1,6 +1,7 @@
 //! Point sets: read from files or generated, validated against the spec,
 //! stored as one column per component (the layout the device wants).
 
+pub mod device;
 pub mod md;
 mod range;
 mod read;
@@ -11,7 +12,10 @@ use std::mem::MaybeUninit;
 
 use serde::Serialize;
 
-pub use range::{OutOfF32, Spacing, f32_range};
+pub use device::{
+    DeviceInputs, DeviceSet, Given, MAX_GPU_COMPONENTS, Measured, ProducerStream, from_order_key, order_key,
+};
+pub use range::{OutOfF32, Spacing, Spread, f32_range, f32_range_of, spacing_step};
 pub use read::{InputOptions, read_frames, read_ids, read_input, read_weights, values_per_point};
 pub use synth::{Generator, synthesize};
 
@@ -215,18 +219,23 @@ impl Column {
 
     /// `n` values of `scalar` whose little-endian bytes `fill` writes, every
     /// one of them (a download from the GPU, straight into the column's memory).
+    /// The memory is a column given back to [`recycle`] where one fits.
     pub fn from_bytes_filled<E>(
         scalar: Scalar,
         n: usize,
         fill: impl FnOnce(&mut [MaybeUninit<u8>]) -> Result<(), E>,
     ) -> Result<Column, E> {
-        Ok(match scalar {
-            Scalar::F32 => Column::F32(filled(n, fill)?),
-            Scalar::F64 => Column::F64(filled(n, fill)?),
-            Scalar::I32 => Column::I32(filled(n, fill)?),
-            Scalar::I64 => Column::I64(filled(n, fill)?),
-            Scalar::U32 => Column::U32(filled(n, fill)?),
-        })
+        let Some(mut column) = recycled(scalar, n) else {
+            return Ok(match scalar {
+                Scalar::F32 => Column::F32(filled(n, fill)?),
+                Scalar::F64 => Column::F64(filled(n, fill)?),
+                Scalar::I32 => Column::I32(filled(n, fill)?),
+                Scalar::I64 => Column::I64(filled(n, fill)?),
+                Scalar::U32 => Column::U32(filled(n, fill)?),
+            });
+        };
+        each!(&mut column, v => refill(v, n, fill)?);
+        Ok(column)
     }
 
     /// The values' memory, for a writer that fills every byte (the CPU driver).
@@ -343,6 +352,62 @@ pub fn rows_moved<T: Copy + Default>(v: &[T], k: usize, to: &[u32]) -> Vec<T> {
     out
 }
 
+/// Columns of downloaded results given back by their last reader (the
+/// Python package's arrays, when Python frees them), kept for the next
+/// download of about as many values: memory already touched takes a copy
+/// without a page fault a 4 KiB (a fresh 64 MB list faults 16k pages, most
+/// of a million-point KNN's 6 ms download on a GPU host). Per process, at
+/// most [`RECYCLED_BYTES`] held.
+static RECYCLED: std::sync::Mutex<Vec<Column>> = std::sync::Mutex::new(Vec::new());
+
+/// Bytes the recycled columns hold at most.
+pub const RECYCLED_BYTES: usize = 1 << 30;
+
+/// Columns smaller than this are not kept: their faults cost little.
+const RECYCLED_LEAST: usize = 1 << 20;
+
+/// Gives a column's memory back for the next download ([`Column::from_bytes_filled`]).
+pub fn recycle(column: Column) {
+    let bytes = |c: &Column| c.capacity() * c.scalar().bytes() as usize;
+    if bytes(&column) < RECYCLED_LEAST || bytes(&column) > RECYCLED_BYTES {
+        return;
+    }
+    let mut kept = RECYCLED.lock().expect("recycled lock");
+    kept.push(column);
+    // The oldest go first.
+    while kept.iter().map(bytes).sum::<usize>() > RECYCLED_BYTES {
+        kept.remove(0);
+    }
+}
+
+/// A recycled column of `scalar` with room for `n` values and at most twice that.
+fn recycled(scalar: Scalar, n: usize) -> Option<Column> {
+    if n * (scalar.bytes() as usize) < RECYCLED_LEAST {
+        return None;
+    }
+    let mut kept = RECYCLED.lock().expect("recycled lock");
+    let k = kept.iter().position(|c| c.scalar() == scalar && c.capacity() >= n && c.capacity() <= 2 * n)?;
+    Some(kept.swap_remove(k))
+}
+
+/// `v` holding `n` plain numbers whose bytes `fill` writes, in its own memory.
+fn refill<T: Copy, E>(
+    v: &mut Vec<T>,
+    n: usize,
+    fill: impl FnOnce(&mut [MaybeUninit<u8>]) -> Result<(), E>,
+) -> Result<(), E> {
+    v.clear();
+    v.reserve(n);
+    let room = &mut v.spare_capacity_mut()[..n];
+    // SAFETY: the room's n x size_of::<T>() bytes, viewed as bytes (no alignment to keep).
+    let bytes =
+        unsafe { std::slice::from_raw_parts_mut(room.as_mut_ptr().cast::<MaybeUninit<u8>>(), size_of_val(room)) };
+    fill(bytes)?;
+    // SAFETY: `fill` wrote every byte, and any bytes make a value of these numeric types.
+    unsafe { v.set_len(n) };
+    Ok(())
+}
+
 /// A vector of `n` plain numbers (every bit pattern a value) whose bytes
 /// `fill` writes, all of them.
 fn filled<T: Copy, E>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<u8>]) -> Result<(), E>) -> Result<Vec<T>, E> {
@@ -420,11 +485,7 @@ impl PointSet {
         };
         if let Some(&first) = bad.first() {
             if !drop_nonfinite {
-                return Err(input_error!(
-                    "{}: row {first} (counting from 0) holds NaN or infinity, and {} rows in all; fix the data or pass --drop-nonfinite to leave them out",
-                    self.origin,
-                    bad.len()
-                ));
+                return Err(nonfinite(&self.origin, first, bad.len()));
             }
             let keep: Vec<usize> = (0..n).filter(|i| bad.binary_search(i).is_err()).collect();
             if keep.is_empty() {
@@ -528,6 +589,13 @@ impl PointSet {
     }
 }
 
+/// The refusal of a set whose row `first` (and `count` rows in all) holds NaN or infinity.
+pub fn nonfinite(origin: &str, first: usize, count: usize) -> InputError {
+    input_error!(
+        "{origin}: row {first} (counting from 0) holds NaN or infinity, and {count} rows in all; fix the data or pass --drop-nonfinite to leave them out"
+    )
+}
+
 /// Ranges of components as `[lo, hi] x [lo, hi] x ...`, each end as
 /// [`short`] writes it (for messages: the extent of a set).
 pub fn extent(bounds: &[(f64, f64)]) -> String {
@@ -596,6 +664,40 @@ impl PointSet {
 mod tests {
     use super::*;
     use rand::{RngExt, SeedableRng};
+
+    #[test]
+    fn a_recycled_column_takes_the_next_download_of_about_its_size() {
+        // A size no other test downloads, so that the process-wide pool's answer is this test's.
+        let n = (1 << 20) + 4099;
+        let first = Column::from_bytes_filled(Scalar::I64, n, |room| {
+            room.iter_mut().for_each(|b| {
+                b.write(7);
+            });
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        let at = first.as_ptr();
+        recycle(first);
+        let bytes: Vec<u8> = (0..8 * (n - 5)).map(|i| (i % 251) as u8).collect();
+        let next = Column::from_bytes_filled(Scalar::I64, n - 5, |room| {
+            room.iter_mut().zip(&bytes).for_each(|(r, &b)| {
+                r.write(b);
+            });
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!(next.as_ptr(), at, "the recycled memory");
+        assert_eq!((next.len(), next.bytes(0, n - 5)), (n - 5, &bytes[..]));
+        // Too small to keep, or far smaller than the kept one: fresh memory.
+        let zeros = |room: &mut [MaybeUninit<u8>]| {
+            room.iter_mut().for_each(|b| {
+                b.write(0);
+            });
+            Ok::<(), ()>(())
+        };
+        let half = Column::from_bytes_filled(Scalar::I64, n / 3, zeros).unwrap();
+        assert_ne!(half.as_ptr(), at);
+    }
 
     #[test]
     fn min_max_finds_the_extremes_wherever_they_lie() {

@@ -56,13 +56,49 @@ impl fmt::Display for OutOfF32 {
     }
 }
 
+/// What the range check reads of one set: each component's extremes and
+/// an evenly strided sample of rows ([`spacing_step`] apart), from the
+/// host's columns or measured on a GPU (`data::Measured::spread`).
+#[derive(Debug, Clone)]
+pub struct Spread {
+    pub ranges: Vec<(f64, f64)>,
+    pub sample: PointSet,
+}
+
+/// Rows between two of a set's spacing sample: at most [`SPACING_SAMPLE`] rows.
+pub fn spacing_step(len: usize) -> usize {
+    len.div_ceil(SPACING_SAMPLE).max(1)
+}
+
+impl Spread {
+    /// The first `dims` components of `set` (a set's weights and ids come after them).
+    pub fn of(set: &PointSet, dims: usize) -> Spread {
+        Spread::with_ranges(set, set.columns[..dims].iter().map(|c| c.min_max()).collect())
+    }
+
+    /// The first `ranges.len()` components of `set`, whose ranges are known
+    /// (`index::SetShape::of` read them): a pass over the points saved.
+    pub fn with_ranges(set: &PointSet, ranges: Vec<(f64, f64)>) -> Spread {
+        let rows: Vec<usize> = (0..set.len()).step_by(spacing_step(set.len())).collect();
+        let columns = set.columns[..ranges.len()].iter().map(|c| c.select(&rows)).collect();
+        Spread { ranges, sample: PointSet { columns, origin: set.origin.clone(), rows: None } }
+    }
+}
+
 /// Where the squared separations of `inputs` leave f32's range, for a
 /// problem of f32 points (None for any other element: integers and records
 /// square nothing we can see, f64 has the range).
 pub fn f32_range(problem: &Problem, params: &Params, inputs: &Inputs) -> Option<OutOfF32> {
     let Element::Vector { scalar: Scalar::F32, dims } = problem.input.element else { return None };
+    let sets: Vec<Spread> =
+        std::iter::once(&inputs.a).chain(inputs.b.as_ref()).map(|s| Spread::of(s, dims as usize)).collect();
+    f32_range_of(problem, params, &sets)
+}
+
+/// [`f32_range`] of sets described by their [`Spread`]s.
+pub fn f32_range_of(problem: &Problem, params: &Params, sets: &[Spread]) -> Option<OutOfF32> {
+    let Element::Vector { scalar: Scalar::F32, dims } = problem.input.element else { return None };
     let dims = dims as usize;
-    let sets: Vec<&PointSet> = std::iter::once(&inputs.a).chain(inputs.b.as_ref()).collect();
     let cutoff = problem.cutoff.as_ref().and_then(|c| c.value.as_ref()).map(|v| params.eval(v).as_f64());
     if let Some(c) = cutoff
         && c > 0.0
@@ -73,7 +109,7 @@ pub fn f32_range(problem: &Problem, params: &Params, inputs: &Inputs) -> Option<
     let bounds: Vec<(f64, f64)> = (0..dims)
         .map(|c| {
             sets.iter()
-                .map(|s| s.columns[c].min_max())
+                .map(|s| s.ranges[c])
                 .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), (a, b)| (l.min(a), h.max(b)))
         })
         .collect();
@@ -82,20 +118,17 @@ pub fn f32_range(problem: &Problem, params: &Params, inputs: &Inputs) -> Option<
     if squared > f32::MAX as f64 {
         return Some(OutOfF32::Overflow { squared, extent: extent(&bounds), cutoff });
     }
-    let length = closest(&sets, dims)?;
+    let length = closest(sets, dims)?;
     (length * length < f32::MIN_POSITIVE as f64).then_some(OutOfF32::Underflow { what: Spacing::Sampled, length })
 }
 
-/// The smallest non-zero distance between points of an evenly strided
-/// sample of each set (in f64); None where all of them coincide.
-fn closest(sets: &[&PointSet], dims: usize) -> Option<f64> {
+/// The smallest non-zero distance between points of each set's spacing
+/// sample (in f64); None where all of them coincide.
+fn closest(sets: &[Spread], dims: usize) -> Option<f64> {
     use rayon::prelude::*;
     let sample: Vec<Vec<f64>> = sets
         .iter()
-        .flat_map(|s| {
-            let step = s.len().div_ceil(SPACING_SAMPLE).max(1);
-            (0..s.len()).step_by(step).map(|i| (0..dims).map(|c| s.columns[c].get_f64(i)).collect())
-        })
+        .flat_map(|s| (0..s.sample.len()).map(|i| (0..dims).map(|c| s.sample.columns[c].get_f64(i)).collect()))
         .collect();
     // Two coordinates whose nonzero magnitudes are all at least 2^-40 differ by
     // 0 or by at least 2^-63, whose square is f32's smallest normal: no pair of

@@ -14,7 +14,6 @@ use super::{DeviceGrid, DeviceRings, Doing, GpuError};
 use crate::backend::nvrtc;
 use crate::cache::{Cache, Key, Memo};
 use crate::codegen;
-use crate::data::PointSet;
 use crate::device::Device;
 use crate::index::{self, IndexKind, Layout};
 use crate::schedule::pieces::GridWork;
@@ -181,20 +180,20 @@ impl Builder {
         Ok(())
     }
 
-    /// Sorts `set` (on the device as `raw`) into the cells of `axes`.
+    /// Sorts a set of `len` points of `scalars` (on the device as `raw`) into the cells of `axes`.
     fn sort(
         &self,
         stream: &Arc<CudaStream>,
-        set: &PointSet,
+        (len, scalars): (usize, &[Scalar]),
         raw: &DeviceBlock,
         axes: &[index::Axis],
         cells: u32,
     ) -> Result<SortedSet, GpuError> {
         let doing = "sorting points into cells";
-        let n = set.len() as u32;
+        let n = len as u32;
         let mut arg = AxesArg { count: axes.len() as u32, ..Default::default() };
         let mut ptrs = Vec::new();
-        let kind = |c: usize| match set.columns[c].scalar() {
+        let kind = |c: usize| match scalars[c] {
             Scalar::F32 => 0,
             Scalar::F64 => 1,
             Scalar::I32 => 2,
@@ -202,7 +201,7 @@ impl Builder {
             Scalar::U32 => 4,
         };
         if axes.iter().any(|a| a.normal.is_some()) {
-            arg.box_count = set.columns.len().min(3) as u32;
+            arg.box_count = scalars.len().min(3) as u32;
             for c in 0..arg.box_count as usize {
                 let (ptr, record) = raw.columns[c].device_ptr(stream);
                 ptrs.push(record);
@@ -226,33 +225,33 @@ impl Builder {
         }
         // One more count than cells: the scan's last value is then the total.
         let mut count = stream.alloc_zeros::<u32>(cells as usize + 1).doing(doing)?;
-        let mut cell_of = stream.alloc_zeros::<u32>(set.len().max(1)).doing(doing)?;
+        let mut cell_of = stream.alloc_zeros::<u32>(len.max(1)).doing(doing)?;
         let mut b = stream.launch_builder(&self.cells);
         b.arg(&arg).arg(&n).arg(&mut cell_of).arg(&mut count);
         // SAFETY: (Axes, unsigned n, unsigned* cell_of, unsigned* count): n cells, cells + 1 counts;
         // the axes' columns hold n values of their kinds.
-        unsafe { b.launch(stride_cfg(set.len())) }.doing(doing)?;
+        unsafe { b.launch(stride_cfg(len)) }.doing(doing)?;
         drop(ptrs);
         let mut start = stream.alloc_zeros::<u32>(cells as usize + 1).doing(doing)?;
         self.scan(stream, &count, &mut start, cells + 1)?;
         let mut next = stream.clone_dtod(&start).doing(doing)?;
-        let mut perm = stream.alloc_zeros::<u32>(set.len().max(1)).doing(doing)?;
-        let mut cell = stream.alloc_zeros::<u32>(set.len().max(1)).doing(doing)?;
+        let mut perm = stream.alloc_zeros::<u32>(len.max(1)).doing(doing)?;
+        let mut cell = stream.alloc_zeros::<u32>(len.max(1)).doing(doing)?;
         let mut b = stream.launch_builder(&self.scatter);
         b.arg(&cell_of).arg(&n).arg(&mut next).arg(&mut perm).arg(&mut cell);
         // SAFETY: (const unsigned* cell_of, unsigned n, unsigned* next, unsigned* perm, unsigned* sorted_cell).
-        unsafe { b.launch(stride_cfg(set.len())) }.doing(doing)?;
+        unsafe { b.launch(stride_cfg(len)) }.doing(doing)?;
         // The sorted columns, padded by a tile past the end (zeros), as a resident block.
-        let padded = (set.len() + PAD_POINTS).next_multiple_of(PAD_POINTS);
+        let padded = (len + PAD_POINTS).next_multiple_of(PAD_POINTS);
         let mut columns = Vec::new();
-        for (c, column) in set.columns.iter().enumerate() {
-            let width = column.scalar().bytes() as usize;
+        for (c, scalar) in scalars.iter().enumerate() {
+            let width = scalar.bytes() as usize;
             let mut to = stream.alloc_zeros::<u8>(padded * width).doing(doing)?;
             let gather = if width == 8 { &self.gather8 } else { &self.gather4 };
             let mut b = stream.launch_builder(gather);
             b.arg(&raw.columns[c]).arg(&mut to).arg(&perm).arg(&n);
             // SAFETY: (const T* from, T* to, const unsigned* perm, unsigned n), T of `width` bytes: both hold n.
-            unsafe { b.launch(stride_cfg(set.len())) }.doing(doing)?;
+            unsafe { b.launch(stride_cfg(len)) }.doing(doing)?;
             columns.push(to);
         }
         Ok(SortedSet { block: DeviceBlock::from_columns(columns), perm, start, cell })
@@ -269,23 +268,24 @@ pub(super) enum Share<'a> {
 }
 
 /// Builds the grid of `layout` on the GPU, from the sets it holds (`raw_a`,
-/// `raw_b`), with units of at most `run` own points; the GPU keeps the
+/// `raw_b`, of `n_a` and `n_b` points of `scalars`), with units of at most `run` own points; the GPU keeps the
 /// units of its `share`.
 #[allow(clippy::too_many_arguments, reason = "the grid's inputs, each once")]
 pub(super) fn build(
     builder: &Builder,
     stream: &Arc<CudaStream>,
     layout: &Layout,
-    (set_a, raw_a): (&PointSet, &DeviceBlock),
-    b: Option<(&PointSet, &DeviceBlock)>,
+    scalars: &[Scalar],
+    (n_a, raw_a): (usize, &DeviceBlock),
+    b: Option<(usize, &DeviceBlock)>,
     visit: Visit,
     (run, tile): (u32, u32),
     share: Share,
 ) -> Result<Built, GpuError> {
     let doing = "making the grid's units";
     let cells = layout.cells as u32;
-    let a = builder.sort(stream, set_a, raw_a, &layout.axes, cells)?;
-    let b = b.map(|(set, raw)| builder.sort(stream, set, raw, &layout.axes, cells)).transpose()?;
+    let a = builder.sort(stream, (n_a, scalars), raw_a, &layout.axes, cells)?;
+    let b = b.map(|(n, raw)| builder.sort(stream, (n, scalars), raw, &layout.axes, cells)).transpose()?;
     let other = b.as_ref().unwrap_or(&a);
 
     let k = layout.axes.len();

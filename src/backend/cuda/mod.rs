@@ -44,6 +44,7 @@ use workers::{Gpu, GpuResult, Job, busy, gpu_worker};
 
 mod grid;
 mod kernels;
+pub mod take;
 mod workers;
 
 /// Why the GPU could not run a problem.
@@ -77,6 +78,20 @@ pub enum GpuError {
     GridDoesNotFit { ordinal: usize, fits: usize, points: usize },
     #[error(transparent)]
     Stopped(#[from] crate::stop::Stopped),
+    #[error(transparent)]
+    Input(crate::data::InputError),
+    #[error(
+        "{origin}: the array at {address:#x} is not in a GPU's memory as the CUDA driver sees it ({why}); pass a host array, or one of this process's GPU arrays"
+    )]
+    NotOnGpu { origin: String, address: u64, why: String },
+    #[error("set A lies on GPU {a} and set B on GPU {b}: put both on one GPU (twobs reads them where they lie)")]
+    SetsOnTwoGpus { a: usize, b: usize },
+    #[error(
+        "the points lie on GPU {ordinal}, which is not among the session's GPUs {gpus:?}: twobs reads them where they lie"
+    )]
+    NotAsked { ordinal: usize, gpus: Vec<usize> },
+    #[error("{0}: the GPU reads points given on it whole; this needs the points on the host (pass a host array)")]
+    NeedsHost(String),
 }
 
 /// Names what a driver call was doing when it failed.
@@ -225,6 +240,10 @@ fn read_limits(ordinal: usize) -> Result<Device, GpuError> {
     })
 }
 
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
 /// Seconds in each stage, summed over streams and GPUs (CUDA events), and wall time.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct GpuTimings {
@@ -239,6 +258,10 @@ pub struct GpuTimings {
     pub index_s: f64,
     /// Of `index_s`, the GPU's sort of its grid and listing of the units.
     pub grid_s: f64,
+    /// Points given on the GPU taken into twobs's columns and measured
+    /// there (part of the compute time, as the host path's upload is).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub take_s: f64,
     /// From the start to the kernels loaded: the driver, contexts and
     /// compilation, overlapped, and the upload of inputs that fit the GPUs
     /// whole where it ran while NVRTC compiled; compute time is the rest of
@@ -401,12 +424,69 @@ fn workers(opts: &GpuOptions) -> Result<(Vec<usize>, Workers), GpuError> {
     Ok((ordinals, Workers { gpus, gpu_memory: memory, streams, cores: schedule::host_cores() }))
 }
 
+/// Where a run's points lie as the GPUs take them.
+#[derive(Clone, Copy)]
+pub enum Located<'a> {
+    /// The host's columns: uploaded to each GPU, or streamed in blocks.
+    Host(&'a Inputs),
+    /// Taken on their GPU already ([`take::take`]): that GPU's resident inputs.
+    Device(&'a take::Taken),
+}
+
+impl<'a> Located<'a> {
+    /// Points of set A, and of the other set (A again for one set).
+    pub fn lens(&self) -> (usize, usize) {
+        match self {
+            Located::Host(inputs) => (inputs.a.len(), inputs.other().len()),
+            Located::Device(taken) => taken.lens(),
+        }
+    }
+
+    /// Points of the larger set.
+    fn most(&self) -> usize {
+        let (a, b) = self.lens();
+        a.max(b)
+    }
+
+    /// Whether there is a set B.
+    fn two_sets(&self) -> bool {
+        match self {
+            Located::Host(inputs) => inputs.b.is_some(),
+            Located::Device(taken) => taken.two_sets(),
+        }
+    }
+
+    /// Bytes of one point of set A.
+    fn point_bytes(&self) -> usize {
+        match self {
+            Located::Host(inputs) => inputs.a.columns.iter().map(|c| c.scalar().bytes() as usize).sum(),
+            Located::Device(taken) => taken.scalars.iter().map(|s| s.bytes() as usize).sum(),
+        }
+    }
+
+    /// The scalar of each component of set A.
+    fn scalars(&self) -> Vec<crate::spec::Scalar> {
+        match self {
+            Located::Host(inputs) => inputs.a.columns.iter().map(|c| c.scalar()).collect(),
+            Located::Device(taken) => taken.scalars.clone(),
+        }
+    }
+
+    /// The host's columns, where `what` needs them.
+    fn host(&self, what: &str) -> Result<&'a Inputs, GpuError> {
+        match self {
+            Located::Host(inputs) => Ok(inputs),
+            Located::Device(_) => Err(GpuError::NeedsHost(what.to_owned())),
+        }
+    }
+}
+
 /// What a run was asked: the problem on its inputs, with its options.
 #[derive(Clone, Copy)]
 pub struct Ask<'a> {
     pub problem: &'a Problem,
     pub params: &'a Params,
-    pub inputs: &'a Inputs,
+    pub inputs: Located<'a>,
     pub choice: IndexChoice,
     pub opts: &'a GpuOptions,
     pub cache: &'a Cache,
@@ -431,7 +511,16 @@ pub fn run(
     // The schedule's sample of the grid is made for these inputs: compute, not preparation.
     let start = Instant::now();
     let schedule = Schedule::make(problem, params, &Shapes::of(inputs), index, opts, &gpus.workers)?;
-    let ask = Ask { problem, params, inputs, choice: index, opts, cache, progress, part: Part::default() };
+    let ask = Ask {
+        problem,
+        params,
+        inputs: Located::Host(inputs),
+        choice: index,
+        opts,
+        cache,
+        progress,
+        part: Part::default(),
+    };
     run_scheduled(ask, &gpus, &schedule, start.elapsed().as_secs_f64())
 }
 
@@ -483,6 +572,7 @@ fn run_schedule(
             Indexing::Brute(summary) => Found::Brute(summary.clone()),
             Indexing::Device(layout) => Found::Device(layout.clone()),
             Indexing::Host { layout, runs } => {
+                let inputs = inputs.host("a grid the host sorts")?;
                 match index::sort_and_decide(layout, inputs, shape.visit, shape.pairs, choice, *runs) {
                     (Some(grid), summary) => Found::Host(grid, summary),
                     (None, summary) => {
@@ -570,6 +660,12 @@ fn cells_on_gpus(
     if !forced && !crate::cells::tried_by_gpu_auto(problem) {
         return Ok(None);
     }
+    // The hierarchy's trees are built on the host.
+    let inputs = match inputs {
+        Located::Host(inputs) => inputs,
+        Located::Device(_) if forced => return Err(GpuError::NeedsHost("the cell hierarchy (index=cells)".into())),
+        Located::Device(_) => return Ok(None),
+    };
     let how = match crate::cells::applies(problem, params, inputs, shape.visit, false) {
         Ok(how) => how,
         Err(why) if forced => return Err(IndexError::NoCells(why).into()),
@@ -597,8 +693,16 @@ fn cells_on_gpus(
     }
 }
 
-fn plan_points(inputs: &Inputs) -> Points {
-    Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) }
+fn plan_points<'a>(sets: impl Into<Located<'a>>) -> Points {
+    let sets = sets.into();
+    let (a, b) = sets.lens();
+    Points { a: a as u64, b: sets.two_sets().then_some(b as u64) }
+}
+
+impl<'a> From<&'a Inputs> for Located<'a> {
+    fn from(inputs: &'a Inputs) -> Located<'a> {
+        Located::Host(inputs)
+    }
 }
 
 /// The GPUs made ready: contexts, kernels loaded, inputs resident where
@@ -639,10 +743,11 @@ fn prepare(
     wall: Instant,
 ) -> Result<Ready, GpuError> {
     let Ask { problem, params, inputs, choice, opts, cache, .. } = ask;
-    let (n_a, n_b) = (inputs.a.len(), inputs.other().len());
+    let (n_a, n_b) = inputs.lens();
     let streams = opts.streams.max(1);
-    let whole = |points: usize| points >= n_a.max(n_b);
-    let point_bytes = inputs.a.columns.iter().map(|c| c.scalar().bytes() as usize).sum();
+    // Points taken on their GPU are resident there already, whatever a block would hold.
+    let whole = |points: usize| points >= n_a.max(n_b) || matches!(inputs, Located::Device(_));
+    let point_bytes = inputs.point_bytes();
     let block_points_for = |memory: usize| schedule::block_points(point_bytes, n_a.max(n_b), opts, memory, streams);
     // Pairs, and KNN lists too large to copy into pageable memory fast, come
     // back through pinned buffers.
@@ -657,7 +762,11 @@ fn prepare(
         Found::Device(..) => choice != IndexChoice::Grid,
     };
     let compile = |block_points: usize, on_grid: bool| compile_kernels(ask, devices, block_points, on_grid);
-    let mut block_points = if grid_kernel { n_a.max(n_b).max(1) } else { scheduled_block_points };
+    // A grid's kernel reads both sets whole, and so does every kernel on points taken on their GPU.
+    let mut block_points = match (grid_kernel, inputs) {
+        (false, Located::Host(_)) => scheduled_block_points,
+        _ => n_a.max(n_b).max(1),
+    };
     let mut compiled_at = 0.0;
     let (made, compiled, compiled_brute, cpu_driver, mut compile_s) = std::thread::scope(|s| {
         // The CPU's driver over the host's grid, where the CPU takes part,
@@ -690,9 +799,10 @@ fn prepare(
                             Some(Resident::upload_grid(&ctx, grid, summary.index == IndexKind::Rings)?)
                         }
                         // The GPU sorts the inputs it holds.
-                        Found::Device(..) => Some(Resident::upload(&ctx, inputs)?),
+                        Found::Device(..) => Some(Resident::of(&ctx, inputs)?),
                         // Where the upload fails (the GPU filled up meanwhile), the streams load blocks of their own.
-                        Found::Brute(_) if whole(fits) => Resident::upload(&ctx, inputs).ok(),
+                        Found::Brute(_) if matches!(inputs, Located::Device(_)) => Some(Resident::of(&ctx, inputs)?),
+                        Found::Brute(_) if whole(fits) => Resident::of(&ctx, inputs).ok(),
                         Found::Brute(_) => None,
                     };
                     Ok(Made {
@@ -754,7 +864,7 @@ fn prepare(
         free = free.min(m.free);
     }
     ready.compiled = compiled?;
-    if !grid_kernel && block_points_for(free) < block_points {
+    if !grid_kernel && block_points_for(free) < block_points && matches!(inputs, Located::Host(_)) {
         block_points = block_points_for(free);
         let start = Instant::now();
         ready.compiled = compile(block_points, false)?;
@@ -775,7 +885,7 @@ fn compile_kernels(
     on_grid: bool,
 ) -> Result<Vec<KernelPair<Compiled>>, GpuError> {
     let Ask { problem, params, inputs, opts, cache, .. } = ask;
-    let (n_a, n_b) = (inputs.a.len(), inputs.other().len());
+    let (n_a, n_b) = inputs.lens();
     let (_, _, groups) = units_of(problem, inputs, block_points, on_grid.then_some(0));
     let needs = |kind| groups.iter().flatten().any(|u| u.kernel == kind);
     let own_points = Points {
@@ -827,12 +937,13 @@ use crate::schedule::pieces::GridShares;
 /// walks the grid's units.
 fn units_of(
     problem: &Problem,
-    inputs: &Inputs,
+    inputs: Located,
     block_points: usize,
     grid_pairs: Option<u128>,
 ) -> (Blocks, Blocks, Vec<Vec<Unit>>) {
-    let a_blocks = blocks(inputs.a.len(), block_points);
-    let b_blocks = if inputs.b.is_some() { blocks(inputs.other().len(), block_points) } else { a_blocks.clone() };
+    let (n_a, n_b) = inputs.lens();
+    let a_blocks = blocks(n_a, block_points);
+    let b_blocks = if inputs.two_sets() { blocks(n_b, block_points) } else { a_blocks.clone() };
     let groups = match grid_pairs {
         Some(pairs) => vec![vec![Unit { kernel: KernelKind::Own, a_block: 0, b_block: 0, pairs }]],
         None => crate::stage::visit::Visit::of(problem).units(&a_blocks, &b_blocks),
@@ -886,12 +997,14 @@ fn sort_on_gpus(
                         Sharing::Rows => grid::Share::Rows { part: first + part, weights },
                         Sharing::Queue => grid::Share::All,
                     };
+                    let (n_a, n_b) = inputs.lens();
                     grid::build(
                         builder,
                         &stream,
                         layout,
-                        (&inputs.a, &raw.a),
-                        inputs.b.as_ref().map(|b| (b, raw.b.as_ref().expect("the other set, uploaded"))),
+                        &inputs.scalars(),
+                        (n_a, &raw.a),
+                        inputs.two_sets().then(|| (n_b, raw.b.as_ref().expect("the other set, uploaded"))),
                         plan.shape.visit,
                         run,
                         share,
@@ -949,7 +1062,7 @@ fn compute(
     } = ready;
     let streams = opts.streams.max(1);
     // Every GPU holds the inputs whole, or every stream streams its blocks.
-    let whole = block_points >= inputs.a.len().max(inputs.other().len());
+    let whole = block_points >= inputs.most() || matches!(inputs, Located::Device(_));
     if !whole || residents.iter().any(Option::is_none) {
         residents.iter_mut().for_each(|r| *r = None);
     }
@@ -1019,7 +1132,11 @@ fn compute(
     let cpu_side = cpu_driver
         .as_ref()
         .zip(host_grid)
-        .map(|(d, g)| CpuSide::new(d.walker(inputs, Some(g)), g, split, progress, job.start));
+        .map(|(d, g)| -> Result<CpuSide, GpuError> {
+            let inputs = inputs.host("the CPU beside the GPUs")?;
+            Ok(CpuSide::new(d.walker(inputs, Some(g)), g, split, progress, job.start))
+        })
+        .transpose()?;
     let gpus: Vec<Gpu> = (0..contexts.len())
         .map(|g| Gpu {
             ctx: &contexts[g],
@@ -1034,12 +1151,14 @@ fn compute(
         .collect();
     let (results, cpu_results) = run_threads(&job, &gpus, cpu_side.as_ref(), &queues[0], stage, streams_used);
     timings.upload_s += residents.iter().flatten().map(|r| r.upload_s).sum::<f64>();
-    let parts = gather(results, cpu_results, ordinals, job.start.elapsed().as_secs_f64(), &mut timings, split)?;
+    let (parts, cpu_rows, kept) =
+        gather(results, cpu_results, ordinals, job.start.elapsed().as_secs_f64(), &mut timings, split)?;
     let combine = Instant::now();
     // A rank's part: rank 0 merges every rank's partials.
-    let results = match ask.part.counter {
-        Some(_) => Results::Parts(parts.0),
-        None => Results::Merged(merge(ask, stage, parts)),
+    let results = match (ask.part.counter, kept) {
+        (_, Some(lists)) => Results::Merged(Outcome::KnnOnGpu(lists)),
+        (Some(_), None) => Results::Parts(parts),
+        (None, None) => Results::Merged(merge(ask, stage, (parts, cpu_rows))),
     };
     timings.combine_s += combine.elapsed().as_secs_f64();
     timings.wall_s = wall.elapsed().as_secs_f64();
@@ -1057,9 +1176,9 @@ fn merge(ask: Ask, stage: OutputStage, parts: (Vec<Partial>, Option<Vec<hybrid::
                 Partial::Knn(mut rows) => rows.pop().map(|(_, values, ids)| (values, ids)),
                 _ => None,
             });
-            hybrid::lists_with_cpu_rows(k as usize, problem.function.returns, inputs.a.len(), gpu, cpu_rows)
+            hybrid::lists_with_cpu_rows(k as usize, problem.function.returns, inputs.lens().0, gpu, cpu_rows)
         }
-        (collect, (parts, _)) => output::merge(collect, problem.function.returns, inputs.a.len(), parts),
+        (collect, (parts, _)) => output::merge(collect, problem.function.returns, inputs.lens().0, parts),
     }
 }
 
@@ -1135,9 +1254,12 @@ fn run_threads(
     })
 }
 
+/// The partial results, the CPU's KNN rows where it took part, and KNN lists left on a GPU.
+type Gathered = (Vec<Partial>, Option<Vec<hybrid::CpuRows>>, Option<crate::outcome::OnGpu>);
+
 /// What the GPUs and the CPU's threads found, with each one's timings and
-/// share added to the run's: the partial results, and the CPU's KNN rows
-/// where it took part (None where it did not).
+/// share added to the run's: the partial results, the CPU's KNN rows
+/// where it took part (None where it did not), and KNN lists left on a GPU.
 fn gather(
     results: Vec<Result<GpuResult, GpuError>>,
     cpu_results: Vec<hybrid::CpuResult>,
@@ -1145,14 +1267,16 @@ fn gather(
     compute_end: f64,
     timings: &mut GpuTimings,
     split: &mut Split,
-) -> Result<(Vec<Partial>, Option<Vec<hybrid::CpuRows>>), GpuError> {
+) -> Result<Gathered, GpuError> {
     let mut parts = Vec::new();
+    let mut kept = None;
     for (r, &ordinal) in results.into_iter().zip(ordinals) {
         let done = r?;
         for t in &done.streams {
             timings.add(t);
         }
         parts.extend(done.parts);
+        kept = kept.or(done.kept);
         let busy_s = busy(done.intervals);
         let kernel_s = busy(done.kernels);
         timings.kernel_s += kernel_s;
@@ -1182,7 +1306,7 @@ fn gather(
         g.share = g.pairs as f64 / all_pairs.max(1) as f64;
     }
     split.cpu_share = split.cpu_pairs as f64 / all_pairs.max(1) as f64;
-    Ok((parts, cpu_took_part.then_some(cpu_rows)))
+    Ok((parts, cpu_took_part.then_some(cpu_rows), kept))
 }
 
 /// A GPU's context, made on its own thread, and what that thread found and uploaded.
@@ -1329,6 +1453,17 @@ fn upload_sets(
 }
 
 impl Resident {
+    /// The inputs on GPU `ctx`: uploaded from the host, or the columns taken there.
+    fn of(ctx: &Arc<CudaContext>, inputs: Located) -> Result<Resident, GpuError> {
+        match inputs {
+            Located::Host(inputs) => Resident::upload(ctx, inputs),
+            Located::Device(taken) => {
+                let (a, b) = taken.blocks().expect("a run takes the columns taken for it once");
+                Ok(Resident { a, b, upload_s: 0.0, grid: None })
+            }
+        }
+    }
+
     fn upload(ctx: &Arc<CudaContext>, inputs: &Inputs) -> Result<Resident, GpuError> {
         let start = Instant::now();
         let upload = "uploading points";

@@ -10,8 +10,9 @@ use indicatif::ProgressBar;
 use rand::{RngExt, SeedableRng};
 
 use super::kernels::{KernelPair, Launcher};
-use super::{DeviceGrid, Doing, GpuError, GpuTimings, Resident};
-use crate::data::{Column, Inputs, PointSet};
+use super::{DeviceGrid, Doing, GpuError, GpuTimings, Located, Resident};
+use crate::data::{Column, PointSet};
+use crate::outcome::OnGpu;
 use crate::ranks::Counter;
 use crate::schedule::GpuOptions;
 use crate::schedule::pieces::{self, Piece};
@@ -27,7 +28,7 @@ use crate::stage::{GridArgs, KernelArgs};
 
 /// What the whole run shares.
 pub(super) struct Job<'a> {
-    pub(super) inputs: &'a Inputs,
+    pub(super) inputs: Located<'a>,
     pub(super) a_blocks: Vec<(usize, usize)>,
     pub(super) b_blocks: Vec<(usize, usize)>,
     /// When the compute began: streams time their pieces from it.
@@ -62,6 +63,8 @@ pub(super) fn busy(mut intervals: Vec<(f64, f64)>) -> f64 {
 /// streams were running pieces.
 pub(super) struct GpuResult {
     pub(super) parts: Vec<Partial>,
+    /// KNN lists left on the GPU (points taken there).
+    pub(super) kept: Option<OnGpu>,
     pub(super) streams: Vec<GpuTimings>,
     pub(super) intervals: Vec<(f64, f64)>,
     /// When its kernels ran: seconds from an event recorded before the first.
@@ -120,6 +123,7 @@ pub(super) fn gpu_worker(job: &Job, gpu: Gpu, stage: OutputStage, streams: usize
     });
     let mut done = GpuResult {
         parts: Vec::new(),
+        kept: None,
         streams: Vec::new(),
         intervals: Vec::new(),
         kernels: Vec::new(),
@@ -129,6 +133,7 @@ pub(super) fn gpu_worker(job: &Job, gpu: Gpu, stage: OutputStage, streams: usize
     for r in ran {
         let r = r?;
         done.parts.extend(r.part);
+        done.kept = done.kept.or(r.kept);
         done.streams.push(r.timings);
         done.pieces += r.intervals.len() as u64;
         done.intervals.extend(r.intervals);
@@ -158,6 +163,8 @@ pub(super) enum StreamOutput<'a> {
 /// (start, end) per piece, in seconds from the start of the compute.
 pub(super) struct StreamResult {
     pub(super) part: Option<Partial>,
+    /// KNN lists left on the GPU, where its points were taken there.
+    pub(super) kept: Option<OnGpu>,
     pub(super) timings: GpuTimings,
     pub(super) intervals: Vec<(f64, f64)>,
     /// One (start, end) per launch, from the GPU's origin event (direct
@@ -235,7 +242,7 @@ impl<'a> Stream<'a> {
         let own_blocks = match gpu.resident {
             Some(_) => None,
             None => {
-                let inputs = job.inputs;
+                let inputs = job.inputs.host("points streamed in blocks")?;
                 let a_dev = DeviceBlock::new(ctx, &stream, &inputs.a, job.block_points, job.a_blocks.len() > 1);
                 let b_points = if gpu.launchers.1.is_some() { job.block_points } else { 1 };
                 let b_dev = DeviceBlock::new(ctx, &stream, inputs.other(), b_points, job.b_blocks.len() > 1);
@@ -314,9 +321,10 @@ impl<'a> Stream<'a> {
         let (a_dev, b_dev) = match (self.gpu.resident, &mut self.own_blocks) {
             (Some(r), _) => (&r.a, r.b.as_ref().unwrap_or(&r.a)),
             (None, Some((a_dev, b_dev))) => {
-                a_dev.load(&self.stream, &job.inputs.a, (0, unit.a_block), (a0, a1)).doing(upload)?;
+                let inputs = job.inputs.host("points streamed in blocks")?;
+                a_dev.load(&self.stream, &inputs.a, (0, unit.a_block), (a0, a1)).doing(upload)?;
                 if between {
-                    b_dev.load(&self.stream, job.inputs.other(), (1, unit.b_block), (b0, b1)).doing(upload)?;
+                    b_dev.load(&self.stream, inputs.other(), (1, unit.b_block), (b0, b1)).doing(upload)?;
                 }
                 (&*a_dev, &*b_dev)
             }
@@ -349,7 +357,15 @@ impl<'a> Stream<'a> {
                                     Some(g) => {
                                         sample_grid_selectivity(stream, launcher, (a_dev, b_block), counts, g, drain)?
                                     }
-                                    None => sample_selectivity(job, self.gpu.ctx, stream, launcher, unit, drain)?,
+                                    None => match job.inputs {
+                                        Located::Host(_) => {
+                                            sample_selectivity(job, self.gpu.ctx, stream, launcher, unit, drain)?
+                                        }
+                                        // Points taken on the GPU: their first rows, where they lie.
+                                        Located::Device(_) => {
+                                            leading_selectivity(stream, launcher, (a_dev, b_block), counts, drain)?
+                                        }
+                                    },
                                 };
                                 *self.selectivity.insert(s)
                             }
@@ -404,12 +420,23 @@ impl<'a> Stream<'a> {
 
     /// A search's lists come back once; the stream's buffers are freed.
     fn finish(mut self) -> Result<StreamResult, GpuError> {
+        // Points taken on the GPU: a search's lists stay there.
+        let keep = self.searches_rings && !self.intervals.is_empty() && matches!(self.job.inputs, Located::Device(_));
+        if keep {
+            let Stream { job, out: StreamOutput::TopK(lists, _), stream, timings, intervals, kernels, pairs, .. } =
+                self
+            else {
+                unreachable!("a search of rings writes top-K lists")
+            };
+            let kept = lists.keep(&stream, job.inputs.lens().0);
+            return Ok(StreamResult { part: None, kept: Some(kept), timings, intervals, kernels, pairs });
+        }
         if let StreamOutput::TopK(lists, rows) = &mut self.out
             && self.searches_rings
             && !self.intervals.is_empty()
         {
             let t = Instant::now();
-            let queries = self.job.inputs.a.len();
+            let queries = self.job.inputs.lens().0;
             let (values, ids) =
                 lists.download(&self.stream, queries, self.gpu.staging).doing("downloading the lists")?;
             self.timings.download_s += t.elapsed().as_secs_f64();
@@ -424,7 +451,7 @@ impl<'a> Stream<'a> {
         let t = Instant::now();
         drop((own_blocks, stream));
         timings.teardown_s = t.elapsed().as_secs_f64();
-        Ok(StreamResult { part, timings, intervals, kernels, pairs })
+        Ok(StreamResult { part, kept: None, timings, intervals, kernels, pairs })
     }
 }
 
@@ -454,8 +481,9 @@ pub(super) fn sample_selectivity(
         set.subset(&rows, "sample".into())
     };
     let between = unit.kernel == KernelKind::Between;
-    let sa = pick(&job.inputs.a, job.a_blocks[unit.a_block], 1);
-    let sb = if between { pick(job.inputs.other(), job.b_blocks[unit.b_block], 2) } else { sa.clone() };
+    let inputs = job.inputs.host("a sample of the blocks' rows")?;
+    let sa = pick(&inputs.a, job.a_blocks[unit.a_block], 1);
+    let sb = if between { pick(inputs.other(), job.b_blocks[unit.b_block], 2) } else { sa.clone() };
     // Blocks of its own: the stream's may be the GPU's resident input.
     let upload = "uploading a sample";
     let block = |set: &PointSet| -> Result<DeviceBlock, GpuError> {
@@ -468,6 +496,24 @@ pub(super) fn sample_selectivity(
     let blocks = launcher.plan.launch.grid_for(sa.len());
     let counts = [sa.len() as u32, sb.len() as u32];
     passing_share(stream, launcher, drain, (blocks, pairs), (&a_dev, b_dev.as_ref()), counts, None)
+}
+
+/// The share of pairs that pass among the first [`SELECTIVITY_SAMPLE_ROWS`]
+/// rows of each of the resident sets `a`, `b` (of `counts` points): points
+/// taken on the GPU, which no host sample reaches. Only the pool's size
+/// depends on it (a pool too small is drained and relaunched).
+fn leading_selectivity(
+    stream: &Arc<CudaStream>,
+    launcher: &Launcher,
+    (a, b): (&DeviceBlock, Option<&DeviceBlock>),
+    counts: [u32; 2],
+    drain: &CudaFunction,
+) -> Result<f64, GpuError> {
+    let rows = SELECTIVITY_SAMPLE_ROWS as u32;
+    let counts = [counts[0].min(rows), counts[1].min(rows)];
+    let pairs = launcher.plan.shape.visit.pairs(counts[0] as u64, counts[1] as u64) as u64;
+    let blocks = launcher.plan.launch.grid_for(counts[0] as usize);
+    passing_share(stream, launcher, drain, (blocks, pairs), (a, b), counts, None)
 }
 
 /// The share of `pairs` visited pairs that pass in one run of `blocks`

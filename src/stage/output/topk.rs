@@ -11,12 +11,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{CudaSlice, CudaStream, DriverError};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DriverError};
 use serde::Serialize;
 
 use super::PushArg;
 use super::download::{Staging, download_parts};
 use crate::data::Column;
+use crate::outcome::OnGpu;
 use crate::spec::Scalar;
 use crate::stage::{KernelParam, Source};
 
@@ -91,6 +92,23 @@ impl DeviceTopK {
     /// A launch has run: the next refines its lists.
     pub fn launched(&mut self) {
         self.fresh = 0;
+    }
+
+    /// The lists of the first `queries` queries, left where they are (the
+    /// last launch on `stream` has finished): their addresses, and this
+    /// buffer as their owner.
+    pub fn keep(self, stream: &Arc<CudaStream>, queries: usize) -> OnGpu {
+        let values = self.values.device_ptr(stream).0;
+        let ids = self.indices.device_ptr(stream).0;
+        OnGpu {
+            ordinal: stream.context().ordinal(),
+            k: self.k,
+            queries,
+            value: self.value,
+            values,
+            ids,
+            owner: Arc::new(self),
+        }
     }
 
     /// The lists of the first `queries` queries: (values, indices), through
