@@ -22,10 +22,15 @@ Peers are installed in a venv under target/peers-venv (Corrfunc builds
 against libgsl-dev: `apt-get install -y libgsl-dev`); the script runs itself
 again inside it.
 
-Usage: scripts/bench-cpu-peers.py [--quick] [--rows a,b,...] [--reps N] [--huge [--huge-peer]] [--reuse-peers] [--json FILE]
-  rows: gr100k gr1m join1m knn1m dd200k dd200kp dd1m dd1mp xi gr1m025
+Usage: scripts/bench-cpu-peers.py [--quick] [--rows a,b,...] [--reps N] [--threads T] [--huge [--huge-peer]] [--cells]
+                                  [--reuse-peers] [--json FILE]
+  rows: gr100k gr1m join1m knn1m dd200k dd200kp dd1m dd1mp xi gr1m025 cells1mc cells1mu
+  --rows   just these rows, in this order (any row, those --huge and --cells add too)
+  --threads  twobs's --threads and every peer's threads (default: every core)
   TWOBS=binary (default target/release/twobs), TWOBS_BEFORE=binary (a second build timed beside it)
   --quick  every row but g(r) of 1M atoms and DD(r) of 1M points (minutes each before issue 33)
+  --cells  also issue 35's CPU line: log-binned counts of 1M points (clustered, uniform) to half the box, twobs's
+           pick (--index auto) beside Corrfunc and TreeCorr (bin_slop=0), one twobs run, a row for each peer
   --huge   also g(r) of 1M atoms at r_max 0.25 (hours before issue 33: every pair); its peer (freud,
            ~6,000 s) only with --huge-peer
   --reuse-peers  take peers' times and results kept in target/peers-cache by an earlier run
@@ -91,14 +96,16 @@ def twobs(args, out, reps):
     for binary, dest in binaries:
         if binary == BEFORE:
             args, warm = ([before_spec(a) for a in x] for x in (args, warm))
-        subprocess.run([binary, *warm, "--backend", "cpu", "--quiet", "--out", os.path.join(WORK, "warm-out" + ext)],
+        subprocess.run([binary, *warm, "--backend", "cpu", "--threads", str(THREADS), "--quiet", "--out",
+                        os.path.join(WORK, "warm-out" + ext)],
                        check=True, capture_output=True)
         best, report = None, os.path.join(WORK, "report.json")
         for _ in range(reps):
             t = time.perf_counter()
             # `xi` writes no report.
             reporting = ["--report", report] if args[0] == "run" else []
-            subprocess.run([binary, *args, "--backend", "cpu", "--quiet", "--out", dest, *reporting], check=True)
+            subprocess.run([binary, *args, "--backend", "cpu", "--threads", str(THREADS), "--quiet", "--out", dest,
+                            *reporting], check=True)
             wall = time.perf_counter() - t
             best = wall if best is None else min(best, wall)
         times[binary] = (best, json.load(open(report)) if args[0] == "run" else {})
@@ -138,7 +145,7 @@ def peer(call, reps, key=None):
     under target/peers-cache/KEY.pkl from an earlier run on the same data (same seed and size) is taken
     instead: freud's g(r) of 1M atoms takes minutes, and does not change with twobs."""
     import pickle
-    path = os.path.join(PEER_CACHE, f"{key}.pkl") if key else None
+    path = os.path.join(PEER_CACHE, f"{key}-t{THREADS}.pkl") if key else None
     if path and REUSE_PEERS and os.path.exists(path):
         with open(path, "rb") as f:
             return pickle.load(f)
@@ -264,7 +271,7 @@ def dd(name, n, periodic, reps, lo=0.001, hi=0.1, bins=20):
     x, y, z = (pts[:, c].astype(np.float64) for c in range(3))
 
     def call():
-        return DD(1, 2, edges, x, y, z, periodic=periodic, boxsize=1.0 if periodic else 0.0)["npairs"]
+        return DD(1, THREADS, edges, x, y, z, periodic=periodic, boxsize=1.0 if periodic else 0.0)["npairs"]
 
     theirs, npairs = peer(call, reps, f"dd-{n}-{periodic}-{lo}-{hi}-{bins}")
     differ = moved(counts, npairs, 2)
@@ -285,9 +292,9 @@ def xi(name, nd, nr, reps, lo=0.001, hi=0.1, bins=20):
     r = [rand[:, c].astype(np.float64) for c in range(3)]
 
     def call():
-        dd_ = DD(1, 2, edges, *d, periodic=False)
-        dr = DD(0, 2, edges, *d, X2=r[0], Y2=r[1], Z2=r[2], periodic=False)
-        rr = DD(1, 2, edges, *r, periodic=False)
+        dd_ = DD(1, THREADS, edges, *d, periodic=False)
+        dr = DD(0, THREADS, edges, *d, X2=r[0], Y2=r[1], Z2=r[2], periodic=False)
+        rr = DD(1, THREADS, edges, *r, periodic=False)
         return dd_, dr, rr, convert_3d_counts_to_cf(nd, nd, nr, nr, dd_, dr, dr, rr)
 
     theirs, (dd_, dr, rr, cf) = peer(call, reps, f"xi-{nd}-{nr}-{lo}-{hi}-{bins}")
@@ -296,6 +303,48 @@ def xi(name, nd, nr, reps, lo=0.001, hi=0.1, bins=20):
     differ = sum(moved(mine[col], c["npairs"], twice) for col, c, twice in (("dd", dd_, 2), ("dr", dr, 1), ("rr", rr, 2)))
     near = near_edges(data, edges, None) + near_edges(data, edges, None, rand) + near_edges(rand, edges, None)
     return row(name, ours, theirs, "Corrfunc", differ, near), rep
+
+
+def cell_points(kind, n):
+    """scripts/bench-cells-cpu.py's points: uniform in the unit cube, or 16 Gaussian clusters of sigma 0.02."""
+    rng = np.random.default_rng(SEED)
+    if kind == "uniform":
+        return rng.random((n, 3), dtype=np.float32)
+    centres = rng.random((16, 3))
+    which = rng.integers(0, 16, n)
+    p = centres[which] + rng.normal(0.0, 0.02, (n, 3))
+    return np.clip(p, 0.0, 1.0 - 2.0**-52).astype(np.float32)
+
+
+def cells(name, n, kind, reps, lo=0.001, hi=0.5, bins=20):
+    """Issue 35's CPU line: log-binned counts to half the box (twobs's pick, --index auto: the grid, the cell
+    hierarchy or every pair) against Corrfunc's DD (f64, open, each pair twice) and TreeCorr's NNCorrelation
+    (f64, bin_slop=0). Two rows, one a peer, from one twobs run."""
+    from Corrfunc.theory.DD import DD
+    import treecorr
+    pts = cell_points(kind, n)
+    path = save("cells.npy", pts)
+    out = os.path.join(WORK, "cells.npy.out.npy")
+    ours, rep = twobs(["run", "sdh", "--input", path, "--log-bins", "--param", f"r_min={lo}", "--param",
+                       f"r_max={hi}", "--param", f"bins={bins}"], out, reps)
+    counts = histogram_counts(out)
+    edges = log_edges(lo, hi, bins)
+    x, y, z = (pts[:, c].astype(np.float64) for c in range(3))
+    near = near_edges(pts, edges, None)
+
+    def corrfunc():
+        return DD(1, THREADS, edges, x, y, z, periodic=False)["npairs"]
+
+    def tree():
+        cat = treecorr.Catalog(x=x, y=y, z=z)
+        nn = treecorr.NNCorrelation(min_sep=lo, max_sep=hi, nbins=bins, bin_slop=0, num_threads=THREADS)
+        nn.process(cat)
+        return np.rint(nn.npairs).astype(np.int64)
+
+    cf_s, cf = peer(corrfunc, reps, f"cells-dd-{kind}-{n}-{lo}-{hi}-{bins}")
+    tc_s, tc = peer(tree, reps, f"cells-tc-{kind}-{n}-{lo}-{hi}-{bins}")
+    return [row(name, ours, cf_s, "Corrfunc", moved(counts, cf, 2), near),
+            row(name, ours, tc_s, "TreeCorr (bin_slop=0)", moved(counts, tc, 1), near)], rep
 
 
 ROWS = {
@@ -309,7 +358,11 @@ ROWS = {
     "dd1mp": (True, lambda reps: dd("DD(r) 20 log buckets 0.001-0.1, 1M periodic", 1_000_000, True, reps)),
     "xi": (False, lambda reps: xi("Landy-Szalay xi, 100k data, 200k randoms", 100_000, 200_000, reps)),
     "gr1m025": (True, lambda reps: gr("g(r) 1M atoms, r_max 0.25, periodic", 1_000_000, 0.25, 100, reps, HUGE_PEER)),
+    "cells1mc": (True, lambda reps: cells("counts, 20 log buckets 0.001-0.5, 1M clustered", 1_000_000, "clustered", reps)),
+    "cells1mu": (True, lambda reps: cells("counts, 20 log buckets 0.001-0.5, 1M uniform", 1_000_000, "uniform", reps)),
 }
+# Rows that run only when --rows names them (--cells adds both cells rows).
+BY_NAME = {"gr1m025", "cells1mc", "cells1mu"}
 
 
 def main():
@@ -319,19 +372,27 @@ def main():
     ap.add_argument("--rows", default="")
     ap.add_argument("--reps", type=int, default=0)
     ap.add_argument("--huge-peer", action="store_true", help="with --huge, run freud on that row too (hours)")
+    ap.add_argument("--cells", action="store_true", help="also issue 35's CPU rows (cells1mc, cells1mu: an hour or more)")
+    ap.add_argument("--threads", type=int, default=0, help="threads for twobs and every peer (default: every core)")
     ap.add_argument("--json")
     ap.add_argument("--reuse-peers", action="store_true",
                     help="take each peer's time and result from target/peers-cache where an earlier run left them")
     args = ap.parse_args()
-    global REUSE_PEERS, HUGE_PEER
+    global REUSE_PEERS, HUGE_PEER, THREADS
     REUSE_PEERS, HUGE_PEER = args.reuse_peers, args.huge_peer
-    names = [n for n in ROWS if n != "gr1m025" or args.huge]
+    names = [n for n in ROWS if n not in BY_NAME or (n == "gr1m025" and args.huge) or (n.startswith("cells") and args.cells)]
     if args.quick:
         names = [n for n in names if not ROWS[n][0]]
     if args.rows:
         names = args.rows.split(",")
+    unknown = [n for n in names if n not in ROWS]
+    if unknown:
+        ap.error(f"--rows: no row {', '.join(unknown)}; rows are {', '.join(ROWS)}")
+    if args.threads:
+        THREADS = args.threads
     git = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    print(f"# twobs {git.stdout.strip()} ({TWOBS}), {THREADS} cores, {os.uname().nodename}, seed {SEED}", flush=True)
+    print(f"# twobs {git.stdout.strip()} ({TWOBS}), {THREADS} threads of {os.cpu_count()} cores, {os.uname().nodename}, seed {SEED}",
+          flush=True)
     before = " twobs before (s) | same as before |" if BEFORE else ""
     print(f"| job |{before} twobs wall (s) | peer | peer (s) | twobs / peer | pairs that differ | "
           "pairs within 2^-20 of an edge | index |")
@@ -339,16 +400,17 @@ def main():
     rows = []
     for n in names:
         big, run = ROWS[n]
-        r, rep = run(args.reps or (1 if big else 3))
-        r["index"] = rep.get("index", {}).get("why", "") if isinstance(rep.get("index"), dict) else ""
-        r["report"] = rep
-        rows.append(r)
-        ok = "" if r["exact_up_to_edges"] in (True, None) else " (MORE than the edges)"
-        was = f" {rep['before_s']:.3f} | {'yes' if rep['same_as_before'] else 'NO'} |" if BEFORE else ""
-        num = lambda x, f: "-" if x is None else format(x, f)  # noqa: E731
-        print(f"| {r['job']} |{was} {r['twobs_s']:.3f} | {r['peer']} | {num(r['peer_s'], '.3f')} | "
-              f"{num(r['ratio'], '.2f')} | {num(r['pairs_differ'], 'd')}{ok} | {num(r['pairs_near_edges'], 'd')} | "
-              f"{r['index'][:110]} |", flush=True)
+        out, rep = run(args.reps or (1 if big else 3))
+        for r in out if isinstance(out, list) else [out]:
+            r["index"] = rep.get("index", {}).get("why", "") if isinstance(rep.get("index"), dict) else ""
+            r["report"] = rep
+            rows.append(r)
+            ok = "" if r["exact_up_to_edges"] in (True, None) else " (MORE than the edges)"
+            was = f" {rep['before_s']:.3f} | {'yes' if rep['same_as_before'] else 'NO'} |" if BEFORE else ""
+            num = lambda x, f: "-" if x is None else format(x, f)  # noqa: E731
+            print(f"| {r['job']} |{was} {r['twobs_s']:.3f} | {r['peer']} | {num(r['peer_s'], '.3f')} | "
+                  f"{num(r['ratio'], '.2f')} | {num(r['pairs_differ'], 'd')}{ok} | {num(r['pairs_near_edges'], 'd')} | "
+                  f"{r['index'][:110]} |", flush=True)
     if args.json:
         json.dump(rows, open(args.json, "w"), indent=1, default=str)
 

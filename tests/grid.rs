@@ -782,3 +782,57 @@ fn a_user_spec_in_a_triclinic_box_keeps_its_promises() {
         }
     }
 }
+
+/// The key of `sdh`'s distance as its snippet computes it in f32
+/// (`problems/distance.cu`): dx * dx, then fmaf of each other component.
+fn sdh_distance_f32(a: [f32; 3], b: [f32; 3]) -> f32 {
+    let d0 = a[0] - b[0];
+    let mut sum = d0 * d0;
+    for k in 1..3 {
+        let d = a[k] - b[k];
+        sum = d.mul_add(d, sum);
+    }
+    sum.max(0.0).sqrt()
+}
+
+#[test]
+fn log_binned_counts_on_the_grid_land_pairs_on_edges_in_the_upper_bucket() {
+    // The CPU counts keys edge by edge, 16 a comparison (AVX-512 where the
+    // host has it), from runs whose keys are computed in whole vectors:
+    // random points, and pairs exactly on each edge and one f32 step either
+    // side of it, against the edge table pair by pair.
+    let seed = seed();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let log = built_in("sdh").unwrap().with_spacing(Spacing::Log).unwrap();
+    for bins in [20u32, 40] {
+        let params = [format!("bins={bins}"), "r_min=0.001".into(), "r_max=0.1".into()];
+        let edges = twobs::stage::contribution::histogram_edges(&log, &log.bind(&params).unwrap());
+        let mut pts: Vec<[f32; 3]> = (0..1500).map(|_| [rng.random(), rng.random(), rng.random()]).collect();
+        for &e in &edges {
+            let e = e as f32;
+            for x in [e.next_down(), e, e.next_up()] {
+                let (y, z): (f32, f32) = (rng.random(), rng.random());
+                // Along x from 0, the separation is x exactly; along y, x too.
+                pts.push([0.0, y, z]);
+                pts.push([x, y, z]);
+                pts.push([y, 0.0, z]);
+                pts.push([y, x, z]);
+            }
+        }
+        let columns = (0..3).map(|k| Column::F32(pts.iter().map(|p| p[k]).collect())).collect();
+        let inputs = Inputs { a: PointSet { columns, origin: "edges".into(), rows: None }, b: None };
+        let got = run(&log, &params, &inputs, IndexChoice::Grid);
+        assert_eq!(got.index.index, IndexKind::Grid, "{}", got.index.why);
+        let mut want = vec![0u64; bins as usize];
+        for i in 0..pts.len() {
+            for j in i + 1..pts.len() {
+                let d = sdh_distance_f32(pts[i], pts[j]) as f64;
+                if d >= edges[0] && d < edges[bins as usize] {
+                    want[edges.partition_point(|e| *e <= d) - 1] += 1;
+                }
+            }
+        }
+        assert!(want.iter().all(|&c| c > 0), "every bucket holds pairs: {want:?}");
+        assert_eq!(got.outcome, Outcome::Totals(twobs::outcome::Totals::Counts(want)), "bins {bins}, seed {seed}");
+    }
+}
