@@ -260,6 +260,9 @@ struct Resolver<'a> {
     left: AtomicU64,
     most_left: u64,
     gave_up: AtomicBool,
+    /// A stop asked (Ctrl-C in Python) ends resolving as a bound does; the
+    /// run that follows sees the same request at its first piece of work.
+    watch: crate::stop::Watch,
 }
 
 impl Resolver<'_> {
@@ -322,7 +325,7 @@ impl Resolver<'_> {
 
     fn leaf(&self, p: u32, q: u32, pairs: u64, out: &mut Found) {
         out.leaves.push((p, q));
-        if self.left.fetch_add(pairs, Ordering::Relaxed) + pairs > self.most_left {
+        if self.left.fetch_add(pairs, Ordering::Relaxed) + pairs > self.most_left || self.watch.asked() {
             self.gave_up.store(true, Ordering::Relaxed);
         }
     }
@@ -560,9 +563,13 @@ pub fn build(
         left: AtomicU64::new(0),
         most_left,
         gave_up: AtomicBool::new(false),
+        watch: crate::stop::Watch::start(),
     };
     let slots = how.buckets.slots();
     let Some(found) = resolver.resolve(slots) else {
+        if resolver.watch.asked() {
+            return Err("a stop was asked while the cell hierarchy resolved".into());
+        }
         let (_, other) = best_other.expect("only a bound gives up");
         return Err(format!(
             "the cell hierarchy would leave more than {most_left} of the {all} pairs to its leaves: {other} costs less"
