@@ -1448,7 +1448,8 @@ mod tests {
 
     #[test]
     fn triclinic_boxes_visit_every_pair_within_the_cutoff_once() {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
+        let seed: u64 = rand::rng().random();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         for text in ["6,5,4,0.5,-0.3,0.25", "3,3,3,-0.9,0.7,0.6", "2,7,3,0.1,0,0"] {
             for share in [0.1, 0.25, 1.0 / 3.0, 0.5 * (1.0 - 1e-5)] {
                 for sets in [1, 2] {
@@ -1472,13 +1473,20 @@ mod tests {
                             (sets == 2 || i != j) && nearest_image(&b, point(&inputs.a, i), point(other, j)) <= value
                         })
                         .collect();
-                    assert!(near.len() > 200, "box {text}, r_max {r}: only {} pairs within it", near.len());
+                    // Enough pairs within the cutoff for the check to prove something (a
+                    // draw once had 200 or fewer of about 400 x 300).
+                    assert!(
+                        near.len() > 100,
+                        "box {text}, r_max {r}, seed {seed}: only {} pairs within it",
+                        near.len()
+                    );
                     let shapes = Shapes::of(&inputs);
                     let visits: &[Visit] =
                         if sets == 1 { &[Visit::LowerTriangle, Visit::AllPairs] } else { &[Visit::Cross] };
                     for (&visit, cells) in visits.iter().flat_map(|v| [(v, Cells::Widest), (v, Cells::Finer)]) {
-                        let what =
-                            format!("box {text}, r_max {r} ({share:.4} of the least width), {visit:?}, {cells:?}");
+                        let what = format!(
+                            "box {text}, r_max {r} ({share:.4} of the least width), {visit:?}, {cells:?}, seed {seed}"
+                        );
                         let Ok(Ok(layout)) = layout(&problem, &params, &shapes, 0, IndexChoice::Grid, cells) else {
                             panic!("{what}: no layout")
                         };

@@ -109,7 +109,7 @@ def test_cupy_points_are_read_where_they_lie_and_knn_lists_stay_there(gpu, rng):
         on_host = gpu.run("knn", host, params={"k": k})
         # The same index, GPUs, blocks and estimate (the CPU's part is never asked of points on a GPU).
         mine, theirs = dict(on_gpu.report["schedule"]), dict(on_host.report["schedule"])
-        assert mine.pop("cpu").startswith("--hybrid off") and theirs.pop("cpu")
+        assert mine.pop("cpu").startswith("the GPUs alone: the CPU beside them is turned off") and theirs.pop("cpu")
         assert mine == theirs
         assert on_gpu.report["index"]["why"] == on_host.report["index"]["why"]
         assert on_gpu.report["timings"]["gpu"]["take_s"] > 0

@@ -531,7 +531,7 @@ pub fn decide(choice: Hybrid, rates: &Rates, pairs: u128, pairs_from: &str, poin
     );
     let costs_text = format!("{:.1} ms of sorting the grid on the host and sharing the queue", 1e3 * costs);
     let (cpu, why) = match choice {
-        Hybrid::Off => (false, "--hybrid off: the GPUs alone".to_owned()),
+        Hybrid::Off => (false, "the GPUs alone: the CPU beside them is turned off".to_owned()),
         Hybrid::On => {
             (true, format!("--hybrid on: the CPU takes units from the back of the queue; the model gives {rates_text}"))
         }
