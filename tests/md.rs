@@ -560,7 +560,20 @@ fn a_users_spec_excludes_pairs_of_one_molecule_and_keeps_its_promises() {
 </problem>"#,
     );
     let n = rng.random_range(600..900);
-    let pts: Vec<[f64; 3]> = (0..n).map(|_| [0; 3].map(|_| rng.random_range(0..64u32) as f64 / 16.0)).collect();
+    // Molecules of 4 atoms on the lattice of 1/16, each atom a step from the
+    // one before it, so that every draw has pairs within one molecule to leave out.
+    let mut pts: Vec<[f64; 3]> = Vec::with_capacity(n);
+    for i in 0..n {
+        let p = if i % 4 == 0 {
+            [0; 3].map(|_| rng.random_range(0..64u32) as f64 / 16.0)
+        } else {
+            let mut p = pts[i - 1];
+            let c = rng.random_range(0..3usize);
+            p[c] += if p[c] < 3.9 { 1.0 / 16.0 } else { -1.0 / 16.0 };
+            p
+        };
+        pts.push(p);
+    }
     let mol: Vec<i64> = (0..n).map(|i| (i / 4) as i64).collect();
     let csv: String = pts.iter().map(|p| format!("{},{},{}\n", p[0], p[1], p[2])).collect();
     write(dir.path(), "p.csv", &csv);
