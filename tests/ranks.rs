@@ -66,6 +66,9 @@ mod with_mpi {
             case("sdh-f64-rows-of-a", "sdh --input clustered:500 --input uniform:400 --index none --f64", "csv"),
             case("nlj-rows-of-a", "nlj --input ka.csv --input kb.csv --param d=2 --index none", "npy"),
             case("ddtheta-two-sets", "ddtheta --input uniform:500 --input clustered:400 --param bins=12", "csv"),
+            // Two-dimensional buckets: DD(rp, pi) on its grid, and DD(s, mu) of two sets, rows of A sent.
+            case("ddrppi-grid", "ddrppi --input clustered:2000", "csv"),
+            case("ddsmu-two-sets-rows-of-a", "ddsmu --input uniform:600 --input clustered:500 --index none", "csv"),
         ]
     }
 
