@@ -733,6 +733,7 @@ mod tests {
                 left: AtomicU64::new(0),
                 most_left: 0,
                 gave_up: AtomicBool::new(false),
+                watch: crate::stop::Watch::start(),
             };
             let (mut near, mut far) = (0f64, 0f64);
             for d in 0..dims {

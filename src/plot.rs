@@ -172,9 +172,14 @@ impl Frame {
         if !x_span.is_finite() {
             return Err(format!("the edges run from {x_lo:e} to {x_hi:e}, too wide an x axis to draw"));
         }
-        if positive && least.is_finite() && y_hi / least >= LOG_Y_SPAN && (y_hi / least).is_finite() {
+        if positive && least.is_finite() && y_hi / least >= LOG_Y_SPAN {
             let pad = 10f64.powf(0.2);
-            return Ok(Frame { x: (x_lo, x_hi), y: (least / pad, y_hi * pad), log_y: true });
+            let y = (least / pad, y_hi * pad);
+            // Spans beyond f64 would stall plotters' tick search, as below.
+            if !(y.1 / y.0).is_finite() || y.0 == 0.0 {
+                return Err(format!("the values run from {least:e} to {y_hi:e}, too wide a y axis to draw"));
+            }
+            return Ok(Frame { x: (x_lo, x_hi), y, log_y: true });
         }
         let span = if y_hi > y_lo { y_hi - y_lo } else { 1.0 };
         let pad = 0.05 * span;
