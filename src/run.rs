@@ -781,11 +781,7 @@ impl Run<'_> {
         let pairs = index.pairs;
         Ok(Execution {
             backend: Backend::Cpu,
-            device: format!(
-                "{threads} CPU threads, {}{}",
-                if f64_mode { "f64 arithmetic" } else { "the spec's arithmetic" },
-                if driver.cached { ", driver from the cache" } else { "" }
-            ),
+            device: cpu_device(threads, f64_mode, driver.cached),
             notes,
             shape,
             index,
@@ -881,6 +877,16 @@ fn gpu_execution(
         ranks,
         box_time: params.box_time,
     }
+}
+
+/// The CPU backend as a report names it: threads, arithmetic, and whether
+/// the driver came from the cache.
+fn cpu_device(threads: usize, f64_mode: bool, cached: bool) -> String {
+    format!(
+        "{threads} CPU threads, {}{}",
+        if f64_mode { "f64 arithmetic" } else { "the spec's arithmetic" },
+        if cached { ", driver from the cache" } else { "" }
+    )
 }
 
 /// What a rank other than 0 keeps of a run: nothing, of the run's kind.
@@ -1074,11 +1080,7 @@ pub fn execute_rows(
     let (outcome, ranks) = combined(r, &shape, ran.parts, work, |parts| driver.merge(a_points, parts))?;
     let mut exec = Execution {
         backend: Backend::Cpu,
-        device: format!(
-            "{threads} CPU threads, {}{}",
-            if f64_mode { "f64 arithmetic" } else { "the spec's arithmetic" },
-            if driver.cached { ", driver from the cache" } else { "" }
-        ),
+        device: cpu_device(threads, f64_mode, driver.cached),
         notes,
         shape,
         index,

@@ -807,11 +807,19 @@ def DDrppi(autocorr: int, nthreads: int, pimax: float, binfile: Any, X1: Any, Y1
     counts, averages, pi = _corrfunc_cells("ddrppi", autocorr, nthreads, edges,
                                            {"pi_bins": int(npibins), "pi_max": float(pimax)}, X1, Y1, Z1, weights1,
                                            periodic, X2, Y2, Z2, weights2, boxsize, weight_type, session, comm)
-    m = len(pi) - 1
-    out = np.zeros((len(edges) - 1) * m, dtype=[("rmin", "f8"), ("rmax", "f8"), ("rpavg", "f8"), ("pimax", "f8"),
+    return _cells_table(("rmin", "rmax", "rpavg", "pimax"), edges, pi, counts, averages)
+
+
+def _cells_table(names: tuple, edges: np.ndarray, second: np.ndarray, counts: Any, averages: Any) -> np.ndarray:
+    """Corrfunc's structured array of 2-D cells, the first axis outer: its
+    low and high edge, an average left 0 (not computed), the second axis's
+    upper edge, ``npairs`` and ``weightavg``, under Corrfunc's ``names``."""
+    lo, hi, average, upper = names
+    m = len(second) - 1
+    out = np.zeros((len(edges) - 1) * m, dtype=[(lo, "f8"), (hi, "f8"), (average, "f8"), (upper, "f8"),
                                                 ("npairs", "u8"), ("weightavg", "f8")])
-    out["rmin"], out["rmax"] = np.repeat(edges[:-1], m), np.repeat(edges[1:], m)
-    out["pimax"], out["npairs"] = np.tile(pi[1:], len(edges) - 1), counts
+    out[lo], out[hi] = np.repeat(edges[:-1], m), np.repeat(edges[1:], m)
+    out[upper], out["npairs"] = np.tile(second[1:], len(edges) - 1), counts
     if averages is not None:
         out["weightavg"] = averages
     return out
@@ -833,14 +841,7 @@ def DDsmu(autocorr: int, nthreads: int, binfile: Any, mu_max: float, nmu_bins: i
     counts, averages, mu = _corrfunc_cells("ddsmu", autocorr, nthreads, edges,
                                            {"mu_bins": int(nmu_bins), "mu_max": float(mu_max)}, X1, Y1, Z1, weights1,
                                            periodic, X2, Y2, Z2, weights2, boxsize, weight_type, session, comm)
-    m = len(mu) - 1
-    out = np.zeros((len(edges) - 1) * m, dtype=[("smin", "f8"), ("smax", "f8"), ("savg", "f8"), ("mu_max", "f8"),
-                                                ("npairs", "u8"), ("weightavg", "f8")])
-    out["smin"], out["smax"] = np.repeat(edges[:-1], m), np.repeat(edges[1:], m)
-    out["mu_max"], out["npairs"] = np.tile(mu[1:], len(edges) - 1), counts
-    if averages is not None:
-        out["weightavg"] = averages
-    return out
+    return _cells_table(("smin", "smax", "savg", "mu_max"), edges, mu, counts, averages)
 
 
 def wp(data: Any, randoms: Any, rp_bins: Any, pimax: float, npibins: Optional[int] = None, boxsize: Any = None,
