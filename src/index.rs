@@ -1159,35 +1159,40 @@ mod tests {
     /// The sampled points of the other set in the cells within the layout's
     /// reach of each sampled query's, counted pair by pair: what the search
     /// of row runs must find.
-    fn met_pair_by_pair(layout: &Layout, shapes: &Shapes) -> Vec<u64> {
+    fn met_pair_by_pair(layout: &Layout, shapes: &Shapes, queries: usize) -> Vec<u64> {
         let cells = |set: &PointSet, i: usize| -> Vec<i64> {
             layout.axes.iter().map(|a| a.cell(a.coordinate(set, i)) as i64).collect()
         };
         let other = &shapes.other().sample;
         let others: Vec<Vec<i64>> = (0..other.len()).map(|j| cells(other, j)).collect();
-        (0..shapes.a.sample.len())
+        let narrowest = layout.axes.iter().map(|a| a.side).fold(f64::INFINITY, f64::min);
+        let ball = (layout.reach as f64 * narrowest * REACH_MARGIN).powi(2);
+        // Cells apart on each axis, the shorter way round on a periodic one.
+        let apart = |a: &Axis, x: i64, y: i64| {
+            let d = (x - y).abs();
+            if a.periodic { d.min(a.cells as i64 - d) } else { d }
+        };
+        let a = &shapes.a.sample;
+        // The queries `sampled_neighbours` takes: every so many of the sample.
+        (0..a.len())
+            .step_by(a.len().div_ceil(queries).max(1))
             .map(|i| {
-                let c = cells(&shapes.a.sample, i);
-                // Cells apart on each axis, the shorter way round on a periodic one.
-                let apart = |a: &Axis, x: i64, y: i64| {
-                    let d = (x - y).abs();
-                    if a.periodic { d.min(a.cells as i64 - d) } else { d }
-                };
-                let narrowest = layout.axes.iter().map(|a| a.side).fold(f64::INFINITY, f64::min);
-                let ball = (layout.reach as f64 * narrowest * REACH_MARGIN).powi(2);
+                let c = cells(a, i);
                 let near = |o: &Vec<i64>| {
                     let cube = layout
                         .axes
                         .iter()
                         .zip(c.iter().zip(o))
                         .all(|(a, (&x, &y))| apart(a, x, y) <= layout.reach as i64);
-                    let gap: f64 = layout
-                        .axes
-                        .iter()
-                        .zip(c.iter().zip(o))
-                        .map(|(a, (&x, &y))| ((apart(a, x, y) - 1).max(0) as f64 * a.side).powi(2))
-                        .sum();
-                    cube && (layout.metric == Metric::Component || gap <= ball)
+                    let gap = || -> f64 {
+                        layout
+                            .axes
+                            .iter()
+                            .zip(c.iter().zip(o))
+                            .map(|(a, (&x, &y))| ((apart(a, x, y) - 1).max(0) as f64 * a.side).powi(2))
+                            .sum()
+                    };
+                    cube && (layout.metric == Metric::Component || gap() <= ball)
                 };
                 others.iter().filter(|o| near(o)).count() as u64
             })
@@ -1245,8 +1250,11 @@ mod tests {
                 cutoff: String::new(),
             };
             let shapes = Shapes::of(&inputs);
-            let (met, _) = layout.sampled_neighbours(&shapes, ESTIMATE_SAMPLE);
-            let want = met_pair_by_pair(&layout, &shapes);
+            // A few hundred queries against every sampled point: the
+            // reference is quadratic, and every query is checked alike.
+            let queries = 400;
+            let (met, _) = layout.sampled_neighbours(&shapes, queries);
+            let want = met_pair_by_pair(&layout, &shapes, queries);
             let wrong = (0..want.len()).find(|&q| met.get(q) != Some(&want[q]));
             assert!(
                 met.len() == want.len() && wrong.is_none(),
