@@ -224,9 +224,7 @@ impl Outcome {
                 ))
             }
             (Outcome::Pairs(g), Outcome::Pairs(c)) => {
-                let (mut g, mut c) = (g.to_vec(), c.to_vec());
-                g.sort_unstable();
-                c.sort_unstable();
+                let (g, c) = (sorted(g.to_vec()), sorted(c.to_vec()));
                 if g == c {
                     return None;
                 }
@@ -268,9 +266,52 @@ impl Outcome {
     }
 }
 
+/// Pairs in order, by two stable counting passes (the second index, then the
+/// first): linear in the pairs and the points, where a comparison sort of
+/// millions of pairs took most of a test's minutes in unoptimised builds.
+/// Indices far beyond the list's length (a damaged list) take the comparison sort.
+fn sorted(mut pairs: Vec<[u32; 2]>) -> Vec<[u32; 2]> {
+    let most = pairs.iter().flatten().copied().max().unwrap_or(0) as usize;
+    if most > 4 * pairs.len() + (1 << 20) {
+        pairs.sort_unstable();
+        return pairs;
+    }
+    let mut from = pairs;
+    let mut to = vec![[0u32; 2]; from.len()];
+    for c in [1, 0] {
+        let mut start = vec![0usize; most + 2];
+        for p in &from {
+            start[p[c] as usize + 1] += 1;
+        }
+        for i in 1..start.len() {
+            start[i] += start[i - 1];
+        }
+        for p in &from {
+            let slot = &mut start[p[c] as usize];
+            to[*slot] = *p;
+            *slot += 1;
+        }
+        std::mem::swap(&mut from, &mut to);
+    }
+    from
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pairs_are_sorted_as_a_comparison_sort_sorts_them() {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
+        for (len, most) in [(0, 1), (1, 5), (5_000, 40), (5_000, 3_000), (100, u32::MAX)] {
+            let pairs: Vec<[u32; 2]> =
+                (0..len).map(|_| [rng.random_range(0..most), rng.random_range(0..most)]).collect();
+            let mut want = pairs.clone();
+            want.sort_unstable();
+            assert_eq!(sorted(pairs), want, "{len} pairs of indices below {most}");
+        }
+    }
 
     #[test]
     fn sums_agree_to_a_millionth_or_below_f32_subnormals() {
