@@ -476,8 +476,8 @@ impl CpuDriver {
         let (stop, done) = (AtomicBool::new(false), AtomicUsize::new(0));
         let watch = crate::stop::Watch::start();
         let visited = AtomicU64::new(0);
-        // Rows of A sent with chunks: bytes received, held now, held at most.
-        let (received, held, most_held) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
+        // Rows of A sent with chunks: bytes held now, held at most.
+        let (held, most_held) = (AtomicU64::new(0), AtomicU64::new(0));
         let failed = std::sync::Mutex::new(None);
 
         // Workers take chunks of work items in turn; results are kept per
@@ -498,12 +498,11 @@ impl CpuDriver {
                 let part = match rows {
                     None => walker.walk(lo, hi, &mut buffer),
                     Some(bytes) => {
-                        received.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-                        let rows = ranks::decode_rows(&bytes, lo).and_then(|rows| match rows.len() {
+                        let rows = ranks::decode_rows(&bytes.bytes, lo).and_then(|rows| match rows.len() {
                             n if n == hi - lo => Ok(rows),
                             n => Err(WireError {
                                 at: 0,
-                                len: bytes.len(),
+                                len: bytes.bytes.len(),
                                 what: format!("{n} rows came, {} were expected", hi - lo),
                             }),
                         });
@@ -566,7 +565,7 @@ impl CpuDriver {
             pairs: u128::from(visited.into_inner()),
             // Rows walked, and those the counter received ahead of the walk.
             rows_held_bytes: most_held.into_inner() + counter.most_bytes_ahead(),
-            rows_received_bytes: received.into_inner(),
+            rows_received_bytes: counter.received_bytes(),
         })
     }
 
