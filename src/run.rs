@@ -1253,7 +1253,7 @@ fn execute_rows_on_gpus(
     };
     let (mut ran, mut counted) = (None, (0, 0));
     // Each stream's next piece on its way while it runs one.
-    let ahead = gpus.ordinals.len() * gpu_opts.streams.max(1);
+    let ahead = 1;
     r.carrying(rows.as_ref(), ahead, &mut |counter| {
         let part = Part { first_gpu: r.rank() * gpus.ordinals.len(), counter: Some(counter), spans: Some(&spans) };
         let ask = cuda::Ask {
@@ -1288,11 +1288,10 @@ fn execute_rows_on_gpus(
         pairs: g.per_gpu.iter().map(|g| g.pairs).sum(),
         compute_s: g.wall_s - g.prepare_s,
         holding: Holding::RowsOfA,
-        // B, and the rows in flight: the answers held (queued, or a
-        // stream's block) and the rows the streams read from them.
+        // B, and the rows of A in flight: asked ahead, or a stream's block.
         input_bytes: match held {
             Held::Root(inputs, _) => inputs.held_bytes(),
-            Held::Rank(rows) => rows.b.held_bytes() + counted.0 + run.rows_held_bytes,
+            Held::Rank(rows) => rows.b.held_bytes() + counted.0,
         },
         received_bytes: match held {
             Held::Root(..) => 0,

@@ -93,14 +93,24 @@ impl Counter for Local {
     }
 }
 
-/// Bytes a carrying counter's answer brought (the rows of set A a piece
-/// reads, as [`encode_rows`] wrote them), shared by the pieces that read the
-/// same rows; `alive` counts the bytes of every answer still held, until
-/// its last holder drops it.
+/// The rows of set A that a carrying counter's answer brought (a piece's,
+/// as [`encode_rows`] wrote them), read once by the rank's asker and shared
+/// by the pieces that read the same rows; `alive` counts the bytes of
+/// every answer's rows still held, until its last holder drops them.
 #[derive(Debug)]
 pub struct Carried {
-    pub bytes: Vec<u8>,
+    /// The rows, or why their bytes could not be read (the run fails with it).
+    pub rows: Result<PointSet, WireError>,
+    /// Bytes of the rows held (their wire's length where they were refused).
+    held: u64,
     alive: std::sync::Arc<Alive>,
+}
+
+impl Carried {
+    /// Whether the answer carried nothing: the list ended.
+    pub fn is_end(&self) -> bool {
+        self.held == 0
+    }
 }
 
 /// Bytes of carried answers held now, and their most.
@@ -119,7 +129,7 @@ impl Alive {
 
 impl Drop for Carried {
     fn drop(&mut self) {
-        self.alive.now.fetch_sub(self.bytes.len() as u64, Ordering::Relaxed);
+        self.alive.now.fetch_sub(self.held, Ordering::Relaxed);
     }
 }
 
@@ -158,7 +168,7 @@ impl<'a> RowsOfPlaces<'a> {
 }
 
 /// Another rank's side of [`RowsOfPlaces`]: its answers, in the order they
-/// came, as the bytes they stand for ([`SAME_ROWS`] for the previous
+/// came, read into the rows they carry ([`SAME_ROWS`]: the previous
 /// answer's), each counted in `alive` while held.
 #[derive(Default)]
 pub struct Resolver {
@@ -169,19 +179,33 @@ pub struct Resolver {
 }
 
 impl Resolver {
-    pub fn resolve(&mut self, bytes: Vec<u8>) -> Result<std::sync::Arc<Carried>, WireError> {
+    pub fn resolve(&mut self, bytes: Vec<u8>) -> std::sync::Arc<Carried> {
         self.received += bytes.len() as u64;
         if bytes == [SAME_ROWS] {
-            let what = "rank 0 named the rows it sent before, and sent none before";
-            return self.last.clone().ok_or(WireError { at: 0, len: 1, what: what.into() });
+            return match &self.last {
+                Some(last) => last.clone(),
+                None => {
+                    let what = "rank 0 named the rows it sent before, and had sent none".into();
+                    let rows = Err(WireError { at: 0, len: 1, what });
+                    std::sync::Arc::new(Carried { rows, held: 1, alive: self.alive.clone() })
+                }
+            };
         }
-        let len = bytes.len() as u64;
-        let most = self.alive.now.fetch_add(len, Ordering::Relaxed) + len;
+        let rows = match bytes.is_empty() {
+            true => Ok(PointSet { columns: Vec::new(), origin: "the end of the list".into(), rows: None }),
+            false => decode_rows(&bytes),
+        };
+        let held = match &rows {
+            Ok(rows) => rows.held_bytes(),
+            Err(_) => bytes.len() as u64,
+        };
+        drop(bytes);
+        let most = self.alive.now.fetch_add(held, Ordering::Relaxed) + held;
         self.alive.most.fetch_max(most, Ordering::Relaxed);
-        let carried = std::sync::Arc::new(Carried { bytes, alive: self.alive.clone() });
-        // The end of the list (no bytes) is no rows to name again.
-        self.last = (len > 0).then(|| carried.clone());
-        Ok(carried)
+        let carried = std::sync::Arc::new(Carried { rows, held, alive: self.alive.clone() });
+        // The end of the list (no rows) is no rows to name again.
+        self.last = (held > 0).then(|| carried.clone());
+        carried
     }
 
     /// What the answers held at most at once, counted until their last holder dropped them.
@@ -381,8 +405,8 @@ pub fn encode_rows(set: &PointSet, lo: usize, hi: usize) -> Vec<u8> {
     out
 }
 
-/// The rows `encode_rows` wrote, as a set of their own (its row 0 is row `first` of A).
-pub fn decode_rows(bytes: &[u8], first: usize) -> Result<PointSet, WireError> {
+/// The rows `encode_rows` wrote, as a set of their own (its row 0 is the first row of A sent).
+pub fn decode_rows(bytes: &[u8]) -> Result<PointSet, WireError> {
     let mut r = Reader { bytes, at: 0 };
     let columns = (0..r.u64()?).map(|_| r.column()).collect::<Result<Vec<_>, _>>()?;
     if r.at != bytes.len() {
@@ -391,7 +415,7 @@ pub fn decode_rows(bytes: &[u8], first: usize) -> Result<PointSet, WireError> {
     if columns.iter().any(|c| c.len() != columns[0].len()) {
         return Err(r.error("columns of different lengths"));
     }
-    Ok(PointSet { columns, origin: format!("rows from {first} of set A"), rows: None })
+    Ok(PointSet { columns, origin: "rows of set A sent with a piece".into(), rows: None })
 }
 
 /// The machine each rank described (its GPUs' names and count), where they
@@ -448,7 +472,7 @@ fn mix(h: u64, x: u64) -> u64 {
 }
 
 /// Why bytes from another rank could not be read.
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
 #[error("a rank's partial results are cut short or damaged at byte {at} of {len}: {what}")]
 pub struct WireError {
     pub at: usize,
@@ -770,14 +794,14 @@ mod tests {
         );
         let b = inputs.b.as_ref().unwrap();
         assert_eq!((&got.b.columns, &got.b.origin), (&b.columns, &b.origin));
-        let rows = decode_rows(&encode_rows(&inputs.a, 3, 7), 3).expect("decodes");
+        let rows = decode_rows(&encode_rows(&inputs.a, 3, 7)).expect("decodes");
         let whole = set("", 10);
         for (c, w) in rows.columns.iter().zip(&whole.columns) {
             assert_eq!(c.len(), 4);
             assert!((0..4).all(|x| c.bits(x) == w.bits(x + 3)));
         }
         let bytes = encode_rows(&inputs.a, 0, 2);
-        assert!(decode_rows(&bytes[..bytes.len() - 1], 0).is_err());
+        assert!(decode_rows(&bytes[..bytes.len() - 1]).is_err());
         assert!(decode_sent(&[7]).unwrap_err().what.contains("neither frames nor set B"));
     }
 
@@ -803,20 +827,25 @@ mod tests {
         assert_eq!(rows.answer(3, 1), encode_rows(&a, 40, 100));
         assert!(rows.answer(4, 1).is_empty());
         let mut on_1 = Resolver::default();
-        let first = on_1.resolve(full.clone()).unwrap();
-        let again = on_1.resolve(vec![SAME_ROWS]).unwrap();
+        let first = on_1.resolve(full.clone());
+        let again = on_1.resolve(vec![SAME_ROWS]);
         assert!(std::sync::Arc::ptr_eq(&first, &again));
         assert_eq!(on_1.received, full.len() as u64 + 1);
-        // Counted once while held; freed with its last holder.
+        let rows = first.rows.as_ref().expect("rows");
+        assert_eq!((rows.len(), rows.columns[1].bits(39)), (40, 39));
+        // Read once, counted once while held, and freed with the last holder.
+        let block = 40 * (4 + 8);
         let alive = on_1.alive();
-        assert_eq!(alive.most(), full.len() as u64);
-        let next = on_1.resolve(encode_rows(&a, 40, 100)).unwrap();
+        assert_eq!(alive.most(), block);
+        let next = on_1.resolve(encode_rows(&a, 40, 100));
         drop((first, again));
-        assert_eq!(alive.now.load(Ordering::Relaxed), next.bytes.len() as u64);
-        assert_eq!(alive.most(), (full.len() + next.bytes.len()) as u64);
-        assert!(on_1.resolve(Vec::new()).unwrap().bytes.is_empty());
-        // A marker with nothing before it is refused, not guessed.
-        assert!(Resolver::default().resolve(vec![SAME_ROWS]).is_err());
+        assert_eq!(alive.now.load(Ordering::Relaxed), 60 * 12);
+        assert_eq!(alive.most(), block + 60 * 12);
+        assert!(!next.is_end() && on_1.resolve(Vec::new()).is_end());
+        // A marker with nothing before it, and cut bytes, are refused, not guessed.
+        let refused = Resolver::default().resolve(vec![SAME_ROWS]);
+        assert!(refused.rows.as_ref().unwrap_err().what.contains("had sent none"));
+        assert!(on_1.resolve(full[..full.len() - 1].to_vec()).rows.is_err());
     }
 
     #[test]

@@ -337,14 +337,12 @@ impl Ranks for World {
                 s.spawn(move || {
                     loop {
                         let (k, bytes) = client.next_carried_raw();
-                        let end = bytes.is_empty();
-                        // Rows named again are the previous answer's (a GPU's pieces of one block).
-                        let Ok(bytes) = resolver.resolve(bytes) else {
-                            panic!("rank 0 named rows it had not sent this rank (place {k})")
-                        };
+                        // Read once here; rows named again are the previous answer's (a GPU's pieces of one block).
+                        let carried = resolver.resolve(bytes);
+                        let end = carried.is_end();
                         received.store(resolver.received, Ordering::Relaxed);
                         // The work stopped taking (it dropped its end), or the list ended.
-                        if to_work.send((k, bytes)).is_err() || end {
+                        if to_work.send((k, carried)).is_err() || end {
                             break;
                         }
                     }

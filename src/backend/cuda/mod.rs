@@ -360,9 +360,6 @@ pub struct GpuRun {
     pub index: Summary,
     /// What the run was scheduled to do.
     pub schedule: Option<Schedule>,
-    /// Where A's rows came with the pieces: the most bytes of them the
-    /// streams held at once, read (the bytes that brought them are the counter's).
-    pub rows_held_bytes: u64,
 }
 
 /// Compiles the kernels of `forced` shapes for `problem` on `dev` at once,
@@ -1164,7 +1161,6 @@ fn compute(
         block_points,
         value: problem.function.returns,
         watch: crate::stop::Watch::start(),
-        rows_held: Default::default(),
     };
     // Where ranks share one queue, each takes the places a counter hands out.
     let shared = ask.part.counter.filter(|_| !own_rows).map(|c| (c, queues[0].len()));
@@ -1208,18 +1204,7 @@ fn compute(
     };
     timings.combine_s += combine.elapsed().as_secs_f64();
     timings.wall_s = wall.elapsed().as_secs_f64();
-    let rows_held_bytes = job.rows_held.most();
-    Ok(GpuRun {
-        results,
-        devices: devices.to_vec(),
-        plans,
-        timings,
-        notes,
-        block_points,
-        index,
-        schedule: None,
-        rows_held_bytes,
-    })
+    Ok(GpuRun { results, devices: devices.to_vec(), plans, timings, notes, block_points, index, schedule: None })
 }
 
 /// The GPUs' partial results merged, with the CPU's KNN rows where it took part.

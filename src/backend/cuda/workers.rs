@@ -41,30 +41,6 @@ pub(super) struct Job<'a> {
     pub(super) value: Scalar,
     /// Whether the run was asked to stop (between pieces).
     pub(super) watch: crate::stop::Watch,
-    /// Rows of A that came with the pieces, read and held by the streams.
-    pub(super) rows_held: Held,
-}
-
-/// Bytes held now, and their most.
-#[derive(Debug, Default)]
-pub struct Held {
-    now: std::sync::atomic::AtomicU64,
-    most: std::sync::atomic::AtomicU64,
-}
-
-impl Held {
-    fn add(&self, bytes: u64) {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.most.fetch_max(self.now.fetch_add(bytes, Relaxed) + bytes, Relaxed);
-    }
-
-    fn sub(&self, bytes: u64) {
-        self.now.fetch_sub(bytes, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    pub fn most(&self) -> u64 {
-        self.most.load(std::sync::atomic::Ordering::Relaxed)
-    }
 }
 
 /// Seconds covered by at least one of `intervals` (start, end).
@@ -231,9 +207,9 @@ struct Stream<'a> {
     origin: &'a CudaEvent,
     stream: Arc<CudaStream>,
     own_blocks: Option<(DeviceBlock, DeviceBlock)>,
-    /// Where A's rows come with the pieces: the bytes of the group's block,
-    /// and those rows read (kept while the next group reads the same bytes).
-    rows: Option<(Arc<Carried>, PointSet)>,
+    /// Where A's rows come with the pieces: the rows of the group's block
+    /// (kept while the next group reads the same rows).
+    rows: Option<Arc<Carried>>,
     out: StreamOutput<'a>,
     /// Events around each piece's upload and kernel.
     events: [CudaEvent; 3],
@@ -333,23 +309,23 @@ impl<'a> Stream<'a> {
         Ok(())
     }
 
-    /// The rows [lo, hi) of A that rank 0 sent with a group, read from
-    /// `bytes` unless they are the bytes the stream holds already (rank 0
-    /// named them again: the same block's next piece).
-    fn take_rows(&mut self, bytes: Arc<Carried>, (lo, hi): (usize, usize)) -> Result<(), GpuError> {
-        if self.rows.as_ref().is_some_and(|(held, _)| Arc::ptr_eq(held, &bytes)) {
+    /// The rows [lo, hi) of A that rank 0 sent with a group, unless they
+    /// are the rows the stream holds already (rank 0 named them again: the
+    /// same block's next piece). (The stream's buffer keeps its tag: a
+    /// block's rows are the same whichever answer brought them.)
+    fn take_rows(&mut self, carried: Arc<Carried>, (lo, hi): (usize, usize)) -> Result<(), GpuError> {
+        if self.rows.as_ref().is_some_and(|held| Arc::ptr_eq(held, &carried)) {
             return Ok(());
         }
-        // (The stream's buffer keeps its tag: a block's rows are the same whichever bytes brought them.)
-        let rows = crate::ranks::decode_rows(&bytes.bytes, lo).map_err(GpuError::Rows)?;
-        if rows.len() != hi - lo {
-            let what = format!("{} rows of A came with a piece of rows {lo}..{hi}", rows.len());
-            return Err(GpuError::Rows(crate::ranks::WireError { at: 0, len: bytes.bytes.len(), what }));
+        match &carried.rows {
+            Ok(rows) if rows.len() == hi - lo => {}
+            Ok(rows) => {
+                let what = format!("{} rows of A came with a piece of rows {lo}..{hi}", rows.len());
+                return Err(GpuError::Rows(crate::ranks::WireError { at: 0, len: 0, what }));
+            }
+            Err(why) => return Err(GpuError::Rows(why.clone())),
         }
-        self.job.rows_held.add(rows.held_bytes());
-        if let Some((_, before)) = self.rows.replace((bytes, rows)) {
-            self.job.rows_held.sub(before.held_bytes());
-        }
+        self.rows = Some(carried);
         Ok(())
     }
 
@@ -375,9 +351,9 @@ impl<'a> Stream<'a> {
             (Some(r), _) => (&r.a, r.b.as_ref().unwrap_or(&r.a)),
             (None, Some((a_dev, b_dev))) => {
                 let sets = job.inputs.streamed()?;
-                match (&self.rows, sets.a) {
+                match (self.rows.as_ref().and_then(|c| c.rows.as_ref().ok()), sets.a) {
                     // Rows that came with the piece: row 0 is row a0 of A.
-                    (Some((_, rows)), _) => a_dev.load(&self.stream, rows, (0, unit.a_block), (0, a1 - a0)),
+                    (Some(rows), _) => a_dev.load(&self.stream, rows, (0, unit.a_block), (0, a1 - a0)),
                     (None, Some(a)) => a_dev.load(&self.stream, a, (0, unit.a_block), (a0, a1)),
                     (None, None) => unreachable!("rows of A come with every piece where the host holds none"),
                 }
@@ -418,7 +394,7 @@ impl<'a> Stream<'a> {
                                     }
                                     None => match job.inputs {
                                         Located::Host(_) | Located::RowsOfA { .. } => {
-                                            let rows = self.rows.as_ref().map(|(_, rows)| rows);
+                                            let rows = self.rows.as_ref().and_then(|c| c.rows.as_ref().ok());
                                             sample_selectivity(job, self.gpu.ctx, stream, launcher, unit, rows, drain)?
                                         }
                                         // Points taken on the GPU: their first rows, where they lie.
@@ -501,9 +477,6 @@ impl<'a> Stream<'a> {
                 lists.download(&self.stream, queries, self.gpu.staging).doing("downloading the lists")?;
             self.timings.download_s += t.elapsed().as_secs_f64();
             rows.push((0, values, ids));
-        }
-        if let Some((_, rows)) = self.rows.take() {
-            self.job.rows_held.sub(rows.held_bytes());
         }
         let Stream { out, own_blocks, stream, mut timings, intervals, kernels, pairs, .. } = self;
         let part = match out {
