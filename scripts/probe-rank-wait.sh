@@ -5,7 +5,7 @@
 # 0.001): rank 1's wall time is mostly waiting. A wait in MPICH's blocking
 # calls polls, and takes a core for as long; twobs's waits probe or test a
 # nonblocking request with sleeps between (src/ranks/mpi.rs, `wait_for`).
-# Prints each rank's wall, user and system seconds (bash's `times`).
+# Prints each rank's wall, user and system seconds (GNU time).
 # Usage: scripts/probe-rank-wait.sh [twobs built with --features mpi] (POINTS=1000000)
 set -euo pipefail
 bin=$(realpath "${1:-target/debug/twobs}")
@@ -18,5 +18,5 @@ r = random.Random(20261126)
 sys.stdout.write("".join(f"{r.random():.7f},{r.random():.7f},{r.random():.7f}\n" for _ in range(int(sys.argv[1]))))
 PY
 cd "$work"
-run='s=$(date +%s.%N); "$0" run rdf --input a.csv --param r_max=0.001 --param bins=10 --backend cpu --threads 1 --quiet --out "h$PMI_RANK.csv"; e=$(date +%s.%N); t=$(times | tail -1); echo "rank $PMI_RANK: wall $(python3 -c "print(round($e - $s, 2))") s, children user/system: $t"'
-mpiexec -n 2 bash -c "$run" "$bin" | sort
+run='exec /usr/bin/time -f "rank $PMI_RANK: wall %e s, user %U s, system %S s, CPU %P" "$0" run rdf --input a.csv --param r_max=0.001 --param bins=10 --backend cpu --threads 1 --quiet --out "h$PMI_RANK.csv"'
+mpiexec -n 2 sh -c "$run" "$bin" 2>&1 | sort
