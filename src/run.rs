@@ -1004,13 +1004,17 @@ pub struct Travel {
 }
 
 /// A GPU run whose A's rows travel cuts A into blocks of at least this
-/// many points (a block fills an H200 with threads: 2^20 own points are
-/// 2048 thread blocks of 256 x 2)...
+/// many points (a launch over 2^20 own points, at 256 threads of 2 points,
+/// is 2048 thread blocks: about two waves of an H200's)...
 pub const LEAST_ROWS_BLOCK: usize = 1 << 20;
 
-/// ...and into at least this many blocks, so that a rank holds at most an
-/// eighth of A a block in flight.
+/// ...into at least this many blocks, so that a rank holds a few eighths
+/// of A at most...
 pub const ROWS_BLOCKS: usize = 8;
+
+/// ...and into blocks of at most this many points (200 MB of 3 f32
+/// coordinates; a block travels in one message of at most 1 GB).
+pub const MOST_ROWS_BLOCK: usize = 1 << 24;
 
 /// The GPU run's block of A, in points, where A's rows travel with the
 /// pieces: every rank cuts A (and B) into blocks of it, and a GPU piece
@@ -1037,7 +1041,7 @@ pub fn gpu_rows_block(
     if !every_pair(&whole) {
         return Ok(None);
     }
-    let block = shapes.a.len.div_ceil(ROWS_BLOCKS).max(LEAST_ROWS_BLOCK).min(whole.block_points).max(1);
+    let block = shapes.a.len.div_ceil(ROWS_BLOCKS).clamp(LEAST_ROWS_BLOCK, MOST_ROWS_BLOCK).min(whole.block_points);
     if shapes.a.len <= block {
         return Ok(None);
     }

@@ -222,7 +222,7 @@ fn edge_shapes_schedule_without_panicking() {
 /// one block keep both sets whole on every rank.
 #[test]
 fn ranks_on_gpus_are_sent_a_in_blocks_only_where_pieces_read_one_block_of_a() {
-    use twobs::run::{LEAST_ROWS_BLOCK, ROWS_BLOCKS, gpu_rows_block};
+    use twobs::run::{LEAST_ROWS_BLOCK, MOST_ROWS_BLOCK, ROWS_BLOCKS, gpu_rows_block};
     let opts = GpuOptions { streams: 2, ..Default::default() };
     let two_ranks = h200s(1, 16).repeated(2);
     let block = |p: &Problem, params: &Params, shapes: &Shapes| {
@@ -239,6 +239,9 @@ fn ranks_on_gpus_are_sent_a_in_blocks_only_where_pieces_read_one_block_of_a() {
     // 10^8 points of A: an eighth of A a block.
     let big = Shapes { a: described(&rdf, 100_000_000, Generator::Uniform, 3), b: shapes.b.clone() };
     assert_eq!(block(&rdf, &rdf_params, &big), Some(100_000_000usize.div_ceil(ROWS_BLOCKS)));
+    // 10^9: blocks of 2^24 (a block travels in one message).
+    let huge = Shapes { a: described(&rdf, 1_000_000_000, Generator::Uniform, 8), b: shapes.b.clone() };
+    assert_eq!(block(&rdf, &rdf_params, &huge), Some(MOST_ROWS_BLOCK));
     // A of one block: nothing to bound.
     let small = Shapes { a: described(&rdf, LEAST_ROWS_BLOCK, Generator::Uniform, 4), b: shapes.b.clone() };
     assert_eq!(block(&rdf, &rdf_params, &small), None);
