@@ -672,8 +672,11 @@ impl Run<'_> {
         let schedule = Schedule::make(problem, params, shapes, opts.index, &gpu_opts, &workers)?;
         let schedule_s = start.elapsed().as_secs_f64();
         let counter = ranked.map(|r| r.counter());
-        let part =
-            Part { first_gpu: ranked.map_or(0, |r| r.rank() * gpus.ordinals.len()), counter: counter.as_deref() };
+        let part = Part {
+            first_gpu: ranked.map_or(0, |r| r.rank() * gpus.ordinals.len()),
+            counter: counter.as_deref(),
+            spans: None,
+        };
         let ask = cuda::Ask {
             problem,
             params,
@@ -955,38 +958,103 @@ fn idle_rank(
 
 /// Where a run of several ranks sends the others only set B, and with each
 /// piece they take that piece's rows of A (docs/architecture.md, "A rank's
-/// memory"): two sets, every pair walked, on the CPU. Decided on rank 0,
-/// which holds `inputs`: `Some(f64_mode)` (the arithmetic, which depends on
-/// A's range: the other ranks are told it), or None where every rank holds
-/// both sets whole: one set, a grid or the cell hierarchy (each sorted from
-/// whole sets), and the GPUs (whose pieces are block pairs).
+/// memory"): two sets, every pair walked. Decided on rank 0, which holds
+/// `inputs`: how the rows travel (the arithmetic, which depends on A's
+/// range, and the backend: the other ranks are told both), or None where
+/// every rank holds both sets whole: one set (a piece of rows pairs them
+/// with every later row), a grid or the cell hierarchy (each sorted from
+/// whole sets), and GPU runs whose A is one block ([`gpu_rows_block`]).
 pub fn rows_of_a_travel(
     problem: &Problem,
     params: &Params,
     inputs: &Inputs,
     opts: &RunOptions,
-) -> Result<Option<bool>, RunError> {
+) -> Result<Option<Travel>, RunError> {
     let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
     let shape = Shape::new(problem, params, points);
-    if shape.visit != Visit::Cross
-        || opts.index == IndexChoice::Cells
-        || backend(opts.backend, &mut Vec::new()) != Backend::Cpu
-    {
+    if shape.visit != Visit::Cross || opts.index == IndexChoice::Cells {
         return Ok(None);
     }
     let shapes = Shapes::of(inputs);
+    if backend(opts.backend, &mut Vec::new()) == Backend::Cuda {
+        let r = &*opts.ranks.as_ref().expect("rows of A travel between ranks").0;
+        if opts.f64 {
+            return Err(RunError::F64OnGpu);
+        }
+        // Out of f32's range is refused here, before the others are sent anything.
+        f64_for_range(problem, params, (inputs, &shapes), Backend::Cuda, &mut Vec::new())?;
+        let gpus = cuda::gpus(&opts.gpu)?;
+        let block =
+            gpu_rows_block(problem, params, &shapes, (opts.index, &opts.gpu), &gpus.workers.repeated(r.size()))?;
+        return Ok(block.map(|_| Travel { f64_mode: false, gpus: true }));
+    }
     let f64_mode = opts.f64 || f64_for_range(problem, params, (inputs, &shapes), Backend::Cpu, &mut Vec::new())?;
     let schedule = Schedule::make(problem, params, &shapes, opts.index, &opts.gpu, &Workers::cpu(threads_of(opts)))?;
     let hierarchy =
         opts.index == IndexChoice::Auto && cells::applies(problem, params, inputs, shape.visit, f64_mode).is_ok();
-    Ok((matches!(schedule.indexing, Indexing::Brute(_)) && !hierarchy).then_some(f64_mode))
+    Ok((matches!(schedule.indexing, Indexing::Brute(_)) && !hierarchy).then_some(Travel { f64_mode, gpus: false }))
+}
+
+/// How A's rows travel with the pieces ([`rows_of_a_travel`]): the
+/// arithmetic, and whether the pieces are the GPUs' (else the CPU's chunks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Travel {
+    pub f64_mode: bool,
+    pub gpus: bool,
+}
+
+/// A GPU run whose A's rows travel cuts A into blocks of at least this
+/// many points (a launch over 2^20 own points, at 256 threads of 2 points,
+/// is 2048 thread blocks: about two waves of an H200's)...
+pub const LEAST_ROWS_BLOCK: usize = 1 << 20;
+
+/// ...into at least this many blocks, so that a rank holds a few eighths
+/// of A at most...
+pub const ROWS_BLOCKS: usize = 8;
+
+/// ...and into blocks of at most this many points (200 MB of 3 f32
+/// coordinates; a block travels in one message of at most 1 GB).
+pub const MOST_ROWS_BLOCK: usize = 1 << 24;
+
+/// The GPU run's block of A, in points, where A's rows travel with the
+/// pieces: every rank cuts A (and B) into blocks of it, and a GPU piece
+/// reads one block of A (`Unit::a_block`), which rank 0 sends with it. None
+/// where every rank holds both sets whole: the schedule walks a grid (its
+/// kernels read both sets whole, in cell order), it leaves some rank's GPUs
+/// idle (an idle rank would ask for pieces ahead and never run them), or
+/// A is one block anyway (at most [`LEAST_ROWS_BLOCK`] points, or all the
+/// GPUs' memory takes). `workers`: every rank's GPUs.
+pub fn gpu_rows_block(
+    problem: &Problem,
+    params: &Params,
+    shapes: &Shapes,
+    (index, gpu): (IndexChoice, &GpuOptions),
+    workers: &Workers,
+) -> Result<Option<usize>, ScheduleError> {
+    let gpu_opts = GpuOptions { hybrid: Hybrid::Off, ..gpu.clone() };
+    let points = Points { a: shapes.a.len as u64, b: shapes.b.as_ref().map(|b| b.len as u64) };
+    if Shape::new(problem, params, points).visit != Visit::Cross || index == IndexChoice::Cells {
+        return Ok(None);
+    }
+    let every_pair = |s: &Schedule| matches!(s.indexing, Indexing::Brute(_)) && s.gpus == workers.gpus.len();
+    let whole = Schedule::make(problem, params, shapes, index, &gpu_opts, workers)?;
+    if !every_pair(&whole) {
+        return Ok(None);
+    }
+    let block = shapes.a.len.div_ceil(ROWS_BLOCKS).clamp(LEAST_ROWS_BLOCK, MOST_ROWS_BLOCK).min(whole.block_points);
+    if shapes.a.len <= block {
+        return Ok(None);
+    }
+    let blocks = GpuOptions { block_points: Some(block), ..gpu_opts };
+    let cut = Schedule::make(problem, params, shapes, index, &blocks, workers)?;
+    Ok(every_pair(&cut).then_some(cut.block_points))
 }
 
 /// What a rank holds of a run whose rows of A travel with its pieces ([`rows_of_a_travel`]).
 #[derive(Clone, Copy)]
 pub enum Held<'a> {
-    /// Rank 0: both sets, read; it sends the rows.
-    Root(&'a Inputs),
+    /// Rank 0: both sets, read, and how their rows travel; it sends the rows.
+    Root(&'a Inputs, Travel),
     /// Another rank: set B, and A's size.
     Rank(&'a ranks::RowsOfA),
 }
@@ -1006,8 +1074,15 @@ pub fn execute_rows(
     // A kernel or driver holds one run-time box: such runs take turns.
     let _box = crate::backend::one_box_at_a_time(params);
     let r = &*opts.ranks.as_ref().expect("rows of A travel between ranks").0;
+    let gpus = match held {
+        Held::Root(_, travel) => travel.gpus,
+        Held::Rank(rows) => rows.gpus,
+    };
+    if gpus {
+        return execute_rows_on_gpus(problem, params, held, opts, start);
+    }
     let (a_points, b) = match held {
-        Held::Root(inputs) => (inputs.a.len(), inputs.b.as_ref().expect("rows of A travel for two sets")),
+        Held::Root(inputs, _) => (inputs.a.len(), inputs.b.as_ref().expect("rows of A travel for two sets")),
         Held::Rank(rows) => (rows.a_points, &rows.b),
     };
     let shape = Shape::new(problem, params, Points { a: a_points as u64, b: Some(b.len() as u64) });
@@ -1016,7 +1091,7 @@ pub fn execute_rows(
     // Rank 0 checks what depends on A (its range, the spec's promises) and
     // says why every pair is walked; the others were told the arithmetic.
     let (f64_mode, index, schedule) = match held {
-        Held::Root(inputs) => {
+        Held::Root(inputs, _) => {
             let shapes = Shapes::of(inputs);
             let f64_mode = opts.f64 || f64_for_range(problem, params, (inputs, &shapes), Backend::Cpu, &mut notes)?;
             sample_promises(problem, params, inputs, opts, Backend::Cpu, f64_mode, &mut notes)?;
@@ -1038,24 +1113,23 @@ pub fn execute_rows(
     }
     let compute = Instant::now();
     let walker = match held {
-        Held::Root(inputs) => driver.walker(inputs, None),
+        Held::Root(inputs, _) => driver.walker(inputs, None),
         Held::Rank(rows) => driver.walker_without_a(rows.a_points, &rows.b),
     };
     let chunk = driver.chunk(&walker, threads);
-    // Rank 0's answer to another rank's request for chunk c: its rows of A.
-    let rows_of = |c: u64| -> Vec<u8> {
-        let Held::Root(inputs) = held else { unreachable!("rank 0 sends the rows") };
+    // The rows of A that chunk c reads, which rank 0 sends with it.
+    let span = |c: u64| -> Option<(usize, usize)> {
         let lo = usize::try_from(c).unwrap_or(usize::MAX).saturating_mul(chunk);
         // Past the end: nothing (the rank stops asking).
-        if lo >= a_points {
-            return Vec::new();
-        }
-        ranks::encode_rows(&inputs.a, lo, lo.saturating_add(chunk).min(a_points))
+        (lo < a_points).then(|| (lo, lo.saturating_add(chunk).min(a_points)))
     };
-    let payload: Option<&(dyn Fn(u64) -> Vec<u8> + Sync)> = matches!(held, Held::Root(_)).then_some(&rows_of);
+    let rows = match held {
+        Held::Root(inputs, _) => Some(ranks::RowsOfPlaces::new(&inputs.a, &span)),
+        Held::Rank(_) => None,
+    };
     let mut ran = None;
     // Each thread's next piece on its way while it computes one.
-    r.carrying(payload, threads, &mut |counter| ran = Some(driver.run_walker(&walker, threads, &bar, counter)));
+    r.carrying(rows.as_ref(), threads, &mut |counter| ran = Some(driver.run_walker(&walker, threads, &bar, counter)));
     let ran = ran.expect("the counter lends itself to the work")?;
     bar.finish_and_clear();
     let compute_s = compute.elapsed().as_secs_f64();
@@ -1069,11 +1143,11 @@ pub fn execute_rows(
         compute_s,
         holding: Holding::RowsOfA,
         input_bytes: match held {
-            Held::Root(inputs) => inputs.held_bytes(),
+            Held::Root(inputs, _) => inputs.held_bytes(),
             Held::Rank(rows) => rows.b.held_bytes() + ran.rows_held_bytes,
         },
         received_bytes: match held {
-            Held::Root(_) => 0,
+            Held::Root(..) => 0,
             Held::Rank(rows) => rows.received_bytes + ran.rows_received_bytes,
         },
     };
@@ -1097,7 +1171,7 @@ pub fn execute_rows(
         ranks,
         box_time: params.box_time,
     };
-    if let Held::Root(inputs) = held {
+    if let Held::Root(inputs, _) = held {
         if opts.verify {
             let t = Instant::now();
             let under = verify::Under::Cpu { index: IndexKind::None, f64_mode };
@@ -1112,6 +1186,142 @@ pub fn execute_rows(
                 opts.index,
                 &opts.cache,
                 threads,
+            )?);
+            exec.timings.verify_s = Some(t.elapsed().as_secs_f64());
+        }
+        exec.notes.extend(rdf_volume(problem, std::slice::from_ref(params), std::slice::from_ref(inputs)));
+    }
+    exec.timings.total_s = start.elapsed().as_secs_f64();
+    Ok(exec)
+}
+
+/// [`execute_rows`] on the GPUs: every rank cuts A into blocks of
+/// [`gpu_rows_block`] and B alike, makes the same schedule (the others from
+/// A's shape, which rank 0 sent), and streams its blocks; a piece reads one
+/// block of A, which a rank other than 0 gets from rank 0 with the piece
+/// (once for the pieces of one block that it takes one after another:
+/// [`ranks::RowsOfPlaces`]) and holds while its stream runs that block.
+fn execute_rows_on_gpus(
+    problem: &Problem,
+    params: &Params,
+    held: Held<'_>,
+    opts: &RunOptions,
+    start: Instant,
+) -> Result<Execution, RunError> {
+    let r = &*opts.ranks.as_ref().expect("rows of A travel between ranks").0;
+    let mut notes = Vec::new();
+    let (shapes, a_points, inputs) = match held {
+        Held::Root(inputs, _) => {
+            sample_promises(problem, params, inputs, opts, Backend::Cuda, false, &mut notes)?;
+            (Shapes::of(inputs), inputs.a.len(), cuda::Located::Host(inputs))
+        }
+        Held::Rank(rows) => {
+            let shapes = Shapes { a: rows.a_shape.clone(), b: Some(SetShape::of(&rows.b)) };
+            (shapes, rows.a_points, cuda::Located::RowsOfA { a: &rows.a_shape, b: &rows.b })
+        }
+    };
+    let points = Points { a: a_points as u64, b: shapes.b.as_ref().map(|b| b.len as u64) };
+    let shape = Shape::new(problem, params, points);
+    let gpus = cuda::gpus(&opts.gpu)?;
+    // Every rank makes the schedule for every rank's GPUs.
+    agree(r, gpus.workers.describe())?;
+    let workers = gpus.workers.repeated(r.size());
+    let made = Instant::now();
+    let block = gpu_rows_block(problem, params, &shapes, (opts.index, &opts.gpu), &workers)?
+        .expect("rank 0 sends A's rows with the pieces only where A is cut into blocks");
+    if opts.gpu.hybrid != Hybrid::Off {
+        notes.push("MPI ranks: the GPUs alone (the CPU beside the GPUs takes from the back of one process's queue, which ranks share)".into());
+    }
+    let gpu_opts = GpuOptions { hybrid: Hybrid::Off, block_points: Some(block), ..opts.gpu.clone() };
+    let schedule = Schedule::make(problem, params, &shapes, opts.index, &gpu_opts, &workers)?;
+    let schedule_s = made.elapsed().as_secs_f64();
+    notes.push(format!(
+        "MPI ranks: set A ({a_points} points) in blocks of {block}; rank 0 sends the other ranks each piece's block of A, and each rank holds set B"
+    ));
+    let bar = progress_bar(shape.pairs, opts.quiet, "cuda".into());
+    // Each place's block of A, once rank 0's run has cut the queue; rank 0's
+    // server waits for them (another rank may ask before rank 0 has compiled).
+    let spans = std::sync::OnceLock::<Vec<(usize, usize)>>::new();
+    let span = |k: u64| -> Option<(usize, usize)> {
+        let spans = loop {
+            match spans.get() {
+                Some(s) => break s,
+                None => std::thread::sleep(std::time::Duration::from_millis(1)),
+            }
+        };
+        spans.get(usize::try_from(k).ok()?).copied()
+    };
+    let rows = match held {
+        Held::Root(inputs, _) => Some(ranks::RowsOfPlaces::new(&inputs.a, &span)),
+        Held::Rank(_) => None,
+    };
+    let (mut ran, mut counted) = (None, (0, 0));
+    // Each stream's next piece on its way while it runs one.
+    let ahead = 1;
+    r.carrying(rows.as_ref(), ahead, &mut |counter| {
+        let part = Part { first_gpu: r.rank() * gpus.ordinals.len(), counter: Some(counter), spans: Some(&spans) };
+        let ask = cuda::Ask {
+            problem,
+            params,
+            inputs,
+            choice: opts.index,
+            opts: &gpu_opts,
+            cache: &opts.cache,
+            progress: &bar,
+            part,
+        };
+        ran = Some(cuda::run_scheduled(ask, &gpus, &schedule, schedule_s));
+        // A run that failed before it cut the queue: rank 0 answers every place with the end.
+        let _ = spans.set(Vec::new());
+        counted = (counter.most_bytes_ahead(), counter.received_bytes());
+    });
+    let mut run = ran.expect("the counter lends itself to the work")?;
+    bar.finish_and_clear();
+    let cuda::Results::Parts(parts) = std::mem::replace(&mut run.results, cuda::Results::Parts(Vec::new())) else {
+        unreachable!("a rank's part comes back as partial results")
+    };
+    let key = |i: usize| ((r.rank() as u64) << 32) | i as u64;
+    let parts = parts.into_iter().enumerate().map(|(i, p)| (key(i), p)).collect();
+    let g = &run.timings;
+    let work = RankWork {
+        rank: r.rank(),
+        host: r.host(),
+        gpus: run.devices.len(),
+        threads: 0,
+        taken: g.per_gpu.iter().map(|g| g.pieces).sum(),
+        pairs: g.per_gpu.iter().map(|g| g.pairs).sum(),
+        compute_s: g.wall_s - g.prepare_s,
+        holding: Holding::RowsOfA,
+        // B, and the rows of A in flight: asked ahead, or a stream's block.
+        input_bytes: match held {
+            Held::Root(inputs, _) => inputs.held_bytes(),
+            Held::Rank(rows) => rows.b.held_bytes() + counted.0,
+        },
+        received_bytes: match held {
+            Held::Root(..) => 0,
+            Held::Rank(rows) => rows.received_bytes + counted.1,
+        },
+    };
+    let found = combined(r, &shape, parts, work, |parts| {
+        output::merge(shape.collect, problem.function.returns, a_points, parts)
+    })?;
+    let grid_tried = problem.cutoff.is_some() && opts.index != IndexChoice::None;
+    let mut exec = gpu_execution(problem, params, shape, run, found, notes, opts, grid_tried);
+    exec.schedule = schedule.describe();
+    if let Held::Root(inputs, _) = held {
+        if opts.verify {
+            let t = Instant::now();
+            exec.verified = Some(verify::verify(
+                problem,
+                params,
+                &shape,
+                inputs,
+                &exec.outcome,
+                verify::Under::Gpu,
+                &opts.gpu,
+                opts.index,
+                &opts.cache,
+                threads_of(opts),
             )?);
             exec.timings.verify_s = Some(t.elapsed().as_secs_f64());
         }

@@ -941,7 +941,7 @@ fn rows_of_a_sent_with_a_piece_walk_as_the_whole_of_a_does() {
         let cuts = [0, 1, rng.random_range(2..na / 2), na / 2, na - 1, na];
         for w in cuts.windows(2) {
             let (lo, hi) = (w[0], w[1]);
-            let sent = twobs::ranks::decode_rows(&twobs::ranks::encode_rows(&inputs.a, lo, hi), lo).unwrap();
+            let sent = twobs::ranks::decode_rows(&twobs::ranks::encode_rows(&inputs.a, lo, hi)).unwrap();
             let want = twobs::ranks::encode(&[(0, whole.walk(lo, hi, &mut buffer))]);
             let got = twobs::ranks::encode(&[(0, alone.walk_rows(&sent, lo, &mut other))]);
             assert!(got == want, "{name} (f64 {f64_mode}): rows {lo}..{hi} of {na} against {nb}");

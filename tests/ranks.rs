@@ -215,10 +215,11 @@ mod with_mpi {
                 continue;
             }
             // B, and at most one piece a thread walked and one a thread
-            // asked ahead (and the asker's own), of at most 4096 rows and a
-            // few bytes of header each: far from all of A.
-            let pieces = 2 * threads + 1;
-            assert!(held <= b * point + pieces * (4096 * point + 64) && held < a * point / 4, "{r}");
+            // asked ahead (and the asker's own, and the last it received,
+            // which rank 0 may name again), of at most 4096 rows each: far
+            // from all of A.
+            let pieces = 2 * threads + 2;
+            assert!(held <= b * point + pieces * 4096 * point && held < a * point / 4, "{r}");
             if r["taken"].as_u64().unwrap() > 0 {
                 assert!(held > b * point, "{r}");
                 // B, then each piece's rows once.

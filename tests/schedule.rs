@@ -215,3 +215,47 @@ fn edge_shapes_schedule_without_panicking() {
         assert!(!s.describe().is_empty());
     }
 }
+
+/// MPI ranks on GPUs (issue 34): two sets walked pair by pair cut A into
+/// blocks that rank 0 sends with the pieces (`run::gpu_rows_block`), so that
+/// another rank holds B and a few blocks of A; one set, a grid, and an A of
+/// one block keep both sets whole on every rank.
+#[test]
+fn ranks_on_gpus_are_sent_a_in_blocks_only_where_pieces_read_one_block_of_a() {
+    use twobs::run::{LEAST_ROWS_BLOCK, MOST_ROWS_BLOCK, ROWS_BLOCKS, gpu_rows_block};
+    let opts = GpuOptions { streams: 2, ..Default::default() };
+    let two_ranks = h200s(1, 16).repeated(2);
+    let block = |p: &Problem, params: &Params, shapes: &Shapes| {
+        gpu_rows_block(p, params, shapes, (IndexChoice::Auto, &opts), &two_ranks).unwrap()
+    };
+    // The bench's RDF 5M x 5M (open box, r_max = 0.5) and SDH of two sets: every pair, A in 5 blocks of 2^20.
+    let two_sets = |(p, params): (Problem, Params)| (p.with_sets(2).unwrap(), params);
+    let (rdf, rdf_params) = two_sets(problem("rdf", 3, &["box=0", "r_max=0.5", "bins=500"]));
+    let (a, b) = (described(&rdf, 5_000_000, Generator::Uniform, 1), described(&rdf, 5_000_000, Generator::Uniform, 2));
+    let shapes = Shapes { a, b: Some(b) };
+    let s = schedule(&rdf, &rdf_params, &shapes, &two_ranks, Hybrid::Off);
+    assert!(matches!(s.indexing, Indexing::Brute(_)) && s.gpus == 2, "{:?}", s.describe());
+    assert_eq!(block(&rdf, &rdf_params, &shapes), Some(LEAST_ROWS_BLOCK));
+    // 10^8 points of A: an eighth of A a block.
+    let big = Shapes { a: described(&rdf, 100_000_000, Generator::Uniform, 3), b: shapes.b.clone() };
+    assert_eq!(block(&rdf, &rdf_params, &big), Some(100_000_000usize.div_ceil(ROWS_BLOCKS)));
+    // 10^9: blocks of 2^24 (a block travels in one message).
+    let huge = Shapes { a: described(&rdf, 1_000_000_000, Generator::Uniform, 8), b: shapes.b.clone() };
+    assert_eq!(block(&rdf, &rdf_params, &huge), Some(MOST_ROWS_BLOCK));
+    // A of one block: nothing to bound.
+    let small = Shapes { a: described(&rdf, LEAST_ROWS_BLOCK, Generator::Uniform, 4), b: shapes.b.clone() };
+    assert_eq!(block(&rdf, &rdf_params, &small), None);
+    // A short cutoff on clustered points: a grid, whose kernels read both sets whole.
+    let (near, near_params) = two_sets(problem("rdf", 3, &["box=0", "r_max=0.002", "bins=20"]));
+    let clustered = Shapes {
+        a: described(&near, 5_000_000, Generator::Clustered, 5),
+        b: Some(described(&near, 5_000_000, Generator::Clustered, 6)),
+    };
+    let s = schedule(&near, &near_params, &clustered, &two_ranks, Hybrid::Off);
+    assert!(!matches!(s.indexing, Indexing::Brute(_)), "a grid for a short cutoff: {:?}", s.describe());
+    assert_eq!(block(&near, &near_params, &clustered), None);
+    // One set: a piece pairs its rows with every later row.
+    let (sdh, sdh_params) = problem("sdh", 3, &["bins=500"]);
+    let one = Shapes { a: described(&sdh, 10_000_000, Generator::Uniform, 7), b: None };
+    assert_eq!(block(&sdh, &sdh_params, &one), None);
+}

@@ -21,7 +21,7 @@ use crate::index::{Grid, IndexKind};
 use crate::memory::{Host, TooLarge};
 use crate::outcome::Outcome;
 use crate::plan::Shape;
-use crate::ranks::{self, Counter, Keyed, Local, WireError};
+use crate::ranks::{Counter, Keyed, Local, WireError};
 use crate::spec::{Params, Problem, Scalar};
 use crate::stage::RingShape;
 use crate::stage::output::{self, Collect, Partial, Total};
@@ -476,8 +476,6 @@ impl CpuDriver {
         let (stop, done) = (AtomicBool::new(false), AtomicUsize::new(0));
         let watch = crate::stop::Watch::start();
         let visited = AtomicU64::new(0);
-        // Rows of A sent with chunks: bytes received, held now, held at most.
-        let (received, held, most_held) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
         let failed = std::sync::Mutex::new(None);
 
         // Workers take chunks of work items in turn; results are kept per
@@ -497,30 +495,19 @@ impl CpuDriver {
                 let (lo, hi) = (c * chunk, ((c + 1) * chunk).min(items));
                 let part = match rows {
                     None => walker.walk(lo, hi, &mut buffer),
-                    Some(bytes) => {
-                        received.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-                        let rows = ranks::decode_rows(&bytes, lo).and_then(|rows| match rows.len() {
-                            n if n == hi - lo => Ok(rows),
-                            n => Err(WireError {
-                                at: 0,
-                                len: bytes.len(),
-                                what: format!("{n} rows came, {} were expected", hi - lo),
-                            }),
-                        });
-                        drop(bytes);
-                        let rows = match rows {
-                            Ok(rows) => rows,
-                            Err(why) => {
-                                self.failed(&failed, &stop, c, lo, hi, why);
-                                break;
-                            }
-                        };
-                        let bytes = rows.held_bytes();
-                        most_held.fetch_max(held.fetch_add(bytes, Ordering::Relaxed) + bytes, Ordering::Relaxed);
-                        let part = walker.walk_rows(&rows, lo, &mut buffer);
-                        held.fetch_sub(bytes, Ordering::Relaxed);
-                        part
-                    }
+                    // Rows of A that rank 0 sent (read by the asker; held, and counted, until dropped).
+                    Some(carried) => match &carried.rows {
+                        Ok(rows) if rows.len() == hi - lo => walker.walk_rows(rows, lo, &mut buffer),
+                        Ok(rows) => {
+                            let what = format!("{} rows came, {} were expected", rows.len(), hi - lo);
+                            self.failed(&failed, &stop, c, lo, hi, WireError { at: 0, len: 0, what });
+                            break;
+                        }
+                        Err(why) => {
+                            self.failed(&failed, &stop, c, lo, hi, why.clone());
+                            break;
+                        }
+                    },
                 };
                 if let Partial::Pairs(p) = &part
                     && found.fetch_add(p.len() as u64, Ordering::Relaxed) + p.len() as u64 > most_pairs
@@ -565,8 +552,8 @@ impl CpuDriver {
             parts: parts.into_iter().map(|(c, p)| (c as u64, p)).collect(),
             pairs: u128::from(visited.into_inner()),
             // Rows walked, and those the counter received ahead of the walk.
-            rows_held_bytes: most_held.into_inner() + counter.most_bytes_ahead(),
-            rows_received_bytes: received.into_inner(),
+            rows_held_bytes: counter.most_bytes_ahead(),
+            rows_received_bytes: counter.received_bytes(),
         })
     }
 

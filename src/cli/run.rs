@@ -134,28 +134,12 @@ pub(super) struct RunArgs {
     /// costs; the report says how the work was split and why).
     #[arg(long, value_enum, default_value = "auto")]
     hybrid: Hybrid,
-    /// MPI ranks: what the ranks other than 0 are sent of the inputs. auto:
-    /// for two sets walked pair by pair on the CPU, set B whole and the rows
-    /// of A with each piece they take (a rank never holds all of A); both
-    /// sets whole otherwise. whole: both sets whole always (one broadcast,
-    /// no rows through rank 0 during the run).
-    #[arg(long, value_enum, default_value = "auto")]
-    rank_inputs: RankInputs,
     /// Re-compute on the CPU backend (all of it, or sampled rows for large inputs) and fail on any
     /// difference: a GPU run, or a CPU run's grid against every pair.
     #[arg(long)]
     verify: bool,
     #[command(flatten)]
     forced: ForcedArgs,
-}
-
-/// `--rank-inputs`: what rank 0 sends the other ranks of the inputs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum RankInputs {
-    /// Rows of A with the pieces where the problem allows (`run::rows_of_a_travel`), else whole.
-    Auto,
-    /// Both sets whole on every rank.
-    Whole,
 }
 
 /// Points per set of the built-in default dataset.
@@ -259,17 +243,20 @@ fn run_as(mut args: RunArgs, ranks: Option<ranks::Handle>) -> anyhow::Result<()>
                     "a box read from an MD file is not sent to the other MPI ranks yet; give it with --param, or run one process"
                 );
             }
-            let travel = match (&frames[..], args.rank_inputs) {
-                ([one], RankInputs::Auto) => run::rows_of_a_travel(&problem, &params, one, &run_opts)?,
+            let travel = match &frames[..] {
+                [one] => run::rows_of_a_travel(&problem, &params, one, &run_opts)?,
                 _ => None,
             };
             let sent = match travel {
-                Some(f64_mode) => ranks::encode_rows_of_a(&frames[0], f64_mode),
+                Some(t) => {
+                    let a_shape = crate::index::SetShape::of(&frames[0].a);
+                    ranks::encode_rows_of_a(&frames[0], &a_shape, t.f64_mode, t.gpus)
+                }
                 None => ranks::encode_frames(&frames, &notes),
             };
             let sent = r.broadcast(Some(sent)).len() as u64;
             let exec = match travel {
-                Some(_) => run::execute_rows(&problem, &params, run::Held::Root(&frames[0]), &run_opts)?,
+                Some(t) => run::execute_rows(&problem, &params, run::Held::Root(&frames[0], t), &run_opts)?,
                 None => {
                     let mut exec = run::execute_frames(&problem, &frame_params, &frames, &run_opts)?;
                     // Every other rank received the frames.

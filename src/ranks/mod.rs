@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Serialize;
 
 use crate::data::{Column, Inputs, PointSet};
+use crate::index::SetShape;
 use crate::outcome::{Outcome, Totals};
 use crate::spec::Scalar;
 use crate::stage::output::Partial;
@@ -66,13 +67,18 @@ pub trait Counter: Sync {
     fn next(&self) -> u64;
     /// The next position, with the bytes rank 0 sent with it where the
     /// counter carries them ([`Ranks::carrying`]: the rows of set A the
-    /// piece reads); None where this process holds them itself.
-    fn next_carried(&self) -> (u64, Option<Vec<u8>>) {
+    /// piece reads, shared where rank 0 said they are the rows it sent
+    /// before, [`RowsOfPlaces`]); None where this process holds them itself.
+    fn next_carried(&self) -> (u64, Option<std::sync::Arc<Carried>>) {
         (self.next(), None)
     }
     /// The most bytes this counter held at once that its takers had not
     /// yet taken (a carrying counter asks ahead of them).
     fn most_bytes_ahead(&self) -> u64 {
+        0
+    }
+    /// Bytes of rows this counter received from rank 0 so far.
+    fn received_bytes(&self) -> u64 {
         0
     }
 }
@@ -84,6 +90,127 @@ pub struct Local(AtomicU64);
 impl Counter for Local {
     fn next(&self) -> u64 {
         self.0.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// The rows of set A that a carrying counter's answer brought (a piece's,
+/// as [`encode_rows`] wrote them), read once by the rank's asker and shared
+/// by the pieces that read the same rows; `alive` counts the bytes of
+/// every answer's rows still held, until its last holder drops them.
+#[derive(Debug)]
+pub struct Carried {
+    /// The rows, or why their bytes could not be read (the run fails with it).
+    pub rows: Result<PointSet, WireError>,
+    /// Bytes of the rows held (their wire's length where they were refused).
+    held: u64,
+    alive: std::sync::Arc<Alive>,
+}
+
+impl Carried {
+    /// Whether the answer carried nothing: the list ended.
+    pub fn is_end(&self) -> bool {
+        self.held == 0
+    }
+}
+
+/// Bytes of carried answers held now, and their most.
+#[derive(Debug, Default)]
+pub struct Alive {
+    now: AtomicU64,
+    most: AtomicU64,
+}
+
+impl Alive {
+    /// The most bytes of answers held at once.
+    pub fn most(&self) -> u64 {
+        self.most.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Carried {
+    fn drop(&mut self) {
+        self.alive.now.fetch_sub(self.held, Ordering::Relaxed);
+    }
+}
+
+/// One byte that rank 0 sends in place of a place's rows where they are the
+/// rows it sent the same rank with its previous answer (a GPU's pieces cut
+/// one block of A into ranges of steps). Rows are never one byte:
+/// [`encode_rows`] starts with an 8-byte count.
+const SAME_ROWS: u8 = 0xff;
+
+/// Rank 0's side of a carrying counter: the rows of set A that each place
+/// of the list reads (`span`: rows [lo, hi), None past the end of the
+/// list), sent with the place to the rank that asked for it, or
+/// [`SAME_ROWS`] where that rank was sent those very rows with its previous
+/// answer.
+pub struct RowsOfPlaces<'a> {
+    a: &'a PointSet,
+    span: &'a (dyn Fn(u64) -> Option<(usize, usize)> + Sync),
+    last: std::sync::Mutex<std::collections::HashMap<usize, (usize, usize)>>,
+}
+
+impl<'a> RowsOfPlaces<'a> {
+    pub fn new(a: &'a PointSet, span: &'a (dyn Fn(u64) -> Option<(usize, usize)> + Sync)) -> Self {
+        RowsOfPlaces { a, span, last: Default::default() }
+    }
+
+    /// What goes with `place` to rank `to`: its rows, one byte where they
+    /// are those `to` had with its previous answer, nothing past the end.
+    pub fn answer(&self, place: u64, to: usize) -> Vec<u8> {
+        let Some((lo, hi)) = (self.span)(place) else { return Vec::new() };
+        let before = self.last.lock().expect("rows lock").insert(to, (lo, hi));
+        if before == Some((lo, hi)) {
+            return vec![SAME_ROWS];
+        }
+        encode_rows(self.a, lo, hi)
+    }
+}
+
+/// Another rank's side of [`RowsOfPlaces`]: its answers, in the order they
+/// came, read into the rows they carry ([`SAME_ROWS`]: the previous
+/// answer's), each counted in `alive` while held.
+#[derive(Default)]
+pub struct Resolver {
+    last: Option<std::sync::Arc<Carried>>,
+    alive: std::sync::Arc<Alive>,
+    /// Bytes that came, markers included.
+    pub received: u64,
+}
+
+impl Resolver {
+    pub fn resolve(&mut self, bytes: Vec<u8>) -> std::sync::Arc<Carried> {
+        self.received += bytes.len() as u64;
+        if bytes == [SAME_ROWS] {
+            return match &self.last {
+                Some(last) => last.clone(),
+                None => {
+                    let what = "rank 0 named the rows it sent before, and had sent none".into();
+                    let rows = Err(WireError { at: 0, len: 1, what });
+                    std::sync::Arc::new(Carried { rows, held: 1, alive: self.alive.clone() })
+                }
+            };
+        }
+        let rows = match bytes.is_empty() {
+            true => Ok(PointSet { columns: Vec::new(), origin: "the end of the list".into(), rows: None }),
+            false => decode_rows(&bytes),
+        };
+        let held = match &rows {
+            Ok(rows) => rows.held_bytes(),
+            Err(_) => bytes.len() as u64,
+        };
+        drop(bytes);
+        let most = self.alive.now.fetch_add(held, Ordering::Relaxed) + held;
+        self.alive.most.fetch_max(most, Ordering::Relaxed);
+        let carried = std::sync::Arc::new(Carried { rows, held, alive: self.alive.clone() });
+        // The end of the list (no rows) is no rows to name again.
+        self.last = (held > 0).then(|| carried.clone());
+        carried
+    }
+
+    /// What the answers held at most at once, counted until their last holder dropped them.
+    pub fn alive(&self) -> std::sync::Arc<Alive> {
+        self.alive.clone()
     }
 }
 
@@ -100,18 +227,14 @@ pub trait Ranks: Send + Sync {
     /// waits until every rank has.
     fn counter(&self) -> Box<dyn Counter + '_>;
     /// A counter as [`Ranks::counter`]'s whose answers to the other ranks
-    /// carry `payload(position)` (rank 0 gives it; the others give None),
-    /// lent to `work` on this rank; returns once `work` has, and on rank 0
-    /// once every rank has stopped asking. Rank 0's own threads get no
-    /// bytes: it holds what they would carry. `payload` gives no bytes past
-    /// the end of the list: another rank asks ahead of its work, up to
-    /// `ahead` answers, and stops asking there.
-    fn carrying(
-        &self,
-        payload: Option<&(dyn Fn(u64) -> Vec<u8> + Sync)>,
-        ahead: usize,
-        work: &mut dyn FnMut(&dyn Counter),
-    );
+    /// carry the rows of set A that each position reads (`rows`: rank 0
+    /// gives them; the others give None), lent to `work` on this rank;
+    /// returns once `work` has, and on rank 0 once every rank has stopped
+    /// asking. Rank 0's own threads get no bytes: it holds what they would
+    /// carry. Past the end of the list the answer carries no bytes: another
+    /// rank asks ahead of its work, up to `ahead` answers, and stops asking
+    /// there.
+    fn carrying(&self, rows: Option<&RowsOfPlaces<'_>>, ahead: usize, work: &mut dyn FnMut(&dyn Counter));
     /// Every rank's bytes, in rank order, on rank 0; None on the others.
     fn gather(&self, mine: Vec<u8>) -> Option<Vec<Vec<u8>>>;
     /// Rank 0's bytes (`Some` there, ignored elsewhere) on every rank.
@@ -190,12 +313,18 @@ impl Holding {
 }
 
 /// What a rank other than 0 is sent of a run whose A travels with its
-/// pieces: set B whole, and of A its size and origin.
+/// pieces: set B whole, and of A its size, origin, and what a schedule
+/// reads of it (its ranges and sample), so that every rank makes the same
+/// schedule.
 #[derive(Debug, Clone)]
 pub struct RowsOfA {
     pub a_points: usize,
     pub a_origin: String,
+    pub a_shape: SetShape,
     pub b: PointSet,
+    /// Whether the pieces are the GPUs' (else the CPU's chunks): rank 0's
+    /// backend, which every rank runs on.
+    pub gpus: bool,
     /// Rank 0's verdict on the points' range (`run::f64_for_range`): the
     /// arithmetic every rank computes in.
     pub f64_mode: bool,
@@ -211,13 +340,20 @@ pub enum Sent {
     RowsOfA(RowsOfA),
 }
 
-/// Rank 0's message of [`Sent::RowsOfA`]: B whole and A's size.
-pub fn encode_rows_of_a(inputs: &Inputs, f64_mode: bool) -> Vec<u8> {
+/// Rank 0's message of [`Sent::RowsOfA`]: B whole, A's size and shape
+/// (`a_shape`, `SetShape::of` A), the arithmetic, and whether the GPUs run.
+pub fn encode_rows_of_a(inputs: &Inputs, a_shape: &SetShape, f64_mode: bool, gpus: bool) -> Vec<u8> {
     let b = inputs.b.as_ref().expect("rows of A travel only for two sets");
     let mut out = vec![SENT_ROWS_OF_A];
     put(&mut out, inputs.a.len() as u64);
     put_text(&mut out, &inputs.a.origin);
     out.push(u8::from(f64_mode));
+    out.push(u8::from(gpus));
+    put(&mut out, a_shape.ranges.len() as u64);
+    a_shape.ranges.iter().for_each(|&(lo, hi)| [lo, hi].iter().for_each(|x| put(&mut out, x.to_bits())));
+    put_text(&mut out, &a_shape.sample.origin);
+    put(&mut out, a_shape.sample.columns.len() as u64);
+    a_shape.sample.columns.iter().for_each(|c| put_column(&mut out, c, 0, c.len()));
     put_text(&mut out, &b.origin);
     put(&mut out, b.columns.len() as u64);
     b.columns.iter().for_each(|c| put_column(&mut out, c, 0, c.len()));
@@ -236,13 +372,23 @@ pub fn decode_sent(bytes: &[u8]) -> Result<Sent, WireError> {
             let a_points = r.u64()? as usize;
             let a_origin = r.text()?;
             let f64_mode = r.take(1)?[0] != 0;
+            let gpus = r.take(1)?[0] != 0;
+            let mut ranges = Vec::new();
+            for _ in 0..r.u64()? {
+                ranges.push((f64::from_bits(r.u64()?), f64::from_bits(r.u64()?)));
+            }
+            let sample_origin = r.text()?;
+            let sample = (0..r.u64()?).map(|_| r.column()).collect::<Result<Vec<_>, _>>()?;
+            let sample = PointSet { columns: sample, origin: sample_origin, rows: None };
+            let a_shape = SetShape { len: a_points, ranges, sample };
             let origin = r.text()?;
             let columns = (0..r.u64()?).map(|_| r.column()).collect::<Result<Vec<_>, _>>()?;
             if r.at != bytes.len() {
                 return Err(r.error("bytes left over after set B"));
             }
             let b = PointSet { columns, origin, rows: None };
-            Ok(Sent::RowsOfA(RowsOfA { a_points, a_origin, b, f64_mode, received_bytes: bytes.len() as u64 }))
+            let received_bytes = bytes.len() as u64;
+            Ok(Sent::RowsOfA(RowsOfA { a_points, a_origin, a_shape, b, gpus, f64_mode, received_bytes }))
         }
         _ => Err(WireError { at: 0, len: bytes.len(), what: "neither frames nor set B".into() }),
     }
@@ -259,8 +405,8 @@ pub fn encode_rows(set: &PointSet, lo: usize, hi: usize) -> Vec<u8> {
     out
 }
 
-/// The rows `encode_rows` wrote, as a set of their own (its row 0 is row `first` of A).
-pub fn decode_rows(bytes: &[u8], first: usize) -> Result<PointSet, WireError> {
+/// The rows `encode_rows` wrote, as a set of their own (its row 0 is the first row of A sent).
+pub fn decode_rows(bytes: &[u8]) -> Result<PointSet, WireError> {
     let mut r = Reader { bytes, at: 0 };
     let columns = (0..r.u64()?).map(|_| r.column()).collect::<Result<Vec<_>, _>>()?;
     if r.at != bytes.len() {
@@ -269,7 +415,7 @@ pub fn decode_rows(bytes: &[u8], first: usize) -> Result<PointSet, WireError> {
     if columns.iter().any(|c| c.len() != columns[0].len()) {
         return Err(r.error("columns of different lengths"));
     }
-    Ok(PointSet { columns, origin: format!("rows from {first} of set A"), rows: None })
+    Ok(PointSet { columns, origin: "rows of set A sent with a piece".into(), rows: None })
 }
 
 /// The machine each rank described (its GPUs' names and count), where they
@@ -326,7 +472,7 @@ fn mix(h: u64, x: u64) -> u64 {
 }
 
 /// Why bytes from another rank could not be read.
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
 #[error("a rank's partial results are cut short or damaged at byte {at} of {len}: {what}")]
 pub struct WireError {
     pub at: usize,
@@ -635,19 +781,71 @@ mod tests {
             rows: None,
         };
         let inputs = Inputs { a: set("a.npy", 10), b: Some(set("b.csv", 4)) };
-        let Ok(Sent::RowsOfA(got)) = decode_sent(&encode_rows_of_a(&inputs, true)) else { panic!("rows of A") };
-        assert_eq!((got.a_points, got.a_origin.as_str(), got.f64_mode), (10, "a.npy", true));
+        let shape = SetShape::of(&inputs.a);
+        let Ok(Sent::RowsOfA(got)) = decode_sent(&encode_rows_of_a(&inputs, &shape, true, true)) else {
+            panic!("rows of A")
+        };
+        assert_eq!((got.a_points, got.a_origin.as_str(), got.f64_mode, got.gpus), (10, "a.npy", true, true));
+        // Every rank makes the schedule from the same shape of A.
+        assert_eq!((got.a_shape.len, &got.a_shape.ranges), (shape.len, &shape.ranges));
+        assert_eq!(
+            (&got.a_shape.sample.columns, &got.a_shape.sample.origin),
+            (&shape.sample.columns, &shape.sample.origin)
+        );
         let b = inputs.b.as_ref().unwrap();
         assert_eq!((&got.b.columns, &got.b.origin), (&b.columns, &b.origin));
-        let rows = decode_rows(&encode_rows(&inputs.a, 3, 7), 3).expect("decodes");
+        let rows = decode_rows(&encode_rows(&inputs.a, 3, 7)).expect("decodes");
         let whole = set("", 10);
         for (c, w) in rows.columns.iter().zip(&whole.columns) {
             assert_eq!(c.len(), 4);
             assert!((0..4).all(|x| c.bits(x) == w.bits(x + 3)));
         }
         let bytes = encode_rows(&inputs.a, 0, 2);
-        assert!(decode_rows(&bytes[..bytes.len() - 1], 0).is_err());
+        assert!(decode_rows(&bytes[..bytes.len() - 1]).is_err());
         assert!(decode_sent(&[7]).unwrap_err().what.contains("neither frames nor set B"));
+    }
+
+    #[test]
+    fn rows_sent_again_to_the_same_rank_travel_as_one_byte_and_resolve_to_the_first() {
+        let a = PointSet {
+            columns: vec![Column::F32((0..100).map(|i| i as f32).collect()), Column::I64((0..100).collect())],
+            origin: "a".into(),
+            rows: None,
+        };
+        // Places 0-2 read block [0, 40), place 3 block [40, 100) (a GPU's pieces of two units); 4 is past the end.
+        let span = |k: u64| match k {
+            0..=2 => Some((0, 40)),
+            3 => Some((40, 100)),
+            _ => None,
+        };
+        let rows = RowsOfPlaces::new(&a, &span);
+        let full = encode_rows(&a, 0, 40);
+        // Rank 1 takes places 0 and 1, rank 2 place 2: each is sent the rows once.
+        assert_eq!(rows.answer(0, 1), full);
+        assert_eq!(rows.answer(1, 1), vec![SAME_ROWS]);
+        assert_eq!(rows.answer(2, 2), full);
+        assert_eq!(rows.answer(3, 1), encode_rows(&a, 40, 100));
+        assert!(rows.answer(4, 1).is_empty());
+        let mut on_1 = Resolver::default();
+        let first = on_1.resolve(full.clone());
+        let again = on_1.resolve(vec![SAME_ROWS]);
+        assert!(std::sync::Arc::ptr_eq(&first, &again));
+        assert_eq!(on_1.received, full.len() as u64 + 1);
+        let rows = first.rows.as_ref().expect("rows");
+        assert_eq!((rows.len(), rows.columns[1].bits(39)), (40, 39));
+        // Read once, counted once while held, and freed with the last holder.
+        let block = 40 * (4 + 8);
+        let alive = on_1.alive();
+        assert_eq!(alive.most(), block);
+        let next = on_1.resolve(encode_rows(&a, 40, 100));
+        drop((first, again));
+        assert_eq!(alive.now.load(Ordering::Relaxed), 60 * 12);
+        assert_eq!(alive.most(), block + 60 * 12);
+        assert!(!next.is_end() && on_1.resolve(Vec::new()).is_end());
+        // A marker with nothing before it, and cut bytes, are refused, not guessed.
+        let refused = Resolver::default().resolve(vec![SAME_ROWS]);
+        assert!(refused.rows.as_ref().unwrap_err().what.contains("had sent none"));
+        assert!(on_1.resolve(full[..full.len() - 1].to_vec()).rows.is_err());
     }
 
     #[test]

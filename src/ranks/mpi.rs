@@ -12,6 +12,15 @@
 //! request, then its answer. Messages of one counter carry tags of its own,
 //! so counters of successive lists (frames) never mix.
 //!
+//! No rank waits in a blocking MPI call: MPICH's blocking receives,
+//! sends and broadcasts poll, and would hold a core that the CPU backend's
+//! threads (or another rank on the node) need for as long as they wait
+//! (rank 1 waiting for rank 0 to read the inputs: seconds). Every wait
+//! probes, or tests a nonblocking request, without rest for [`WAIT_SPIN`]
+//! and then sleeps between tries, doubling the sleep from [`IDLE`] up to a
+//! bound ([`wait_for`]); `scripts/probe-rank-wait.sh` measures a waiting
+//! rank's CPU time.
+//!
 //! Every message goes over a communicator of twobs's own, a duplicate of
 //! MPI's world (the command line) or of a caller's (the Python package's
 //! `comm=`, an mpi4py communicator): a caller's own messages on theirs never
@@ -31,7 +40,8 @@ use mpi::raw::{AsRaw, FromRaw};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::Root;
 
-use super::{Counter, Ranks};
+use super::{Carried, Counter, Ranks, Resolver, RowsOfPlaces};
+use std::sync::Arc;
 
 /// A request for the next position, and a rank's word that it has stopped asking.
 const ASK: u64 = 0;
@@ -44,6 +54,63 @@ const IDLE: std::time::Duration = std::time::Duration::from_micros(20);
 
 /// How long after a request the counter's server probes without sleeping.
 const SPIN: std::time::Duration = std::time::Duration::from_micros(500);
+
+/// How long a waiting rank probes without sleeping before it sleeps
+/// between probes: an answer from rank 0's server, which is probing
+/// without rest itself, comes within this.
+const WAIT_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// The longest sleep between a counter's tries: an answer this late costs
+/// a piece of work (milliseconds) nothing.
+const ANSWER_SLEEP: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// The longest sleep between the tries of a wait for a broadcast or a
+/// gather (rank 0 reading the inputs, a rank finishing its last piece).
+const LONG_SLEEP: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// `poll`'s first value, tried without rest for [`WAIT_SPIN`], then after
+/// sleeps that double from [`IDLE`] up to `most`: a rank waits without
+/// holding a core (MPICH's blocking calls poll).
+fn wait_for<T>(most: std::time::Duration, mut poll: impl FnMut() -> Option<T>) -> T {
+    let start = std::time::Instant::now();
+    let mut rest = IDLE;
+    loop {
+        if let Some(t) = poll() {
+            return t;
+        }
+        if start.elapsed() < WAIT_SPIN {
+            std::hint::spin_loop();
+            continue;
+        }
+        std::thread::sleep(rest);
+        rest = (rest * 2).min(most);
+    }
+}
+
+/// Waits for a nonblocking request as [`wait_for`] does.
+fn finish<'a, D: ?Sized, S: mpi::request::Scope<'a>>(
+    request: mpi::request::Request<'a, D, S>,
+    most: std::time::Duration,
+) {
+    let mut pending = Some(request);
+    wait_for(most, || match pending.take().expect("a pending request").test() {
+        Ok(_) => Some(()),
+        Err(still) => {
+            pending = Some(still);
+            None
+        }
+    })
+}
+
+/// A message of `tag` from `from`, received once a probe finds it ([`wait_for`]).
+fn receive_waiting<T: mpi::datatype::Equivalence>(
+    from: &mpi::topology::Process<'_>,
+    tag: i32,
+    most: std::time::Duration,
+) -> Vec<T> {
+    let probed = wait_for(most, || from.immediate_matched_probe_with_tag(tag));
+    probed.matched_receive_vec::<T>().0
+}
 
 /// Bytes a message carries at most (MPI counts in 32-bit integers).
 const MESSAGE_BYTES: usize = 1 << 30;
@@ -181,8 +248,8 @@ impl World {
 
 /// Rank 0's answers to the `others` ranks' requests on counter `tag`, until
 /// each has said it stopped: the next position of `next`, and after it
-/// `payload(position)` where the counter carries bytes.
-fn serve(raw: Raw, tag: i32, others: usize, next: &AtomicU64, payload: Option<&(dyn Fn(u64) -> Vec<u8> + Sync)>) {
+/// the rows of A it reads where the counter carries them.
+fn serve(raw: Raw, tag: i32, others: usize, next: &AtomicU64, rows: Option<&RowsOfPlaces<'_>>) {
     let world = view(raw.0);
     let (mut done, mut last) = (0, std::time::Instant::now());
     while done < others {
@@ -199,12 +266,12 @@ fn serve(raw: Raw, tag: i32, others: usize, next: &AtomicU64, payload: Option<&(
             _ => {
                 let k = next.fetch_add(1, Ordering::Relaxed);
                 let to = world.process_at_rank(status.source_rank());
-                match payload {
+                match rows {
                     None => to.send_with_tag(&k, tag + 1),
-                    // One message: the place, then its bytes (a piece's rows: kilobytes).
-                    Some(payload) => {
+                    // One message: the place, then its rows (a CPU piece's: kilobytes; a GPU block's: megabytes).
+                    Some(rows) => {
                         let mut answer = k.to_le_bytes().to_vec();
-                        answer.extend(payload(k));
+                        answer.extend(rows.answer(k, status.source_rank() as usize));
                         assert!(answer.len() <= MESSAGE_BYTES, "a piece's rows fit one message");
                         to.send_with_tag(&answer[..], tag + 1);
                     }
@@ -256,44 +323,43 @@ impl Ranks for World {
         Box::new(Served { next, server: Some(server) })
     }
 
-    fn carrying(
-        &self,
-        payload: Option<&(dyn Fn(u64) -> Vec<u8> + Sync)>,
-        ahead: usize,
-        work: &mut dyn FnMut(&dyn Counter),
-    ) {
+    fn carrying(&self, rows: Option<&RowsOfPlaces<'_>>, ahead: usize, work: &mut dyn FnMut(&dyn Counter)) {
         let tag = self.next_tag();
         if self.rank != 0 {
             let client = Client { comm: Raw(self.comm), tag, carrying: true, lock: Mutex::new(()) };
-            let (client, queued, most) = (&client, AtomicU64::new(0), AtomicU64::new(0));
+            let client = &client;
+            let mut resolver = Resolver::default();
+            let (alive, received) = (resolver.alive(), AtomicU64::new(0));
             let (to_work, from_asker) = std::sync::mpsc::sync_channel(ahead.max(1));
             std::thread::scope(|s| {
                 // Asks ahead of the work: a piece's rows arrive while the one before computes.
-                s.spawn(|| {
+                let received = &received;
+                s.spawn(move || {
                     loop {
-                        let (k, bytes) = client.next_carried();
-                        let bytes = bytes.expect("a carrying counter's answers carry bytes");
-                        let (len, end) = (bytes.len() as u64, bytes.is_empty());
-                        most.fetch_max(queued.fetch_add(len, Ordering::Relaxed) + len, Ordering::Relaxed);
+                        let (k, bytes) = client.next_carried_raw();
+                        // Read once here; rows named again are the previous answer's (a GPU's pieces of one block).
+                        let carried = resolver.resolve(bytes);
+                        let end = carried.is_end();
+                        received.store(resolver.received, Ordering::Relaxed);
                         // The work stopped taking (it dropped its end), or the list ended.
-                        if to_work.send((k, bytes)).is_err() || end {
+                        if to_work.send((k, carried)).is_err() || end {
                             break;
                         }
                     }
                     drop(to_work);
                 });
-                let asked = Asked { from_asker: Mutex::new(from_asker), queued: &queued, most: &most };
+                let asked = Asked { from_asker: Mutex::new(from_asker), alive: &alive, received };
                 work(&asked);
             });
             // (The client's drop tells rank 0 this rank has stopped asking.)
             return;
         }
-        let payload = payload.expect("rank 0 gives what its counter's answers carry");
+        let rows = rows.expect("rank 0 gives the rows its counter's answers carry");
         let next = std::sync::Arc::new(AtomicU64::new(0));
         let (others, raw) = (self.size - 1, Raw(self.comm));
         // Scoped: the server reads rank 0's points, borrowed for the run.
         std::thread::scope(|s| {
-            s.spawn(|| serve(raw, tag, others, &next, Some(payload)));
+            s.spawn(|| serve(raw, tag, others, &next, Some(rows)));
             work(&Served { next: next.clone(), server: None });
         });
     }
@@ -316,10 +382,12 @@ impl Ranks for World {
         let world = self.comm();
         let root = world.process_at_rank(0);
         let mut len = bytes.as_ref().map_or(0, |b| b.len() as u64);
-        root.broadcast_into(&mut len);
+        // Nonblocking, tested with sleeps: the other ranks wait here while
+        // rank 0 reads the inputs.
+        mpi::request::scope(|scope| finish(root.immediate_broadcast_into(scope, &mut len), LONG_SLEEP));
         let mut out = if self.rank == 0 { bytes.unwrap_or_default() } else { vec![0u8; len as usize] };
         for chunk in out.chunks_mut(MESSAGE_BYTES) {
-            root.broadcast_into(chunk);
+            mpi::request::scope(|scope| finish(root.immediate_broadcast_into(scope, chunk), LONG_SLEEP));
         }
         out
     }
@@ -329,19 +397,24 @@ impl Ranks for World {
     }
 }
 
-/// Sends `bytes` in messages of at most `MESSAGE_BYTES`, their count first.
+/// Sends `bytes` in messages of at most `MESSAGE_BYTES`, their count first,
+/// each a nonblocking send tested with sleeps (a large one waits for rank 0
+/// to receive the ranks before this one).
 fn send(to: &mpi::topology::Process<'_>, bytes: &[u8], tag: i32) {
-    to.send_with_tag(&(bytes.len() as u64), tag);
+    let len = bytes.len() as u64;
+    mpi::request::scope(|scope| finish(to.immediate_send_with_tag(scope, &len, tag), LONG_SLEEP));
     for chunk in bytes.chunks(MESSAGE_BYTES) {
-        to.send_with_tag(chunk, tag);
+        mpi::request::scope(|scope| finish(to.immediate_send_with_tag(scope, chunk, tag), LONG_SLEEP));
     }
 }
 
+/// What [`send`] sent, each message received once a probe finds it.
 fn receive(from: &mpi::topology::Process<'_>, tag: i32) -> Vec<u8> {
-    let (len, _) = from.receive_with_tag::<u64>(tag);
-    let mut out = vec![0u8; len as usize];
-    for chunk in out.chunks_mut(MESSAGE_BYTES) {
-        from.receive_into_with_tag(chunk, tag);
+    let len = receive_waiting::<u64>(from, tag, LONG_SLEEP);
+    let len = *len.first().expect("a count of bytes") as usize;
+    let mut out = Vec::with_capacity(len);
+    while out.len() < len {
+        out.extend(receive_waiting::<u8>(from, tag, LONG_SLEEP));
     }
     out
 }
@@ -379,40 +452,40 @@ struct Client {
 
 impl Counter for Client {
     fn next(&self) -> u64 {
-        self.next_carried().0
+        assert!(!self.carrying, "a carrying counter's answers are taken with their bytes");
+        self.next_carried_raw().0
     }
+}
 
-    fn next_carried(&self) -> (u64, Option<Vec<u8>>) {
+impl Client {
+    /// The next place, and the bytes rank 0 sent with it where the counter carries them.
+    fn next_carried_raw(&self) -> (u64, Vec<u8>) {
         let _one_at_a_time = self.lock.lock().expect("counter lock");
         let world = view(self.comm.0);
         let root = world.process_at_rank(0);
         root.send_with_tag(&ASK, self.tag);
-        if !self.carrying {
-            return (root.receive_with_tag::<u64>(self.tag + 1).0, None);
-        }
         // Waited for without spinning (MPICH's blocking receive polls, and
-        // the asker waits beside the run's threads, ahead of them).
-        let probed = loop {
-            match root.immediate_matched_probe_with_tag(self.tag + 1) {
-                Some(probed) => break probed,
-                None => std::thread::sleep(IDLE),
-            }
-        };
-        let (mut answer, _) = probed.matched_receive_vec::<u8>();
+        // the asker waits beside the run's threads).
+        if !self.carrying {
+            let answer = receive_waiting::<u64>(&root, self.tag + 1, ANSWER_SLEEP);
+            return (*answer.first().expect("rank 0 answers with a place"), Vec::new());
+        }
+        let mut answer = receive_waiting::<u8>(&root, self.tag + 1, ANSWER_SLEEP);
         assert!(answer.len() >= 8, "rank 0 answers with a place and its bytes");
         let k = u64::from_le_bytes(answer[..8].try_into().expect("8 bytes"));
         answer.drain(..8);
-        (k, Some(answer))
+        (k, answer)
     }
 }
 
 /// A rank's side of a carrying counter: the places and bytes its asker
 /// thread received ahead of the work, in order.
 struct Asked<'a> {
-    from_asker: Mutex<std::sync::mpsc::Receiver<(u64, Vec<u8>)>>,
-    /// Bytes received and not yet taken by the work, and their most.
-    queued: &'a AtomicU64,
-    most: &'a AtomicU64,
+    from_asker: Mutex<std::sync::mpsc::Receiver<(u64, Arc<Carried>)>>,
+    /// Bytes of answers held (queued, or taken and not yet dropped), and their most.
+    alive: &'a super::Alive,
+    /// Bytes received so far.
+    received: &'a AtomicU64,
 }
 
 impl Counter for Asked<'_> {
@@ -420,19 +493,20 @@ impl Counter for Asked<'_> {
         self.next_carried().0
     }
 
-    fn next_carried(&self) -> (u64, Option<Vec<u8>>) {
+    fn next_carried(&self) -> (u64, Option<Arc<Carried>>) {
         match self.from_asker.lock().expect("counter lock").recv() {
-            Ok((k, bytes)) => {
-                self.queued.fetch_sub(bytes.len() as u64, Ordering::Relaxed);
-                (k, Some(bytes))
-            }
+            Ok((k, bytes)) => (k, Some(bytes)),
             // The list ended: past it, with nothing.
-            Err(_) => (u64::MAX, Some(Vec::new())),
+            Err(_) => (u64::MAX, None),
         }
     }
 
     fn most_bytes_ahead(&self) -> u64 {
-        self.most.load(Ordering::Relaxed)
+        self.alive.most()
+    }
+
+    fn received_bytes(&self) -> u64 {
+        self.received.load(Ordering::Relaxed)
     }
 }
 

@@ -116,6 +116,10 @@ pub struct Part<'a> {
     /// Hands out the places of a queue that every rank shares; None where
     /// the queue is this process's alone.
     pub counter: Option<&'a dyn crate::ranks::Counter>,
+    /// Where rank 0 sends the other ranks the rows of set A with each
+    /// piece (`run::rows_of_a_travel`): each place's rows [lo, hi) of A, set
+    /// once the queue is cut, which rank 0's counter reads to answer.
+    pub spans: Option<&'a std::sync::OnceLock<Vec<(usize, usize)>>>,
 }
 
 impl Part<'_> {
@@ -663,7 +667,7 @@ mod tests {
         assert_eq!((four.gpu_memory, four.streams, four.cores), (one.gpu_memory, one.streams, one.cores));
         assert_eq!(four.describe(), Workers::described(&h200(), 8, 1 << 37, 2, 32).describe());
         // Rank r's GPUs are places 2r, 2r + 1 of the schedule's GPUs.
-        let part = |rank: usize| Part { first_gpu: 2 * rank, counter: None };
+        let part = |rank: usize| Part { first_gpu: 2 * rank, ..Default::default() };
         assert_eq!((0..4).map(|r| part(r).gpus(2, 8)).collect::<Vec<_>>(), vec![2, 2, 2, 2]);
         // A schedule of 3 GPUs: rank 1 runs one of its two, ranks 2 and 3 none.
         assert_eq!((0..4).map(|r| part(r).gpus(2, 3)).collect::<Vec<_>>(), vec![2, 1, 0, 0]);

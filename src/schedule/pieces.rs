@@ -12,7 +12,9 @@
 use std::collections::VecDeque;
 
 use crate::plan::Plan;
-use crate::ranks::Counter;
+use std::sync::Arc;
+
+use crate::ranks::{Carried, Counter};
 use crate::stage::visit::{KernelKind, Unit, Walk};
 
 /// One launch's worth of work: steps [first, end) of every block of `unit`,
@@ -244,9 +246,16 @@ fn work(
 /// same queue and takes from one counter. The groups before that place were
 /// taken by other ranks: they are dropped here. The caller holds the
 /// queue's lock while it takes, so this process's places arrive in order.
-pub fn take<T>(queue: &mut VecDeque<T>, length: usize, counter: Option<&dyn Counter>) -> Option<T> {
-    let Some(counter) = counter else { return queue.pop_front() };
-    let place = usize::try_from(counter.next()).unwrap_or(usize::MAX);
+/// With the group, the bytes the counter carried with its place (the rows
+/// of A it reads, where rank 0 sends them: [`Counter::next_carried`]).
+pub fn take<T>(
+    queue: &mut VecDeque<T>,
+    length: usize,
+    counter: Option<&dyn Counter>,
+) -> Option<(T, Option<Arc<Carried>>)> {
+    let Some(counter) = counter else { return queue.pop_front().map(|g| (g, None)) };
+    let (place, carried) = counter.next_carried();
+    let place = usize::try_from(place).unwrap_or(usize::MAX);
     let taken = length - queue.len();
     if place >= length {
         queue.clear();
@@ -254,7 +263,7 @@ pub fn take<T>(queue: &mut VecDeque<T>, length: usize, counter: Option<&dyn Coun
     }
     assert!(place >= taken, "a counter hands out places in order (place {place}, {taken} taken here)");
     queue.drain(..place - taken);
-    queue.pop_front()
+    queue.pop_front().map(|g| (g, carried))
 }
 
 /// The CPU's claim on a grid run's queue (`backend::hybrid`): units from
@@ -392,7 +401,10 @@ mod tests {
         for t in 0.. {
             let r = turns[t % turns.len()];
             match take(&mut queues[r], 50, Some(&counter)) {
-                Some(g) => got[r].push(g),
+                Some((g, carried)) => {
+                    assert!(carried.is_none(), "a local counter carries nothing");
+                    got[r].push(g)
+                }
                 None if got.iter().map(Vec::len).sum::<usize>() == 50 => break,
                 None => {}
             }
@@ -403,7 +415,7 @@ mod tests {
         assert!(got.iter().all(|g| g.windows(2).all(|w| w[0] < w[1])), "each rank's groups in order");
         // Alone, a queue is taken from its front.
         let mut alone: VecDeque<u32> = (0..3).collect();
-        assert_eq!(take(&mut alone, 3, None), Some(0));
+        assert_eq!(take(&mut alone, 3, None).map(|(g, _)| g), Some(0));
     }
 
     #[test]

@@ -92,6 +92,9 @@ pub enum GpuError {
     NotAsked { ordinal: usize, gpus: Vec<usize> },
     #[error("{0}: the GPU reads points given on it whole; this needs the points on the host (pass a host array)")]
     NeedsHost(String),
+    /// The rows of A that rank 0 sent with a piece could not be read.
+    #[error("the rows of set A sent with a piece: {0}")]
+    Rows(crate::ranks::WireError),
 }
 
 /// Names what a driver call was doing when it failed.
@@ -431,6 +434,10 @@ pub enum Located<'a> {
     Host(&'a Inputs),
     /// Taken on their GPU already ([`take::take`]): that GPU's resident inputs.
     Device(&'a take::Taken),
+    /// Set B on the host, and of set A its shape alone: A's rows come with
+    /// each piece from MPI rank 0 (`run::rows_of_a_travel`), a block at a
+    /// time, into each stream's buffers.
+    RowsOfA { a: &'a crate::index::SetShape, b: &'a crate::data::PointSet },
 }
 
 impl<'a> Located<'a> {
@@ -439,6 +446,7 @@ impl<'a> Located<'a> {
         match self {
             Located::Host(inputs) => (inputs.a.len(), inputs.other().len()),
             Located::Device(taken) => taken.lens(),
+            Located::RowsOfA { a, b } => (a.len, b.len()),
         }
     }
 
@@ -453,6 +461,7 @@ impl<'a> Located<'a> {
         match self {
             Located::Host(inputs) => inputs.b.is_some(),
             Located::Device(taken) => taken.two_sets(),
+            Located::RowsOfA { .. } => true,
         }
     }
 
@@ -461,6 +470,7 @@ impl<'a> Located<'a> {
         match self {
             Located::Host(inputs) => inputs.a.columns.iter().map(|c| c.scalar().bytes() as usize).sum(),
             Located::Device(taken) => taken.scalars.iter().map(|s| s.bytes() as usize).sum(),
+            Located::RowsOfA { a, .. } => a.sample.columns.iter().map(|c| c.scalar().bytes() as usize).sum(),
         }
     }
 
@@ -469,6 +479,7 @@ impl<'a> Located<'a> {
         match self {
             Located::Host(inputs) => inputs.a.columns.iter().map(|c| c.scalar()).collect(),
             Located::Device(taken) => taken.scalars.clone(),
+            Located::RowsOfA { a, .. } => a.sample.columns.iter().map(|c| c.scalar()).collect(),
         }
     }
 
@@ -476,9 +487,27 @@ impl<'a> Located<'a> {
     fn host(&self, what: &str) -> Result<&'a Inputs, GpuError> {
         match self {
             Located::Host(inputs) => Ok(inputs),
-            Located::Device(_) => Err(GpuError::NeedsHost(what.to_owned())),
+            Located::Device(_) | Located::RowsOfA { .. } => Err(GpuError::NeedsHost(what.to_owned())),
         }
     }
+
+    /// What streams load their blocks from: set A where the host holds it
+    /// (None where its rows come with the pieces), a set with A's columns
+    /// (A, or its sample: the buffers' layout), and the other set.
+    fn streamed(&self) -> Result<Streamed<'a>, GpuError> {
+        match self {
+            Located::Host(inputs) => Ok(Streamed { a: Some(&inputs.a), a_like: &inputs.a, other: inputs.other() }),
+            Located::RowsOfA { a, b } => Ok(Streamed { a: None, a_like: &a.sample, other: b }),
+            Located::Device(_) => Err(GpuError::NeedsHost("points streamed in blocks".into())),
+        }
+    }
+}
+
+/// The host's sets that streams load blocks from ([`Located::streamed`]).
+pub(super) struct Streamed<'a> {
+    pub(super) a: Option<&'a crate::data::PointSet>,
+    pub(super) a_like: &'a crate::data::PointSet,
+    pub(super) other: &'a crate::data::PointSet,
 }
 
 /// What a run was asked: the problem on its inputs, with its options.
@@ -663,8 +692,10 @@ fn cells_on_gpus(
     // The hierarchy's trees are built on the host.
     let inputs = match inputs {
         Located::Host(inputs) => inputs,
-        Located::Device(_) if forced => return Err(GpuError::NeedsHost("the cell hierarchy (index=cells)".into())),
-        Located::Device(_) => return Ok(None),
+        Located::Device(_) | Located::RowsOfA { .. } if forced => {
+            return Err(GpuError::NeedsHost("the cell hierarchy (index=cells)".into()));
+        }
+        Located::Device(_) | Located::RowsOfA { .. } => return Ok(None),
     };
     let how = match crate::cells::applies(problem, params, inputs, shape.visit, false) {
         Ok(how) => how,
@@ -764,7 +795,7 @@ fn prepare(
     let compile = |block_points: usize, on_grid: bool| compile_kernels(ask, devices, block_points, on_grid);
     // A grid's kernel reads both sets whole, and so does every kernel on points taken on their GPU.
     let mut block_points = match (grid_kernel, inputs) {
-        (false, Located::Host(_)) => scheduled_block_points,
+        (false, Located::Host(_) | Located::RowsOfA { .. }) => scheduled_block_points,
         _ => n_a.max(n_b).max(1),
     };
     let mut compiled_at = 0.0;
@@ -1096,6 +1127,17 @@ fn compute(
         rings,
     };
     let queues = pieces::queues(&kernel_plans, groups, grid_work, [&a_blocks, &b_blocks], cut);
+    // Where A's rows travel with the pieces: each place's block of A (a
+    // group's pieces are of one block), which rank 0's counter sends.
+    if let Some(spans) = ask.part.spans {
+        assert!(queues.len() == 1, "rows of A travel with pieces of one shared queue");
+        let of = |group: &Vec<Piece>| {
+            let block = group[0].unit.a_block;
+            assert!(group.iter().all(|p| p.unit.a_block == block), "a group's pieces read one block of A");
+            a_blocks[block]
+        };
+        let _ = spans.set(queues[0].iter().map(of).collect());
+    }
     timings.pieces = queues.iter().map(|q| q.iter().map(Vec::len).sum::<usize>()).sum::<usize>() as u64;
     // No more streams than groups to share: an idle stream would only allocate
     // and free its buffers. A search of rings keeps every list of a GPU in one
@@ -1457,6 +1499,8 @@ impl Resident {
     fn of(ctx: &Arc<CudaContext>, inputs: Located) -> Result<Resident, GpuError> {
         match inputs {
             Located::Host(inputs) => Resident::upload(ctx, inputs),
+            // Streamed, never resident: A's rows come a block at a time.
+            Located::RowsOfA { .. } => Err(GpuError::NeedsHost("set A whole on the GPU".into())),
             Located::Device(taken) => {
                 let (a, b) = taken.blocks().expect("a run takes the columns taken for it once");
                 Ok(Resident { a, b, upload_s: 0.0, grid: None })

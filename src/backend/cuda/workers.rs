@@ -13,7 +13,7 @@ use super::kernels::{KernelPair, Launcher};
 use super::{DeviceGrid, Doing, GpuError, GpuTimings, Located, Resident};
 use crate::data::{Column, PointSet};
 use crate::outcome::OnGpu;
-use crate::ranks::Counter;
+use crate::ranks::{Carried, Counter};
 use crate::schedule::GpuOptions;
 use crate::schedule::pieces::{self, Piece};
 use crate::spec::Scalar;
@@ -192,8 +192,8 @@ pub(super) fn stream_worker(
             let length = gpu.shared.map_or(queue.len(), |(_, l)| l);
             pieces::take(&mut queue, length, gpu.shared.map(|(c, _)| c))
         };
-        let Some(group) = taken else { break };
-        stream.run_group(&group)?;
+        let Some((group, carried)) = taken else { break };
+        stream.run_group(&group, carried)?;
     }
     stream.finish()
 }
@@ -207,6 +207,9 @@ struct Stream<'a> {
     origin: &'a CudaEvent,
     stream: Arc<CudaStream>,
     own_blocks: Option<(DeviceBlock, DeviceBlock)>,
+    /// Where A's rows come with the pieces: the rows of the group's block
+    /// (kept while the next group reads the same rows).
+    rows: Option<Arc<Carried>>,
     out: StreamOutput<'a>,
     /// Events around each piece's upload and kernel.
     events: [CudaEvent; 3],
@@ -242,10 +245,10 @@ impl<'a> Stream<'a> {
         let own_blocks = match gpu.resident {
             Some(_) => None,
             None => {
-                let inputs = job.inputs.host("points streamed in blocks")?;
-                let a_dev = DeviceBlock::new(ctx, &stream, &inputs.a, job.block_points, job.a_blocks.len() > 1);
+                let sets = job.inputs.streamed()?;
+                let a_dev = DeviceBlock::new(ctx, &stream, sets.a_like, job.block_points, job.a_blocks.len() > 1);
                 let b_points = if gpu.launchers.1.is_some() { job.block_points } else { 1 };
-                let b_dev = DeviceBlock::new(ctx, &stream, inputs.other(), b_points, job.b_blocks.len() > 1);
+                let b_dev = DeviceBlock::new(ctx, &stream, sets.other, b_points, job.b_blocks.len() > 1);
                 Some((a_dev.doing(alloc)?, b_dev.doing(alloc)?))
             }
         };
@@ -267,6 +270,7 @@ impl<'a> Stream<'a> {
             origin,
             stream,
             own_blocks,
+            rows: None,
             out,
             events: [event()?, event()?, event()?],
             pool_cap,
@@ -279,9 +283,14 @@ impl<'a> Stream<'a> {
         })
     }
 
-    /// Runs a group's pieces in order; per-query lists of a query block come back after its last.
-    fn run_group(&mut self, group: &[Piece]) -> Result<(), GpuError> {
+    /// Runs a group's pieces in order; per-query lists of a query block
+    /// come back after its last. `carried`: the rows of A's block that
+    /// the group reads, where rank 0 sent them with its place.
+    fn run_group(&mut self, group: &[Piece], carried: Option<Arc<Carried>>) -> Result<(), GpuError> {
         let (q_start, q_end) = self.job.a_blocks[group[0].unit.a_block];
+        if let Some(bytes) = carried {
+            self.take_rows(bytes, (q_start, q_end))?;
+        }
         if let StreamOutput::TopK(lists, _) = &mut self.out {
             lists.begin_query_block();
         }
@@ -297,6 +306,26 @@ impl<'a> Stream<'a> {
             self.timings.download_s += t.elapsed().as_secs_f64();
             rows.push((q_start, values, ids));
         }
+        Ok(())
+    }
+
+    /// The rows [lo, hi) of A that rank 0 sent with a group, unless they
+    /// are the rows the stream holds already (rank 0 named them again: the
+    /// same block's next piece). (The stream's buffer keeps its tag: a
+    /// block's rows are the same whichever answer brought them.)
+    fn take_rows(&mut self, carried: Arc<Carried>, (lo, hi): (usize, usize)) -> Result<(), GpuError> {
+        if self.rows.as_ref().is_some_and(|held| Arc::ptr_eq(held, &carried)) {
+            return Ok(());
+        }
+        match &carried.rows {
+            Ok(rows) if rows.len() == hi - lo => {}
+            Ok(rows) => {
+                let what = format!("{} rows of A came with a piece of rows {lo}..{hi}", rows.len());
+                return Err(GpuError::Rows(crate::ranks::WireError { at: 0, len: 0, what }));
+            }
+            Err(why) => return Err(GpuError::Rows(why.clone())),
+        }
+        self.rows = Some(carried);
         Ok(())
     }
 
@@ -321,10 +350,16 @@ impl<'a> Stream<'a> {
         let (a_dev, b_dev) = match (self.gpu.resident, &mut self.own_blocks) {
             (Some(r), _) => (&r.a, r.b.as_ref().unwrap_or(&r.a)),
             (None, Some((a_dev, b_dev))) => {
-                let inputs = job.inputs.host("points streamed in blocks")?;
-                a_dev.load(&self.stream, &inputs.a, (0, unit.a_block), (a0, a1)).doing(upload)?;
+                let sets = job.inputs.streamed()?;
+                match (self.rows.as_ref().and_then(|c| c.rows.as_ref().ok()), sets.a) {
+                    // Rows that came with the piece: row 0 is row a0 of A.
+                    (Some(rows), _) => a_dev.load(&self.stream, rows, (0, unit.a_block), (0, a1 - a0)),
+                    (None, Some(a)) => a_dev.load(&self.stream, a, (0, unit.a_block), (a0, a1)),
+                    (None, None) => unreachable!("rows of A come with every piece where the host holds none"),
+                }
+                .doing(upload)?;
                 if between {
-                    b_dev.load(&self.stream, inputs.other(), (1, unit.b_block), (b0, b1)).doing(upload)?;
+                    b_dev.load(&self.stream, sets.other, (1, unit.b_block), (b0, b1)).doing(upload)?;
                 }
                 (&*a_dev, &*b_dev)
             }
@@ -358,8 +393,9 @@ impl<'a> Stream<'a> {
                                         sample_grid_selectivity(stream, launcher, (a_dev, b_block), counts, g, drain)?
                                     }
                                     None => match job.inputs {
-                                        Located::Host(_) => {
-                                            sample_selectivity(job, self.gpu.ctx, stream, launcher, unit, drain)?
+                                        Located::Host(_) | Located::RowsOfA { .. } => {
+                                            let rows = self.rows.as_ref().and_then(|c| c.rows.as_ref().ok());
+                                            sample_selectivity(job, self.gpu.ctx, stream, launcher, unit, rows, drain)?
                                         }
                                         // Points taken on the GPU: their first rows, where they lie.
                                         Located::Device(_) => {
@@ -467,6 +503,7 @@ pub(super) fn sample_selectivity(
     stream: &Arc<CudaStream>,
     launcher: &Launcher,
     unit: &Unit,
+    a_rows: Option<&PointSet>,
     drain: &CudaFunction,
 ) -> Result<f64, GpuError> {
     let pick = |set: &PointSet, (lo, hi): (usize, usize), salt: u64| -> PointSet {
@@ -481,9 +518,14 @@ pub(super) fn sample_selectivity(
         set.subset(&rows, "sample".into())
     };
     let between = unit.kernel == KernelKind::Between;
-    let inputs = job.inputs.host("a sample of the blocks' rows")?;
-    let sa = pick(&inputs.a, job.a_blocks[unit.a_block], 1);
-    let sb = if between { pick(inputs.other(), job.b_blocks[unit.b_block], 2) } else { sa.clone() };
+    let sets = job.inputs.streamed()?;
+    let sa = match (a_rows, sets.a) {
+        // The rows that came with the piece (row 0 is the block's first).
+        (Some(rows), _) => pick(rows, (0, rows.len()), 1 ^ job.a_blocks[unit.a_block].0 as u64),
+        (None, Some(a)) => pick(a, job.a_blocks[unit.a_block], 1),
+        (None, None) => unreachable!("rows of A come with every piece where the host holds none"),
+    };
+    let sb = if between { pick(sets.other, job.b_blocks[unit.b_block], 2) } else { sa.clone() };
     // Blocks of its own: the stream's may be the GPU's resident input.
     let upload = "uploading a sample";
     let block = |set: &PointSet| -> Result<DeviceBlock, GpuError> {
