@@ -16,7 +16,7 @@ use crate::data::{DeviceInputs, Given, Inputs, Measured, OutOfF32, Spread};
 use crate::index::{self, Grid, IndexChoice, IndexError, IndexKind, SetShape, Shapes, Summary};
 use crate::outcome::Outcome;
 use crate::plan::{Plan, Points, Shape};
-use crate::ranks::{self, Holding, Keyed, RankWork, Ranks, WireError};
+use crate::ranks::{self, Holding, Keyed, Pieces, RankWork, Ranks, WireError};
 use crate::schedule::{GpuOptions, Hybrid, Indexing, Part, Schedule, ScheduleError, Workers};
 use crate::spec::{Params, Problem};
 use crate::stage::output::Partial;
@@ -986,21 +986,22 @@ pub fn rows_of_a_travel(
         let gpus = cuda::gpus(&opts.gpu)?;
         let block =
             gpu_rows_block(problem, params, &shapes, (opts.index, &opts.gpu), &gpus.workers.repeated(r.size()))?;
-        return Ok(block.map(|_| Travel { f64_mode: false, gpus: true }));
+        return Ok(block.map(|_| Travel { f64_mode: false, pieces: Pieces::GpuBlocks }));
     }
     let f64_mode = opts.f64 || f64_for_range(problem, params, (inputs, &shapes), Backend::Cpu, &mut Vec::new())?;
     let schedule = Schedule::make(problem, params, &shapes, opts.index, &opts.gpu, &Workers::cpu(threads_of(opts)))?;
     let hierarchy =
         opts.index == IndexChoice::Auto && cells::applies(problem, params, inputs, shape.visit, f64_mode).is_ok();
-    Ok((matches!(schedule.indexing, Indexing::Brute(_)) && !hierarchy).then_some(Travel { f64_mode, gpus: false }))
+    Ok((matches!(schedule.indexing, Indexing::Brute(_)) && !hierarchy)
+        .then_some(Travel { f64_mode, pieces: Pieces::CpuChunks }))
 }
 
 /// How A's rows travel with the pieces ([`rows_of_a_travel`]): the
-/// arithmetic, and whether the pieces are the GPUs' (else the CPU's chunks).
+/// arithmetic, and whose pieces they travel with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Travel {
     pub f64_mode: bool,
-    pub gpus: bool,
+    pub pieces: Pieces,
 }
 
 /// A GPU run whose A's rows travel cuts A into blocks of at least this
@@ -1074,11 +1075,11 @@ pub fn execute_rows(
     // A kernel or driver holds one run-time box: such runs take turns.
     let _box = crate::backend::one_box_at_a_time(params);
     let r = &*opts.ranks.as_ref().expect("rows of A travel between ranks").0;
-    let gpus = match held {
-        Held::Root(_, travel) => travel.gpus,
-        Held::Rank(rows) => rows.gpus,
+    let pieces = match held {
+        Held::Root(_, travel) => travel.pieces,
+        Held::Rank(rows) => rows.pieces,
     };
-    if gpus {
+    if pieces == Pieces::GpuBlocks {
         return execute_rows_on_gpus(problem, params, held, opts, start);
     }
     let (a_points, b) = match held {

@@ -250,7 +250,7 @@ fn run_as(mut args: RunArgs, ranks: Option<ranks::Handle>) -> anyhow::Result<()>
             let sent = match travel {
                 Some(t) => {
                     let a_shape = crate::index::SetShape::of(&frames[0].a);
-                    ranks::encode_rows_of_a(&frames[0], &a_shape, t.f64_mode, t.gpus)
+                    ranks::encode_rows_of_a(&frames[0], &a_shape, t.f64_mode, t.pieces)
                 }
                 None => ranks::encode_frames(&frames, &notes),
             };

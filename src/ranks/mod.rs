@@ -322,14 +322,22 @@ pub struct RowsOfA {
     pub a_origin: String,
     pub a_shape: SetShape,
     pub b: PointSet,
-    /// Whether the pieces are the GPUs' (else the CPU's chunks): rank 0's
-    /// backend, which every rank runs on.
-    pub gpus: bool,
+    /// Whose pieces the rows travel with: rank 0's backend, which every rank runs on.
+    pub pieces: Pieces,
     /// Rank 0's verdict on the points' range (`run::f64_for_range`): the
     /// arithmetic every rank computes in.
     pub f64_mode: bool,
     /// Bytes of this message (what the rank received before its pieces).
     pub received_bytes: u64,
+}
+
+/// Whose pieces A's rows travel with, in blocks or chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pieces {
+    /// The CPU driver's chunks of rows (`CpuDriver::run_parts`).
+    CpuChunks,
+    /// The GPUs' pieces, each reading one block of A (`run::gpu_rows_block`).
+    GpuBlocks,
 }
 
 /// What rank 0 sends every rank before a run of several: the frames whole,
@@ -341,14 +349,17 @@ pub enum Sent {
 }
 
 /// Rank 0's message of [`Sent::RowsOfA`]: B whole, A's size and shape
-/// (`a_shape`, `SetShape::of` A), the arithmetic, and whether the GPUs run.
-pub fn encode_rows_of_a(inputs: &Inputs, a_shape: &SetShape, f64_mode: bool, gpus: bool) -> Vec<u8> {
+/// (`a_shape`, `SetShape::of` A), the arithmetic, and whose pieces.
+pub fn encode_rows_of_a(inputs: &Inputs, a_shape: &SetShape, f64_mode: bool, pieces: Pieces) -> Vec<u8> {
     let b = inputs.b.as_ref().expect("rows of A travel only for two sets");
     let mut out = vec![SENT_ROWS_OF_A];
     put(&mut out, inputs.a.len() as u64);
     put_text(&mut out, &inputs.a.origin);
     out.push(u8::from(f64_mode));
-    out.push(u8::from(gpus));
+    out.push(match pieces {
+        Pieces::CpuChunks => 0,
+        Pieces::GpuBlocks => 1,
+    });
     put(&mut out, a_shape.ranges.len() as u64);
     a_shape.ranges.iter().for_each(|&(lo, hi)| [lo, hi].iter().for_each(|x| put(&mut out, x.to_bits())));
     put_text(&mut out, &a_shape.sample.origin);
@@ -372,7 +383,14 @@ pub fn decode_sent(bytes: &[u8]) -> Result<Sent, WireError> {
             let a_points = r.u64()? as usize;
             let a_origin = r.text()?;
             let f64_mode = r.take(1)?[0] != 0;
-            let gpus = r.take(1)?[0] != 0;
+            let pieces = match r.take(1)?[0] {
+                0 => Pieces::CpuChunks,
+                1 => Pieces::GpuBlocks,
+                other => {
+                    let what = format!("pieces of kind {other}, neither the CPU's chunks (0) nor the GPUs' blocks (1)");
+                    return Err(WireError { at: r.at - 1, len: bytes.len(), what });
+                }
+            };
             let mut ranges = Vec::new();
             for _ in 0..r.u64()? {
                 ranges.push((f64::from_bits(r.u64()?), f64::from_bits(r.u64()?)));
@@ -388,7 +406,7 @@ pub fn decode_sent(bytes: &[u8]) -> Result<Sent, WireError> {
             }
             let b = PointSet { columns, origin, rows: None };
             let received_bytes = bytes.len() as u64;
-            Ok(Sent::RowsOfA(RowsOfA { a_points, a_origin, a_shape, b, gpus, f64_mode, received_bytes }))
+            Ok(Sent::RowsOfA(RowsOfA { a_points, a_origin, a_shape, b, pieces, f64_mode, received_bytes }))
         }
         _ => Err(WireError { at: 0, len: bytes.len(), what: "neither frames nor set B".into() }),
     }
@@ -782,10 +800,13 @@ mod tests {
         };
         let inputs = Inputs { a: set("a.npy", 10), b: Some(set("b.csv", 4)) };
         let shape = SetShape::of(&inputs.a);
-        let Ok(Sent::RowsOfA(got)) = decode_sent(&encode_rows_of_a(&inputs, &shape, true, true)) else {
+        let Ok(Sent::RowsOfA(got)) = decode_sent(&encode_rows_of_a(&inputs, &shape, true, Pieces::GpuBlocks)) else {
             panic!("rows of A")
         };
-        assert_eq!((got.a_points, got.a_origin.as_str(), got.f64_mode, got.gpus), (10, "a.npy", true, true));
+        assert_eq!(
+            (got.a_points, got.a_origin.as_str(), got.f64_mode, got.pieces),
+            (10, "a.npy", true, Pieces::GpuBlocks)
+        );
         // Every rank makes the schedule from the same shape of A.
         assert_eq!((got.a_shape.len, &got.a_shape.ranges), (shape.len, &shape.ranges));
         assert_eq!(
