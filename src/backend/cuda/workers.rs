@@ -249,18 +249,19 @@ impl<'a> Stream<'a> {
                 Some((a_dev.doing(alloc)?, b_dev.doing(alloc)?))
             }
         };
+        let searches_rings = gpu.resident.is_some_and(|r| r.grid.as_ref().is_some_and(|g| g.rings.is_some()));
         let out = match (stage, totals) {
             (OutputStage::Totals { .. }, Some(t)) => StreamOutput::Totals(t),
             (OutputStage::Totals { .. }, None) => unreachable!("the GPU worker makes the totals"),
             (OutputStage::Dob { .. }, _) => StreamOutput::Dob(None, Vec::new()),
-            (OutputStage::TopK { k }, _) => {
-                StreamOutput::TopK(DeviceTopK::new(&stream, job.block_points, k, job.value).doing(alloc)?, Vec::new())
-            }
+            (OutputStage::TopK { k }, _) => StreamOutput::TopK(
+                DeviceTopK::new(&stream, job.block_points, k, job.value, searches_rings).doing(alloc)?,
+                Vec::new(),
+            ),
         };
         let event = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).doing("creating an event");
         // Pairs (8 B each) one stream's pool may take: a quarter of free memory shared by the streams.
         let pool_cap = ctx.mem_get_info().map_or(1 << 26, |(free, _)| (free / 4 / 8 / job.streams) as u64);
-        let searches_rings = gpu.resident.is_some_and(|r| r.grid.as_ref().is_some_and(|g| g.rings.is_some()));
         Ok(Stream {
             job,
             gpu,
