@@ -327,24 +327,30 @@ pub(super) fn build(
     builder.scan(stream, &per_row, &mut unit_start, rows + 1)?;
     let total = stream.clone_dtoh(&unit_start.slice(rows as usize..)).doing(doing)?[0];
     let n_units = total.max(1) as usize;
-    let mut units = stream.alloc_zeros::<u32>(4 * n_units).doing(doing)?;
     let mut ranges = stream.alloc_zeros::<u32>(2 * n_units * st.stride as usize).doing(doing)?;
-    let mut pairs = stream.alloc_zeros::<u64>(n_units).doing(doing)?;
-    let mut partners = stream.alloc_zeros::<u64>(n_units).doing(doing)?;
-    let mut bld = stream.launch_builder(&builder.units);
-    bld.arg(&st).arg(&unit_start).arg(&rows).arg(&a.start).arg(&a.cell).arg(&other.start).arg(&total);
-    bld.arg(&mut units).arg(&mut ranges).arg(&mut pairs).arg(&mut partners);
-    // SAFETY: (Stencil, const unsigned* unit_start, unsigned rows, const unsigned* start_a,
-    // const unsigned* sorted_cell_a, const unsigned* start_b, unsigned total_units, uint4* units,
-    // uint2* ranges, u64* pairs, u64* partners): total units, `stride` ranges each.
-    unsafe { bld.launch(launch_cfg(256, total.div_ceil(256))) }.doing(doing)?;
+    // The units (4 words, 2 of these each), their pairs and their partners
+    // in one buffer, read back in one download.
+    let mut found = stream.alloc_zeros::<u64>(4 * n_units).doing(doing)?;
+    {
+        let (mut units, mut counts) = found.split_at_mut(2 * n_units);
+        let (mut pairs, mut partners) = counts.split_at_mut(n_units);
+        let mut bld = stream.launch_builder(&builder.units);
+        bld.arg(&st).arg(&unit_start).arg(&rows).arg(&a.start).arg(&a.cell).arg(&other.start).arg(&total);
+        bld.arg(&mut units).arg(&mut ranges).arg(&mut pairs).arg(&mut partners);
+        // SAFETY: (Stencil, const unsigned* unit_start, unsigned rows, const unsigned* start_a,
+        // const unsigned* sorted_cell_a, const unsigned* start_b, unsigned total_units, uint4* units,
+        // uint2* ranges, u64* pairs, u64* partners): total units, `stride` ranges each; the units'
+        // view starts the buffer (aligned for uint4), 2 words each.
+        unsafe { bld.launch(launch_cfg(256, total.div_ceil(256))) }.doing(doing)?;
+    }
 
     // The units of its share (units are numbered in row order), most pairs
     // first (then by their own points, so the order is one for one grid),
     // as the host's grid lists them.
-    let words = stream.clone_dtoh(&units).doing(doing)?;
-    let pairs = stream.clone_dtoh(&pairs).doing(doing)?;
-    let partners = stream.clone_dtoh(&partners).doing(doing)?;
+    let found = stream.clone_dtoh(&found).doing(doing)?;
+    let (unit_words, counts) = found.split_at(2 * n_units);
+    let words: Vec<u32> = unit_words.iter().flat_map(|&w| [w as u32, (w >> 32) as u32]).collect();
+    let (pairs, partners) = counts.split_at(n_units);
     let total = total as usize;
     let mine = match share {
         Share::All => 0..total,
