@@ -171,25 +171,46 @@ pub fn kept_pool_bytes(total_memory: usize) -> u64 {
     total_memory as u64 / 8
 }
 
-/// Sets GPU `ctx`'s default memory pool (the one stream-ordered
-/// allocations take from) to keep [`kept_pool_bytes`] of freed memory.
+/// GPU `ctx`'s default memory pool: the one stream-ordered allocations take from.
+fn default_pool(ctx: &Arc<CudaContext>) -> Result<sys::CUmemoryPool, DriverError> {
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: the context's device; the handle is written through a valid pointer.
+    unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) }.result()?;
+    Ok(pool)
+}
+
+/// Sets GPU `ctx`'s default memory pool to keep [`kept_pool_bytes`] of freed memory.
 fn keep_freed_memory(ctx: &Arc<CudaContext>) -> Result<(), GpuError> {
     let doing = "keeping freed memory in the GPU's pool";
     let mut keep = kept_pool_bytes(ctx.total_mem().doing(doing)?);
-    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-    // SAFETY: the context's device; the pool handle and the threshold (a
-    // cuuint64_t, as CU_MEMPOOL_ATTR_RELEASE_THRESHOLD takes it) are written
-    // and read through valid pointers.
+    let pool = default_pool(ctx).doing(doing)?;
+    // SAFETY: the threshold is a cuuint64_t, as CU_MEMPOOL_ATTR_RELEASE_THRESHOLD takes it.
     unsafe {
-        sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()).result().doing(doing)?;
         sys::cuMemPoolSetAttribute(
             pool,
             sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
             (&mut keep as *mut u64).cast(),
         )
-        .result()
-        .doing(doing)
     }
+    .result()
+    .doing(doing)
+}
+
+/// Bytes a run may allocate on GPU `ctx`: the driver's free memory and
+/// what the pool keeps unused (freed by earlier calls, [`kept_pool_bytes`]),
+/// which the driver counts as used.
+fn free_memory(ctx: &Arc<CudaContext>) -> Result<usize, DriverError> {
+    let free = ctx.mem_get_info()?.0;
+    let pool = default_pool(ctx)?;
+    let attribute = |attr: sys::CUmemPool_attribute| -> Result<u64, DriverError> {
+        let mut value = 0u64;
+        // SAFETY: both attributes read are cuuint64_t, written through a valid pointer.
+        unsafe { sys::cuMemPoolGetAttribute(pool, attr, (&mut value as *mut u64).cast()) }.result()?;
+        Ok(value)
+    };
+    let reserved = attribute(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)?;
+    let used = attribute(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?;
+    Ok(free + reserved.saturating_sub(used) as usize)
 }
 
 /// GPU `ordinal`'s pinned buffers for downloads of pairs, made once per
@@ -821,7 +842,7 @@ fn prepare(
                     let ctx = context(g)?;
                     let staging = if downloads_staged { Some(staging(&ctx)?) } else { None };
                     let context_s = start.elapsed().as_secs_f64();
-                    let free = ctx.mem_get_info().doing("reading free GPU memory")?.0;
+                    let free = free_memory(&ctx).doing("reading free GPU memory")?;
                     let made_at = wall.elapsed().as_secs_f64();
                     let fits = block_points_for(free);
                     let resident = match found {

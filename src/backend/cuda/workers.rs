@@ -261,7 +261,7 @@ impl<'a> Stream<'a> {
         };
         let event = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).doing("creating an event");
         // Pairs (8 B each) one stream's pool may take: a quarter of free memory shared by the streams.
-        let pool_cap = ctx.mem_get_info().map_or(1 << 26, |(free, _)| (free / 4 / 8 / job.streams) as u64);
+        let pool_cap = super::free_memory(ctx).map_or(1 << 26, |free| (free / 4 / 8 / job.streams) as u64);
         Ok(Stream {
             job,
             gpu,
