@@ -8,16 +8,19 @@
 # before (e.g. main's) in target/wheels-base:
 #   git -C /work/main ... ; cp /work/main/target/wheels/twobs-*.whl target/wheels-base/
 # then:
-#   run (kind nvidia-h200, carry ["target/wheels", "target/peer-wheels", "target/wheels-base"]): scripts/gpu-pyknn.sh
+#   run (kind nvidia-h200, carry ["target/wheels", "target/peer-wheels", "target/wheels-base",
+#        "target/release/parity"]): scripts/gpu-pyknn.sh
 # It installs twobs and jz-tree into /tmp/site (the image's CuPy, PyTorch,
 # JAX, numpy and pytest as they are), then:
 #   1. pytest on the GPU: python/tests/test_gpu.py and test_gpu_arrays.py;
 #   2. scripts/bench-python.py session numpy knn-gpu (every KNN list on the
 #      GPU compared with the numpy path's, jz-tree's neighbour sets with twobs's);
 #   3. the same bench with the baseline wheel, where target/wheels-base holds one;
-#   4. a table: each target, best / median, and the engine's account.
+#   4. a table: each target, best / median, and the engine's account;
+#   5. where target/release/parity is carried (scripts/build-device.sh), its
+#      KNN cases on the GPU against the CPU backend (at most 150 s).
 # Logs in $OUT: summary.txt (the table), pytest.txt, bench.txt,
-# bench-python.jsonl, and base/ for the baseline.
+# bench-python.jsonl, parity.txt, and base/ for the baseline.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-pyknn}; mkdir -p "$OUT"
@@ -92,3 +95,8 @@ table(rows_of(f"{out}/bench-python.jsonl"), "this build")
 if os.path.exists(f"{out}/base/bench-python.jsonl"):
     table(rows_of(f"{out}/base/bench-python.jsonl"), "baseline (target/wheels-base), same machine")
 PY
+if [[ -x target/release/parity ]]; then
+  timeout 150 target/release/parity --test-threads 4 knn > "$OUT/parity.txt" 2>&1
+  echo "parity (knn cases, rc $?): $(grep -E '^test result' "$OUT/parity.txt" | tail -1)" | tee -a "$OUT/summary.txt"
+  grep -A3 -E "^---- |FAILED" "$OUT/parity.txt" | head -40
+fi
