@@ -225,7 +225,7 @@ impl Builder {
         }
         // One more count than cells: the scan's last value is then the total.
         let mut count = stream.alloc_zeros::<u32>(cells as usize + 1).doing(doing)?;
-        let mut cell_of = stream.alloc_zeros::<u32>(len.max(1)).doing(doing)?;
+        let mut cell_of = written(stream, len).doing(doing)?;
         let mut b = stream.launch_builder(&self.cells);
         b.arg(&arg).arg(&n).arg(&mut cell_of).arg(&mut count);
         // SAFETY: (Axes, unsigned n, unsigned* cell_of, unsigned* count): n cells, cells + 1 counts;
@@ -235,8 +235,8 @@ impl Builder {
         let mut start = stream.alloc_zeros::<u32>(cells as usize + 1).doing(doing)?;
         self.scan(stream, &count, &mut start, cells + 1)?;
         let mut next = stream.clone_dtod(&start).doing(doing)?;
-        let mut perm = stream.alloc_zeros::<u32>(len.max(1)).doing(doing)?;
-        let mut cell = stream.alloc_zeros::<u32>(len.max(1)).doing(doing)?;
+        let mut perm = written(stream, len).doing(doing)?;
+        let mut cell = written(stream, len).doing(doing)?;
         let mut b = stream.launch_builder(&self.scatter);
         b.arg(&cell_of).arg(&n).arg(&mut next).arg(&mut perm).arg(&mut cell);
         // SAFETY: (const unsigned* cell_of, unsigned n, unsigned* next, unsigned* perm, unsigned* sorted_cell).
@@ -246,7 +246,7 @@ impl Builder {
         let mut columns = Vec::new();
         for (c, scalar) in scalars.iter().enumerate() {
             let width = scalar.bytes() as usize;
-            let mut to = stream.alloc_zeros::<u8>(padded * width).doing(doing)?;
+            let mut to = zero_padded(stream, len * width, padded * width).doing(doing)?;
             let gather = if width == 8 { &self.gather8 } else { &self.gather4 };
             let mut b = stream.launch_builder(gather);
             b.arg(&raw.columns[c]).arg(&mut to).arg(&perm).arg(&n);
@@ -256,6 +256,33 @@ impl Builder {
         }
         Ok(SortedSet { block: DeviceBlock::from_columns(columns), perm, start, cell })
     }
+}
+
+/// Room for `n` words that the next kernel writes every one of (the cells
+/// of n points, and the scatter's n slots, a permutation of 0..n): not
+/// zeroed first, but for n = 0 (one word, zero).
+fn written(stream: &Arc<CudaStream>, n: usize) -> Result<CudaSlice<u32>, cudarc::driver::DriverError> {
+    match n {
+        0 => stream.alloc_zeros::<u32>(1),
+        // SAFETY: the caller's next kernel writes all n words before any is read.
+        _ => unsafe { stream.alloc::<u32>(n) },
+    }
+}
+
+/// `bytes` bytes whose first `written` the next kernel writes (a column's
+/// values), the rest (the padding past a set's last point) zeroed.
+pub(super) fn zero_padded(
+    stream: &Arc<CudaStream>,
+    written: usize,
+    bytes: usize,
+) -> Result<CudaSlice<u8>, cudarc::driver::DriverError> {
+    assert!(written <= bytes, "{written} bytes written into a column of {bytes}");
+    // SAFETY: bytes [0, written) are written by the caller's next kernel before any is read; the rest is zeroed here.
+    let mut column = unsafe { stream.alloc::<u8>(bytes) }?;
+    if written < bytes {
+        stream.memset_zeros(&mut column.slice_mut(written..))?;
+    }
+    Ok(column)
 }
 
 /// Which of the grid's units a GPU takes: all of them, or part `part` of

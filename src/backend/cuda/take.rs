@@ -263,7 +263,8 @@ fn take_set(
     let padded = n.max(1).next_multiple_of(PAD_POINTS);
     let mut columns: Vec<CudaSlice<u8>> = Vec::new();
     for _ in 0..set.components {
-        columns.push(stream.alloc_zeros::<u8>(padded * width).doing(doing)?);
+        // The kernel writes the n values; the padding past them is zeroed.
+        columns.push(super::grid::zero_padded(stream, n * width, padded * width).doing(doing)?);
     }
     let addresses: Vec<u64> = {
         let ptrs: Vec<_> = columns.iter().map(|c| c.device_ptr(stream)).collect();
