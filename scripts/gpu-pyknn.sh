@@ -5,9 +5,9 @@
 # beside jz-tree. Here first:
 #   scripts/build-device.sh && scripts/fetch-peer-wheels.sh
 # and, for a baseline in the same call (optional), the wheel of the code
-# before (e.g. main's) in target/wheels-base:
-#   git -C /work/main ... ; cp /work/main/target/wheels/twobs-*.whl target/wheels-base/
-# then:
+# before in target/wheels-base: build-device.sh on that code first, then
+#   mkdir -p target/wheels-base && cp target/wheels/twobs-*.whl target/wheels-base/
+# (and rebuild on this code). Then:
 #   run (kind nvidia-h200, carry ["target/wheels", "target/peer-wheels", "target/wheels-base",
 #        "target/release/parity"]): scripts/gpu-pyknn.sh
 # It installs twobs and jz-tree into /tmp/site (the image's CuPy, PyTorch,
@@ -29,11 +29,11 @@ export TWOBS_CACHE=/tmp/twobs-cache
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   python3 -c 'import sys, numpy, cupy, torch, jax; print(sys.version.split()[0], "numpy", numpy.__version__, "cupy", cupy.__version__, "torch", torch.__version__, "jax", jax.__version__, jax.devices())'
 } 2>&1 | tee "$OUT/summary.txt"
-install() {  # wheel dir, site dir
+install_wheels() {  # wheel dir, site dir
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$2" \
     "$1"/twobs-*.whl target/peer-wheels/*.whl 2>&1 | tail -3
 }
-install target/wheels /tmp/site
+install_wheels target/wheels /tmp/site
 export PYTHONPATH=/tmp/site
 python3 -c 'import twobs; print("twobs", twobs.__file__, twobs.default_session().backend)' 2>&1 | tee -a "$OUT/summary.txt"
 # The tests import the installed package, not the checkout's python/twobs (which has no extension there).
@@ -43,7 +43,7 @@ echo "pytest: $(tail -1 "$OUT/pytest.txt")" >> "$OUT/summary.txt"
 OUT="$OUT" timeout 900 python3 scripts/bench-python.py session numpy knn-gpu 2>&1 | tee "$OUT/bench.txt"
 if ls target/wheels-base/twobs-*.whl >/dev/null 2>&1; then
   mkdir -p "$OUT/base"
-  install target/wheels-base /tmp/site-base
+  install_wheels target/wheels-base /tmp/site-base
   PYTHONPATH=/tmp/site-base OUT="$OUT/base" timeout 900 python3 scripts/bench-python.py session numpy knn-gpu \
     > "$OUT/base/bench.txt" 2>&1
 fi
