@@ -48,7 +48,7 @@ def gpu_parts_of_report(report):
     """The engine's own account of a call: the GPU stages, the run's total, and the Python layer's steps."""
     g = report["timings"].get("gpu") or {}
     parts = {k: g.get(k, 0.0) for k in ("kernel_s", "upload_s", "download_s", "setup_s", "teardown_s",
-                                         "prepare_s", "index_s", "compile_s", "context_s")}
+                                         "prepare_s", "index_s", "grid_s", "compile_s", "context_s")}
     parts["gpu_wall_s"] = g.get("wall_s", 0.0)
     parts["total_s"] = report["timings"]["total_s"]
     parts.update(report.get("steps", {}))
@@ -104,7 +104,7 @@ def case_frames():
 def case_numpy():
     points = rng.random((1_000_000, 3), dtype=np.float32)
     session = twobs.Session()
-    for call in range(4):
+    for call in range(6):
         (dist, idx), wall = timed(twobs.knn, points, 16, session=session)
         record("numpy", job="knn 1M K=16", call=call, wall_s=wall)
     for call in range(2):
@@ -135,7 +135,7 @@ def case_knn_gpu():
             record("knn-gpu", n=n, call=call, twobs_s=wall, on_gpu=type(idx).__module__)
         ids = cupy.asnumpy(idx)
         # The engine's account of a call on points read on the GPU (take, schedule, grid, kernel).
-        for call in range(2):
+        for call in range(4):
             cupy.cuda.Device().synchronize()
             result, wall = timed(session.run, "knn", points, params={"k": 16})
             cupy.cuda.Device().synchronize()

@@ -60,5 +60,19 @@ fn main() {
                 probe.source.len()
             );
         }
+        // As a run on points already on the GPU schedules (the GPU alone, `run::execute_on_gpu`).
+        let alone = GpuOptions { hybrid: Hybrid::Off, ..opts };
+        let shapes = Shapes::of(&inputs);
+        for round in 0..5 {
+            let t = Instant::now();
+            let schedule =
+                Schedule::make(&problem, &params, &shapes, IndexChoice::Auto, &alone, &workers).expect("schedule");
+            println!(
+                "{} n={n} round {round}: schedule of the GPU alone {:?} ({:?})",
+                problem.name,
+                t.elapsed(),
+                schedule.indexing.layout().map(|l| l.cells)
+            );
+        }
     }
 }

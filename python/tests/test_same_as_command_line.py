@@ -103,6 +103,18 @@ def test_knn_equals_twobs_run_knn(cli, rng, cpu):
     assert dist.dtype == np.float32 and (np.diff(dist, axis=1) >= 0).all()
 
 
+def test_short_knn_lists_are_counted_over_every_chunk_and_filled(rng, cpu):
+    # 9000 queries (three of the count's chunks of 4096 lists) among 5 points: every list of 8 is short.
+    points = rng.random((5, 3), dtype=np.float32)
+    queries = rng.random((9000, 3), dtype=np.float32)
+    result = cpu.run("knn", queries, points, params={"k": 8})
+    assert result.missing == 9000
+    dist, idx = twobs.knn(points, 8, query=queries, session=cpu)
+    assert (idx[:, 5:] == 5).all() and np.isinf(dist[:, 5:]).all()
+    assert np.isfinite(dist[:, :5]).all() and (np.sort(idx[:, :5], axis=1) == np.arange(5)).all()
+    assert cpu.run("knn", queries, points, params={"k": 5}).missing == 0
+
+
 def test_a_spec_given_as_text_runs_as_its_file_does(cli, rng, cpu):
     folder = ROOT / "examples" / "manhattan"
     spec, snippet = (folder / "manhattan.xml").read_text(), (folder / "manhattan.cu").read_text()

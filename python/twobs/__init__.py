@@ -1043,8 +1043,9 @@ def knn(points: Any, k: int, query: Any = None, session: Optional[Session] = Non
         dist, ids = _back_to(lib, points, dist), _back_to(lib, points, ids)
         if lib not in ("cupy", "torch", "jax"):
             return dist, ids
-        missing = ids < 0
-        if bool(missing.any()):
+        # Lists run best first, so a short one ends in -1: its last column tells (one id a list read, not k).
+        if ids.shape[0] > 0 and ids.shape[1] > 0 and bool((ids[:, -1] < 0).any()):
+            missing = ids < 0
             ids = _where(missing, n, ids)
             dist = _where(missing, float("inf"), dist)
         return dist, ids

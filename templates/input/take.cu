@@ -30,12 +30,19 @@ constexpr unsigned MAX_COMPONENTS = 16;
 // nearest value, as numpy's astype and the command line's readers round)
 // and written to columns[c]; the extremes are those of the converted
 // values, as the host's `Column::min_max` reads them; a row is bad where
-// any converted component is NaN or infinite. extremes holds 2 keys a
-// component (min, max), which start at (~0, 0); first_bad at ~0u.
+// any converted component is NaN or infinite. `state` is the set's one
+// buffer of 64-bit words, uploaded once and read back once
+// (src/backend/cuda/take.rs): the columns' addresses (`components` words),
+// then 2 keys a component (min, max), which start at (~0, 0), then one word
+// whose low half is the first bad row (starting at ~0u) and high half how
+// many rows are bad (starting at 0); the samples follow.
 extern "C" __global__ void __launch_bounds__(TAKE_THREADS)
 twobs_take_columns(const char* base, long long row_stride, long long column_stride, unsigned kind, unsigned n,
-                   unsigned components, unsigned out_f64, void* const* columns, unsigned long long* extremes,
-                   unsigned* first_bad, unsigned* bad_rows) {
+                   unsigned components, unsigned out_f64, unsigned long long* state) {
+  void* const* columns = reinterpret_cast<void* const*>(state);
+  unsigned long long* extremes = state + components;
+  unsigned* first_bad = reinterpret_cast<unsigned*>(state + 3 * components);
+  unsigned* bad_rows = first_bad + 1;
   double lo[MAX_COMPONENTS], hi[MAX_COMPONENTS];
   for (unsigned c = 0; c < components; ++c) {
     lo[c] = __longlong_as_double(0x7ff0000000000000ll);  // +inf
@@ -91,14 +98,27 @@ twobs_take_columns(const char* base, long long row_stride, long long column_stri
   }
 }
 
-// Rows 0, step, 2 step, ... (count of them) of a column of 4- or 8-byte
-// values: the strided sample that `index::SetShape` and the range check read.
-extern "C" __global__ void twobs_take_rows4(const unsigned* column, unsigned step, unsigned count, unsigned* out) {
-  for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < count; k += gridDim.x * blockDim.x)
-    out[k] = column[static_cast<unsigned long long>(k) * step];
-}
-extern "C" __global__ void twobs_take_rows8(const unsigned long long* column, unsigned step, unsigned count,
-                                            unsigned long long* out) {
-  for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < count; k += gridDim.x * blockDim.x)
-    out[k] = column[static_cast<unsigned long long>(k) * step];
+// The strided samples that `index::SetShape` and the range check read, of
+// every column at once: rows 0, step, 2 step, ... (`count` of them) of each
+// column for the first sample, then of each column for the second, written
+// one after another (values of `width` bytes, 4 or 8) from word
+// `sample_word` of `state` (the addresses of twobs_take_columns).
+extern "C" __global__ void twobs_take_samples(unsigned long long* state, unsigned components, unsigned width,
+                                              unsigned step0, unsigned count0, unsigned step1, unsigned count1,
+                                              unsigned sample_word) {
+  const unsigned first = components * count0;
+  const unsigned total = first + components * count1;
+  char* out = reinterpret_cast<char*>(state + sample_word);
+  for (unsigned t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
+    const bool second = t >= first;
+    const unsigned u = second ? t - first : t;
+    const unsigned count = second ? count1 : count0;
+    const unsigned c = u / count;
+    const unsigned long long row = static_cast<unsigned long long>(u % count) * (second ? step1 : step0);
+    const char* column = reinterpret_cast<const char*>(state[c]);
+    if (width == 8)
+      reinterpret_cast<unsigned long long*>(out)[t] = reinterpret_cast<const unsigned long long*>(column)[row];
+    else
+      reinterpret_cast<unsigned*>(out)[t] = reinterpret_cast<const unsigned*>(column)[row];
+  }
 }

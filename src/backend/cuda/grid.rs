@@ -225,7 +225,7 @@ impl Builder {
         }
         // One more count than cells: the scan's last value is then the total.
         let mut count = stream.alloc_zeros::<u32>(cells as usize + 1).doing(doing)?;
-        let mut cell_of = stream.alloc_zeros::<u32>(len.max(1)).doing(doing)?;
+        let mut cell_of = written(stream, len).doing(doing)?;
         let mut b = stream.launch_builder(&self.cells);
         b.arg(&arg).arg(&n).arg(&mut cell_of).arg(&mut count);
         // SAFETY: (Axes, unsigned n, unsigned* cell_of, unsigned* count): n cells, cells + 1 counts;
@@ -235,8 +235,8 @@ impl Builder {
         let mut start = stream.alloc_zeros::<u32>(cells as usize + 1).doing(doing)?;
         self.scan(stream, &count, &mut start, cells + 1)?;
         let mut next = stream.clone_dtod(&start).doing(doing)?;
-        let mut perm = stream.alloc_zeros::<u32>(len.max(1)).doing(doing)?;
-        let mut cell = stream.alloc_zeros::<u32>(len.max(1)).doing(doing)?;
+        let mut perm = written(stream, len).doing(doing)?;
+        let mut cell = written(stream, len).doing(doing)?;
         let mut b = stream.launch_builder(&self.scatter);
         b.arg(&cell_of).arg(&n).arg(&mut next).arg(&mut perm).arg(&mut cell);
         // SAFETY: (const unsigned* cell_of, unsigned n, unsigned* next, unsigned* perm, unsigned* sorted_cell).
@@ -246,7 +246,7 @@ impl Builder {
         let mut columns = Vec::new();
         for (c, scalar) in scalars.iter().enumerate() {
             let width = scalar.bytes() as usize;
-            let mut to = stream.alloc_zeros::<u8>(padded * width).doing(doing)?;
+            let mut to = zero_padded(stream, len * width, padded * width).doing(doing)?;
             let gather = if width == 8 { &self.gather8 } else { &self.gather4 };
             let mut b = stream.launch_builder(gather);
             b.arg(&raw.columns[c]).arg(&mut to).arg(&perm).arg(&n);
@@ -256,6 +256,33 @@ impl Builder {
         }
         Ok(SortedSet { block: DeviceBlock::from_columns(columns), perm, start, cell })
     }
+}
+
+/// Room for `n` words that the next kernel writes every one of (the cells
+/// of n points, and the scatter's n slots, a permutation of 0..n): not
+/// zeroed first, but for n = 0 (one word, zero).
+fn written(stream: &Arc<CudaStream>, n: usize) -> Result<CudaSlice<u32>, cudarc::driver::DriverError> {
+    match n {
+        0 => stream.alloc_zeros::<u32>(1),
+        // SAFETY: the caller's next kernel writes all n words before any is read.
+        _ => unsafe { stream.alloc::<u32>(n) },
+    }
+}
+
+/// `bytes` bytes whose first `written` the next kernel writes (a column's
+/// values), the rest (the padding past a set's last point) zeroed.
+pub(super) fn zero_padded(
+    stream: &Arc<CudaStream>,
+    written: usize,
+    bytes: usize,
+) -> Result<CudaSlice<u8>, cudarc::driver::DriverError> {
+    assert!(written <= bytes, "{written} bytes written into a column of {bytes}");
+    // SAFETY: bytes [0, written) are written by the caller's next kernel before any is read; the rest is zeroed here.
+    let mut column = unsafe { stream.alloc::<u8>(bytes) }?;
+    if written < bytes {
+        stream.memset_zeros(&mut column.slice_mut(written..))?;
+    }
+    Ok(column)
 }
 
 /// Which of the grid's units a GPU takes: all of them, or part `part` of
@@ -327,24 +354,30 @@ pub(super) fn build(
     builder.scan(stream, &per_row, &mut unit_start, rows + 1)?;
     let total = stream.clone_dtoh(&unit_start.slice(rows as usize..)).doing(doing)?[0];
     let n_units = total.max(1) as usize;
-    let mut units = stream.alloc_zeros::<u32>(4 * n_units).doing(doing)?;
     let mut ranges = stream.alloc_zeros::<u32>(2 * n_units * st.stride as usize).doing(doing)?;
-    let mut pairs = stream.alloc_zeros::<u64>(n_units).doing(doing)?;
-    let mut partners = stream.alloc_zeros::<u64>(n_units).doing(doing)?;
-    let mut bld = stream.launch_builder(&builder.units);
-    bld.arg(&st).arg(&unit_start).arg(&rows).arg(&a.start).arg(&a.cell).arg(&other.start).arg(&total);
-    bld.arg(&mut units).arg(&mut ranges).arg(&mut pairs).arg(&mut partners);
-    // SAFETY: (Stencil, const unsigned* unit_start, unsigned rows, const unsigned* start_a,
-    // const unsigned* sorted_cell_a, const unsigned* start_b, unsigned total_units, uint4* units,
-    // uint2* ranges, u64* pairs, u64* partners): total units, `stride` ranges each.
-    unsafe { bld.launch(launch_cfg(256, total.div_ceil(256))) }.doing(doing)?;
+    // The units (4 words, 2 of these each), their pairs and their partners
+    // in one buffer, read back in one download.
+    let mut found = stream.alloc_zeros::<u64>(4 * n_units).doing(doing)?;
+    {
+        let (mut units, mut counts) = found.split_at_mut(2 * n_units);
+        let (mut pairs, mut partners) = counts.split_at_mut(n_units);
+        let mut bld = stream.launch_builder(&builder.units);
+        bld.arg(&st).arg(&unit_start).arg(&rows).arg(&a.start).arg(&a.cell).arg(&other.start).arg(&total);
+        bld.arg(&mut units).arg(&mut ranges).arg(&mut pairs).arg(&mut partners);
+        // SAFETY: (Stencil, const unsigned* unit_start, unsigned rows, const unsigned* start_a,
+        // const unsigned* sorted_cell_a, const unsigned* start_b, unsigned total_units, uint4* units,
+        // uint2* ranges, u64* pairs, u64* partners): total units, `stride` ranges each; the units'
+        // view starts the buffer (aligned for uint4), 2 words each.
+        unsafe { bld.launch(launch_cfg(256, total.div_ceil(256))) }.doing(doing)?;
+    }
 
     // The units of its share (units are numbered in row order), most pairs
     // first (then by their own points, so the order is one for one grid),
     // as the host's grid lists them.
-    let words = stream.clone_dtoh(&units).doing(doing)?;
-    let pairs = stream.clone_dtoh(&pairs).doing(doing)?;
-    let partners = stream.clone_dtoh(&partners).doing(doing)?;
+    let found = stream.clone_dtoh(&found).doing(doing)?;
+    let (unit_words, counts) = found.split_at(2 * n_units);
+    let words: Vec<u32> = unit_words.iter().flat_map(|&w| [w as u32, (w >> 32) as u32]).collect();
+    let (pairs, partners) = counts.split_at(n_units);
     let total = total as usize;
     let mine = match share {
         Share::All => 0..total,

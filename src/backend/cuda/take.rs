@@ -22,8 +22,7 @@ use crate::stage::input::{DeviceBlock, PAD_POINTS};
 /// The taker's kernels on one GPU.
 struct Taker {
     columns: CudaFunction,
-    rows4: CudaFunction,
-    rows8: CudaFunction,
+    samples: CudaFunction,
 }
 
 impl Taker {
@@ -35,11 +34,7 @@ impl Taker {
             let (cubin, _) = nvrtc::cubin(&kernel, &dev.arch(), cache)?;
             let module = ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec())).doing("loading the taker")?;
             let f = |entry: &str| module.load_function(entry).doing("finding the taker's kernels");
-            Ok(Taker {
-                columns: f("twobs_take_columns")?,
-                rows4: f("twobs_take_rows4")?,
-                rows8: f("twobs_take_rows8")?,
-            })
+            Ok(Taker { columns: f("twobs_take_columns")?, samples: f("twobs_take_samples")? })
         })
     }
 }
@@ -186,7 +181,75 @@ fn launch_cfg(threads: u32, blocks: u32) -> LaunchConfig {
     LaunchConfig { grid_dim: (blocks.max(1), 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 }
 }
 
-/// One set's columns of `scalar` (padded by a tile, zeros) and what was measured of it.
+/// Where a set's measurements lie in its one buffer of 64-bit words
+/// (`state` of `templates/input/take.cu`): the columns' addresses, the
+/// extremes' keys, the bad rows' word, then the two samples, each
+/// component's values one after another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateLayout {
+    pub components: usize,
+    /// Bytes of a value of the spec's scalar.
+    pub width: usize,
+    /// Rows and step of the planner's sample (`index::sample_step`) and of the range check's (`spacing_step`).
+    pub shape: (usize, usize),
+    pub spacing: (usize, usize),
+}
+
+impl StateLayout {
+    pub fn new(n: usize, components: usize, width: usize) -> StateLayout {
+        let sample = |step: usize| (n.div_ceil(step), step);
+        StateLayout { components, width, shape: sample(crate::index::sample_step(n)), spacing: sample(spacing_step(n)) }
+    }
+
+    /// The word the samples start at.
+    pub fn sample_word(&self) -> usize {
+        3 * self.components + 1
+    }
+
+    /// Words of the whole buffer.
+    pub fn words(&self) -> usize {
+        let bytes = self.components * (self.shape.0 + self.spacing.0) * self.width;
+        self.sample_word() + bytes.div_ceil(8)
+    }
+
+    /// The words uploaded before the take: the columns' addresses, extremes
+    /// that any value replaces, and no bad row.
+    pub fn initial(&self, addresses: &[u64]) -> Vec<u64> {
+        let mut words = addresses.to_vec();
+        words.extend([u64::MAX, 0].repeat(self.components));
+        words.push(u64::from(u32::MAX));
+        words
+    }
+
+    /// The extremes' keys, the bad rows (first, count) and the two samples'
+    /// bytes of each component, read from the downloaded buffer.
+    #[allow(clippy::type_complexity, reason = "the buffer's parts, each once")]
+    pub fn read<'a>(&self, words: &'a [u64]) -> (Vec<[u64; 2]>, Option<(u32, u32)>, [Vec<&'a [u8]>; 2]) {
+        let c = self.components;
+        let keys = words[c..3 * c].chunks_exact(2).map(|k| [k[0], k[1]]).collect();
+        let bad_word = words[3 * c];
+        let (first, count) = (bad_word as u32, (bad_word >> 32) as u32);
+        // SAFETY: the words' memory viewed as bytes (u8 has no alignment and every bit pattern is one).
+        let bytes: &[u8] = unsafe {
+            std::slice::from_raw_parts(
+                words[self.sample_word()..].as_ptr().cast(),
+                (words.len() - self.sample_word()) * 8,
+            )
+        };
+        let (shape_bytes, spacing_bytes) = bytes.split_at(c * self.shape.0 * self.width);
+        let per = |all: &'a [u8], rows: usize| -> Vec<&'a [u8]> {
+            (0..c).map(|k| &all[k * rows * self.width..(k + 1) * rows * self.width]).collect()
+        };
+        (
+            keys,
+            (count > 0).then_some((first, count)),
+            [per(shape_bytes, self.shape.0), per(spacing_bytes, self.spacing.0)],
+        )
+    }
+}
+
+/// One set's columns of `scalar` (padded by a tile, zeros) and what was
+/// measured of it: one upload of its state, two launches and one download.
 fn take_set(
     taker: &Taker,
     stream: &Arc<CudaStream>,
@@ -200,16 +263,17 @@ fn take_set(
     let padded = n.max(1).next_multiple_of(PAD_POINTS);
     let mut columns: Vec<CudaSlice<u8>> = Vec::new();
     for _ in 0..set.components {
-        columns.push(stream.alloc_zeros::<u8>(padded * width).doing(doing)?);
+        // The kernel writes the n values; the padding past them is zeroed.
+        columns.push(super::grid::zero_padded(stream, n * width, padded * width).doing(doing)?);
     }
     let addresses: Vec<u64> = {
         let ptrs: Vec<_> = columns.iter().map(|c| c.device_ptr(stream)).collect();
         ptrs.iter().map(|(p, _)| *p).collect()
     };
-    let addresses = stream.clone_htod(&addresses).doing(doing)?;
-    let mut extremes = stream.clone_htod(&[u64::MAX, 0].repeat(set.components)).doing(doing)?;
-    let mut first_bad = stream.clone_htod(&[u32::MAX]).doing(doing)?;
-    let mut bad_rows = stream.clone_htod(&[0u32]).doing(doing)?;
+    let layout = StateLayout::new(n, set.components, width);
+    let mut state = stream.alloc_zeros::<u64>(layout.words()).doing(doing)?;
+    let initial = layout.initial(&addresses);
+    stream.memcpy_htod(&initial, &mut state.slice_mut(..initial.len())).doing(doing)?;
     let kind: u32 = match set.given {
         Scalar::F32 => 0,
         Scalar::F64 => 1,
@@ -220,46 +284,102 @@ fn take_set(
     let (rows, comps, out_f64) = (n as u32, set.components as u32, u32::from(scalar == Scalar::F64));
     let mut b = stream.launch_builder(&taker.columns);
     b.arg(&set.address).arg(&set.strides[0]).arg(&set.strides[1]).arg(&kind).arg(&rows).arg(&comps).arg(&out_f64);
-    b.arg(&addresses).arg(&mut extremes).arg(&mut first_bad).arg(&mut bad_rows);
+    b.arg(&mut state);
     let blocks = (n.div_ceil(256) as u32).clamp(1, 8 * multiprocessors.max(1));
     // SAFETY: (const char* base, i64 row_stride, i64 column_stride, unsigned kind, unsigned n,
-    // unsigned components, unsigned out_f64, void* const* columns, u64* extremes, unsigned* first_bad,
-    // unsigned* bad_rows): the given array holds n rows at its strides (DeviceSet::check and the
-    // caller's interface), each column n values of the spec's scalar, extremes 2 per component.
+    // unsigned components, unsigned out_f64, u64* state): the given array holds n rows at its
+    // strides (DeviceSet::check and the caller's interface), each column n values of the spec's
+    // scalar, state the columns' addresses, 2 keys per component and the bad rows' word.
     unsafe { b.launch(launch_cfg(256, blocks)) }.doing(doing)?;
-    let sample = |step: usize| -> Result<Vec<Column>, GpuError> {
-        let count = n.div_ceil(step);
-        let mut out = Vec::new();
-        for column in &columns {
-            let mut to = stream.alloc_zeros::<u8>(count.max(1) * width).doing(doing)?;
-            let rows = if width == 8 { &taker.rows8 } else { &taker.rows4 };
-            let mut b = stream.launch_builder(rows);
-            let (step, count32) = (step as u32, count as u32);
-            b.arg(column).arg(&step).arg(&count32).arg(&mut to);
-            // SAFETY: (const T* column, unsigned step, unsigned count, T* out): rows k step < n, count of them.
-            unsafe { b.launch(launch_cfg(256, count.div_ceil(256) as u32)) }.doing(doing)?;
-            let bytes = stream.clone_dtoh(&to).doing(doing)?;
-            out.push(Column::from_bytes_filled(scalar, count, |room| {
-                for (r, x) in room.iter_mut().zip(&bytes) {
-                    r.write(*x);
-                }
-                Ok::<(), GpuError>(())
-            })?);
-        }
-        Ok(out)
+    let (width32, sample_word) = (width as u32, layout.sample_word() as u32);
+    let [(count0, step0), (count1, step1)] = [layout.shape, layout.spacing].map(|(c, s)| (c as u32, s as u32));
+    let total = set.components * (layout.shape.0 + layout.spacing.0);
+    let mut b = stream.launch_builder(&taker.samples);
+    b.arg(&mut state).arg(&comps).arg(&width32).arg(&step0).arg(&count0).arg(&step1).arg(&count1).arg(&sample_word);
+    // SAFETY: (u64* state, unsigned components, unsigned width, unsigned step0, unsigned count0,
+    // unsigned step1, unsigned count1, unsigned sample_word): rows k step < n of each column, and
+    // room in state from sample_word for components (count0 + count1) values of `width` bytes.
+    unsafe { b.launch(launch_cfg(256, (total.div_ceil(256) as u32).clamp(1, 1024))) }.doing(doing)?;
+    let words = stream.clone_dtoh(&state).doing(doing)?;
+    let (extreme_keys, bad, [shape_bytes, spacing_bytes]) = layout.read(&words);
+    let sample = |parts: Vec<&[u8]>, count: usize| -> Result<Vec<Column>, GpuError> {
+        parts
+            .into_iter()
+            .map(|bytes| {
+                Column::from_bytes_filled(scalar, count, |room| {
+                    for (r, x) in room.iter_mut().zip(bytes) {
+                        r.write(*x);
+                    }
+                    Ok::<(), GpuError>(())
+                })
+            })
+            .collect()
     };
-    let shape_sample = sample(crate::index::sample_step(n))?;
-    let spacing_sample = sample(spacing_step(n))?;
-    let keys = stream.clone_dtoh(&extremes).doing(doing)?;
-    let first = stream.clone_dtoh(&first_bad).doing(doing)?[0];
-    let bad = stream.clone_dtoh(&bad_rows).doing(doing)?[0];
     let measured = Measured {
         len: n,
-        extreme_keys: keys.chunks_exact(2).map(|k| [k[0], k[1]]).collect(),
-        bad: (bad > 0).then_some((first, bad)),
-        shape_sample,
-        spacing_sample,
+        extreme_keys,
+        bad,
+        shape_sample: sample(shape_bytes, layout.shape.0)?,
+        spacing_sample: sample(spacing_bytes, layout.spacing.0)?,
         origin: set.origin.clone(),
     };
     Ok((DeviceBlock::from_columns(columns), measured))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StateLayout;
+
+    /// The buffer as the kernels fill it, read back: extremes, bad rows and
+    /// each component's samples land where `read` finds them.
+    #[test]
+    fn the_state_buffer_reads_back_what_the_kernels_write() {
+        let (n, components, width) = (1_000_003, 3, 4);
+        let layout = StateLayout::new(n, components, width);
+        assert_eq!(layout.shape, (n.div_ceil(crate::index::sample_step(n)), crate::index::sample_step(n)));
+        assert_eq!(layout.spacing, (n.div_ceil(crate::data::spacing_step(n)), crate::data::spacing_step(n)));
+        let mut words = layout.initial(&[11, 22, 33]);
+        assert_eq!(words.len(), layout.sample_word());
+        let (keys, bad, _) = layout.read(&{
+            let mut w = words.clone();
+            w.resize(layout.words(), 0);
+            w
+        });
+        assert_eq!((keys, bad), (vec![[u64::MAX, 0]; 3], None));
+        words.resize(layout.words(), 0);
+        // As the kernels write: component c's keys, 7 bad rows from row 5,
+        // and value (sample s, component c, row k) = s << 24 | c << 20 | k.
+        for c in 0..components {
+            words[components + 2 * c] = 100 + c as u64;
+            words[components + 2 * c + 1] = 200 + c as u64;
+        }
+        words[3 * components] = 7 << 32 | 5;
+        let mut bytes: Vec<u8> = Vec::new();
+        for (s, (rows, _)) in [layout.shape, layout.spacing].into_iter().enumerate() {
+            for c in 0..components {
+                for k in 0..rows {
+                    bytes.extend(((s << 24 | c << 20 | k) as u32).to_le_bytes());
+                }
+            }
+        }
+        for (i, b) in bytes.iter().enumerate() {
+            let w = layout.sample_word() + i / 8;
+            words[w] |= u64::from(*b) << (8 * (i % 8));
+        }
+        let (keys, bad, samples) = layout.read(&words);
+        assert_eq!(keys, (0..3).map(|c| [100 + c, 200 + c]).collect::<Vec<_>>());
+        assert_eq!(bad, Some((5, 7)));
+        for (s, (rows, _)) in [layout.shape, layout.spacing].into_iter().enumerate() {
+            assert_eq!(samples[s].len(), components);
+            for (c, part) in samples[s].iter().enumerate() {
+                let values: Vec<u32> =
+                    part.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect();
+                assert_eq!(
+                    values,
+                    (0..rows).map(|k| (s << 24 | c << 20 | k) as u32).collect::<Vec<_>>(),
+                    "sample {s} component {c}"
+                );
+            }
+        }
+    }
 }

@@ -112,15 +112,19 @@ pub(super) fn gpu_worker(job: &Job, gpu: Gpu, stage: OutputStage, streams: usize
         }
         _ => None,
     };
-    let ran: Vec<Result<StreamResult, GpuError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..streams)
-            .map(|_| {
-                let (totals, origin) = (totals.as_ref(), &origin);
-                s.spawn(move || stream_worker(job, gpu, stage, totals, origin))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("GPU stream worker panicked")).collect()
-    });
+    // One stream runs on this thread (a thread spawned costs about 30 us on the H200's host).
+    let ran: Vec<Result<StreamResult, GpuError>> = match streams {
+        1 => vec![stream_worker(job, gpu, stage, totals.as_ref(), &origin)],
+        _ => std::thread::scope(|s| {
+            let handles: Vec<_> = (0..streams)
+                .map(|_| {
+                    let (totals, origin) = (totals.as_ref(), &origin);
+                    s.spawn(move || stream_worker(job, gpu, stage, totals, origin))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("GPU stream worker panicked")).collect()
+        }),
+    };
     let mut done = GpuResult {
         parts: Vec::new(),
         kept: None,
@@ -252,18 +256,19 @@ impl<'a> Stream<'a> {
                 Some((a_dev.doing(alloc)?, b_dev.doing(alloc)?))
             }
         };
+        let searches_rings = gpu.resident.is_some_and(|r| r.grid.as_ref().is_some_and(|g| g.rings.is_some()));
         let out = match (stage, totals) {
             (OutputStage::Totals { .. }, Some(t)) => StreamOutput::Totals(t),
             (OutputStage::Totals { .. }, None) => unreachable!("the GPU worker makes the totals"),
             (OutputStage::Dob { .. }, _) => StreamOutput::Dob(None, Vec::new()),
-            (OutputStage::TopK { k }, _) => {
-                StreamOutput::TopK(DeviceTopK::new(&stream, job.block_points, k, job.value).doing(alloc)?, Vec::new())
-            }
+            (OutputStage::TopK { k }, _) => StreamOutput::TopK(
+                DeviceTopK::new(&stream, job.block_points, k, job.value, searches_rings).doing(alloc)?,
+                Vec::new(),
+            ),
         };
         let event = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).doing("creating an event");
         // Pairs (8 B each) one stream's pool may take: a quarter of free memory shared by the streams.
-        let pool_cap = ctx.mem_get_info().map_or(1 << 26, |(free, _)| (free / 4 / 8 / job.streams) as u64);
-        let searches_rings = gpu.resident.is_some_and(|r| r.grid.as_ref().is_some_and(|g| g.rings.is_some()));
+        let pool_cap = super::free_memory(ctx).map_or(1 << 26, |free| (free / 4 / 8 / job.streams) as u64);
         Ok(Stream {
             job,
             gpu,

@@ -64,16 +64,25 @@ pub struct DeviceTopK {
 }
 
 impl DeviceTopK {
-    /// Room for `queries` queries of `k` entries of `value`.
-    pub fn new(stream: &Arc<CudaStream>, queries: usize, k: u32, value: Scalar) -> Result<Self, DriverError> {
+    /// Room for `queries` queries of `k` entries of `value`: zeroed, or,
+    /// where `written` (a search of rings, whose one launch writes every
+    /// query's whole list, `templates/visit/rings.cu`), left as the pool
+    /// hands it: 10M lists of 16 are 1.3 GB not written twice.
+    pub fn new(
+        stream: &Arc<CudaStream>,
+        queries: usize,
+        k: u32,
+        value: Scalar,
+        written: bool,
+    ) -> Result<Self, DriverError> {
         let n = queries.max(1) * k as usize;
-        Ok(DeviceTopK {
-            values: stream.alloc_zeros::<u8>(n * value.bytes() as usize)?,
-            indices: stream.alloc_zeros::<u32>(n)?,
-            fresh: 1,
-            k: k as usize,
-            value,
-        })
+        let bytes = n * value.bytes() as usize;
+        let (values, indices) = match written {
+            // SAFETY: every entry is written by the search before anything reads it.
+            true => unsafe { (stream.alloc::<u8>(bytes)?, stream.alloc::<u32>(n)?) },
+            false => (stream.alloc_zeros::<u8>(bytes)?, stream.alloc_zeros::<u32>(n)?),
+        };
+        Ok(DeviceTopK { values, indices, fresh: 1, k: k as usize, value })
     }
 
     pub fn arg(&self, arg: Arg) -> &dyn PushArg {
