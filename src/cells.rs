@@ -16,6 +16,7 @@
 //! f32) agree.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -151,6 +152,50 @@ impl Buckets {
     }
 }
 
+/// The classes of keys as thresholds: the bits of the least non-negative
+/// f32 key of each class past the first (u32::MAX where no key reaches it).
+/// A non-negative f32's bits order as its value, and the class never
+/// decreases in the key, so a key's class is the number of thresholds at
+/// or below its bits: [`Buckets::class`] exactly, without a square root or
+/// the edges' arithmetic.
+struct Firsts(Vec<u32>);
+
+impl Firsts {
+    /// The least key of each class, by bisection over the f32 bit patterns of 0 to infinity.
+    fn of(buckets: &Buckets) -> Firsts {
+        const INF: u32 = 0x7f80_0000;
+        let firsts = (1..=buckets.slots() + 1)
+            .map(|c| {
+                if buckets.class(f32::from_bits(INF)) < c {
+                    return u32::MAX;
+                }
+                // class(lo) < c <= class(hi), or lo = 0 where key 0 is already past c.
+                let (mut lo, mut hi) = (0u32, INF);
+                if buckets.class(0.0) >= c {
+                    return 0;
+                }
+                while hi - lo > 1 {
+                    let mid = lo + (hi - lo) / 2;
+                    if buckets.class(f32::from_bits(mid)) >= c { hi = mid } else { lo = mid }
+                }
+                hi
+            })
+            .collect();
+        Firsts(firsts)
+    }
+
+    /// The class of the non-negative key `k`.
+    fn class(&self, k: f32) -> u32 {
+        let bits = if k > 0.0 { k.to_bits() } else { 0 };
+        self.0.partition_point(|&t| t <= bits) as u32
+    }
+
+    /// Whether key `k`, of class `c`, and every greater key up to `hi` share it.
+    fn same(&self, c: u32, hi: f32) -> bool {
+        self.0.get(c as usize).is_none_or(|&t| hi.to_bits() < t)
+    }
+}
+
 /// The largest f32 at most `x` (x >= 0).
 fn f32_down(x: f64) -> f32 {
     let f = x as f32;
@@ -193,50 +238,110 @@ impl Node {
     }
 }
 
-/// A set in the tree's order, with its cells (the root first).
+/// A set in the tree's order (its points with their rows), with its cells
+/// (the root first).
 struct Tree {
-    perm: Vec<u32>,
+    entries: Vec<Entry>,
     nodes: Vec<Node>,
 }
 
-/// The k-d tree of `points`: each cell split at the median of its widest
-/// side until at most `leaf` points are left. Halves of more than 2^15
-/// points are built on every core.
-fn tree(points: &[[f32; MAX_DIMS]], dims: usize, leaf: usize) -> Tree {
-    fn build(points: &[[f32; MAX_DIMS]], idx: &mut [u32], lo: u32, dims: usize, leaf: usize) -> Vec<Node> {
-        let (mut min, mut max) = ([0f32; MAX_DIMS], [0f32; MAX_DIMS]);
-        for d in 0..dims {
-            min[d] = idx.iter().map(|&i| points[i as usize][d]).fold(f32::INFINITY, f32::min);
-            max[d] = idx.iter().map(|&i| points[i as usize][d]).fold(f32::NEG_INFINITY, f32::max);
+/// A point of a tree's working copy: its coordinates and its row in the set.
+/// The tree reorders these (16 bytes each, contiguous) rather than an index
+/// into the points, so that splitting and bounding a cell reads memory in order.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    p: [f32; MAX_DIMS],
+    row: u32,
+}
+
+/// The bounding box of `entries`: f32 `min`/`max` folds (a NaN coordinate is
+/// passed over), in parallel for large cells.
+fn bounds(entries: &[Entry], dims: usize) -> ([f32; MAX_DIMS], [f32; MAX_DIMS]) {
+    let fold = |entries: &[Entry]| {
+        let (mut min, mut max) = ([f32::INFINITY; MAX_DIMS], [f32::NEG_INFINITY; MAX_DIMS]);
+        for e in entries {
+            for d in 0..dims {
+                min[d] = min[d].min(e.p[d]);
+                max[d] = max[d].max(e.p[d]);
+            }
         }
-        let hi = lo + idx.len() as u32;
-        if idx.len() <= leaf {
-            return vec![Node { lo, hi, min, max, left: 0, right: 0 }];
-        }
-        let axis = (0..dims).max_by(|&a, &b| (max[a] - min[a]).total_cmp(&(max[b] - min[b]))).unwrap_or(0);
-        let mid = idx.len() / 2;
-        idx.select_nth_unstable_by(mid, |&a, &b| points[a as usize][axis].total_cmp(&points[b as usize][axis]));
-        let (l, r) = idx.split_at_mut(mid);
-        let (left, right) = if l.len() > 1 << 15 {
-            rayon::join(|| build(points, l, lo, dims, leaf), || build(points, r, lo + mid as u32, dims, leaf))
-        } else {
-            (build(points, l, lo, dims, leaf), build(points, r, lo + mid as u32, dims, leaf))
-        };
-        let shift = |nodes: Vec<Node>, by: u32| {
-            nodes
-                .into_iter()
-                .map(move |n| if n.is_leaf() { n } else { Node { left: n.left + by, right: n.right + by, ..n } })
-        };
-        let right_at = 1 + left.len() as u32;
-        let mut out = Vec::with_capacity(1 + left.len() + right.len());
-        out.push(Node { lo, hi, min, max, left: 1, right: right_at });
-        out.extend(shift(left, 1));
-        out.extend(shift(right, right_at));
-        out
+        (min, max)
+    };
+    let (mut min, mut max) = if entries.len() > PARALLEL_CELL {
+        entries.par_chunks(PARALLEL_CELL / 4).map(fold).reduce(
+            || ([f32::INFINITY; MAX_DIMS], [f32::NEG_INFINITY; MAX_DIMS]),
+            |(a, b), (c, d)| (std::array::from_fn(|k| a[k].min(c[k])), std::array::from_fn(|k| b[k].max(d[k]))),
+        )
+    } else {
+        fold(entries)
+    };
+    for d in dims..MAX_DIMS {
+        (min[d], max[d]) = (0.0, 0.0);
     }
-    let mut perm: Vec<u32> = (0..points.len() as u32).collect();
-    let nodes = build(points, &mut perm, 0, dims, leaf);
-    Tree { perm, nodes }
+    (min, max)
+}
+
+/// Cells of more points than this are bounded on every core, and their two
+/// halves built side by side.
+const PARALLEL_CELL: usize = 1 << 15;
+
+/// The number of cells of a tree of `n` points with leaves of at most `leaf`:
+/// 1 for a leaf, else the cell and its halves' (n / 2 and the rest).
+fn cells_of(n: usize, leaf: usize, memo: &mut std::collections::HashMap<usize, usize>) -> usize {
+    if n <= leaf {
+        return 1;
+    }
+    if let Some(&c) = memo.get(&n) {
+        return c;
+    }
+    let c = 1 + cells_of(n / 2, leaf, memo) + cells_of(n - n / 2, leaf, memo);
+    memo.insert(n, c);
+    c
+}
+
+/// The k-d tree of `entries` (reordered in place into the tree's order):
+/// each cell split at the median of its widest side until at most `leaf`
+/// points are left. The cells are written in place, a cell before its first
+/// half's subtree and that before the second's; halves of more than
+/// [`PARALLEL_CELL`] points are built on every core.
+fn tree(mut entries: Vec<Entry>, dims: usize, leaf: usize) -> Tree {
+    struct Build<'a> {
+        dims: usize,
+        leaf: usize,
+        /// Cells of the subtree of n points, for every n > leaf met.
+        cells: &'a std::collections::HashMap<usize, usize>,
+    }
+    impl Build<'_> {
+        /// The subtree of `entries`, whose first point is the set's `lo`-th in
+        /// the tree's order, into `out` (its cells), the first at index `at`.
+        fn cell(&self, entries: &mut [Entry], lo: u32, out: &mut [Node], at: u32) {
+            let (min, max) = bounds(entries, self.dims);
+            let hi = lo + entries.len() as u32;
+            if entries.len() <= self.leaf {
+                out[0] = Node { lo, hi, min, max, left: 0, right: 0 };
+                return;
+            }
+            let axis = (0..self.dims).max_by(|&a, &b| (max[a] - min[a]).total_cmp(&(max[b] - min[b]))).unwrap_or(0);
+            let mid = entries.len() / 2;
+            entries.select_nth_unstable_by(mid, |a, b| a.p[axis].total_cmp(&b.p[axis]));
+            let left_cells = if mid <= self.leaf { 1 } else { self.cells[&mid] };
+            let right_at = at + 1 + left_cells as u32;
+            out[0] = Node { lo, hi, min, max, left: at + 1, right: right_at };
+            let (l, r) = entries.split_at_mut(mid);
+            let (lout, rout) = out[1..].split_at_mut(left_cells);
+            if l.len() > PARALLEL_CELL {
+                rayon::join(|| self.cell(l, lo, lout, at + 1), || self.cell(r, lo + mid as u32, rout, right_at));
+            } else {
+                self.cell(l, lo, lout, at + 1);
+                self.cell(r, lo + mid as u32, rout, right_at);
+            }
+        }
+    }
+    let mut memo = std::collections::HashMap::new();
+    let n = cells_of(entries.len(), leaf, &mut memo);
+    let mut nodes = vec![Node { lo: 0, hi: 0, min: [0.0; MAX_DIMS], max: [0.0; MAX_DIMS], left: 0, right: 0 }; n];
+    Build { dims, leaf, cells: &memo }.cell(&mut entries, 0, &mut nodes, 0);
+    Tree { entries, nodes }
 }
 
 /// What resolving found: counts per class, pairs resolved, leaf pairs left.
@@ -246,7 +351,13 @@ struct Found {
     node_pairs: u64,
     /// (own leaf, other leaf): for one set, a leaf with itself or an unordered pair once.
     leaves: Vec<(u32, u32)>,
+    /// Leaf pairs' point pairs not yet added to [`Resolver::left`].
+    unsummed: u64,
 }
+
+/// A task adds its leaf pairs' point pairs to the run's count (shared by
+/// every core) once this many have gathered, and at its end.
+const SUM_EVERY: u64 = 1 << 24;
 
 /// The resolver over two trees (one tree twice for one set).
 struct Resolver<'a> {
@@ -255,7 +366,7 @@ struct Resolver<'a> {
     one_set: bool,
     dims: usize,
     rel: f64,
-    buckets: &'a Buckets,
+    classes: &'a Firsts,
     /// Pairs left to the leaves so far, against the most worth resolving.
     left: AtomicU64,
     most_left: u64,
@@ -278,8 +389,8 @@ impl Resolver<'_> {
         }
         let lo = f32_down((near * (1.0 - self.rel) - ABS).max(0.0));
         let hi = f32_up(far * (1.0 + self.rel) + ABS);
-        let c = self.buckets.class(lo);
-        (c == self.buckets.class(hi)).then_some(c)
+        let c = self.classes.class(lo);
+        self.classes.same(c, hi).then_some(c)
     }
 
     /// Resolves cells `p` of A and `q` of B (p == q: a cell with itself).
@@ -325,7 +436,19 @@ impl Resolver<'_> {
 
     fn leaf(&self, p: u32, q: u32, pairs: u64, out: &mut Found) {
         out.leaves.push((p, q));
-        if self.left.fetch_add(pairs, Ordering::Relaxed) + pairs > self.most_left || self.watch.asked() {
+        out.unsummed += pairs;
+        if out.unsummed >= SUM_EVERY {
+            self.sum(out);
+        }
+        if self.watch.asked() {
+            self.gave_up.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Adds a task's leaf pairs to the run's, and gives up past the most.
+    fn sum(&self, out: &mut Found) {
+        let pairs = std::mem::take(&mut out.unsummed);
+        if self.left.fetch_add(pairs, Ordering::Relaxed) + pairs > self.most_left {
             self.gave_up.store(true, Ordering::Relaxed);
         }
     }
@@ -367,6 +490,7 @@ impl Resolver<'_> {
             .map(|&(p, q)| {
                 let mut part = Found { classes: vec![0; slots as usize + 2], ..Default::default() };
                 self.pair(p, q, &mut part);
+                self.sum(&mut part);
                 part
             })
             .collect();
@@ -440,6 +564,20 @@ pub struct Cells {
     /// Cell pairs the resolver met.
     pub node_pairs: u64,
     pub leaves: u32,
+    pub steps: Steps,
+}
+
+/// The host's steps of the hierarchy, in seconds (wall, every core).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Steps {
+    /// Both sets' k-d trees.
+    pub trees_s: f64,
+    /// Resolving cell pairs from the roots down.
+    pub resolve_s: f64,
+    /// The leaf pairs left, as the grid's units.
+    pub units_s: f64,
+    /// The sets' copies in the trees' order.
+    pub copies_s: f64,
 }
 
 /// Per-thread costs of the CPU backend, in nanoseconds (measured on this
@@ -522,7 +660,7 @@ pub fn build(
             ns * 1e-9
         ));
     }
-    let points = |s: &PointSet| -> Vec<[f32; MAX_DIMS]> {
+    let entries = |s: &PointSet| -> Vec<Entry> {
         let cols: Vec<&[f32]> = s
             .columns
             .iter()
@@ -531,20 +669,23 @@ pub fn build(
                 _ => unreachable!("applies() checked f32"),
             })
             .collect();
-        (0..s.len())
-            .map(|i| {
+        (0..s.len() as u32)
+            .into_par_iter()
+            .with_min_len(1 << 14)
+            .map(|row| {
                 let mut p = [0f32; MAX_DIMS];
                 for d in 0..dims {
-                    p[d] = cols[d][i];
+                    p[d] = cols[d][row as usize];
                 }
-                p
+                Entry { p, row }
             })
             .collect()
     };
     let leaf = leaf.max(2) as usize;
-    let pa = points(&inputs.a);
-    let ta = tree(&pa, dims, leaf);
-    let tb = inputs.b.as_ref().map(|b| tree(&points(b), dims, leaf));
+    let start = Instant::now();
+    let ta = tree(entries(&inputs.a), dims, leaf);
+    let tb = inputs.b.as_ref().map(|b| tree(entries(b), dims, leaf));
+    let trees_s = start.elapsed().as_secs_f64();
     let one_set = visit == Visit::LowerTriangle;
     let (na, nb) = (inputs.a.len() as u64, inputs.other().len() as u64);
     let all = if one_set { na * na.saturating_sub(1) / 2 } else { na * nb };
@@ -559,14 +700,17 @@ pub fn build(
         one_set,
         dims,
         rel: how.metric.relative(dims),
-        buckets: &how.buckets,
+        classes: &Firsts::of(&how.buckets),
         left: AtomicU64::new(0),
         most_left,
         gave_up: AtomicBool::new(false),
         watch: crate::stop::Watch::start(),
     };
     let slots = how.buckets.slots();
-    let Some(found) = resolver.resolve(slots) else {
+    let start = Instant::now();
+    let resolved = resolver.resolve(slots);
+    let resolve_s = start.elapsed().as_secs_f64();
+    let Some(found) = resolved else {
         if resolver.watch.asked() {
             return Err("a stop was asked while the cell hierarchy resolved".into());
         }
@@ -588,19 +732,24 @@ pub fn build(
             ns * 1e-9
         ));
     }
-    let (units, ranges) = units(&resolver, &found.leaves);
+    let start = Instant::now();
+    let (units, ranges) = units(&resolver, found.leaves);
+    let units_s = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    // The sorted copies, from the trees' own: every column is a coordinate (applies()).
     let sorted = |set: &PointSet, t: &Tree| Sorted {
         set: PointSet {
-            columns: set.columns.iter().map(|c| c.gather(&t.perm, rayon::current_num_threads())).collect(),
+            columns: (0..dims).map(|d| Column::F32(t.entries.par_iter().map(|e| e.p[d]).collect())).collect(),
             origin: format!("{} in cell order", set.origin),
             rows: None,
         },
-        perm: t.perm.clone(),
+        perm: t.entries.par_iter().map(|e| e.row).collect(),
         cell: Vec::new(),
         cell_start: vec![0, set.len() as u32],
     };
     let a = sorted(&inputs.a, &ta);
     let b = inputs.b.as_ref().zip(tb.as_ref()).map(|(s, t)| sorted(s, t));
+    let copies_s = start.elapsed().as_secs_f64();
     let pairs: u128 = units.iter().map(|u| u.pairs as u128).sum();
     debug_assert_eq!(pairs, left as u128);
     let resolved: u64 = found.classes.iter().sum();
@@ -633,6 +782,7 @@ pub fn build(
         summary,
         node_pairs: found.node_pairs,
         leaves,
+        steps: Steps { trees_s, resolve_s, units_s, copies_s },
     })
 }
 
@@ -640,9 +790,38 @@ pub fn build(
 /// own points for one set (empty where the leaf's pairs with itself were
 /// resolved: the walk meets points after i within it), then its partners'
 /// points, neighbouring leaves merged into one range.
-fn units(r: &Resolver, leaves: &[(u32, u32)]) -> (Vec<Unit>, Vec<[u32; 2]>) {
-    let mut by_own: Vec<(u32, u32)> = leaves.to_vec();
-    by_own.sort_unstable_by_key(|&(p, q)| (r.a.nodes[p as usize].lo, p != q, r.b.nodes[q as usize].lo));
+///
+/// The leaf pairs are ordered by own leaf, its pair with itself first, then
+/// by partner: a tree's leaves lie in its points' order in the order of
+/// their indices (a cell's first half's subtree before its second's), so
+/// the indices order them as their points do.
+fn units(r: &Resolver, leaves: Vec<(u32, u32)>) -> (Vec<Unit>, Vec<[u32; 2]>) {
+    // Counted into their own leaves' places, then each own leaf's sorted: (p != q, q).
+    let mut start = vec![0usize; r.a.nodes.len() + 1];
+    for &(p, _) in &leaves {
+        start[p as usize + 1] += 1;
+    }
+    for i in 1..start.len() {
+        start[i] += start[i - 1];
+    }
+    let mut at = start.clone();
+    let mut keys = vec![0u64; leaves.len()];
+    for &(p, q) in &leaves {
+        keys[at[p as usize]] = ((p != q) as u64) << 32 | q as u64;
+        at[p as usize] += 1;
+    }
+    drop(leaves);
+    let mut groups = Vec::new();
+    let mut rest = keys.as_mut_slice();
+    for p in 0..r.a.nodes.len() {
+        let (group, after) = rest.split_at_mut(start[p + 1] - start[p]);
+        if !group.is_empty() {
+            groups.push((p as u32, group));
+        }
+        rest = after;
+    }
+    groups.par_iter_mut().with_min_len(64).for_each(|(_, g)| g.sort_unstable());
+    let by_own: Vec<(u32, u32)> = groups.iter().flat_map(|(p, g)| g.iter().map(|&k| (*p, k as u32))).collect();
     let (mut units, mut ranges) = (Vec::new(), Vec::<[u32; 2]>::new());
     for group in by_own.chunk_by(|x, y| x.0 == y.0) {
         let own = r.a.nodes[group[0].0 as usize];
@@ -724,12 +903,12 @@ mod tests {
             let (pa, pb) = (corner(&mut rng), corner(&mut rng));
             let (na, nb) = (node(&pa, dims), node(&pb, dims));
             let r = Resolver {
-                a: &Tree { perm: vec![], nodes: vec![] },
-                b: &Tree { perm: vec![], nodes: vec![] },
+                a: &Tree { entries: vec![], nodes: vec![] },
+                b: &Tree { entries: vec![], nodes: vec![] },
                 one_set: false,
                 dims,
                 rel: Metric::Euclidean.relative(dims),
-                buckets: &Buckets::Log { edges: vec![1.0, 2.0] },
+                classes: &Firsts::of(&Buckets::Log { edges: vec![1.0, 2.0] }),
                 left: AtomicU64::new(0),
                 most_left: 0,
                 gave_up: AtomicBool::new(false),
@@ -753,6 +932,69 @@ mod tests {
         }
     }
 
+    /// The tree as first written (an index sorted over the points, each
+    /// cell's box in passes over it, halves' cells concatenated): the tree
+    /// of entries reordered in place is the same cell for cell.
+    #[test]
+    fn trees_are_the_index_sorted_trees() {
+        fn reference(points: &[[f32; MAX_DIMS]], idx: &mut [u32], lo: u32, dims: usize, leaf: usize) -> Vec<Node> {
+            let (mut min, mut max) = ([0f32; MAX_DIMS], [0f32; MAX_DIMS]);
+            for d in 0..dims {
+                min[d] = idx.iter().map(|&i| points[i as usize][d]).fold(f32::INFINITY, f32::min);
+                max[d] = idx.iter().map(|&i| points[i as usize][d]).fold(f32::NEG_INFINITY, f32::max);
+            }
+            let hi = lo + idx.len() as u32;
+            if idx.len() <= leaf {
+                return vec![Node { lo, hi, min, max, left: 0, right: 0 }];
+            }
+            let axis = (0..dims).max_by(|&a, &b| (max[a] - min[a]).total_cmp(&(max[b] - min[b]))).unwrap_or(0);
+            let mid = idx.len() / 2;
+            idx.select_nth_unstable_by(mid, |&a, &b| points[a as usize][axis].total_cmp(&points[b as usize][axis]));
+            let (l, r) = idx.split_at_mut(mid);
+            let (left, right) = (reference(points, l, lo, dims, leaf), reference(points, r, lo + mid as u32, dims, leaf));
+            let shift = |nodes: Vec<Node>, by: u32| {
+                nodes.into_iter().map(move |n| {
+                    if n.is_leaf() { n } else { Node { left: n.left + by, right: n.right + by, ..n } }
+                })
+            };
+            let right_at = 1 + left.len() as u32;
+            let mut out = vec![Node { lo, hi, min, max, left: 1, right: right_at }];
+            out.extend(shift(left, 1));
+            out.extend(shift(right, right_at));
+            out
+        }
+        let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
+        for (n, leaf) in [(0, 2), (1, 2), (7, 2), (1000, 16), (100_000, 7), (300_000, 128)] {
+            let dims = rng.random_range(1..=3usize);
+            // Clusters, duplicates and a lattice: ties in the median's comparisons.
+            let points: Vec<[f32; MAX_DIMS]> = (0..n)
+                .map(|i| {
+                    let mut p = [0f32; MAX_DIMS];
+                    for d in 0..dims {
+                        p[d] = match i % 3 {
+                            0 => rng.random::<f32>(),
+                            1 => rng.random_range(0..8u32) as f32 / 8.0,
+                            _ => 0.5 + 1e-3 * rng.random::<f32>(),
+                        };
+                    }
+                    p
+                })
+                .collect();
+            let mut idx: Vec<u32> = (0..n as u32).collect();
+            let want = reference(&points, &mut idx, 0, dims, leaf);
+            let t = tree(points.iter().enumerate().map(|(i, &p)| Entry { p, row: i as u32 }).collect(), dims, leaf);
+            assert_eq!(t.entries.iter().map(|e| e.row).collect::<Vec<_>>(), idx, "{n} points, leaves of {leaf}");
+            assert!(t.entries.iter().all(|e| e.p == points[e.row as usize]));
+            assert_eq!(t.nodes.len(), want.len(), "{n} points, leaves of {leaf}");
+            for (k, (a, b)) in t.nodes.iter().zip(&want).enumerate() {
+                let same = (a.lo, a.hi, a.left, a.right) == (b.lo, b.hi, b.left, b.right)
+                    && a.min.map(f32::to_bits) == b.min.map(f32::to_bits)
+                    && a.max.map(f32::to_bits) == b.max.map(f32::to_bits);
+                assert!(same, "{n} points, leaves of {leaf}: cell {k} is {a:?}, was {b:?}");
+            }
+        }
+    }
+
     /// The class of a key is its value's bucket as `bucket.cu` computes it.
     #[test]
     fn classes_are_the_values_buckets_and_never_decrease() {
@@ -772,6 +1014,19 @@ mod tests {
             assert_eq!(log.class(k), want, "log key {k:e}");
             assert!(linear.class(k) >= last_linear && log.class(k) >= last_log);
             (last_linear, last_log) = (linear.class(k), log.class(k));
+        }
+        // The thresholds the resolver classes keys by: the same class for
+        // every key drawn, and for keys on and a few ulps beside each threshold.
+        for buckets in [linear, log, Buckets::Linear { lo: 0.25, scale: 500.0 / 1.5, slots: 500 }] {
+            let firsts = Firsts::of(&buckets);
+            let near = firsts.0.iter().filter(|&&t| t != u32::MAX).flat_map(|&t| t.saturating_sub(3)..=t.saturating_add(3).min(0x7f80_0000));
+            let special = [0.0, f32::MIN_POSITIVE, 1e-30, 3.0, 1e30, f32::MAX, f32::INFINITY];
+            for k in keys.iter().copied().chain(near.map(f32::from_bits)).chain(special) {
+                let c = buckets.class(k);
+                assert_eq!(firsts.class(k), c, "key {k:e} ({:#x}) of {buckets:?}", k.to_bits());
+                assert_eq!(firsts.same(c, k), true, "key {k:e}");
+                assert!(!firsts.same(c, f32::INFINITY) || buckets.class(f32::INFINITY) == c, "key {k:e}");
+            }
         }
     }
 }
