@@ -16,8 +16,7 @@ fn main() {
         _ => vec![128, 512],
     };
     let problem = twobs::problems::built_in("sdh").expect("sdh").with_spacing(Spacing::Log).expect("log buckets");
-    let params =
-        problem.bind(&["bins=20".into(), "r_min=0.001".into(), "r_max=0.5".into()]).expect("sdh's parameters");
+    let params = problem.bind(&["bins=20".into(), "r_min=0.001".into(), "r_max=0.5".into()]).expect("sdh's parameters");
     let components = problem.input.element.components();
     let opts = InputOptions { dims: None, drop_nonfinite: false, seed: 1 };
     let inputs = Inputs { a: read_input(input, &components, &opts).expect("the input"), b: None };

@@ -951,11 +951,12 @@ mod tests {
             let mid = idx.len() / 2;
             idx.select_nth_unstable_by(mid, |&a, &b| points[a as usize][axis].total_cmp(&points[b as usize][axis]));
             let (l, r) = idx.split_at_mut(mid);
-            let (left, right) = (reference(points, l, lo, dims, leaf), reference(points, r, lo + mid as u32, dims, leaf));
+            let (left, right) =
+                (reference(points, l, lo, dims, leaf), reference(points, r, lo + mid as u32, dims, leaf));
             let shift = |nodes: Vec<Node>, by: u32| {
-                nodes.into_iter().map(move |n| {
-                    if n.is_leaf() { n } else { Node { left: n.left + by, right: n.right + by, ..n } }
-                })
+                nodes
+                    .into_iter()
+                    .map(move |n| if n.is_leaf() { n } else { Node { left: n.left + by, right: n.right + by, ..n } })
             };
             let right_at = 1 + left.len() as u32;
             let mut out = vec![Node { lo, hi, min, max, left: 1, right: right_at }];
@@ -1019,7 +1020,11 @@ mod tests {
         // every key drawn, and for keys on and a few ulps beside each threshold.
         for buckets in [linear, log, Buckets::Linear { lo: 0.25, scale: 500.0 / 1.5, slots: 500 }] {
             let firsts = Firsts::of(&buckets);
-            let near = firsts.0.iter().filter(|&&t| t != u32::MAX).flat_map(|&t| t.saturating_sub(3)..=t.saturating_add(3).min(0x7f80_0000));
+            let near = firsts
+                .0
+                .iter()
+                .filter(|&&t| t != u32::MAX)
+                .flat_map(|&t| t.saturating_sub(3)..=t.saturating_add(3).min(0x7f80_0000));
             let special = [0.0, f32::MIN_POSITIVE, 1e-30, 3.0, 1e30, f32::MAX, f32::INFINITY];
             for k in keys.iter().copied().chain(near.map(f32::from_bits)).chain(special) {
                 let c = buckets.class(k);
