@@ -1029,7 +1029,7 @@ mod tests {
             for k in keys.iter().copied().chain(near.map(f32::from_bits)).chain(special) {
                 let c = buckets.class(k);
                 assert_eq!(firsts.class(k), c, "key {k:e} ({:#x}) of {buckets:?}", k.to_bits());
-                assert_eq!(firsts.same(c, k), true, "key {k:e}");
+                assert!(firsts.same(c, k), "key {k:e}");
                 assert!(!firsts.same(c, f32::INFINITY) || buckets.class(f32::INFINITY) == c, "key {k:e}");
             }
         }
