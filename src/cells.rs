@@ -364,6 +364,9 @@ struct Resolver<'a> {
     a: &'a Tree,
     b: &'a Tree,
     one_set: bool,
+    /// Own cells (the units' own points) split down to this many points,
+    /// their partners to the trees' leaves.
+    own_leaf: u64,
     dims: usize,
     rel: f64,
     classes: &'a Firsts,
@@ -407,7 +410,7 @@ impl Resolver<'_> {
             return;
         }
         if same {
-            if np.is_leaf() {
+            if !self.own_splits(&np) {
                 return self.leaf(p, q, pairs, out);
             }
             self.pair(np.left, np.left, out);
@@ -415,13 +418,19 @@ impl Resolver<'_> {
             return self.pair(np.left, np.right, out);
         }
         // Split the wider cell, where it has halves.
-        match (np.is_leaf(), nq.is_leaf()) {
-            (true, true) => self.leaf(p, q, pairs, out),
-            (false, true) => self.split_p(np, q, out),
-            (true, false) => self.split_q(p, nq, out),
-            (false, false) if np.wider_than(&nq, self.dims) => self.split_p(np, q, out),
-            (false, false) => self.split_q(p, nq, out),
+        match (self.own_splits(&np), !nq.is_leaf()) {
+            (false, false) => self.leaf(p, q, pairs, out),
+            (true, false) => self.split_p(np, q, out),
+            (false, true) => self.split_q(p, nq, out),
+            (true, true) if np.wider_than(&nq, self.dims) => self.split_p(np, q, out),
+            (true, true) => self.split_q(p, nq, out),
         }
+    }
+
+    /// Whether an own cell (of A) splits: above the own leaves' size. Its
+    /// partners (of B) split down to the tree's leaves.
+    fn own_splits(&self, n: &Node) -> bool {
+        !n.is_leaf() && n.len() > self.own_leaf
     }
 
     fn split_p(&self, np: Node, q: u32, out: &mut Found) {
@@ -466,7 +475,8 @@ impl Resolver<'_> {
             for (p, q) in tasks {
                 let (np, nq) = (self.a.nodes[p as usize], self.b.nodes[q as usize]);
                 let same = self.one_set && p == q;
-                if np.is_leaf() && nq.is_leaf() || self.class(&np, &nq).is_some() {
+                let (ps, qs) = (self.own_splits(&np), !same && !nq.is_leaf());
+                if !ps && !qs || self.class(&np, &nq).is_some() {
                     next.push((p, q));
                     continue;
                 }
@@ -474,7 +484,7 @@ impl Resolver<'_> {
                 found.node_pairs += 1;
                 if same {
                     next.extend([(np.left, np.left), (np.right, np.right), (np.left, np.right)]);
-                } else if !np.is_leaf() && (nq.is_leaf() || np.wider_than(&nq, self.dims)) {
+                } else if ps && (!qs || np.wider_than(&nq, self.dims)) {
                     next.extend([(np.left, q), (np.right, q)]);
                 } else {
                     next.extend([(p, nq.left), (p, nq.right)]);
@@ -637,25 +647,43 @@ pub fn add_resolved(outcome: crate::outcome::Outcome, counts: Option<&[u64]>) ->
     }
 }
 
-/// The hierarchy of `inputs` with leaves of at most `leaf` points, where it
+/// The sizes of the hierarchy's leaves.
+#[derive(Debug, Clone, Copy)]
+pub struct Leaves {
+    /// Most points of a unit's own cell (a GPU's grid block of B x R points).
+    pub own: u32,
+    /// Most points of a partner cell (the trees' leaves), at most `own`:
+    /// smaller partners narrow a cell pair's separations (more of them
+    /// resolve) for more cell pairs and shorter ranges.
+    pub partner: u32,
+}
+
+impl Leaves {
+    /// Own and partner cells alike of at most `leaf` points.
+    pub fn of(leaf: u32) -> Leaves {
+        Leaves { own: leaf, partner: leaf }
+    }
+}
+
+/// The hierarchy of `inputs` with leaves of at most `leaves` points, where it
 /// costs less than `best_other` (nanoseconds of one thread at `costs`); None
 /// with the reason where it does not.
 pub fn build(
     how: &Applies,
     inputs: &Inputs,
     visit: Visit,
-    leaf: u32,
+    leaves: Leaves,
     costs: Costs,
     best_other: Option<(f64, String)>,
 ) -> Result<Cells, String> {
     let dims = how.dims;
     let all_points = inputs.a.len() + inputs.b.as_ref().map_or(0, PointSet::len);
     if let Some((ns, other)) = &best_other
-        && costs.trees(all_points, leaf) > MOST_TREE_SHARE * ns
+        && costs.trees(all_points, leaves.partner) > MOST_TREE_SHARE * ns
     {
         return Err(format!(
             "the cell hierarchy's trees alone (about {:.3} s a thread) would cost more than {:.0}% of {other} ({:.3} s)",
-            costs.trees(all_points, leaf) * 1e-9,
+            costs.trees(all_points, leaves.partner) * 1e-9,
             100.0 * MOST_TREE_SHARE,
             ns * 1e-9
         ));
@@ -681,7 +709,7 @@ pub fn build(
             })
             .collect()
     };
-    let leaf = leaf.max(2) as usize;
+    let (leaf, own_leaf) = (leaves.partner.max(2) as usize, leaves.own.max(leaves.partner).max(2));
     let start = Instant::now();
     let ta = tree(entries(&inputs.a), dims, leaf);
     let tb = inputs.b.as_ref().map(|b| tree(entries(b), dims, leaf));
@@ -698,6 +726,7 @@ pub fn build(
         a: &ta,
         b: tb.as_ref().unwrap_or(&ta),
         one_set,
+        own_leaf: own_leaf as u64,
         dims,
         rel: how.metric.relative(dims),
         classes: &Firsts::of(&how.buckets),
@@ -756,8 +785,9 @@ pub fn build(
     let outside = found.classes[0] + found.classes[slots as usize + 1];
     let leaves = ta.nodes.iter().chain(tb.iter().flat_map(|t| &t.nodes)).filter(|n| n.is_leaf()).count() as u32;
     let why = format!(
-        "cell hierarchy ({} leaves of at most {leaf} points): {} cell pairs resolved {resolved} of {all} pairs ({:.2}%, {outside} of them outside every bucket), {pairs} pairs left to the leaves; about {:.3} s a thread{}",
+        "cell hierarchy ({} leaves of at most {leaf} points{}): {} cell pairs resolved {resolved} of {all} pairs ({:.2}%, {outside} of them outside every bucket), {pairs} pairs left to the leaves; about {:.3} s a thread{}",
         leaves,
+        if own_leaf as usize == leaf { String::new() } else { format!(", own cells of at most {own_leaf}") },
         found.node_pairs,
         100.0 * resolved as f64 / all.max(1) as f64,
         cost * 1e-9,
@@ -906,6 +936,7 @@ mod tests {
                 a: &Tree { entries: vec![], nodes: vec![] },
                 b: &Tree { entries: vec![], nodes: vec![] },
                 one_set: false,
+                own_leaf: 2,
                 dims,
                 rel: Metric::Euclidean.relative(dims),
                 classes: &Firsts::of(&Buckets::Log { edges: vec![1.0, 2.0] }),
@@ -993,6 +1024,89 @@ mod tests {
                     && a.max.map(f32::to_bits) == b.max.map(f32::to_bits);
                 assert!(same, "{n} points, leaves of {leaf}: cell {k} is {a:?}, was {b:?}");
             }
+        }
+    }
+
+    /// Own cells larger than their partners (units of own cells, partner
+    /// leaves split further): the resolved counts and the units' pairs, each
+    /// counted once as the grid walk does (the first range of one set's unit
+    /// from the point after i), make brute force's histogram, every unit's
+    /// own points at most the own size.
+    #[test]
+    fn own_cells_larger_than_their_partners_count_every_pair_once() {
+        use crate::data::{Column, Inputs, PointSet};
+        let problem = crate::problems::built_in("sdh").unwrap().with_spacing(Spacing::Log).unwrap();
+        let params = problem.bind(&["bins=20".into(), "r_min=0.001".into(), "r_max=0.5".into()]).unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
+        // Clusters of 0.01 (many pairs near the first buckets), duplicates and uniform points.
+        let centres: Vec<[f32; 3]> = (0..5).map(|_| [rng.random(), rng.random(), rng.random()]).collect();
+        let mut pts: Vec<[f32; MAX_DIMS]> = Vec::new();
+        while pts.len() < 2500 {
+            let c = centres[rng.random_range(0..centres.len())];
+            let p = match rng.random_range(0..4u32) {
+                0 => [rng.random(), rng.random(), rng.random()],
+                1 if !pts.is_empty() => pts[rng.random_range(0..pts.len())],
+                _ => c.map(|x| x + 0.01 * (rng.random::<f32>() - 0.5)),
+            };
+            pts.push(p);
+        }
+        let n = pts.len();
+        let inputs = Inputs {
+            a: PointSet {
+                columns: (0..3).map(|d| Column::F32(pts.iter().map(|p| p[d]).collect())).collect(),
+                origin: "test".into(),
+                rows: None,
+            },
+            b: None,
+        };
+        let how = applies(&problem, &params, &inputs, Visit::LowerTriangle, false).unwrap();
+        let slots = how.buckets.slots() as usize;
+        let mut want = vec![0u64; slots + 2];
+        for i in 0..n {
+            for j in i + 1..n {
+                want[how.buckets.class(key(&pts[i], &pts[j], 3)) as usize] += 1;
+            }
+        }
+        for leaves in [Leaves::of(16), Leaves { own: 64, partner: 8 }, Leaves { own: 40, partner: 2 }] {
+            let c = build(&how, &inputs, Visit::LowerTriangle, leaves, CPU_COSTS, None).unwrap();
+            let cols: Vec<&[f32]> = c
+                .grid
+                .a
+                .set
+                .columns
+                .iter()
+                .map(|col| match col {
+                    Column::F32(v) => v.as_slice(),
+                    _ => unreachable!(),
+                })
+                .collect();
+            let at = |i: u32| [cols[0][i as usize], cols[1][i as usize], cols[2][i as usize]];
+            let mut got = vec![0u64; slots + 2];
+            got[1..=slots].copy_from_slice(&c.counts);
+            got[0] = c.outside; // below and past the buckets together, checked as a sum
+            let mut walked = 0u64;
+            for u in &c.grid.units {
+                assert!(u.own[1] - u.own[0] <= leaves.own, "{leaves:?}: a unit of {} own points", u.own[1] - u.own[0]);
+                let mut pairs = 0u64;
+                for (k, r) in c.grid.ranges[u.ranges[0] as usize..u.ranges[1] as usize].iter().enumerate() {
+                    for i in u.own[0]..u.own[1] {
+                        let from = if k == 0 { r[0].max(i + 1) } else { r[0] };
+                        for j in from..r[1] {
+                            let class = how.buckets.class(key(&at(i), &at(j), 3)) as usize;
+                            got[if class == 0 || class == slots + 1 { 0 } else { class }] += 1;
+                            pairs += 1;
+                        }
+                    }
+                }
+                assert_eq!(pairs, u.pairs, "{leaves:?}: the unit's pairs");
+                walked += pairs;
+            }
+            assert_eq!(walked, c.grid.pairs as u64, "{leaves:?}");
+            let mut want = want.clone();
+            want[0] += want[slots + 1];
+            want[slots + 1] = 0;
+            assert_eq!(got, want, "{leaves:?}: resolved and walked against every pair");
+            assert!(c.outside > 0 && c.counts.iter().sum::<u64>() > 0, "{leaves:?}: nothing resolved");
         }
     }
 

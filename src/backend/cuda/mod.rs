@@ -691,7 +691,7 @@ fn cells_on_gpus(
     if schedule.block_points < inputs.a.len().max(inputs.other().len()) && !forced {
         return Ok(None);
     }
-    match crate::cells::build(&how, inputs, shape.visit, leaf, costs, other) {
+    match crate::cells::build(&how, inputs, shape.visit, crate::cells::Leaves::of(leaf), costs, other) {
         Ok(c) => Ok(Some(c)),
         Err(_) => Ok(None),
     }
