@@ -691,7 +691,8 @@ fn cells_on_gpus(
     if schedule.block_points < inputs.a.len().max(inputs.other().len()) && !forced {
         return Ok(None);
     }
-    match crate::cells::build(&how, inputs, shape.visit, crate::cells::Leaves::of(leaf), costs, other) {
+    let leaves = crate::cells::Leaves::of_backend(leaf).map_err(IndexError::NoCells)?;
+    match crate::cells::build(&how, inputs, shape.visit, leaves, costs, other) {
         Ok(c) => Ok(Some(c)),
         Err(_) => Ok(None),
     }
