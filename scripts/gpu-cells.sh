@@ -14,9 +14,10 @@
 # host: the hierarchy's host steps (trees, resolver, units, sorted copies:
 # the report's timings.hierarchy) on 1M clustered points in 20 log buckets
 # beside every pair, and on 10M with --index cells alone (every pair took
-# 179.9 s on an H200); where BASE names another build's binary (main's, as
-# target/main-twobs), its 10M --index cells runs too and the two results
-# must be identical. A few minutes.
+# 179.9 s on an H200), each also with partner leaves of $PARTNER points
+# (default 64; TWOBS_CELLS_PARTNER_LEAF); where BASE names another build's binary
+# (main's, as target/main-twobs), its 10M --index cells runs too and the
+# results must be identical. About 3-4 minutes.
 # $OUT gets cells.tsv (a line a run), same.txt (the comparisons), gpu.txt
 # and logs.tar.gz (every run's log and report).
 set -uo pipefail
@@ -61,6 +62,15 @@ same() { # name index1 index2
   fi
 }
 
+same_files() { # label run1 run2 (their results: $LOG/run.npy)
+  if cmp -s "$LOG/$2.npy" "$LOG/$3.npy"; then
+    echo "$1: identical" | tee -a "$LOG/same.txt"
+  else
+    echo "$1: DIFFER" | tee -a "$LOG/same.txt"
+    failed=1
+  fi
+}
+
 case_of() { # name args...: auto, cells forced and brute force, all equal
   local name=$1
   shift
@@ -88,13 +98,19 @@ finish() {
 }
 
 if [[ ${1:-} == host ]]; then
-  run log20-clustered-1M cells sdh --input clustered:1000000 "${LOGB[@]}"
+  # Partner leaves of 64 under own cells of the kernel's block (src/cells.rs
+  # Leaves): fewer pairs left, more cell pairs and shorter ranges.
+  for n in 1M:1000000 10M:10000000; do
+    name=log20-clustered-${n%%:*}
+    run "$name" cells sdh --input clustered:${n#*:} "${LOGB[@]}"
+    TWOBS_CELLS_PARTNER_LEAF=${PARTNER:-64} run "$name-partner64" cells sdh --input clustered:${n#*:} "${LOGB[@]}"
+    same_files "$name: partner leaves of 64 against the kernel's" "$name-partner64-cells" "$name-cells"
+  done
   run log20-clustered-1M none sdh --input clustered:1000000 "${LOGB[@]}"
   same log20-clustered-1M cells none
-  run log20-clustered-10M cells sdh --input clustered:10000000 "${LOGB[@]}"
   if [[ -n ${BASE:-} ]]; then
-    BIN=$BASE run log20-clustered-10M base-cells sdh --input clustered:10000000 "${LOGB[@]}"
-    same log20-clustered-10M cells base-cells
+    BIN=$BASE run log20-clustered-10M-base cells sdh --input clustered:10000000 "${LOGB[@]}"
+    same_files "log20-clustered-10M: this build against BASE" log20-clustered-10M-cells log20-clustered-10M-base-cells
   fi
   finish
 fi
