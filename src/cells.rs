@@ -158,12 +158,15 @@ impl Buckets {
 /// decreases in the key, so a key's class is the number of thresholds at
 /// or below its bits: [`Buckets::class`] exactly, without a square root or
 /// the edges' arithmetic.
-struct Firsts(Vec<u32>);
+struct Firsts(Vec<u32>, Vec<u32>);
+
+/// [`Firsts`]' table of classes is indexed by a key's bits shifted by this
+/// (the exponent and 7 bits of the fraction: 32641 entries, 128 KiB).
+const FIRSTS_SHIFT: u32 = 16;
 
 impl Firsts {
     /// The least key of each class, by bisection over the f32 bit patterns of 0 to infinity.
     fn of(buckets: &Buckets) -> Firsts {
-        const INF: u32 = 0x7f80_0000;
         let firsts = (1..=buckets.slots() + 1)
             .map(|c| {
                 if buckets.class(f32::from_bits(INF)) < c {
@@ -180,14 +183,22 @@ impl Firsts {
                 }
                 hi
             })
-            .collect();
-        Firsts(firsts)
+            .collect::<Vec<u32>>();
+        // The class of the least key of each span of keys of equal bits past the shift.
+        let table =
+            (0..=INF >> FIRSTS_SHIFT).map(|i| firsts.partition_point(|&t| t <= i << FIRSTS_SHIFT) as u32).collect();
+        Firsts(firsts, table)
     }
 
-    /// The class of the non-negative key `k`.
+    /// The class of the non-negative key `k`: its span's least key's, then
+    /// past the thresholds within the span.
     fn class(&self, k: f32) -> u32 {
-        let bits = if k > 0.0 { k.to_bits() } else { 0 };
-        self.0.partition_point(|&t| t <= bits) as u32
+        let bits = if k > 0.0 { k.to_bits().min(INF) } else { 0 };
+        let mut c = self.1[(bits >> FIRSTS_SHIFT) as usize];
+        while self.0.get(c as usize).is_some_and(|&t| t <= bits) {
+            c += 1;
+        }
+        c
     }
 
     /// Whether key `k`, of class `c`, and every greater key up to `hi` share it.
@@ -195,6 +206,9 @@ impl Firsts {
         self.0.get(c as usize).is_none_or(|&t| hi.to_bits() < t)
     }
 }
+
+/// The bits of f32 infinity, the greatest key.
+const INF: u32 = 0x7f80_0000;
 
 /// The largest f32 at most `x` (x >= 0).
 fn f32_down(x: f64) -> f32 {
@@ -1150,7 +1164,7 @@ mod tests {
                 .0
                 .iter()
                 .filter(|&&t| t != u32::MAX)
-                .flat_map(|&t| t.saturating_sub(3)..=t.saturating_add(3).min(0x7f80_0000));
+                .flat_map(|&t| t.saturating_sub(3)..=t.saturating_add(3).min(INF));
             let special = [0.0, f32::MIN_POSITIVE, 1e-30, 3.0, 1e30, f32::MAX, f32::INFINITY];
             for k in keys.iter().copied().chain(near.map(f32::from_bits)).chain(special) {
                 let c = buckets.class(k);
