@@ -16,6 +16,7 @@
 //! f32) agree.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -151,6 +152,64 @@ impl Buckets {
     }
 }
 
+/// The classes of keys as thresholds: the bits of the least non-negative
+/// f32 key of each class past the first (u32::MAX where no key reaches it).
+/// A non-negative f32's bits order as its value, and the class never
+/// decreases in the key, so a key's class is the number of thresholds at
+/// or below its bits: [`Buckets::class`] exactly, without a square root or
+/// the edges' arithmetic.
+struct Firsts(Vec<u32>, Vec<u32>);
+
+/// [`Firsts`]' table of classes is indexed by a key's bits shifted by this
+/// (the exponent and 7 bits of the fraction: 32641 entries, 128 KiB).
+const FIRSTS_SHIFT: u32 = 16;
+
+impl Firsts {
+    /// The least key of each class, by bisection over the f32 bit patterns of 0 to infinity.
+    fn of(buckets: &Buckets) -> Firsts {
+        let firsts = (1..=buckets.slots() + 1)
+            .map(|c| {
+                if buckets.class(f32::from_bits(INF)) < c {
+                    return u32::MAX;
+                }
+                // class(lo) < c <= class(hi), or lo = 0 where key 0 is already past c.
+                let (mut lo, mut hi) = (0u32, INF);
+                if buckets.class(0.0) >= c {
+                    return 0;
+                }
+                while hi - lo > 1 {
+                    let mid = lo + (hi - lo) / 2;
+                    if buckets.class(f32::from_bits(mid)) >= c { hi = mid } else { lo = mid }
+                }
+                hi
+            })
+            .collect::<Vec<u32>>();
+        // The class of the least key of each span of keys of equal bits past the shift.
+        let table =
+            (0..=INF >> FIRSTS_SHIFT).map(|i| firsts.partition_point(|&t| t <= i << FIRSTS_SHIFT) as u32).collect();
+        Firsts(firsts, table)
+    }
+
+    /// The class of the non-negative key `k`: its span's least key's, then
+    /// past the thresholds within the span.
+    fn class(&self, k: f32) -> u32 {
+        let bits = if k > 0.0 { k.to_bits().min(INF) } else { 0 };
+        let mut c = self.1[(bits >> FIRSTS_SHIFT) as usize];
+        while self.0.get(c as usize).is_some_and(|&t| t <= bits) {
+            c += 1;
+        }
+        c
+    }
+
+    /// Whether key `k`, of class `c`, and every greater key up to `hi` share it.
+    fn same(&self, c: u32, hi: f32) -> bool {
+        self.0.get(c as usize).is_none_or(|&t| hi.to_bits() < t)
+    }
+}
+
+/// The bits of f32 infinity, the greatest key.
+const INF: u32 = 0x7f80_0000;
+
 /// The largest f32 at most `x` (x >= 0).
 fn f32_down(x: f64) -> f32 {
     let f = x as f32;
@@ -193,50 +252,110 @@ impl Node {
     }
 }
 
-/// A set in the tree's order, with its cells (the root first).
+/// A set in the tree's order (its points with their rows), with its cells
+/// (the root first).
 struct Tree {
-    perm: Vec<u32>,
+    entries: Vec<Entry>,
     nodes: Vec<Node>,
 }
 
-/// The k-d tree of `points`: each cell split at the median of its widest
-/// side until at most `leaf` points are left. Halves of more than 2^15
-/// points are built on every core.
-fn tree(points: &[[f32; MAX_DIMS]], dims: usize, leaf: usize) -> Tree {
-    fn build(points: &[[f32; MAX_DIMS]], idx: &mut [u32], lo: u32, dims: usize, leaf: usize) -> Vec<Node> {
-        let (mut min, mut max) = ([0f32; MAX_DIMS], [0f32; MAX_DIMS]);
-        for d in 0..dims {
-            min[d] = idx.iter().map(|&i| points[i as usize][d]).fold(f32::INFINITY, f32::min);
-            max[d] = idx.iter().map(|&i| points[i as usize][d]).fold(f32::NEG_INFINITY, f32::max);
+/// A point of a tree's working copy: its coordinates and its row in the set.
+/// The tree reorders these (16 bytes each, contiguous) rather than an index
+/// into the points, so that splitting and bounding a cell reads memory in order.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    p: [f32; MAX_DIMS],
+    row: u32,
+}
+
+/// The bounding box of `entries`: f32 `min`/`max` folds (a NaN coordinate is
+/// passed over), in parallel for large cells.
+fn bounds(entries: &[Entry], dims: usize) -> ([f32; MAX_DIMS], [f32; MAX_DIMS]) {
+    let fold = |entries: &[Entry]| {
+        let (mut min, mut max) = ([f32::INFINITY; MAX_DIMS], [f32::NEG_INFINITY; MAX_DIMS]);
+        for e in entries {
+            for d in 0..dims {
+                min[d] = min[d].min(e.p[d]);
+                max[d] = max[d].max(e.p[d]);
+            }
         }
-        let hi = lo + idx.len() as u32;
-        if idx.len() <= leaf {
-            return vec![Node { lo, hi, min, max, left: 0, right: 0 }];
-        }
-        let axis = (0..dims).max_by(|&a, &b| (max[a] - min[a]).total_cmp(&(max[b] - min[b]))).unwrap_or(0);
-        let mid = idx.len() / 2;
-        idx.select_nth_unstable_by(mid, |&a, &b| points[a as usize][axis].total_cmp(&points[b as usize][axis]));
-        let (l, r) = idx.split_at_mut(mid);
-        let (left, right) = if l.len() > 1 << 15 {
-            rayon::join(|| build(points, l, lo, dims, leaf), || build(points, r, lo + mid as u32, dims, leaf))
-        } else {
-            (build(points, l, lo, dims, leaf), build(points, r, lo + mid as u32, dims, leaf))
-        };
-        let shift = |nodes: Vec<Node>, by: u32| {
-            nodes
-                .into_iter()
-                .map(move |n| if n.is_leaf() { n } else { Node { left: n.left + by, right: n.right + by, ..n } })
-        };
-        let right_at = 1 + left.len() as u32;
-        let mut out = Vec::with_capacity(1 + left.len() + right.len());
-        out.push(Node { lo, hi, min, max, left: 1, right: right_at });
-        out.extend(shift(left, 1));
-        out.extend(shift(right, right_at));
-        out
+        (min, max)
+    };
+    let (mut min, mut max) = if entries.len() > PARALLEL_CELL {
+        entries.par_chunks(PARALLEL_CELL / 4).map(fold).reduce(
+            || ([f32::INFINITY; MAX_DIMS], [f32::NEG_INFINITY; MAX_DIMS]),
+            |(a, b), (c, d)| (std::array::from_fn(|k| a[k].min(c[k])), std::array::from_fn(|k| b[k].max(d[k]))),
+        )
+    } else {
+        fold(entries)
+    };
+    for d in dims..MAX_DIMS {
+        (min[d], max[d]) = (0.0, 0.0);
     }
-    let mut perm: Vec<u32> = (0..points.len() as u32).collect();
-    let nodes = build(points, &mut perm, 0, dims, leaf);
-    Tree { perm, nodes }
+    (min, max)
+}
+
+/// Cells of more points than this are bounded on every core, and their two
+/// halves built side by side.
+const PARALLEL_CELL: usize = 1 << 15;
+
+/// The number of cells of a tree of `n` points with leaves of at most `leaf`:
+/// 1 for a leaf, else the cell and its halves' (n / 2 and the rest).
+fn cells_of(n: usize, leaf: usize, memo: &mut std::collections::HashMap<usize, usize>) -> usize {
+    if n <= leaf {
+        return 1;
+    }
+    if let Some(&c) = memo.get(&n) {
+        return c;
+    }
+    let c = 1 + cells_of(n / 2, leaf, memo) + cells_of(n - n / 2, leaf, memo);
+    memo.insert(n, c);
+    c
+}
+
+/// The k-d tree of `entries` (reordered in place into the tree's order):
+/// each cell split at the median of its widest side until at most `leaf`
+/// points are left. The cells are written in place, a cell before its first
+/// half's subtree and that before the second's; halves of more than
+/// [`PARALLEL_CELL`] points are built on every core.
+fn tree(mut entries: Vec<Entry>, dims: usize, leaf: usize) -> Tree {
+    struct Build<'a> {
+        dims: usize,
+        leaf: usize,
+        /// Cells of the subtree of n points, for every n > leaf met.
+        cells: &'a std::collections::HashMap<usize, usize>,
+    }
+    impl Build<'_> {
+        /// The subtree of `entries`, whose first point is the set's `lo`-th in
+        /// the tree's order, into `out` (its cells), the first at index `at`.
+        fn cell(&self, entries: &mut [Entry], lo: u32, out: &mut [Node], at: u32) {
+            let (min, max) = bounds(entries, self.dims);
+            let hi = lo + entries.len() as u32;
+            if entries.len() <= self.leaf {
+                out[0] = Node { lo, hi, min, max, left: 0, right: 0 };
+                return;
+            }
+            let axis = (0..self.dims).max_by(|&a, &b| (max[a] - min[a]).total_cmp(&(max[b] - min[b]))).unwrap_or(0);
+            let mid = entries.len() / 2;
+            entries.select_nth_unstable_by(mid, |a, b| a.p[axis].total_cmp(&b.p[axis]));
+            let left_cells = if mid <= self.leaf { 1 } else { self.cells[&mid] };
+            let right_at = at + 1 + left_cells as u32;
+            out[0] = Node { lo, hi, min, max, left: at + 1, right: right_at };
+            let (l, r) = entries.split_at_mut(mid);
+            let (lout, rout) = out[1..].split_at_mut(left_cells);
+            if l.len() > PARALLEL_CELL {
+                rayon::join(|| self.cell(l, lo, lout, at + 1), || self.cell(r, lo + mid as u32, rout, right_at));
+            } else {
+                self.cell(l, lo, lout, at + 1);
+                self.cell(r, lo + mid as u32, rout, right_at);
+            }
+        }
+    }
+    let mut memo = std::collections::HashMap::new();
+    let n = cells_of(entries.len(), leaf, &mut memo);
+    let mut nodes = vec![Node { lo: 0, hi: 0, min: [0.0; MAX_DIMS], max: [0.0; MAX_DIMS], left: 0, right: 0 }; n];
+    Build { dims, leaf, cells: &memo }.cell(&mut entries, 0, &mut nodes, 0);
+    Tree { entries, nodes }
 }
 
 /// What resolving found: counts per class, pairs resolved, leaf pairs left.
@@ -246,16 +365,25 @@ struct Found {
     node_pairs: u64,
     /// (own leaf, other leaf): for one set, a leaf with itself or an unordered pair once.
     leaves: Vec<(u32, u32)>,
+    /// Leaf pairs' point pairs not yet added to [`Resolver::left`].
+    unsummed: u64,
 }
+
+/// A task adds its leaf pairs' point pairs to the run's count (shared by
+/// every core) once this many have gathered, and at its end.
+const SUM_EVERY: u64 = 1 << 24;
 
 /// The resolver over two trees (one tree twice for one set).
 struct Resolver<'a> {
     a: &'a Tree,
     b: &'a Tree,
     one_set: bool,
+    /// Own cells (the units' own points) split down to this many points,
+    /// their partners to the trees' leaves.
+    own_leaf: u64,
     dims: usize,
     rel: f64,
-    buckets: &'a Buckets,
+    classes: &'a Firsts,
     /// Pairs left to the leaves so far, against the most worth resolving.
     left: AtomicU64,
     most_left: u64,
@@ -278,8 +406,8 @@ impl Resolver<'_> {
         }
         let lo = f32_down((near * (1.0 - self.rel) - ABS).max(0.0));
         let hi = f32_up(far * (1.0 + self.rel) + ABS);
-        let c = self.buckets.class(lo);
-        (c == self.buckets.class(hi)).then_some(c)
+        let c = self.classes.class(lo);
+        self.classes.same(c, hi).then_some(c)
     }
 
     /// Resolves cells `p` of A and `q` of B (p == q: a cell with itself).
@@ -296,7 +424,7 @@ impl Resolver<'_> {
             return;
         }
         if same {
-            if np.is_leaf() {
+            if !self.own_splits(&np) {
                 return self.leaf(p, q, pairs, out);
             }
             self.pair(np.left, np.left, out);
@@ -304,13 +432,19 @@ impl Resolver<'_> {
             return self.pair(np.left, np.right, out);
         }
         // Split the wider cell, where it has halves.
-        match (np.is_leaf(), nq.is_leaf()) {
-            (true, true) => self.leaf(p, q, pairs, out),
-            (false, true) => self.split_p(np, q, out),
-            (true, false) => self.split_q(p, nq, out),
-            (false, false) if np.wider_than(&nq, self.dims) => self.split_p(np, q, out),
-            (false, false) => self.split_q(p, nq, out),
+        match (self.own_splits(&np), !nq.is_leaf()) {
+            (false, false) => self.leaf(p, q, pairs, out),
+            (true, false) => self.split_p(np, q, out),
+            (false, true) => self.split_q(p, nq, out),
+            (true, true) if np.wider_than(&nq, self.dims) => self.split_p(np, q, out),
+            (true, true) => self.split_q(p, nq, out),
         }
+    }
+
+    /// Whether an own cell (of A) splits: above the own leaves' size. Its
+    /// partners (of B) split down to the tree's leaves.
+    fn own_splits(&self, n: &Node) -> bool {
+        !n.is_leaf() && n.len() > self.own_leaf
     }
 
     fn split_p(&self, np: Node, q: u32, out: &mut Found) {
@@ -325,7 +459,19 @@ impl Resolver<'_> {
 
     fn leaf(&self, p: u32, q: u32, pairs: u64, out: &mut Found) {
         out.leaves.push((p, q));
-        if self.left.fetch_add(pairs, Ordering::Relaxed) + pairs > self.most_left || self.watch.asked() {
+        out.unsummed += pairs;
+        if out.unsummed >= SUM_EVERY {
+            self.sum(out);
+        }
+        if self.watch.asked() {
+            self.gave_up.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Adds a task's leaf pairs to the run's, and gives up past the most.
+    fn sum(&self, out: &mut Found) {
+        let pairs = std::mem::take(&mut out.unsummed);
+        if self.left.fetch_add(pairs, Ordering::Relaxed) + pairs > self.most_left {
             self.gave_up.store(true, Ordering::Relaxed);
         }
     }
@@ -343,7 +489,8 @@ impl Resolver<'_> {
             for (p, q) in tasks {
                 let (np, nq) = (self.a.nodes[p as usize], self.b.nodes[q as usize]);
                 let same = self.one_set && p == q;
-                if np.is_leaf() && nq.is_leaf() || self.class(&np, &nq).is_some() {
+                let (ps, qs) = (self.own_splits(&np), !same && !nq.is_leaf());
+                if !ps && !qs || self.class(&np, &nq).is_some() {
                     next.push((p, q));
                     continue;
                 }
@@ -351,7 +498,7 @@ impl Resolver<'_> {
                 found.node_pairs += 1;
                 if same {
                     next.extend([(np.left, np.left), (np.right, np.right), (np.left, np.right)]);
-                } else if !np.is_leaf() && (nq.is_leaf() || np.wider_than(&nq, self.dims)) {
+                } else if ps && (!qs || np.wider_than(&nq, self.dims)) {
                     next.extend([(np.left, q), (np.right, q)]);
                 } else {
                     next.extend([(p, nq.left), (p, nq.right)]);
@@ -367,6 +514,7 @@ impl Resolver<'_> {
             .map(|&(p, q)| {
                 let mut part = Found { classes: vec![0; slots as usize + 2], ..Default::default() };
                 self.pair(p, q, &mut part);
+                self.sum(&mut part);
                 part
             })
             .collect();
@@ -440,6 +588,20 @@ pub struct Cells {
     /// Cell pairs the resolver met.
     pub node_pairs: u64,
     pub leaves: u32,
+    pub steps: Steps,
+}
+
+/// The host's steps of the hierarchy, in seconds (wall, every core).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Steps {
+    /// Both sets' k-d trees.
+    pub trees_s: f64,
+    /// Resolving cell pairs from the roots down.
+    pub resolve_s: f64,
+    /// The leaf pairs left, as the grid's units.
+    pub units_s: f64,
+    /// The sets' copies in the trees' order.
+    pub copies_s: f64,
 }
 
 /// Per-thread costs of the CPU backend, in nanoseconds (measured on this
@@ -499,30 +661,60 @@ pub fn add_resolved(outcome: crate::outcome::Outcome, counts: Option<&[u64]>) ->
     }
 }
 
-/// The hierarchy of `inputs` with leaves of at most `leaf` points, where it
+/// The sizes of the hierarchy's leaves.
+#[derive(Debug, Clone, Copy)]
+pub struct Leaves {
+    /// Most points of a unit's own cell (a GPU's grid block of B x R points).
+    pub own: u32,
+    /// Most points of a partner cell (the trees' leaves), at most `own`:
+    /// smaller partners narrow a cell pair's separations (more of them
+    /// resolve) for more cell pairs and shorter ranges.
+    pub partner: u32,
+}
+
+impl Leaves {
+    /// Own and partner cells alike of at most `leaf` points.
+    pub fn of(leaf: u32) -> Leaves {
+        Leaves { own: leaf, partner: leaf }
+    }
+
+    /// Own cells of at most `leaf` points, and partners of as many or of
+    /// $TWOBS_CELLS_PARTNER_LEAF (2 to `leaf`) where it is set: a
+    /// measurement's override (docs/planner.md), not a setting.
+    pub fn of_backend(leaf: u32) -> Result<Leaves, String> {
+        const VAR: &str = "TWOBS_CELLS_PARTNER_LEAF";
+        let Some(v) = std::env::var_os(VAR) else { return Ok(Leaves::of(leaf)) };
+        match v.to_str().and_then(|v| v.parse::<u32>().ok()) {
+            Some(partner) if (2..=leaf).contains(&partner) => Ok(Leaves { own: leaf, partner }),
+            _ => Err(format!("{VAR}={v:?} is not a number of points from 2 to the own cells' {leaf}")),
+        }
+    }
+}
+
+/// The hierarchy of `inputs` with leaves of at most `leaves` points, where it
 /// costs less than `best_other` (nanoseconds of one thread at `costs`); None
 /// with the reason where it does not.
 pub fn build(
     how: &Applies,
     inputs: &Inputs,
     visit: Visit,
-    leaf: u32,
+    leaves: Leaves,
     costs: Costs,
     best_other: Option<(f64, String)>,
 ) -> Result<Cells, String> {
     let dims = how.dims;
     let all_points = inputs.a.len() + inputs.b.as_ref().map_or(0, PointSet::len);
     if let Some((ns, other)) = &best_other
-        && costs.trees(all_points, leaf) > MOST_TREE_SHARE * ns
+        && costs.trees(all_points, leaves.partner) > MOST_TREE_SHARE * ns
     {
         return Err(format!(
             "the cell hierarchy's trees alone (about {:.3} s a thread) would cost more than {:.0}% of {other} ({:.3} s)",
-            costs.trees(all_points, leaf) * 1e-9,
+            costs.trees(all_points, leaves.partner) * 1e-9,
             100.0 * MOST_TREE_SHARE,
             ns * 1e-9
         ));
     }
-    let points = |s: &PointSet| -> Vec<[f32; MAX_DIMS]> {
+    let entries = |s: &PointSet| -> Vec<Entry> {
         let cols: Vec<&[f32]> = s
             .columns
             .iter()
@@ -531,20 +723,23 @@ pub fn build(
                 _ => unreachable!("applies() checked f32"),
             })
             .collect();
-        (0..s.len())
-            .map(|i| {
+        (0..s.len() as u32)
+            .into_par_iter()
+            .with_min_len(1 << 14)
+            .map(|row| {
                 let mut p = [0f32; MAX_DIMS];
                 for d in 0..dims {
-                    p[d] = cols[d][i];
+                    p[d] = cols[d][row as usize];
                 }
-                p
+                Entry { p, row }
             })
             .collect()
     };
-    let leaf = leaf.max(2) as usize;
-    let pa = points(&inputs.a);
-    let ta = tree(&pa, dims, leaf);
-    let tb = inputs.b.as_ref().map(|b| tree(&points(b), dims, leaf));
+    let (leaf, own_leaf) = (leaves.partner.max(2) as usize, leaves.own.max(leaves.partner).max(2));
+    let start = Instant::now();
+    let ta = tree(entries(&inputs.a), dims, leaf);
+    let tb = inputs.b.as_ref().map(|b| tree(entries(b), dims, leaf));
+    let trees_s = start.elapsed().as_secs_f64();
     let one_set = visit == Visit::LowerTriangle;
     let (na, nb) = (inputs.a.len() as u64, inputs.other().len() as u64);
     let all = if one_set { na * na.saturating_sub(1) / 2 } else { na * nb };
@@ -557,16 +752,20 @@ pub fn build(
         a: &ta,
         b: tb.as_ref().unwrap_or(&ta),
         one_set,
+        own_leaf: own_leaf as u64,
         dims,
         rel: how.metric.relative(dims),
-        buckets: &how.buckets,
+        classes: &Firsts::of(&how.buckets),
         left: AtomicU64::new(0),
         most_left,
         gave_up: AtomicBool::new(false),
         watch: crate::stop::Watch::start(),
     };
     let slots = how.buckets.slots();
-    let Some(found) = resolver.resolve(slots) else {
+    let start = Instant::now();
+    let resolved = resolver.resolve(slots);
+    let resolve_s = start.elapsed().as_secs_f64();
+    let Some(found) = resolved else {
         if resolver.watch.asked() {
             return Err("a stop was asked while the cell hierarchy resolved".into());
         }
@@ -588,27 +787,33 @@ pub fn build(
             ns * 1e-9
         ));
     }
-    let (units, ranges) = units(&resolver, &found.leaves);
+    let start = Instant::now();
+    let (units, ranges) = units(&resolver, found.leaves);
+    let units_s = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    // The sorted copies, from the trees' own: every column is a coordinate (applies()).
     let sorted = |set: &PointSet, t: &Tree| Sorted {
         set: PointSet {
-            columns: set.columns.iter().map(|c| c.gather(&t.perm, rayon::current_num_threads())).collect(),
+            columns: (0..dims).map(|d| Column::F32(t.entries.par_iter().map(|e| e.p[d]).collect())).collect(),
             origin: format!("{} in cell order", set.origin),
             rows: None,
         },
-        perm: t.perm.clone(),
+        perm: t.entries.par_iter().map(|e| e.row).collect(),
         cell: Vec::new(),
         cell_start: vec![0, set.len() as u32],
     };
     let a = sorted(&inputs.a, &ta);
     let b = inputs.b.as_ref().zip(tb.as_ref()).map(|(s, t)| sorted(s, t));
+    let copies_s = start.elapsed().as_secs_f64();
     let pairs: u128 = units.iter().map(|u| u.pairs as u128).sum();
     debug_assert_eq!(pairs, left as u128);
     let resolved: u64 = found.classes.iter().sum();
     let outside = found.classes[0] + found.classes[slots as usize + 1];
     let leaves = ta.nodes.iter().chain(tb.iter().flat_map(|t| &t.nodes)).filter(|n| n.is_leaf()).count() as u32;
     let why = format!(
-        "cell hierarchy ({} leaves of at most {leaf} points): {} cell pairs resolved {resolved} of {all} pairs ({:.2}%, {outside} of them outside every bucket), {pairs} pairs left to the leaves; about {:.3} s a thread{}",
+        "cell hierarchy ({} leaves of at most {leaf} points{}): {} cell pairs resolved {resolved} of {all} pairs ({:.2}%, {outside} of them outside every bucket), {pairs} pairs left to the leaves; about {:.3} s a thread{}",
         leaves,
+        if own_leaf as usize == leaf { String::new() } else { format!(", own cells of at most {own_leaf}") },
         found.node_pairs,
         100.0 * resolved as f64 / all.max(1) as f64,
         cost * 1e-9,
@@ -633,6 +838,7 @@ pub fn build(
         summary,
         node_pairs: found.node_pairs,
         leaves,
+        steps: Steps { trees_s, resolve_s, units_s, copies_s },
     })
 }
 
@@ -640,9 +846,38 @@ pub fn build(
 /// own points for one set (empty where the leaf's pairs with itself were
 /// resolved: the walk meets points after i within it), then its partners'
 /// points, neighbouring leaves merged into one range.
-fn units(r: &Resolver, leaves: &[(u32, u32)]) -> (Vec<Unit>, Vec<[u32; 2]>) {
-    let mut by_own: Vec<(u32, u32)> = leaves.to_vec();
-    by_own.sort_unstable_by_key(|&(p, q)| (r.a.nodes[p as usize].lo, p != q, r.b.nodes[q as usize].lo));
+///
+/// The leaf pairs are ordered by own leaf, its pair with itself first, then
+/// by partner: a tree's leaves lie in its points' order in the order of
+/// their indices (a cell's first half's subtree before its second's), so
+/// the indices order them as their points do.
+fn units(r: &Resolver, leaves: Vec<(u32, u32)>) -> (Vec<Unit>, Vec<[u32; 2]>) {
+    // Counted into their own leaves' places, then each own leaf's sorted: (p != q, q).
+    let mut start = vec![0usize; r.a.nodes.len() + 1];
+    for &(p, _) in &leaves {
+        start[p as usize + 1] += 1;
+    }
+    for i in 1..start.len() {
+        start[i] += start[i - 1];
+    }
+    let mut at = start.clone();
+    let mut keys = vec![0u64; leaves.len()];
+    for &(p, q) in &leaves {
+        keys[at[p as usize]] = ((p != q) as u64) << 32 | q as u64;
+        at[p as usize] += 1;
+    }
+    drop(leaves);
+    let mut groups = Vec::new();
+    let mut rest = keys.as_mut_slice();
+    for p in 0..r.a.nodes.len() {
+        let (group, after) = rest.split_at_mut(start[p + 1] - start[p]);
+        if !group.is_empty() {
+            groups.push((p as u32, group));
+        }
+        rest = after;
+    }
+    groups.par_iter_mut().with_min_len(64).for_each(|(_, g)| g.sort_unstable());
+    let by_own: Vec<(u32, u32)> = groups.iter().flat_map(|(p, g)| g.iter().map(|&k| (*p, k as u32))).collect();
     let (mut units, mut ranges) = (Vec::new(), Vec::<[u32; 2]>::new());
     for group in by_own.chunk_by(|x, y| x.0 == y.0) {
         let own = r.a.nodes[group[0].0 as usize];
@@ -724,12 +959,13 @@ mod tests {
             let (pa, pb) = (corner(&mut rng), corner(&mut rng));
             let (na, nb) = (node(&pa, dims), node(&pb, dims));
             let r = Resolver {
-                a: &Tree { perm: vec![], nodes: vec![] },
-                b: &Tree { perm: vec![], nodes: vec![] },
+                a: &Tree { entries: vec![], nodes: vec![] },
+                b: &Tree { entries: vec![], nodes: vec![] },
                 one_set: false,
+                own_leaf: 2,
                 dims,
                 rel: Metric::Euclidean.relative(dims),
-                buckets: &Buckets::Log { edges: vec![1.0, 2.0] },
+                classes: &Firsts::of(&Buckets::Log { edges: vec![1.0, 2.0] }),
                 left: AtomicU64::new(0),
                 most_left: 0,
                 gave_up: AtomicBool::new(false),
@@ -753,6 +989,153 @@ mod tests {
         }
     }
 
+    /// The tree as first written (an index sorted over the points, each
+    /// cell's box in passes over it, halves' cells concatenated): the tree
+    /// of entries reordered in place is the same cell for cell.
+    #[test]
+    fn trees_are_the_index_sorted_trees() {
+        fn reference(points: &[[f32; MAX_DIMS]], idx: &mut [u32], lo: u32, dims: usize, leaf: usize) -> Vec<Node> {
+            let (mut min, mut max) = ([0f32; MAX_DIMS], [0f32; MAX_DIMS]);
+            for d in 0..dims {
+                min[d] = idx.iter().map(|&i| points[i as usize][d]).fold(f32::INFINITY, f32::min);
+                max[d] = idx.iter().map(|&i| points[i as usize][d]).fold(f32::NEG_INFINITY, f32::max);
+            }
+            let hi = lo + idx.len() as u32;
+            if idx.len() <= leaf {
+                return vec![Node { lo, hi, min, max, left: 0, right: 0 }];
+            }
+            let axis = (0..dims).max_by(|&a, &b| (max[a] - min[a]).total_cmp(&(max[b] - min[b]))).unwrap_or(0);
+            let mid = idx.len() / 2;
+            idx.select_nth_unstable_by(mid, |&a, &b| points[a as usize][axis].total_cmp(&points[b as usize][axis]));
+            let (l, r) = idx.split_at_mut(mid);
+            let (left, right) =
+                (reference(points, l, lo, dims, leaf), reference(points, r, lo + mid as u32, dims, leaf));
+            let shift = |nodes: Vec<Node>, by: u32| {
+                nodes
+                    .into_iter()
+                    .map(move |n| if n.is_leaf() { n } else { Node { left: n.left + by, right: n.right + by, ..n } })
+            };
+            let right_at = 1 + left.len() as u32;
+            let mut out = vec![Node { lo, hi, min, max, left: 1, right: right_at }];
+            out.extend(shift(left, 1));
+            out.extend(shift(right, right_at));
+            out
+        }
+        let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
+        for (n, leaf) in [(0, 2), (1, 2), (7, 2), (1000, 16), (100_000, 7), (300_000, 128)] {
+            let dims = rng.random_range(1..=3usize);
+            // Clusters, duplicates and a lattice: ties in the median's comparisons.
+            let points: Vec<[f32; MAX_DIMS]> = (0..n)
+                .map(|i| {
+                    let mut p = [0f32; MAX_DIMS];
+                    for d in 0..dims {
+                        p[d] = match i % 3 {
+                            0 => rng.random::<f32>(),
+                            1 => rng.random_range(0..8u32) as f32 / 8.0,
+                            _ => 0.5 + 1e-3 * rng.random::<f32>(),
+                        };
+                    }
+                    p
+                })
+                .collect();
+            let mut idx: Vec<u32> = (0..n as u32).collect();
+            let want = reference(&points, &mut idx, 0, dims, leaf);
+            let t = tree(points.iter().enumerate().map(|(i, &p)| Entry { p, row: i as u32 }).collect(), dims, leaf);
+            assert_eq!(t.entries.iter().map(|e| e.row).collect::<Vec<_>>(), idx, "{n} points, leaves of {leaf}");
+            assert!(t.entries.iter().all(|e| e.p == points[e.row as usize]));
+            assert_eq!(t.nodes.len(), want.len(), "{n} points, leaves of {leaf}");
+            for (k, (a, b)) in t.nodes.iter().zip(&want).enumerate() {
+                let same = (a.lo, a.hi, a.left, a.right) == (b.lo, b.hi, b.left, b.right)
+                    && a.min.map(f32::to_bits) == b.min.map(f32::to_bits)
+                    && a.max.map(f32::to_bits) == b.max.map(f32::to_bits);
+                assert!(same, "{n} points, leaves of {leaf}: cell {k} is {a:?}, was {b:?}");
+            }
+        }
+    }
+
+    /// Own cells larger than their partners (units of own cells, partner
+    /// leaves split further): the resolved counts and the units' pairs, each
+    /// counted once as the grid walk does (the first range of one set's unit
+    /// from the point after i), make brute force's histogram, every unit's
+    /// own points at most the own size.
+    #[test]
+    fn own_cells_larger_than_their_partners_count_every_pair_once() {
+        use crate::data::{Column, Inputs, PointSet};
+        let problem = crate::problems::built_in("sdh").unwrap().with_spacing(Spacing::Log).unwrap();
+        let params = problem.bind(&["bins=20".into(), "r_min=0.001".into(), "r_max=0.5".into()]).unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
+        // Clusters of 0.01 (many pairs near the first buckets), duplicates and uniform points.
+        let centres: Vec<[f32; 3]> = (0..5).map(|_| [rng.random(), rng.random(), rng.random()]).collect();
+        let mut pts: Vec<[f32; MAX_DIMS]> = Vec::new();
+        while pts.len() < 2500 {
+            let c = centres[rng.random_range(0..centres.len())];
+            let p = match rng.random_range(0..4u32) {
+                0 => [rng.random(), rng.random(), rng.random()],
+                1 if !pts.is_empty() => pts[rng.random_range(0..pts.len())],
+                _ => c.map(|x| x + 0.01 * (rng.random::<f32>() - 0.5)),
+            };
+            pts.push(p);
+        }
+        let n = pts.len();
+        let inputs = Inputs {
+            a: PointSet {
+                columns: (0..3).map(|d| Column::F32(pts.iter().map(|p| p[d]).collect())).collect(),
+                origin: "test".into(),
+                rows: None,
+            },
+            b: None,
+        };
+        let how = applies(&problem, &params, &inputs, Visit::LowerTriangle, false).unwrap();
+        let slots = how.buckets.slots() as usize;
+        let mut want = vec![0u64; slots + 2];
+        for i in 0..n {
+            for j in i + 1..n {
+                want[how.buckets.class(key(&pts[i], &pts[j], 3)) as usize] += 1;
+            }
+        }
+        for leaves in [Leaves::of(16), Leaves { own: 64, partner: 8 }, Leaves { own: 40, partner: 2 }] {
+            let c = build(&how, &inputs, Visit::LowerTriangle, leaves, CPU_COSTS, None).unwrap();
+            let cols: Vec<&[f32]> = c
+                .grid
+                .a
+                .set
+                .columns
+                .iter()
+                .map(|col| match col {
+                    Column::F32(v) => v.as_slice(),
+                    _ => unreachable!(),
+                })
+                .collect();
+            let at = |i: u32| [cols[0][i as usize], cols[1][i as usize], cols[2][i as usize]];
+            let mut got = vec![0u64; slots + 2];
+            got[1..=slots].copy_from_slice(&c.counts);
+            got[0] = c.outside; // below and past the buckets together, checked as a sum
+            let mut walked = 0u64;
+            for u in &c.grid.units {
+                assert!(u.own[1] - u.own[0] <= leaves.own, "{leaves:?}: a unit of {} own points", u.own[1] - u.own[0]);
+                let mut pairs = 0u64;
+                for (k, r) in c.grid.ranges[u.ranges[0] as usize..u.ranges[1] as usize].iter().enumerate() {
+                    for i in u.own[0]..u.own[1] {
+                        let from = if k == 0 { r[0].max(i + 1) } else { r[0] };
+                        for j in from..r[1] {
+                            let class = how.buckets.class(key(&at(i), &at(j), 3)) as usize;
+                            got[if class == 0 || class == slots + 1 { 0 } else { class }] += 1;
+                            pairs += 1;
+                        }
+                    }
+                }
+                assert_eq!(pairs, u.pairs, "{leaves:?}: the unit's pairs");
+                walked += pairs;
+            }
+            assert_eq!(walked, c.grid.pairs as u64, "{leaves:?}");
+            let mut want = want.clone();
+            want[0] += want[slots + 1];
+            want[slots + 1] = 0;
+            assert_eq!(got, want, "{leaves:?}: resolved and walked against every pair");
+            assert!(c.outside > 0 && c.counts.iter().sum::<u64>() > 0, "{leaves:?}: nothing resolved");
+        }
+    }
+
     /// The class of a key is its value's bucket as `bucket.cu` computes it.
     #[test]
     fn classes_are_the_values_buckets_and_never_decrease() {
@@ -772,6 +1155,23 @@ mod tests {
             assert_eq!(log.class(k), want, "log key {k:e}");
             assert!(linear.class(k) >= last_linear && log.class(k) >= last_log);
             (last_linear, last_log) = (linear.class(k), log.class(k));
+        }
+        // The thresholds the resolver classes keys by: the same class for
+        // every key drawn, and for keys on and a few ulps beside each threshold.
+        for buckets in [linear, log, Buckets::Linear { lo: 0.25, scale: 500.0 / 1.5, slots: 500 }] {
+            let firsts = Firsts::of(&buckets);
+            let near = firsts
+                .0
+                .iter()
+                .filter(|&&t| t != u32::MAX)
+                .flat_map(|&t| t.saturating_sub(3)..=t.saturating_add(3).min(INF));
+            let special = [0.0, f32::MIN_POSITIVE, 1e-30, 3.0, 1e30, f32::MAX, f32::INFINITY];
+            for k in keys.iter().copied().chain(near.map(f32::from_bits)).chain(special) {
+                let c = buckets.class(k);
+                assert_eq!(firsts.class(k), c, "key {k:e} ({:#x}) of {buckets:?}", k.to_bits());
+                assert!(firsts.same(c, k), "key {k:e}");
+                assert!(!firsts.same(c, f32::INFINITY) || buckets.class(f32::INFINITY) == c, "key {k:e}");
+            }
         }
     }
 }

@@ -125,6 +125,9 @@ pub struct Timings {
     /// Seconds spent re-computing on the CPU for --verify.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify_s: Option<f64>,
+    /// Of `index_s`, the cell hierarchy's steps on the host, where it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hierarchy: Option<cells::Steps>,
 }
 
 /// What a run did and found.
@@ -591,7 +594,7 @@ fn fp_per_pair(problem: &Problem, params: &Params, test: crate::stage::Test, arc
 
 /// The pairs a CPU run walks (a grid's units or every pair), why, and the
 /// pairs the cell hierarchy resolved by bucket where it runs.
-type WithCells = (Option<Grid>, Summary, Option<Vec<u64>>);
+type WithCells = (Option<Grid>, Summary, Option<(Vec<u64>, cells::Steps)>);
 
 /// One run of `problem` on `inputs`, on a backend.
 struct Run<'a> {
@@ -637,8 +640,9 @@ impl Run<'_> {
             Some(g) => Some((g.pairs as f64 * costs.unit_pair, "the grid".to_owned())),
             None => Some((shape.pairs as f64 * costs.brute_pair, "every pair".to_owned())),
         };
-        match cells::build(&how, inputs, shape.visit, leaf, costs, other) {
-            Ok(c) => Ok((Some(c.grid), c.summary, Some(c.counts))),
+        let leaves = cells::Leaves::of_backend(leaf).map_err(IndexError::NoCells)?;
+        match cells::build(&how, inputs, shape.visit, leaves, costs, other) {
+            Ok(c) => Ok((Some(c.grid), c.summary, Some((c.counts, c.steps)))),
             Err(why) => {
                 let index = Summary { why: format!("{}; {why}", index.why), ..index };
                 Ok((grid, index, None))
@@ -779,7 +783,7 @@ impl Run<'_> {
             }
         };
         bar.finish_and_clear();
-        let outcome = cells::add_resolved(outcome, resolved.as_deref());
+        let outcome = cells::add_resolved(outcome, resolved.as_ref().map(|(c, _)| c.as_slice()));
         let compute_s = compute.elapsed().as_secs_f64() + index_s.unwrap_or(0.0);
         let pairs = index.pairs;
         Ok(Execution {
@@ -794,6 +798,7 @@ impl Run<'_> {
                 compute_s,
                 index_s,
                 pairs_per_s: pairs as f64 / compute_s.max(1e-9),
+                hierarchy: resolved.map(|(_, steps)| steps),
                 ..Default::default()
             },
             plans: vec![],
@@ -873,6 +878,7 @@ fn gpu_execution(
             // An integer problem does no floating-point work to compare with the FP32 rate.
             fp32_issue_fraction: fp.filter(|&f| f > 0).map(|f| pair_rate * f as f64 / issue_rate),
             verify_s: None,
+            hierarchy: g.hierarchy,
         },
         plans: run.plans,
         schedule: run.schedule.as_ref().map(Schedule::describe).unwrap_or_default(),

@@ -126,6 +126,8 @@ fn same_as_brute(what: &str, problem: &Problem, params: &[String], inputs: &Inpu
     assert_eq!(b, c, "{what}: the hierarchy's histogram differs from brute force's ({})", cells.index.why);
     // The report names the hierarchy as --index does, not the grid whose code walks its leaves.
     assert_eq!((cells.index.name(), brute.index.name()), ("cells", "none"), "{what}");
+    // Its host steps are reported, and only where it ran.
+    assert!(cells.timings.hierarchy.is_some() && brute.timings.hierarchy.is_none(), "{what}: timings.hierarchy");
     let resolved = 1.0 - cells.index.pairs as f64 / cells.index.all_pairs.max(1) as f64;
     assert!(
         resolved >= least_resolved,

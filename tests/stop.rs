@@ -39,7 +39,9 @@ fn the_cell_hierarchy_stops_resolving_when_a_stop_is_asked() {
     let sdh = built_in("sdh").unwrap().with_spacing(Spacing::Log).unwrap();
     let params = sdh.bind(&["bins=20".into(), "r_min=0.001".into(), "r_max=0.5".into()]).unwrap();
     let how = cells::applies(&sdh, &params, &inputs, Visit::LowerTriangle, false).unwrap();
-    let build = || cells::build(&how, &inputs, Visit::LowerTriangle, cells::cpu_leaf(20_000), CPU_COSTS, None);
+    let build = || {
+        cells::build(&how, &inputs, Visit::LowerTriangle, cells::Leaves::of(cells::cpu_leaf(20_000)), CPU_COSTS, None)
+    };
     assert!(build().is_ok(), "without a stop the hierarchy is built");
     let stopped = watching(|| {
         ask();

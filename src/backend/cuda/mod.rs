@@ -316,6 +316,9 @@ pub struct GpuTimings {
     pub index_s: f64,
     /// Of `index_s`, the GPU's sort of its grid and listing of the units.
     pub grid_s: f64,
+    /// Of `index_s`, the cell hierarchy's steps on the host, where it runs.
+    #[serde(skip)]
+    pub hierarchy: Option<crate::cells::Steps>,
     /// Points given on the GPU taken into twobs's columns and measured
     /// there (part of the compute time, as the host path's upload is).
     #[serde(skip_serializing_if = "is_zero")]
@@ -646,9 +649,9 @@ fn run_schedule(
     let index_start = Instant::now();
     let mut split = schedule.hybrid.clone();
     let cells = cells_on_gpus(ask, schedule, &shape, &all)?;
-    let (cells_found, resolved) = match cells {
-        Some(c) => (Some(Found::Host(c.grid, c.summary)), Some(c.counts)),
-        None => (None, None),
+    let (cells_found, resolved, hierarchy) = match cells {
+        Some(c) => (Some(Found::Host(c.grid, c.summary)), Some(c.counts), Some(c.steps)),
+        None => (None, None, None),
     };
     let found = match (cells_found, &schedule.indexing) {
         (Some(found), _) => found,
@@ -670,6 +673,7 @@ fn run_schedule(
     let host_index_s = index_start.elapsed().as_secs_f64();
     let mut ready = prepare(ask, &found, &split, schedule.block_points, ordinals, devices, wall)?;
     ready.timings.index_s = schedule_s + host_index_s;
+    ready.timings.hierarchy = hierarchy;
     if let Some(e) = ready.cpu_driver_error.take() {
         split = Split::gpus_alone(format!("the GPUs alone: the CPU's driver did not build ({e})"));
     }
@@ -773,7 +777,8 @@ fn cells_on_gpus(
     if schedule.block_points < inputs.a.len().max(inputs.other().len()) && !forced {
         return Ok(None);
     }
-    match crate::cells::build(&how, inputs, shape.visit, leaf, costs, other) {
+    let leaves = crate::cells::Leaves::of_backend(leaf).map_err(IndexError::NoCells)?;
+    match crate::cells::build(&how, inputs, shape.visit, leaves, costs, other) {
         Ok(c) => Ok(Some(c)),
         Err(_) => Ok(None),
     }
