@@ -14,8 +14,7 @@
 # host: the hierarchy's host steps (trees, resolver, units, sorted copies:
 # the report's timings.hierarchy) on 1M clustered points in 20 log buckets
 # beside every pair, and on 10M with --index cells alone (every pair took
-# 179.9 s on an H200), each also with partner leaves of $PARTNER points
-# (default 64; TWOBS_CELLS_PARTNER_LEAF); where BASE names another build's binary
+# 179.9 s on an H200); where BASE names another build's binary
 # (main's, as target/main-twobs), its 10M --index cells runs too and the
 # results must be identical. About 3-4 minutes.
 # $OUT gets cells.tsv (a line a run), same.txt (the comparisons), gpu.txt
@@ -98,13 +97,8 @@ finish() {
 }
 
 if [[ ${1:-} == host ]]; then
-  # Partner leaves of 64 under own cells of the kernel's block (src/cells.rs
-  # Leaves): fewer pairs left, more cell pairs and shorter ranges.
   for n in 1M:1000000 10M:10000000; do
-    name=log20-clustered-${n%%:*}
-    run "$name" cells sdh --input clustered:${n#*:} "${LOGB[@]}"
-    TWOBS_CELLS_PARTNER_LEAF=${PARTNER:-64} run "$name-partner64" cells sdh --input clustered:${n#*:} "${LOGB[@]}"
-    same_files "$name: partner leaves of 64 against the kernel's" "$name-partner64-cells" "$name-cells"
+    run "log20-clustered-${n%%:*}" cells sdh --input clustered:${n#*:} "${LOGB[@]}"
   done
   run log20-clustered-1M none sdh --input clustered:1000000 "${LOGB[@]}"
   same log20-clustered-1M cells none

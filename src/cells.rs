@@ -677,18 +677,6 @@ impl Leaves {
     pub fn of(leaf: u32) -> Leaves {
         Leaves { own: leaf, partner: leaf }
     }
-
-    /// Own cells of at most `leaf` points, and partners of as many or of
-    /// $TWOBS_CELLS_PARTNER_LEAF (2 to `leaf`) where it is set: a
-    /// measurement's override (docs/planner.md), not a setting.
-    pub fn of_backend(leaf: u32) -> Result<Leaves, String> {
-        const VAR: &str = "TWOBS_CELLS_PARTNER_LEAF";
-        let Some(v) = std::env::var_os(VAR) else { return Ok(Leaves::of(leaf)) };
-        match v.to_str().and_then(|v| v.parse::<u32>().ok()) {
-            Some(partner) if (2..=leaf).contains(&partner) => Ok(Leaves { own: leaf, partner }),
-            _ => Err(format!("{VAR}={v:?} is not a number of points from 2 to the own cells' {leaf}")),
-        }
-    }
 }
 
 /// The hierarchy of `inputs` with leaves of at most `leaves` points, where it

@@ -270,7 +270,7 @@ impl Outcome {
 /// first): linear in the pairs and the points, where a comparison sort of
 /// millions of pairs took most of a test's minutes in unoptimised builds.
 /// Indices far beyond the list's length (a damaged list) take the comparison sort.
-fn sorted(mut pairs: Vec<[u32; 2]>) -> Vec<[u32; 2]> {
+pub(crate) fn sorted(mut pairs: Vec<[u32; 2]>) -> Vec<[u32; 2]> {
     let most = pairs.iter().flatten().copied().max().unwrap_or(0) as usize;
     if most > 4 * pairs.len() + (1 << 20) {
         pairs.sort_unstable();

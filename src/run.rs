@@ -640,7 +640,7 @@ impl Run<'_> {
             Some(g) => Some((g.pairs as f64 * costs.unit_pair, "the grid".to_owned())),
             None => Some((shape.pairs as f64 * costs.brute_pair, "every pair".to_owned())),
         };
-        let leaves = cells::Leaves::of_backend(leaf).map_err(IndexError::NoCells)?;
+        let leaves = cells::Leaves::of(leaf);
         match cells::build(&how, inputs, shape.visit, leaves, costs, other) {
             Ok(c) => Ok((Some(c.grid), c.summary, Some((c.counts, c.steps)))),
             Err(why) => {

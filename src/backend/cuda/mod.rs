@@ -777,7 +777,7 @@ fn cells_on_gpus(
     if schedule.block_points < inputs.a.len().max(inputs.other().len()) && !forced {
         return Ok(None);
     }
-    let leaves = crate::cells::Leaves::of_backend(leaf).map_err(IndexError::NoCells)?;
+    let leaves = crate::cells::Leaves::of(leaf);
     match crate::cells::build(&how, inputs, shape.visit, leaves, costs, other) {
         Ok(c) => Ok(Some(c)),
         Err(_) => Ok(None),
