@@ -808,15 +808,18 @@ fn compute(
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
 /// A thread kept for runs, idle between calls; several at once where several
-/// Python threads run at once.
-struct Runner(mpsc::Sender<Job>);
+/// Python threads run at once. It belongs to the process that started it
+/// (a child made by `fork` has none of its parent's threads).
+struct Runner(mpsc::Sender<Job>, u32);
 
 static IDLE_RUNNERS: std::sync::Mutex<Vec<Runner>> = std::sync::Mutex::new(Vec::new());
 
 impl Runner {
-    /// An idle runner, or a new one.
+    /// An idle runner of this process, or a new one.
     fn take() -> Runner {
-        if let Some(r) = IDLE_RUNNERS.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+        let process = std::process::id();
+        let idle = IDLE_RUNNERS.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        if let Some(r) = idle.filter(|r| r.1 == process) {
             return r;
         }
         let (jobs, taken) = mpsc::channel::<Job>();
@@ -828,7 +831,7 @@ impl Runner {
                 }
             })
             .expect("spawning a thread for twobs's runs");
-        Runner(jobs)
+        Runner(jobs, process)
     }
 
     fn give_back(self) {
