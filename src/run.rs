@@ -283,9 +283,26 @@ impl Boxes {
     /// `params` as this call runs them: with the box at run time where the
     /// same problem (its other parameters and `f64` alike) ran with another box.
     pub fn params_for(&self, problem: &Problem, params: &Params, f64: bool) -> Params {
+        self.params_for_key(Boxes::key_of(problem), problem, params, f64)
+    }
+
+    /// The key [`Boxes::params_for_key`] takes for `problem`: its whole spec
+    /// (about 20 us to print and hash a built-in's, which a session keeps).
+    pub fn key_of(problem: &Problem) -> crate::cache::Key {
+        crate::cache::Key::of(&[format!("{problem:?}").as_bytes()])
+    }
+
+    /// [`Boxes::params_for`] with the problem's key (`Boxes::key_of`) at hand.
+    pub fn params_for_key(
+        &self,
+        problem_key: crate::cache::Key,
+        problem: &Problem,
+        params: &Params,
+        f64: bool,
+    ) -> Params {
         let Some((_, b)) = problem.periodic_box(params) else { return params.clone() };
         let boxless = params.with_box_at_run_time().code_key();
-        let key = crate::cache::Key::of(&[format!("{problem:?}").as_bytes(), boxless.as_bytes(), &[f64 as u8]]);
+        let key = crate::cache::Key::of(&[&problem_key.bytes(), boxless.as_bytes(), &[f64 as u8]]);
         let mut seen = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let now = match seen.get(&key) {
             None => Seen::One(b),
@@ -1340,5 +1357,5 @@ fn execute_rows_on_gpus(
 
 /// The CPU threads a run takes (`opts.threads`, 0: every core).
 fn threads_of(opts: &RunOptions) -> usize {
-    if opts.threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { opts.threads }
+    if opts.threads == 0 { crate::schedule::host_cores() } else { opts.threads }
 }

@@ -177,6 +177,61 @@ struct Session {
     pool: Pool,
     /// The boxes each problem ran with: a second box is read at run time (`run::Boxes`).
     boxes: twobs::run::Boxes,
+    /// The specs the last calls ran, as the calls' arrays made them.
+    specs: Specs,
+}
+
+/// A problem as a call's arrays make it (its sets, spacing and dims), and
+/// its key for `run::Boxes`: kept for the problems a session's last calls
+/// ran, so that the next call of the same problem and shape neither clones
+/// the spec for each variant nor prints and hashes it again.
+struct Variant {
+    /// The Python object asked: held, so that its address names it alone.
+    problem: Py<Problem>,
+    sets: usize,
+    log_bins: bool,
+    dims: Option<u32>,
+    spec: twobs::spec::Problem,
+    key: twobs::cache::Key,
+}
+
+#[derive(Default)]
+struct Specs(std::sync::Mutex<Vec<Variant>>);
+
+/// Variants a session keeps (the problems of its last calls).
+const KEPT_SPECS: usize = 8;
+
+impl Specs {
+    /// `problem` with `sets` sets (log-spaced, of points of `dims` values), and its key.
+    fn variant(
+        &self,
+        problem: &Bound<'_, Problem>,
+        sets: usize,
+        log_bins: bool,
+        dims: Option<u32>,
+    ) -> PyResult<(twobs::spec::Problem, twobs::cache::Key)> {
+        let same = |v: &Variant| {
+            v.problem.as_ptr() == problem.as_ptr() && (v.sets, v.log_bins, v.dims) == (sets, log_bins, dims)
+        };
+        if let Some(v) = self.0.lock().expect("specs lock").iter().find(|v| same(v)) {
+            return Ok((v.spec.clone(), v.key));
+        }
+        let mut spec = problem.get().inner.with_sets(sets).map_err(input_error)?;
+        if log_bins {
+            spec = spec.with_spacing(Spacing::Log).map_err(input_error)?;
+        }
+        if let (Element::Vector { .. }, Some(d)) = (&spec.input.element, dims) {
+            spec = spec.with_dims(d).map_err(input_error)?;
+        }
+        let key = twobs::run::Boxes::key_of(&spec);
+        let mut kept = self.0.lock().expect("specs lock");
+        if kept.len() >= KEPT_SPECS {
+            kept.remove(0);
+        }
+        let v = Variant { problem: problem.clone().unbind(), sets, log_bins, dims, spec: spec.clone(), key };
+        kept.push(v);
+        Ok((spec, key))
+    }
 }
 
 /// Host buffers a session reuses: columns given back after each run.
@@ -265,6 +320,7 @@ impl Session {
             options: RunOptions { backend, threads, f64: false, quiet: !progress, gpu, verify, index, cache, ranks },
             pool: Pool::default(),
             boxes: Default::default(),
+            specs: Specs::default(),
         })
     }
 
@@ -276,7 +332,7 @@ impl Session {
     fn run<'py>(
         &self,
         py: Python<'py>,
-        problem: &Problem,
+        problem: &Bound<'py, Problem>,
         a: &Bound<'py, PyAny>,
         b: Option<&Bound<'py, PyAny>>,
         params: Vec<String>,
@@ -290,15 +346,10 @@ impl Session {
         let began = std::time::Instant::now();
         let sets = 1 + b.is_some() as usize;
         // The arrays and parameters as the engine takes them, or why not.
-        let taken = (|| -> PyResult<(twobs::spec::Problem, Params, Inputs, Vec<String>)> {
-            let mut spec = problem.inner.with_sets(sets).map_err(input_error)?;
-            if log_bins {
-                spec = spec.with_spacing(Spacing::Log).map_err(input_error)?;
-            }
-            let dims = dims_of(a)?;
-            if let (Element::Vector { .. }, Some(d)) = (&spec.input.element, dims) {
-                spec = spec.with_dims(d).map_err(input_error)?;
-            }
+        let taken = (|| -> PyResult<(twobs::spec::Problem, Option<twobs::cache::Key>, Params, Inputs, Vec<String>)> {
+            let (mut spec, key) = self.specs.variant(problem, sets, log_bins, dims_of(a)?)?;
+            // Weights and ids make another spec, whose key is its own.
+            let key = (weights.is_empty() && ids.is_empty() && exclude_same.is_none()).then_some(key);
             let components = spec.input.element.components();
             let mut inputs = Inputs { a: point_set(a, &components, "set A", &self.pool)?, b: None };
             if let Some(b) = b {
@@ -362,7 +413,7 @@ impl Session {
                 };
                 push_per_set(&mut inputs, arrays, &format!("ids `{name}`"), Column::I32)?;
             }
-            Ok((spec, params, inputs, notes))
+            Ok((spec, key, params, inputs, notes))
         })();
         let mut options = self.options.clone();
         options.f64 = f64;
@@ -371,13 +422,14 @@ impl Session {
             // A rank whose arrays were refused says why here too: the others would wait for it.
             let r = &*h.0;
             let mine = match &taken {
-                Ok((_, _, inputs, _)) => twobs::ranks::fingerprint(inputs),
+                Ok((_, _, _, inputs, _)) => twobs::ranks::fingerprint(inputs),
                 Err(e) => format!("an error: {e}"),
             };
             py.detach(|| twobs::run::agree(r, mine).map_err(|e| message(&e))).map_err(Error::new_err)?;
         }
-        let (spec, params, mut inputs, mut notes) = taken?;
-        let params = self.boxes.params_for(&spec, &params, f64);
+        let (spec, key, params, mut inputs, mut notes) = taken?;
+        let key = key.unwrap_or_else(|| twobs::run::Boxes::key_of(&spec));
+        let params = self.boxes.params_for_key(key, &spec, &params, f64);
         let taken_s = began.elapsed().as_secs_f64();
         #[allow(clippy::result_large_err, reason = "one result a call, sent once")]
         let computed = compute(py, || twobs::run::execute(&spec, &params, &inputs, &options));
@@ -413,11 +465,18 @@ impl Session {
             "run_s": run_s,
             "give_s": began.elapsed().as_secs_f64() - taken_s - run_s,
         });
-        let mut report = report(&spec, &exec, notes, steps);
-        if let Some(h) = &options.ranks {
-            report["mpi"] = serde_json::json!({ "rank": h.0.rank(), "size": h.0.size(), "ranks": exec.ranks });
-        }
-        out.set_item("report", report.to_string())?;
+        let mpi = options.ranks.as_ref().map(|h| (h.0.rank(), h.0.size()));
+        let name = spec.name.clone();
+        out.set_item(
+            "report",
+            Report::later(move || {
+                let mut report = report(&name, &exec, notes, steps);
+                if let Some((rank, size)) = mpi {
+                    report["mpi"] = serde_json::json!({ "rank": rank, "size": size, "ranks": exec.ranks });
+                }
+                report
+            }),
+        )?;
         Ok(out)
     }
 
@@ -465,8 +524,8 @@ impl Session {
             "run_s": run_s,
             "give_s": began.elapsed().as_secs_f64() - taken_s - run_s,
         });
-        let report = report(&spec, &exec, exec.notes.clone(), steps);
-        out.set_item("report", report.to_string())?;
+        let name = spec.name.clone();
+        out.set_item("report", Report::later(move || report(&name, &exec, exec.notes.clone(), steps)))?;
         Ok(out)
     }
 
@@ -588,17 +647,22 @@ fn matrix_columns(m: &Bound<'_, PyAny>, scalar: Scalar, origin: &str, pool: &Poo
             let a: PyReadonlyArray2<'_, $t> = m.extract().map_err(|_| wrong_type(origin, scalar))?;
             let view = a.as_array();
             let (n, d) = view.dim();
-            let mut cols = Vec::with_capacity(d);
-            for c in 0..d {
-                let Column::$v(mut col) = pool.take(scalar, n) else { unreachable!("the pool gives the scalar asked") };
-                match (a.is_c_contiguous(), a.as_slice()) {
-                    (true, Ok(rows)) => gather(&mut col, rows, d, c),
-                    // Column-major or strided (as_slice takes Fortran order too).
-                    _ => col.extend(view.column(c).iter().copied()),
+            let mut cols: Vec<Vec<$t>> = (0..d)
+                .map(|_| match pool.take(scalar, n) {
+                    Column::$v(col) => col,
+                    _ => unreachable!("the pool gives the scalar asked"),
+                })
+                .collect();
+            match (a.is_c_contiguous(), a.as_slice()) {
+                (true, Ok(rows)) => transpose(&mut cols, rows, n),
+                // Column-major or strided (as_slice takes Fortran order too).
+                _ => {
+                    for (c, col) in cols.iter_mut().enumerate() {
+                        col.extend(view.column(c).iter().copied());
+                    }
                 }
-                cols.push(Column::$v(col));
             }
-            cols
+            cols.into_iter().map(Column::$v).collect()
         }};
     }
     Ok(match scalar {
@@ -610,21 +674,54 @@ fn matrix_columns(m: &Bound<'_, PyAny>, scalar: Scalar, origin: &str, pool: &Poo
     })
 }
 
-/// Coordinate `c` of every row of a row-major `rows` (`d` values a row) into
-/// `col`, in parallel chunks: a million points in about a millisecond.
-fn gather<T: Copy + Send + Sync>(col: &mut Vec<T>, rows: &[T], d: usize, c: usize) {
+/// The `n` rows of a row-major `rows` (`cols.len()` values a row) into the
+/// (empty) columns `cols`, in one pass that reads each row once: in chunks
+/// of rows on every core where there are enough rows to pay for waking
+/// them (a column at a time, as before, read the rows once per column and
+/// woke the pool's threads once per column: 0.6-0.7 ms for 100k 3-D points here).
+fn transpose<T: Copy + Send + Sync>(cols: &mut [Vec<T>], rows: &[T], n: usize) {
     use rayon::prelude::*;
-    const CHUNK: usize = 1 << 16;
-    let n = rows.len() / d;
-    col.clear();
-    col.reserve(n);
-    col.spare_capacity_mut()[..n].par_chunks_mut(CHUNK).enumerate().for_each(|(k, out)| {
-        for (i, slot) in out.iter_mut().enumerate() {
-            slot.write(rows[(k * CHUNK + i) * d + c]);
+    use std::mem::MaybeUninit;
+    const CHUNK: usize = 1 << 14;
+    let d = cols.len();
+    if d == 0 {
+        return;
+    }
+    fn part<T: Copy>(outs: &mut [&mut [MaybeUninit<T>]], rows: &[T]) {
+        let d = outs.len();
+        for (i, row) in rows.chunks_exact(d).enumerate() {
+            for (out, &x) in outs.iter_mut().zip(row) {
+                out[i].write(x);
+            }
         }
-    });
-    // SAFETY: the first n slots were all written just above.
-    unsafe { col.set_len(n) };
+    }
+    for col in cols.iter_mut() {
+        col.clear();
+        col.reserve(n);
+    }
+    {
+        let mut spare: Vec<&mut [MaybeUninit<T>]> = cols.iter_mut().map(|c| &mut c.spare_capacity_mut()[..n]).collect();
+        if n <= CHUNK {
+            part(&mut spare, &rows[..n * d]);
+        } else {
+            // Chunk k of every column, beside chunk k of the rows.
+            let mut chunks: Vec<Vec<&mut [MaybeUninit<T>]>> = Vec::new();
+            let mut iters: Vec<_> = spare.into_iter().map(|s| s.chunks_mut(CHUNK)).collect();
+            while let Some(first) = iters[0].next() {
+                let mut outs = vec![first];
+                outs.extend(iters[1..].iter_mut().map(|it| it.next().expect("columns of one length")));
+                chunks.push(outs);
+            }
+            chunks
+                .into_par_iter()
+                .zip(rows[..n * d].par_chunks(CHUNK * d))
+                .for_each(|(mut outs, rows)| part(&mut outs, rows));
+        }
+    }
+    // SAFETY: the first n slots of every column were all written just above.
+    for col in cols.iter_mut() {
+        unsafe { col.set_len(n) };
+    }
 }
 
 /// How many queries have fewer than `k` neighbours: lists run best first,
@@ -644,56 +741,102 @@ fn wrong_type(origin: &str, scalar: Scalar) -> PyErr {
 
 /// Runs on a thread of its own while this one waits without the GIL and
 /// looks for Ctrl-C every 50 ms: then the run is asked to stop, its GPU
-/// buffers are freed as it returns, and KeyboardInterrupt is raised.
+/// buffers are freed as it returns, and KeyboardInterrupt is raised. The
+/// thread is one kept for runs (`Runner`): spawning one a call cost
+/// 55-95 us on the development VM.
 fn compute(
     py: Python<'_>,
     run: impl FnOnce() -> Result<Execution, twobs::run::RunError> + Send,
 ) -> PyResult<Execution> {
-    std::thread::scope(|s| {
-        let (done, mut finished) = mpsc::channel();
-        s.spawn(move || {
-            let _ = done.send(twobs::stop::watching(run));
-        });
-        let mut interrupted = None;
-        loop {
-            // The receiver travels to the detached wait and back: it may not be shared.
-            let (got, back) = py.detach(move || (finished.recv_timeout(Duration::from_millis(50)), finished));
-            finished = back;
-            match got {
-                Ok(outcome) => {
-                    if let Some(e) = interrupted {
-                        return Err(e);
-                    }
-                    return outcome.map_err(|e| match &e {
-                        twobs::run::RunError::OutOfF32 { .. }
-                        | twobs::run::RunError::OnGpu(_)
-                        | twobs::run::RunError::Gpu(
-                            GpuError::Input(_)
-                            | GpuError::NotOnGpu { .. }
-                            | GpuError::SetsOnTwoGpus { .. }
-                            | GpuError::NotAsked { .. }
-                            | GpuError::NeedsHost(_),
-                        ) => input_error(e),
-                        _ => Error::new_err(message(&e)),
-                    });
+    let (done, mut finished) = mpsc::channel();
+    let job: Box<dyn FnOnce() + Send + '_> = Box::new(move || {
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| twobs::stop::watching(run)));
+        let _ = done.send(ran);
+    });
+    // SAFETY: the job borrows from this call's frame; this function returns
+    // only once the job has sent its result (below, the loop ends on the
+    // message alone), and after its send the job touches nothing borrowed.
+    let job: Job = unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + '_>, Job>(job) };
+    let runner = Runner::take();
+    runner.0.send(job).expect("a kept runner thread takes jobs while its sender lives");
+    let mut interrupted = None;
+    loop {
+        // The receiver travels to the detached wait and back: it may not be shared.
+        let (got, back) = py.detach(move || (finished.recv_timeout(Duration::from_millis(50)), finished));
+        finished = back;
+        match got {
+            Ok(Err(_panic)) => {
+                runner.give_back();
+                return Err(interrupted.unwrap_or_else(|| {
+                    Error::new_err("internal error: the run's thread panicked. This is a bug in twobs")
+                }));
+            }
+            Ok(Ok(outcome)) => {
+                runner.give_back();
+                if let Some(e) = interrupted {
+                    return Err(e);
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if interrupted.is_none()
-                        && let Err(e) = py.check_signals()
-                    {
-                        twobs::stop::ask();
-                        interrupted = Some(e);
-                    }
-                }
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    // The run's thread panicked: the scope re-raises it, here as a Python error.
-                    return Err(interrupted.unwrap_or_else(|| {
-                        Error::new_err("internal error: the run's thread panicked. This is a bug in twobs")
-                    }));
+                return outcome.map_err(|e| match &e {
+                    twobs::run::RunError::OutOfF32 { .. }
+                    | twobs::run::RunError::OnGpu(_)
+                    | twobs::run::RunError::Gpu(
+                        GpuError::Input(_)
+                        | GpuError::NotOnGpu { .. }
+                        | GpuError::SetsOnTwoGpus { .. }
+                        | GpuError::NotAsked { .. }
+                        | GpuError::NeedsHost(_),
+                    ) => input_error(e),
+                    _ => Error::new_err(message(&e)),
+                });
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if interrupted.is_none()
+                    && let Err(e) = py.check_signals()
+                {
+                    twobs::stop::ask();
+                    interrupted = Some(e);
                 }
             }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                unreachable!("the job sends its result before it drops its sender, and it catches panics")
+            }
         }
-    })
+    }
+}
+
+/// A job for a runner thread: a call's run, made 'static by `compute`'s waiting for it.
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// A thread kept for runs, idle between calls; several at once where several
+/// Python threads run at once. It belongs to the process that started it
+/// (a child made by `fork` has none of its parent's threads).
+struct Runner(mpsc::Sender<Job>, u32);
+
+static IDLE_RUNNERS: std::sync::Mutex<Vec<Runner>> = std::sync::Mutex::new(Vec::new());
+
+impl Runner {
+    /// An idle runner of this process, or a new one.
+    fn take() -> Runner {
+        let process = std::process::id();
+        let idle = IDLE_RUNNERS.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        if let Some(r) = idle.filter(|r| r.1 == process) {
+            return r;
+        }
+        let (jobs, taken) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("twobs-run".into())
+            .spawn(move || {
+                for job in taken {
+                    job();
+                }
+            })
+            .expect("spawning a thread for twobs's runs");
+        Runner(jobs, process)
+    }
+
+    fn give_back(self) {
+        IDLE_RUNNERS.lock().unwrap_or_else(|p| p.into_inner()).push(self);
+    }
 }
 
 /// A result's index as the caller's row.
@@ -960,15 +1103,44 @@ fn lend<'py, T: numpy::Element>(py: Python<'py>, column: Column, rows: usize, k:
     Ok(array.into_any())
 }
 
+/// A run's report (`report`), written as JSON text when first asked
+/// (`str(report)`): most calls never read theirs, and building and writing
+/// it took 40-55 us of each call on the development VM.
+#[pyclass(frozen, module = "twobs._twobs")]
+struct Report(std::sync::Mutex<Written>);
+
+enum Written {
+    Later(Box<dyn FnOnce() -> serde_json::Value + Send>),
+    Text(String),
+    /// Being written (only while the lock is held).
+    Writing,
+}
+
+impl Report {
+    fn later(build: impl FnOnce() -> serde_json::Value + Send + 'static) -> Report {
+        Report(std::sync::Mutex::new(Written::Later(Box::new(build))))
+    }
+}
+
+#[pymethods]
+impl Report {
+    /// The report as JSON text, the command line's.
+    fn __str__(&self) -> String {
+        let mut written = self.0.lock().expect("report lock");
+        if let Written::Later(build) = std::mem::replace(&mut *written, Written::Writing) {
+            *written = Written::Text(build().to_string());
+        }
+        match &*written {
+            Written::Text(text) => text.clone(),
+            _ => unreachable!("written above"),
+        }
+    }
+}
+
 /// What the run did, as the command line's JSON report says it.
-fn report(
-    problem: &twobs::spec::Problem,
-    exec: &Execution,
-    notes: Vec<String>,
-    steps: serde_json::Value,
-) -> serde_json::Value {
+fn report(problem: &str, exec: &Execution, notes: Vec<String>, steps: serde_json::Value) -> serde_json::Value {
     serde_json::json!({
-        "problem": problem.name,
+        "problem": problem,
         "backend": exec.backend.name(),
         "device": exec.device,
         "notes": notes,
@@ -1007,6 +1179,7 @@ fn _twobs(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Problem>()?;
     m.add_class::<Session>()?;
     m.add_class::<GpuArray>()?;
+    m.add_class::<Report>()?;
     m.add_function(wrap_pyfunction!(stop, m)?)?;
     m.add_function(wrap_pyfunction!(built_in_file, m)?)?;
     m.add_function(wrap_pyfunction!(programs, m)?)?;

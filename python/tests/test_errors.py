@@ -79,3 +79,25 @@ def test_xi_says_what_it_needs_instead_of_randoms(cpu):
         twobs.xi(points, None, np.linspace(0.1, 0.6, 4), boxsize=1.0, session=cpu)
     with pytest.raises(twobs.InputError, match="norm='n2'"):
         twobs.xi(points, points, edges, norm="n2", session=cpu)
+
+
+def test_a_session_runs_one_problem_object_in_each_shape_as_a_fresh_session_does(rng):
+    # The session keeps a problem's variant per sets, spacing and dims: a call of
+    # another shape must not take the last one's (results poisoned in between).
+    # (Three shapes: each compiles a CPU driver on a cold cache, about 1.5 s.)
+    problem = twobs.Problem("sdh")
+    session = twobs.Session(backend="cpu", threads=2)
+    shapes = [
+        ("3-D, one set", [rng.random((300, 3)).astype(np.float32)]),
+        ("2-D, one set", [rng.random((300, 2)).astype(np.float32)]),
+        ("3-D, two sets", [rng.random((300, 3)).astype(np.float32), rng.random((200, 3)).astype(np.float32)]),
+    ]
+    params = {"bins": 13, "r_max": 1.8}
+    for _ in range(2):
+        for what, sets in shapes:
+            got = session.run(problem, *sets, params=params)
+            fresh = twobs.Session(backend="cpu", threads=2).run(problem, *sets, params=params)
+            np.testing.assert_array_equal(got.counts, fresh.counts, err_msg=what)
+            np.testing.assert_array_equal(got.edges, fresh.edges, err_msg=what)
+            assert got.counts.sum() > 0, what
+            got.counts[:] = 7  # poisoned: the next call's arrays are its own

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -78,7 +79,8 @@ class Result:
     def report(self) -> dict:
         """The run's report: backend, device, index, schedule, timings, notes."""
         if self._report is None:
-            self._report = json.loads(self._raw["report"])
+            # The engine writes the JSON text when it is first asked for (`str`).
+            self._report = json.loads(str(self._raw["report"]))
         return self._report
 
     @property
@@ -397,7 +399,8 @@ class Session:
         points share that id (``<exclude same="..."/>``), as
         ``twobs run --exclude-same`` does."""
         if not isinstance(problem, Problem):
-            problem = Problem(problem)
+            # A built-in's spec is read once (a file of the same name is read each call, as it may change).
+            problem = _problem(problem) if problem in _BUILT_IN and not os.path.exists(problem) else Problem(problem)
         sets = [a] if b is None else [a, b]
         gpu = [_on_gpu(s) for s in sets]
         # Under MPI ranks every rank reads host points (their digests are compared), and verify re-computes
@@ -568,7 +571,12 @@ class RDF:
         self._queries = 0  # sum over frames of N_query
         self._edges: Optional[np.ndarray] = None
         self.frames = 0
-        self.report: Optional[dict] = None
+        self._result: Optional[Result] = None
+
+    @property
+    def report(self) -> Optional[dict]:
+        """The last frame's report (None before the first compute)."""
+        return None if self._result is None else self._result.report
 
     def compute(self, box: Any, points: Any = None, query_points: Any = None, reset: bool = True,
                 molecules: Any = None, query_molecules: Any = None) -> "RDF":
@@ -611,7 +619,7 @@ class RDF:
         self._queries += n_q
         self._edges = result.edges
         self.frames += 1
-        self.report = result.report
+        self._result = result
         return self
 
     @property
@@ -644,6 +652,7 @@ class RDF:
 # ---------------------------------------------------------------- pair counts and xi
 
 _problems: dict = {}
+_BUILT_IN = frozenset(BUILT_IN)
 
 
 def _problem(name: str) -> Problem:

@@ -126,17 +126,19 @@ pub fn f32_range_of(problem: &Problem, params: &Params, sets: &[Spread]) -> Opti
 /// sample (in f64); None where all of them coincide.
 fn closest(sets: &[Spread], dims: usize) -> Option<f64> {
     use rayon::prelude::*;
-    let sample: Vec<Vec<f64>> = sets
-        .iter()
-        .flat_map(|s| (0..s.sample.len()).map(|i| (0..dims).map(|c| s.sample.columns[c].get_f64(i)).collect()))
-        .collect();
     // Two coordinates whose nonzero magnitudes are all at least 2^-40 differ by
     // 0 or by at least 2^-63, whose square is f32's smallest normal: no pair of
     // the sample can be closer than that, and the quadratic search is skipped
     // (a millisecond a call, where a session's frames come many a second).
-    if sample.iter().flatten().all(|&x| x == 0.0 || x.abs() >= (-40f64).exp2()) {
+    // Read in the columns, before a point of the sample is made (a vector each).
+    let far = |x: f64| x == 0.0 || x.abs() >= (-40f64).exp2();
+    if sets.iter().all(|s| s.sample.columns[..dims].iter().all(|c| (0..c.len()).all(|i| far(c.get_f64(i))))) {
         return None;
     }
+    let sample: Vec<Vec<f64>> = sets
+        .iter()
+        .flat_map(|s| (0..s.sample.len()).map(|i| (0..dims).map(|c| s.sample.columns[c].get_f64(i)).collect()))
+        .collect();
     let nearest = (0..sample.len())
         .into_par_iter()
         .map(|i| {
