@@ -210,6 +210,9 @@ def test_ctrl_c_stops_a_gpu_run_and_the_session_runs_again(gpu):
         gpu.run("sdh", points, params={"bins": 100})
     stopped = time.monotonic() - start
     timer.join()
-    assert stopped < 5, f"the run took {stopped:.1f} s to stop"
+    # Asked at 1.5 s; the whole run is about 9 s of kernels on an H200 (12 on an
+    # H100) after its compile. A stop is seen between pieces of work: 3.2-3.6 s
+    # after the ask on an H200 (5.1 s in all once, in a full GPU pytest).
+    assert stopped < 7, f"the run took {stopped:.1f} s to stop"
     small = gpu.run("sdh", points[:5000], params={"bins": 100})
     assert int(small.counts.sum()) == 5000 * 4999 // 2
