@@ -722,22 +722,8 @@ impl Run<'_> {
         let (outcome, ranks) = match (results, ranked) {
             (cuda::Results::Merged(outcome), _) => (outcome, Vec::new()),
             (cuda::Results::Parts(parts), Some(r)) => {
-                let key = |i: usize| ((r.rank() as u64) << 32) | i as u64;
-                let parts = parts.into_iter().enumerate().map(|(i, p)| (key(i), p)).collect();
-                let g = &run.timings;
-                let work = RankWork {
-                    rank: r.rank(),
-                    host: r.host(),
-                    gpus: run.devices.len(),
-                    threads: 0,
-                    taken: g.per_gpu.iter().map(|g| g.pieces).sum(),
-                    pairs: g.per_gpu.iter().map(|g| g.pairs).sum(),
-                    compute_s: g.wall_s - g.prepare_s,
-                    holding: Holding::Whole,
-                    input_bytes: inputs.held_bytes(),
-                    received_bytes: 0,
-                };
-                combined(r, &shape, parts, work, |parts| {
+                let work = gpu_rank_work(r, &run, Holding::Whole, (inputs.held_bytes(), 0));
+                combined(r, &shape, keyed(r, parts), work, |parts| {
                     output::merge(shape.collect, problem.function.returns, inputs.a.len(), parts)
                 })?
             }
@@ -977,6 +963,35 @@ fn idle_rank(
         ranks: Vec::new(),
         box_time: crate::spec::BoxTime::Compile,
     })
+}
+
+/// A rank's partial results, each keyed by the rank and its place, so that
+/// rank 0 merges every rank's in one order.
+fn keyed(r: &dyn Ranks, parts: Vec<Partial>) -> Vec<Keyed> {
+    parts.into_iter().enumerate().map(|(i, p)| (((r.rank() as u64) << 32) | i as u64, p)).collect()
+}
+
+/// What a rank's GPUs did, for the report: `bytes` are the input held at
+/// most and received.
+fn gpu_rank_work(
+    r: &dyn Ranks,
+    run: &cuda::GpuRun,
+    holding: Holding,
+    (input_bytes, received_bytes): (u64, u64),
+) -> RankWork {
+    let g = &run.timings;
+    RankWork {
+        rank: r.rank(),
+        host: r.host(),
+        gpus: run.devices.len(),
+        threads: 0,
+        taken: g.per_gpu.iter().map(|g| g.pieces).sum(),
+        pairs: g.per_gpu.iter().map(|g| g.pairs).sum(),
+        compute_s: g.wall_s - g.prepare_s,
+        holding,
+        input_bytes,
+        received_bytes,
+    }
 }
 
 /// Where a run of several ranks sends the others only set B, and with each
@@ -1304,29 +1319,13 @@ fn execute_rows_on_gpus(
     let cuda::Results::Parts(parts) = std::mem::replace(&mut run.results, cuda::Results::Parts(Vec::new())) else {
         unreachable!("a rank's part comes back as partial results")
     };
-    let key = |i: usize| ((r.rank() as u64) << 32) | i as u64;
-    let parts = parts.into_iter().enumerate().map(|(i, p)| (key(i), p)).collect();
-    let g = &run.timings;
-    let work = RankWork {
-        rank: r.rank(),
-        host: r.host(),
-        gpus: run.devices.len(),
-        threads: 0,
-        taken: g.per_gpu.iter().map(|g| g.pieces).sum(),
-        pairs: g.per_gpu.iter().map(|g| g.pairs).sum(),
-        compute_s: g.wall_s - g.prepare_s,
-        holding: Holding::RowsOfA,
-        // B, and the rows of A in flight: asked ahead, or a stream's block.
-        input_bytes: match held {
-            Held::Root(inputs, _) => inputs.held_bytes(),
-            Held::Rank(rows) => rows.b.held_bytes() + counted.0,
-        },
-        received_bytes: match held {
-            Held::Root(..) => 0,
-            Held::Rank(rows) => rows.received_bytes + counted.1,
-        },
+    // B, and the rows of A in flight: asked ahead, or a stream's block.
+    let bytes = match held {
+        Held::Root(inputs, _) => (inputs.held_bytes(), 0),
+        Held::Rank(rows) => (rows.b.held_bytes() + counted.0, rows.received_bytes + counted.1),
     };
-    let found = combined(r, &shape, parts, work, |parts| {
+    let work = gpu_rank_work(r, &run, Holding::RowsOfA, bytes);
+    let found = combined(r, &shape, keyed(r, parts), work, |parts| {
         output::merge(shape.collect, problem.function.returns, a_points, parts)
     })?;
     let grid_tried = problem.cutoff.is_some() && opts.index != IndexChoice::None;
