@@ -121,17 +121,19 @@ __device__ float3 min_image(float3 d) {
 #ifdef TWOBS_BOX_AT_RUN_TIME
 // The same arithmetic with a box read at run time (one kernel for every box of
 // an NPT trajectory): the reciprocals and tilted components come with the box,
-// rounded as the compiler folds them above; a tilt's terms are skipped where it
-// is 0 as above (a branch every thread takes alike), and a unit length's
-// product by 1 is exact. So both give the same bits.
+// rounded as the compiler folds them above, and a unit length's product by 1
+// is exact. A tilt's terms are taken whether or not it is 0, with no branch in
+// the pair loop: a zero tilt's product is a zero, and a component plus a zero
+// is the component (its sign of zero aside, which no square sees). So both
+// give the same bits.
 __device__ float3 min_image_at_run_time(float3 d) {
   const auto& box = params::box;
   const float nz = nearest<false>(d.z, box.per_lz);
-  if (box.xz != 0.0f) d.x = fmaf(-box.xz_lz, nz, d.x);
-  if (box.yz != 0.0f) d.y = fmaf(-box.yz_lz, nz, d.y);
+  d.x = fmaf(-box.xz_lz, nz, d.x);
+  d.y = fmaf(-box.yz_lz, nz, d.y);
   d.z = fmaf(-box.lz, nz, d.z);
   const float ny = nearest<false>(d.y, box.per_ly);
-  if (box.xy != 0.0f) d.x = fmaf(-box.xy_ly, ny, d.x);
+  d.x = fmaf(-box.xy_ly, ny, d.x);
   d.y = fmaf(-box.ly, ny, d.y);
   d.x = fmaf(-box.lx, nearest<false>(d.x, box.per_lx), d.x);
   return d;
@@ -166,15 +168,15 @@ __device__ float approx_root(float k) {
 }
 
 __device__ float min_image_distance(float3 a, float3 b) { return root(squared_min_image_distance(a, b)); }
-#line 105 "problems/rdf.cu"
+#line 107 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_pair(const Point& twobs_a, const Point& twobs_b) { return min_image_distance(twobs_a, twobs_b); }
-#line 78 "problems/rdf.cu"
+#line 80 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_key(const Point& twobs_a, const Point& twobs_b) { return squared_min_image_distance(twobs_a, twobs_b); }
-#line 90 "problems/rdf.cu"
+#line 92 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_map(Value twobs_k) { return root(twobs_k); }
-#line 95 "problems/rdf.cu"
+#line 97 "problems/rdf.cu"
 __device__ __forceinline__ Value twobs_estimate(Value twobs_k) { return approx_root(twobs_k); }
-#line 178 "dd_periodic.cu"
+#line 180 "dd_periodic.cu"
 // The calls into the snippet above are rendered at the lines of the functions
 // they call, so that a parameter or return type that does not fit is reported there.
 
