@@ -1007,7 +1007,7 @@ fn build(axes: Vec<Axis>, reach: u32, metric: Metric, inputs: &Inputs, visit: Vi
     // join in order. Runs over whole rows need a row to themselves; runs of
     // one cell let a long row (a 1-D grid is one row) split anywhere.
     let n_rows = cells / row_len as usize;
-    let threads = crate::schedule::host_cores();
+    let threads = crate::memory::host_cores();
     let piece = if runs.whole_rows { row_len } else { (cells.div_ceil(4 * threads) as i64).max(4096).min(row_len) };
     let segments: Vec<(usize, (i64, i64))> = (0..n_rows)
         .flat_map(|row| (0..row_len).step_by(piece as usize).map(move |x| (row, (x, (x + piece).min(row_len)))))
@@ -1112,7 +1112,7 @@ fn push_row_runs(
 /// is one pass.
 fn sort(set: &PointSet, axes: &[Axis], cells: usize) -> Sorted {
     let n = set.len();
-    let threads = crate::schedule::host_cores();
+    let threads = crate::memory::host_cores();
     let chunk = n.div_ceil(threads).max(1 << 16);
     let mut cell_of = vec![0u32; n];
     std::thread::scope(|s| {

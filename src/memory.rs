@@ -1,6 +1,7 @@
-//! The host's memory: how much a run can still take, so that a request that
-//! cannot fit is refused early, naming what was asked and what the machine
-//! has, instead of aborting on a failed allocation (or being killed) later.
+//! The host's memory and cores: how much memory a run can still take, so
+//! that a request that cannot fit is refused early, naming what was asked
+//! and what the machine has, instead of aborting on a failed allocation (or
+//! being killed) later; and how many cores it has, read once.
 //! GPU memory is checked where the GPUs are planned.
 
 /// What the host has: bytes available to this process now, and in all.
@@ -102,6 +103,15 @@ fn cgroup_limit() -> Option<(u64, u64)> {
     let limit: u64 = read("memory.max")?.trim().parse().ok()?; // "max" where there is none
     let used: u64 = read("memory.current").and_then(|u| u.trim().parse().ok()).unwrap_or(0);
     Some((limit, used))
+}
+
+/// The host's cores, read once per process: `available_parallelism` reads
+/// the affinity mask and the cgroup's quota (files under /proc and /sys),
+/// 13-40 us a call on the development VM, and a session's call asked it
+/// several times.
+pub fn host_cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 #[cfg(test)]

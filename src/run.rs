@@ -1356,5 +1356,5 @@ fn execute_rows_on_gpus(
 
 /// The CPU threads a run takes (`opts.threads`, 0: every core).
 fn threads_of(opts: &RunOptions) -> usize {
-    if opts.threads == 0 { crate::schedule::host_cores() } else { opts.threads }
+    if opts.threads == 0 { crate::memory::host_cores() } else { opts.threads }
 }

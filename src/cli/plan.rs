@@ -39,7 +39,7 @@ fn explain(p: &Planned) {
     );
     print!("{}", p.plan);
     if p.problem.cutoff.is_some() {
-        let workers = schedule::Workers::described(&p.device, 1, 0, DEFAULT_STREAMS, schedule::host_cores());
+        let workers = schedule::Workers::described(&p.device, 1, 0, DEFAULT_STREAMS, crate::memory::host_cores());
         let points = p.plan.shape.points.a.max(p.plan.shape.points.b.unwrap_or(0)) as usize;
         println!(
             "  {:<13} {:<15} {}",
@@ -87,7 +87,7 @@ impl ScheduleArgs {
         };
         let points = p.plan.shape.points;
         let shapes = index::Shapes { a: set(points.a, 7)?, b: points.b.map(|b| set(b, 8)).transpose()? };
-        let cores = self.cores.unwrap_or_else(schedule::host_cores);
+        let cores = self.cores.unwrap_or_else(crate::memory::host_cores);
         let memory = described_memory(&p.device);
         let workers = schedule::Workers::described(&p.device, self.gpu_count, memory, DEFAULT_STREAMS, cores);
         let opts = GpuOptions { streams: DEFAULT_STREAMS, hybrid: self.hybrid, ..Default::default() };

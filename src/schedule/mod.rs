@@ -136,15 +136,6 @@ impl std::fmt::Debug for Part<'_> {
     }
 }
 
-/// The host's cores, read once per process: `available_parallelism` reads
-/// the affinity mask and the cgroup's quota (files under /proc and /sys),
-/// 13-40 us a call on the development VM, and a session's call asked it
-/// several times.
-pub fn host_cores() -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
 /// How a run finds its pairs.
 #[derive(Debug, Clone)]
 pub enum Indexing {

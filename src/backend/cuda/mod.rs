@@ -482,7 +482,7 @@ fn workers(opts: &GpuOptions) -> Result<(Vec<usize>, Workers), GpuError> {
         memory = memory.min(unsafe { cudarc::driver::result::device::total_mem(cu) }.doing("reading GPU memory")?);
     }
     let streams = opts.streams.max(1);
-    Ok((ordinals, Workers { gpus, gpu_memory: memory, streams, cores: schedule::host_cores() }))
+    Ok((ordinals, Workers { gpus, gpu_memory: memory, streams, cores: crate::memory::host_cores() }))
 }
 
 /// Where a run's points lie as the GPUs take them.
@@ -763,7 +763,7 @@ fn cells_on_gpus(
     };
     let plan = Plan::grid(problem, params, &all[0], plan_points(inputs), opts.forced)?;
     let leaf = plan.launch.block_size * plan.launch.points_per_thread;
-    let costs = gpu_costs(all.len(), schedule::host_cores());
+    let costs = gpu_costs(all.len(), crate::memory::host_cores());
     let other = match &schedule.indexing {
         _ if forced => None,
         Indexing::Brute(_) => Some((shape.pairs as f64 * costs.brute_pair, "every pair".to_owned())),
