@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -63,3 +64,15 @@ def rng(request) -> np.random.Generator:
 @pytest.fixture(scope="session")
 def cpu() -> twobs.Session:
     return twobs.Session(backend="cpu")
+
+
+@pytest.fixture
+def ctrl_c():
+    """Ctrl-C as Python handles it by default, for the tests that press it:
+    a process started in the background by a shell without job control
+    ignores SIGINT, and `_thread.interrupt_main` then does nothing (every
+    Ctrl-C test failed "DID NOT RAISE" in a suite started that way)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+

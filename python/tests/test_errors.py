@@ -52,7 +52,7 @@ def test_a_bad_session_option_says_what_it_takes():
         twobs.Session(backend="tpu")
 
 
-def test_ctrl_c_stops_a_long_run_and_the_session_runs_again(cpu):
+def test_ctrl_c_stops_a_long_run_and_the_session_runs_again(cpu, ctrl_c):
     points = np.random.default_rng().random((400_000, 3), dtype=np.float32)  # 8e10 pairs: minutes
     timer = threading.Timer(1.0, _thread.interrupt_main)
     start = time.monotonic()

@@ -201,7 +201,7 @@ def test_jax_points_are_read_through_dlpack(gpu, rng):
     np.testing.assert_array_equal(np.asarray(i), twobs.knn(points, 8, session=gpu)[1])
 
 
-def test_ctrl_c_stops_a_gpu_run_and_the_session_runs_again(gpu):
+def test_ctrl_c_stops_a_gpu_run_and_the_session_runs_again(gpu, ctrl_c):
     points = np.random.default_rng().random((6_000_000, 3), dtype=np.float32)  # 1.8e13 pairs: many seconds
     timer = threading.Timer(1.5, _thread.interrupt_main)
     start = time.monotonic()
