@@ -542,24 +542,11 @@ fn execute_one(
     // Under MPI, rank 0 holds the merged result and checks it.
     let holds_result = opts.ranks.as_ref().is_none_or(|h| h.0.rank() == 0);
     if opts.verify && holds_result {
-        let t = Instant::now();
         let under = match exec.backend {
             Backend::Cuda => verify::Under::Gpu,
             Backend::Cpu => verify::Under::Cpu { index: exec.index.index, f64_mode },
         };
-        exec.verified = Some(verify::verify(
-            problem,
-            params,
-            &shape,
-            inputs,
-            &exec.outcome,
-            under,
-            &opts.gpu,
-            opts.index,
-            &opts.cache,
-            threads,
-        )?);
-        exec.timings.verify_s = Some(t.elapsed().as_secs_f64());
+        verify_into(&mut exec, problem, params, (&shape, inputs), under, opts, threads)?;
     }
     exec.timings.total_s = start.elapsed().as_secs_f64();
     Ok(exec)
@@ -1212,21 +1199,8 @@ pub fn execute_rows(
     };
     if let Held::Root(inputs, _) = held {
         if opts.verify {
-            let t = Instant::now();
             let under = verify::Under::Cpu { index: IndexKind::None, f64_mode };
-            exec.verified = Some(verify::verify(
-                problem,
-                params,
-                &shape,
-                inputs,
-                &exec.outcome,
-                under,
-                &opts.gpu,
-                opts.index,
-                &opts.cache,
-                threads,
-            )?);
-            exec.timings.verify_s = Some(t.elapsed().as_secs_f64());
+            verify_into(&mut exec, problem, params, (&shape, inputs), under, opts, threads)?;
         }
         exec.notes.extend(rdf_volume(problem, std::slice::from_ref(params), std::slice::from_ref(inputs)));
     }
@@ -1333,25 +1307,41 @@ fn execute_rows_on_gpus(
     exec.schedule = schedule.describe();
     if let Held::Root(inputs, _) = held {
         if opts.verify {
-            let t = Instant::now();
-            exec.verified = Some(verify::verify(
-                problem,
-                params,
-                &shape,
-                inputs,
-                &exec.outcome,
-                verify::Under::Gpu,
-                &opts.gpu,
-                opts.index,
-                &opts.cache,
-                threads_of(opts),
-            )?);
-            exec.timings.verify_s = Some(t.elapsed().as_secs_f64());
+            verify_into(&mut exec, problem, params, (&shape, inputs), verify::Under::Gpu, opts, threads_of(opts))?;
         }
         exec.notes.extend(rdf_volume(problem, std::slice::from_ref(params), std::slice::from_ref(inputs)));
     }
     exec.timings.total_s = start.elapsed().as_secs_f64();
     Ok(exec)
+}
+
+/// `--verify`: `exec`'s outcome checked against a second computation
+/// (`under` says which), and the time it took.
+fn verify_into(
+    exec: &mut Execution,
+    problem: &Problem,
+    params: &Params,
+    (shape, inputs): (&Shape, &Inputs),
+    under: verify::Under,
+    opts: &RunOptions,
+    threads: usize,
+) -> Result<(), RunError> {
+    let t = Instant::now();
+    let verified = verify::verify(
+        problem,
+        params,
+        shape,
+        inputs,
+        &exec.outcome,
+        under,
+        &opts.gpu,
+        opts.index,
+        &opts.cache,
+        threads,
+    )?;
+    exec.verified = Some(verified);
+    exec.timings.verify_s = Some(t.elapsed().as_secs_f64());
+    Ok(())
 }
 
 /// The CPU threads a run takes (`opts.threads`, 0: every core).
