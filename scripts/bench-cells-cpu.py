@@ -116,6 +116,12 @@ def main():
         rows["treecorr_pairs_differ"] = int(np.abs(tc - cells).sum())
         print(f"TreeCorr NN (bin_slop=0): {rows['treecorr_s']:.2f} s; |difference| {rows['treecorr_pairs_differ']} pairs",
               flush=True)
+        # twobs again after the peers: a shared host's load moves between runs, so its times bracket theirs.
+        wall, again, _ = twobs(path, args, a.threads, "auto", work)
+        rows["twobs_auto_again_s"] = wall
+        assert np.array_equal(again, cells), "twobs's second run differs from its first"
+        print(f"twobs --index auto, again: {wall:.2f} s", flush=True)
+    rows["counts"] = cells.tolist()
     print(json.dumps(rows, indent=1))
     if a.json:
         with open(a.json, "w") as f:
