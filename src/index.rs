@@ -130,6 +130,16 @@ impl Axis {
         }
     }
 
+    /// The cells of rows 0, step, 2 step, ... of `set`: a column's values in
+    /// one loop where the axis is a component (no point-by-point dispatch).
+    fn cells_of(&self, set: &PointSet, step: usize) -> Vec<u32> {
+        match (self.normal, &set.columns[self.component]) {
+            (None, Column::F32(v)) => v.iter().step_by(step).map(|&x| self.cell(f64::from(x))).collect(),
+            (None, Column::F64(v)) => v.iter().step_by(step).map(|&x| self.cell(x)).collect(),
+            _ => (0..set.len()).step_by(step).map(|i| self.cell(self.coordinate(set, i))).collect(),
+        }
+    }
+
     fn cell(&self, x: f64) -> u32 {
         let q = if self.periodic {
             let t = (x - self.origin) / (self.side * self.cells as f64);
@@ -385,21 +395,30 @@ impl Layout {
     /// 3^(k-1) rows around a point is one or two ranges of the sorted keys;
     /// the samples split over every core.
     fn sampled_neighbours(&self, shapes: &Shapes, queries: usize) -> (Vec<u64>, [f64; 2]) {
-        let cell = |set: &PointSet, i: usize| -> [i64; MAX_AXES] {
+        use rayon::prelude::*;
+        let other = &shapes.other().sample;
+        let a = &shapes.a.sample;
+        let step = a.len().div_ceil(queries).max(1);
+        // Each sampled point's cell, an axis at a time: the other sample's
+        // whole, and A's queries (the same points again for one set). A
+        // KNN call's schedule spent 0.5-0.7 ms here on the H200's host
+        // when each point's cells were found one point at a time.
+        let other_cells: Vec<Vec<u32>> = self.axes.iter().map(|axis| axis.cells_of(other, 1)).collect();
+        let query_cells: Vec<Vec<u32>> = match shapes.b {
+            None => other_cells.iter().map(|c| c.iter().step_by(step).copied().collect()).collect(),
+            Some(_) => self.axes.iter().map(|axis| axis.cells_of(a, step)).collect(),
+        };
+        let k = self.axes.len();
+        // A cell's key: axis 0 varies fastest, so a row's cells have consecutive keys.
+        let key = |c: &[i64; MAX_AXES]| self.axes.iter().zip(c).rev().fold(0u64, |k, (a, &x)| k * a.cells as u64 + x as u64);
+        let cell_at = |cells: &[Vec<u32>], i: usize| -> [i64; MAX_AXES] {
             let mut c = [0; MAX_AXES];
-            for (x, axis) in c.iter_mut().zip(&self.axes) {
-                *x = axis.cell(axis.coordinate(set, i)) as i64;
+            for (x, axis) in c.iter_mut().zip(cells) {
+                *x = i64::from(axis[i]);
             }
             c
         };
-        let key =
-            |c: &[i64; MAX_AXES]| self.axes.iter().zip(c).rev().fold(0u64, |k, (a, &x)| k * a.cells as u64 + x as u64);
-        let other = &shapes.other().sample;
-        let spread = |rows: Vec<usize>, f: &(dyn Fn(usize) -> u64 + Sync)| -> Vec<u64> {
-            use rayon::prelude::*;
-            rows.par_iter().with_min_len(1 << 9).map(|&i| f(i)).collect()
-        };
-        let mut keys = spread((0..other.len()).collect(), &|i| key(&cell(other, i)));
+        let mut keys: Vec<u64> = (0..other.len()).map(|i| key(&cell_at(&other_cells, i))).collect();
         // Where the cells are few, the sampled points before each cell (a
         // counting pass) answer a run in two reads; else the sorted keys by
         // two binary searches (a query's rows took 4096 x 9 x 4 of them,
@@ -417,12 +436,9 @@ impl Layout {
         if before.is_none() {
             keys.sort_unstable();
         }
-        let k = self.axes.len();
-        // Sampled keys in cells [lo, hi] of the row of cell `c` (axis 0 set aside).
-        let in_run = |c: &[i64; MAX_AXES], lo: i64, hi: i64| -> u64 {
-            let (mut first, mut last) = (*c, *c);
-            (first[0], last[0]) = (lo, hi);
-            let (from, to) = (key(&first), key(&last));
+        // Sampled keys in cells [lo, hi] of the row whose first cell's key is `row`.
+        let in_run = |row: u64, lo: i64, hi: i64| -> u64 {
+            let (from, to) = (row + lo as u64, row + hi as u64);
             match &before {
                 Some(before) => u64::from(before[to as usize + 1] - before[from as usize]),
                 None => (keys.partition_point(|&x| x <= to) - keys.partition_point(|&x| x < from)) as u64,
@@ -450,21 +466,24 @@ impl Layout {
                 if outside {
                     continue;
                 }
+                n[0] = 0;
+                let first = key(&n);
                 // Cells c0 - reach ..= c0 + reach of the row: clipped, or wrapped into
                 // two runs (an axis has at least 2 reach + 2 cells, so none is met twice).
                 let reach = row.reach;
                 met += match (axis0.periodic, c0 - reach < 0, c0 + reach >= n0) {
-                    (true, true, _) => in_run(&n, n0 + c0 - reach, n0 - 1) + in_run(&n, 0, c0 + reach),
-                    (true, _, true) => in_run(&n, c0 - reach, n0 - 1) + in_run(&n, 0, c0 + reach - n0),
-                    _ => in_run(&n, (c0 - reach).max(0), (c0 + reach).min(n0 - 1)),
+                    (true, true, _) => in_run(first, n0 + c0 - reach, n0 - 1) + in_run(first, 0, c0 + reach),
+                    (true, _, true) => in_run(first, c0 - reach, n0 - 1) + in_run(first, 0, c0 + reach - n0),
+                    _ => in_run(first, (c0 - reach).max(0), (c0 + reach).min(n0 - 1)),
                 };
             }
             met
         };
-        let a = &shapes.a.sample;
-        let met = spread((0..a.len()).step_by(a.len().div_ceil(queries).max(1)).collect(), &|i| met_around(cell(a, i)));
+        let queried = query_cells.first().map_or(a.len().div_ceil(step), Vec::len);
+        // Queries on every core, in tasks large enough to pay for waking them.
+        let met: Vec<u64> =
+            (0..queried).into_par_iter().with_min_len(1 << 10).map(|i| met_around(cell_at(&query_cells, i))).collect();
         let scale = |whole: usize, sampled: usize| whole as f64 / sampled.max(1) as f64;
-        let queried = met.len();
         (met, [scale(shapes.a.len, queried), scale(shapes.other().len, other.len())])
     }
 }

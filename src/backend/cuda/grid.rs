@@ -21,6 +21,9 @@ use crate::spec::Scalar;
 use crate::stage::input::{DeviceBlock, PAD_POINTS};
 use crate::stage::visit::Visit;
 
+/// Units above which their order is sorted on every core.
+const PARALLEL_SORT: usize = 1 << 12;
+
 /// Values one block of the scan takes (`SCAN_THREADS` x `SCAN_PER_THREAD`).
 const SCAN_BLOCK: u32 = 2048;
 
@@ -386,8 +389,19 @@ pub(super) fn build(
             crate::schedule::split_rows(&row_start, &pairs[..total], weights)[part].clone()
         }
     };
-    let mut order: Vec<usize> = mine.collect();
-    order.sort_unstable_by_key(|&u| (std::cmp::Reverse(pairs[u]), words[4 * u]));
+    // Sorted as packed keys, on every core where there are many: a KNN grid
+    // of 1M points has some 30,000 units, which one core sorted in 0.4-0.6 ms
+    // on the H200's host. The unit's index breaks no tie (each unit's own
+    // points start elsewhere) but makes the key's order total.
+    let mut keys: Vec<(std::cmp::Reverse<u64>, u32, u32)> =
+        mine.map(|u| (std::cmp::Reverse(pairs[u]), words[4 * u], u as u32)).collect();
+    if keys.len() > PARALLEL_SORT {
+        use rayon::slice::ParallelSliceMut;
+        keys.par_sort_unstable();
+    } else {
+        keys.sort_unstable();
+    }
+    let order: Vec<usize> = keys.iter().map(|&(_, _, u)| u as usize).collect();
     let sorted: Vec<u32> = order.iter().flat_map(|&u| words[4 * u..4 * u + 4].iter().copied()).collect();
     let tile = u64::from(tile);
     let work: Vec<GridWork> = order
