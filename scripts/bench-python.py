@@ -15,6 +15,11 @@ Cases (all data drawn here with numpy default_rng(2026)):
             a JAX array; neighbour sets compared, and every list with the numpy path's
   numpy     numpy to numpy: KNN K = 16 of 1M points, g(r) of 1M atoms (box 100, r_max 5)
 
+Each timed case makes its first call apart (compilation, the context:
+`first_s`), then times REPEATS calls rotating among SETS sets of points
+drawn alike (a set of 1M points fits the H200's 50 MB L2, so calls on one
+buffer would time the cache), and the tables take their medians.
+
 Usage: scripts/bench-python.py [CASE ...]    (default: every case)
 """
 import json
@@ -29,6 +34,8 @@ import twobs
 OUT = os.environ.get("OUT", ".")
 CASES = sys.argv[1:] or ["session", "frames", "numpy", "knn-gpu"]
 rng = np.random.default_rng(2026)
+REPEATS = 20
+SETS = 3
 log = open(os.path.join(OUT, "bench-python.jsonl"), "a")
 
 
@@ -62,11 +69,11 @@ def timed(f, *args, **kw):
 
 
 def case_session():
-    atoms = (rng.random((100_000, 3)) * 46.4).astype(np.float32)
+    sets = [(rng.random((100_000, 3)) * 46.4).astype(np.float32) for _ in range(SETS)]
     session = twobs.Session()
     params = {"bins": 100, "r_max": 5.0, "box": 46.4}
-    for call in range(12):
-        result, wall = timed(session.run, "rdf", atoms, params=params)
+    for call in range(1 + REPEATS):
+        result, wall = timed(session.run, "rdf", sets[call % SETS], params=params)
         parts = gpu_parts(result)
         record("session", call=call, wall_s=wall, compute_s=result.timings["compute_s"],
                outside_kernels_s=wall - parts["kernel_s"], **parts)
@@ -102,18 +109,22 @@ def case_frames():
 
 
 def case_numpy():
-    points = rng.random((1_000_000, 3), dtype=np.float32)
+    sets = [rng.random((1_000_000, 3), dtype=np.float32) for _ in range(SETS)]
     session = twobs.Session()
-    for call in range(6):
-        (dist, idx), wall = timed(twobs.knn, points, 16, session=session)
+    _, first = timed(twobs.knn, sets[0], 16, session=session)
+    record("numpy", job="knn 1M K=16", first_s=first)
+    for call in range(REPEATS):
+        (dist, idx), wall = timed(twobs.knn, sets[call % SETS], 16, session=session)
         record("numpy", job="knn 1M K=16", call=call, wall_s=wall)
-    for call in range(2):
-        result, wall = timed(session.run, "knn", points, params={"k": 16})
+    for call in range(SETS):
+        result, wall = timed(session.run, "knn", sets[call % SETS], params={"k": 16})
         record("numpy", job="knn 1M K=16 (session.run)", call=call, wall_s=wall, **gpu_parts(result))
-    atoms = (rng.random((1_000_000, 3)) * 100).astype(np.float32)
+    atoms = [(rng.random((1_000_000, 3)) * 100).astype(np.float32) for _ in range(SETS)]
     rdf = twobs.RDF(100, 5.0, session=session)
-    for call in range(4):
-        _, wall = timed(rdf.compute, 100.0, atoms)
+    _, first = timed(rdf.compute, 100.0, atoms[0])
+    record("numpy", job="g(r) 1M atoms box 100 r_max 5", first_s=first)
+    for call in range(REPEATS):
+        _, wall = timed(rdf.compute, 100.0, atoms[call % SETS])
         record("numpy", job="g(r) 1M atoms box 100 r_max 5", call=call, wall_s=wall,
                **gpu_parts_of_report(rdf.report))
 
@@ -125,19 +136,26 @@ def case_knn_gpu():
         record("knn-gpu", cupy=f"not installed: {e}")
         return
     for n in (1_000_000, 10_000_000):
-        host = rng.random((n, 3), dtype=np.float32)
-        points = cupy.asarray(host)
+        hosts = [rng.random((n, 3), dtype=np.float32) for _ in range(SETS)]
+        sets = [cupy.asarray(h) for h in hosts]
+        host, points = hosts[0], sets[0]
         session = twobs.Session()
-        for call in range(4):
+        cupy.cuda.Device().synchronize()
+        (dist, idx), first = timed(twobs.knn, points, 16, session=session)
+        cupy.cuda.Device().synchronize()
+        record("knn-gpu", n=n, first_s=first)
+        for call in range(REPEATS):
             cupy.cuda.Device().synchronize()
-            (dist, idx), wall = timed(twobs.knn, points, 16, session=session)
+            _, wall = timed(twobs.knn, sets[call % SETS], 16, session=session)
             cupy.cuda.Device().synchronize()
-            record("knn-gpu", n=n, call=call, twobs_s=wall, on_gpu=type(idx).__module__)
+            record("knn-gpu", n=n, call=call, twobs_s=wall)
+        (dist, idx) = twobs.knn(points, 16, session=session)
+        record("knn-gpu", n=n, on_gpu=type(idx).__module__)
         ids = cupy.asnumpy(idx)
         # The engine's account of a call on points read on the GPU (take, schedule, grid, kernel).
-        for call in range(4):
+        for call in range(SETS):
             cupy.cuda.Device().synchronize()
-            result, wall = timed(session.run, "knn", points, params={"k": 16})
+            result, wall = timed(session.run, "knn", sets[call % SETS], params={"k": 16})
             cupy.cuda.Device().synchronize()
             parts = gpu_parts(result)
             parts["gpu_take_s"] = result.report["timings"]["gpu"].get("take_s", 0.0)
@@ -152,15 +170,18 @@ def case_knn_gpu():
         except ImportError as e:
             record("knn-gpu", n=n, jztree=f"not installed: {e}")
             continue
-        xj = jnp.asarray(host)
+        xjs = [jnp.asarray(h) for h in hosts]
+        xj = xjs[0]
         fn = jax.jit(lambda x: jztree.knn.knn(x, 17))
         r, i = fn(xj)
         i.block_until_ready()
-        for call in range(4):
+        for call in range(REPEATS):
             t = time.perf_counter()
-            r, i = fn(xj)
+            r, i = fn(xjs[call % SETS])
             i.block_until_ready()
             record("knn-gpu", n=n, call=call, jztree_s=time.perf_counter() - t)
+        r, i = fn(xj)
+        i.block_until_ready()
         theirs = np.asarray(i)
         # jz-tree lists the point itself among its neighbours; twobs never does.
         same = 0

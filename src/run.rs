@@ -213,7 +213,7 @@ pub fn execute_frames(
     let mut exec = execute(problem, params_of(0), first, opts)?;
     for (f, inputs) in rest.iter().enumerate() {
         // The spec's promises were sampled on the first frame.
-        let next = execute_one(problem, params_of(f + 1), inputs, opts, false)?;
+        let next = execute_one(problem, params_of(f + 1), inputs, None, opts, false)?;
         let (Outcome::Totals(sum), Outcome::Totals(more)) = (&mut exec.outcome, &next.outcome) else {
             unreachable!("frames are refused for pairs and KNN")
         };
@@ -387,7 +387,20 @@ fn rdf_volume(problem: &Problem, frame_params: &[Params], frames: &[Inputs]) -> 
 }
 
 pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOptions) -> Result<Execution, RunError> {
-    execute_one(problem, params, inputs, opts, true)
+    execute_one(problem, params, inputs, None, opts, true)
+}
+
+/// [`execute`], where the caller measured the inputs already (`shapes`, as
+/// [`Shapes::of`] reads them: the Python package's one pass over a
+/// numpy array's rows), so that the run does not read every point again.
+pub fn execute_shaped(
+    problem: &Problem,
+    params: &Params,
+    inputs: &Inputs,
+    shapes: Shapes,
+    opts: &RunOptions,
+) -> Result<Execution, RunError> {
+    execute_one(problem, params, inputs, Some(shapes), opts, true)
 }
 
 /// Runs `problem` on points wherever they lie: [`execute`] for the host's,
@@ -509,11 +522,13 @@ pub fn execute_on_gpu(
     Ok(exec)
 }
 
-/// [`execute`], sampling a user's promises first where `check_promises` says.
+/// [`execute`] (on `shapes`, where the caller measured the inputs), sampling
+/// a user's promises first where `check_promises` says.
 fn execute_one(
     problem: &Problem,
     params: &Params,
     inputs: &Inputs,
+    shapes: Option<Shapes>,
     opts: &RunOptions,
     check_promises: bool,
 ) -> Result<Execution, RunError> {
@@ -529,7 +544,7 @@ fn execute_one(
         return Err(RunError::F64OnGpu);
     }
     // Each set's size, ranges and sample, read once for the range check and the schedule.
-    let shapes = Shapes::of(inputs);
+    let shapes = shapes.unwrap_or_else(|| Shapes::of(inputs));
     let f64_mode = opts.f64 || f64_for_range(problem, params, (inputs, &shapes), backend, &mut notes)?;
     if check_promises {
         sample_promises(problem, params, inputs, opts, backend, f64_mode, &mut notes)?;

@@ -16,6 +16,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use twobs::backend::cuda::GpuError;
 use twobs::cache::Cache;
 use twobs::data::{Column, DeviceInputs, DeviceSet, Given, Inputs, PointSet, ProducerStream};
+use twobs::index::{SetShape, Shapes};
 use twobs::outcome::{Outcome, Totals};
 use twobs::run::{BackendChoice, Execution, RunOptions};
 use twobs::schedule::{GpuOptions, Hybrid};
@@ -346,14 +347,19 @@ impl Session {
         let began = std::time::Instant::now();
         let sets = 1 + b.is_some() as usize;
         // The arrays and parameters as the engine takes them, or why not.
-        let taken = (|| -> PyResult<(twobs::spec::Problem, Option<twobs::cache::Key>, Params, Inputs, Vec<String>)> {
+        #[allow(clippy::type_complexity, reason = "the call's parts, each once")]
+        let taken = (|| -> PyResult<(twobs::spec::Problem, Option<twobs::cache::Key>, Params, Inputs, Option<Shapes>, Vec<String>)> {
             let (mut spec, key) = self.specs.variant(problem, sets, log_bins, dims_of(a)?)?;
             // Weights and ids make another spec, whose key is its own.
             let key = (weights.is_empty() && ids.is_empty() && exclude_same.is_none()).then_some(key);
             let components = spec.input.element.components();
-            let mut inputs = Inputs { a: point_set(a, &components, "set A", &self.pool)?, b: None };
+            let (a, a_shape) = point_set(a, &components, "set A", &self.pool)?;
+            let mut inputs = Inputs { a, b: None };
+            let mut shapes = vec![a_shape];
             if let Some(b) = b {
-                inputs.b = Some(point_set(b, &components, "set B", &self.pool)?);
+                let (b, b_shape) = point_set(b, &components, "set B", &self.pool)?;
+                inputs.b = Some(b);
+                shapes.push(b_shape);
             }
             let params = spec.bind(&params).map_err(input_error)?;
             let policy = match outside_box {
@@ -368,12 +374,14 @@ impl Session {
             };
             let mut notes = Vec::new();
             if let Some((name, pbox)) = spec.periodic_box(&params) {
-                for set in inputs.sets_mut() {
+                for (set, shape) in inputs.sets_mut().zip(shapes.iter_mut()) {
                     // The library names no option: the wrapping it offers is outside_box="wrap" here.
                     let moved = set
-                        .into_box((&name, &pbox), policy)
+                        .into_box_ranged((&name, &pbox), policy, shape.as_ref().map(|s| &s.ranges[..]))
                         .map_err(|e| InputError::new_err(format!("{e} (outside_box=\"wrap\")")))?;
                     if moved > 0 {
+                        // Wrapped points are measured again, by the run.
+                        *shape = None;
                         notes.push(format!(
                             "{}: {moved} points outside the box {name}={pbox} wrapped into it",
                             set.origin
@@ -413,7 +421,14 @@ impl Session {
                 };
                 push_per_set(&mut inputs, arrays, &format!("ids `{name}`"), Column::I32)?;
             }
-            Ok((spec, key, params, inputs, notes))
+            // Weights and ids are columns of their own, which the copy did not measure.
+            let measured = weights.is_empty() && ids.is_empty();
+            let shapes = match (measured, &shapes[..]) {
+                (true, [Some(a)]) => Some(Shapes { a: a.clone(), b: None }),
+                (true, [Some(a), Some(b)]) => Some(Shapes { a: a.clone(), b: Some(b.clone()) }),
+                _ => None,
+            };
+            Ok((spec, key, params, inputs, shapes, notes))
         })();
         let mut options = self.options.clone();
         options.f64 = f64;
@@ -422,17 +437,20 @@ impl Session {
             // A rank whose arrays were refused says why here too: the others would wait for it.
             let r = &*h.0;
             let mine = match &taken {
-                Ok((_, _, _, inputs, _)) => twobs::ranks::fingerprint(inputs),
+                Ok((_, _, _, inputs, _, _)) => twobs::ranks::fingerprint(inputs),
                 Err(e) => format!("an error: {e}"),
             };
             py.detach(|| twobs::run::agree(r, mine).map_err(|e| message(&e))).map_err(Error::new_err)?;
         }
-        let (spec, key, params, mut inputs, mut notes) = taken?;
+        let (spec, key, params, mut inputs, shapes, mut notes) = taken?;
         let key = key.unwrap_or_else(|| twobs::run::Boxes::key_of(&spec));
         let params = self.boxes.params_for_key(key, &spec, &params, f64);
         let taken_s = began.elapsed().as_secs_f64();
         #[allow(clippy::result_large_err, reason = "one result a call, sent once")]
-        let computed = compute(py, || twobs::run::execute(&spec, &params, &inputs, &options));
+        let computed = compute(py, self.runs_on_gpu(), || match shapes {
+            Some(shapes) => twobs::run::execute_shaped(&spec, &params, &inputs, shapes, &options),
+            None => twobs::run::execute(&spec, &params, &inputs, &options),
+        });
         let run_s = began.elapsed().as_secs_f64() - taken_s;
         let mut exec = match computed {
             Ok(exec) => exec,
@@ -511,7 +529,7 @@ impl Session {
         let given = Given::Device(inputs);
         let taken_s = began.elapsed().as_secs_f64();
         #[allow(clippy::result_large_err, reason = "one result a call, sent once")]
-        let mut exec = compute(py, || twobs::run::execute_given(&spec, &params, &given, &self.options))?;
+        let mut exec = compute(py, true, || twobs::run::execute_given(&spec, &params, &given, &self.options))?;
         let run_s = began.elapsed().as_secs_f64() - taken_s;
         let outcome = std::mem::replace(&mut exec.outcome, Outcome::Totals(Totals::Counts(Vec::new())));
         let out = result(py, &spec, &params, Rows::AsGiven { most }, outcome)?;
@@ -548,6 +566,13 @@ impl Session {
                 }
             }
         }
+    }
+}
+
+impl Session {
+    /// Whether a run of this session starts on a GPU (its caller then polls for the result).
+    fn runs_on_gpu(&self) -> bool {
+        self.backend() == "cuda"
     }
 }
 
@@ -599,14 +624,15 @@ fn dims_of(set: &Bound<'_, PyAny>) -> PyResult<Option<u32>> {
     }
 }
 
-/// A set's points as the engine's columns, checked against the spec's components.
+/// A set's points as the engine's columns, checked against the spec's
+/// components, and its shape where the copy measured it.
 fn point_set(
     set: &Bound<'_, PyAny>,
     components: &[twobs::spec::Component],
     origin: &str,
     pool: &Pool,
-) -> PyResult<PointSet> {
-    let columns = if set.is_instance_of::<PyList>() || set.is_instance_of::<PyTuple>() {
+) -> PyResult<(PointSet, Option<SetShape>)> {
+    let (columns, measured) = if set.is_instance_of::<PyList>() || set.is_instance_of::<PyTuple>() {
         let given: Vec<Bound<'_, PyAny>> = set.extract()?;
         if given.len() != components.len() {
             return Err(InputError::new_err(format!(
@@ -615,12 +641,14 @@ fn point_set(
                 components.len()
             )));
         }
-        given.iter().zip(components).map(|(c, comp)| column(c, comp.scalar, origin)).collect::<PyResult<Vec<_>>>()?
+        let columns = given.iter().zip(components).map(|(c, comp)| column(c, comp.scalar, origin));
+        (columns.collect::<PyResult<Vec<_>>>()?, None)
     } else {
         matrix_columns(set, components[0].scalar, origin, pool)?
     };
     let set = PointSet { columns, origin: origin.to_owned(), rows: None };
-    set.validate(components, false).map_err(input_error)
+    let (shape, finite) = measured.unzip();
+    Ok((set.validate_known(components, false, finite).map_err(input_error)?, shape))
 }
 
 /// A 1-D array of `scalar`s as a column.
@@ -640,8 +668,15 @@ fn column(c: &Bound<'_, PyAny>, scalar: Scalar, origin: &str) -> PyResult<Column
     })
 }
 
-/// A 2-D array's columns (the one copy a run makes of its points), into the pool's buffers.
-fn matrix_columns(m: &Bound<'_, PyAny>, scalar: Scalar, origin: &str, pool: &Pool) -> PyResult<Vec<Column>> {
+/// A 2-D array's columns (the one copy a run makes of its points), into the
+/// pool's buffers; for a C-order array, measured in the same pass
+/// (`data::take_rows`): its shape as the planner reads it, and whether every value is finite.
+fn matrix_columns(
+    m: &Bound<'_, PyAny>,
+    scalar: Scalar,
+    origin: &str,
+    pool: &Pool,
+) -> PyResult<(Vec<Column>, Option<(SetShape, bool)>)> {
     macro_rules! take {
         ($t:ty, $v:ident) => {{
             let a: PyReadonlyArray2<'_, $t> = m.extract().map_err(|_| wrong_type(origin, scalar))?;
@@ -654,15 +689,18 @@ fn matrix_columns(m: &Bound<'_, PyAny>, scalar: Scalar, origin: &str, pool: &Poo
                 })
                 .collect();
             match (a.is_c_contiguous(), a.as_slice()) {
-                (true, Ok(rows)) => transpose(&mut cols, rows, n),
+                (true, Ok(rows)) => {
+                    let taken = twobs::data::take_rows(rows, n, cols, origin);
+                    (taken.set.columns, Some((taken.shape, taken.finite)))
+                }
                 // Column-major or strided (as_slice takes Fortran order too).
                 _ => {
                     for (c, col) in cols.iter_mut().enumerate() {
                         col.extend(view.column(c).iter().copied());
                     }
+                    (cols.into_iter().map(Column::$v).collect(), None)
                 }
             }
-            cols.into_iter().map(Column::$v).collect()
         }};
     }
     Ok(match scalar {
@@ -672,56 +710,6 @@ fn matrix_columns(m: &Bound<'_, PyAny>, scalar: Scalar, origin: &str, pool: &Poo
         Scalar::I64 => take!(i64, I64),
         Scalar::U32 => take!(u32, U32),
     })
-}
-
-/// The `n` rows of a row-major `rows` (`cols.len()` values a row) into the
-/// (empty) columns `cols`, in one pass that reads each row once: in chunks
-/// of rows on every core where there are enough rows to pay for waking
-/// them (a column at a time, as before, read the rows once per column and
-/// woke the pool's threads once per column: 0.6-0.7 ms for 100k 3-D points here).
-fn transpose<T: Copy + Send + Sync>(cols: &mut [Vec<T>], rows: &[T], n: usize) {
-    use rayon::prelude::*;
-    use std::mem::MaybeUninit;
-    const CHUNK: usize = 1 << 14;
-    let d = cols.len();
-    if d == 0 {
-        return;
-    }
-    fn part<T: Copy>(outs: &mut [&mut [MaybeUninit<T>]], rows: &[T]) {
-        let d = outs.len();
-        for (i, row) in rows.chunks_exact(d).enumerate() {
-            for (out, &x) in outs.iter_mut().zip(row) {
-                out[i].write(x);
-            }
-        }
-    }
-    for col in cols.iter_mut() {
-        col.clear();
-        col.reserve(n);
-    }
-    {
-        let mut spare: Vec<&mut [MaybeUninit<T>]> = cols.iter_mut().map(|c| &mut c.spare_capacity_mut()[..n]).collect();
-        if n <= CHUNK {
-            part(&mut spare, &rows[..n * d]);
-        } else {
-            // Chunk k of every column, beside chunk k of the rows.
-            let mut chunks: Vec<Vec<&mut [MaybeUninit<T>]>> = Vec::new();
-            let mut iters: Vec<_> = spare.into_iter().map(|s| s.chunks_mut(CHUNK)).collect();
-            while let Some(first) = iters[0].next() {
-                let mut outs = vec![first];
-                outs.extend(iters[1..].iter_mut().map(|it| it.next().expect("columns of one length")));
-                chunks.push(outs);
-            }
-            chunks
-                .into_par_iter()
-                .zip(rows[..n * d].par_chunks(CHUNK * d))
-                .for_each(|(mut outs, rows)| part(&mut outs, rows));
-        }
-    }
-    // SAFETY: the first n slots of every column were all written just above.
-    for col in cols.iter_mut() {
-        unsafe { col.set_len(n) };
-    }
 }
 
 /// How many queries have fewer than `k` neighbours: lists run best first,
@@ -746,6 +734,7 @@ fn wrong_type(origin: &str, scalar: Scalar) -> PyErr {
 /// 55-95 us on the development VM.
 fn compute(
     py: Python<'_>,
+    on_gpu: bool,
     run: impl FnOnce() -> Result<Execution, twobs::run::RunError> + Send,
 ) -> PyResult<Execution> {
     let (done, mut finished) = mpsc::channel();
@@ -760,9 +749,24 @@ fn compute(
     let runner = Runner::take();
     runner.0.send(job).expect("a kept runner thread takes jobs while its sender lives");
     let mut interrupted = None;
+    // A GPU run's first milliseconds are waited for by polling, as CUDA's
+    // own synchronization waits where a core is free: a thread blocked on
+    // the channel woke 40-70 us after the result on the H200's host, a
+    // tenth of a short call's time outside its kernels. A CPU run's threads
+    // take every core, so its caller blocks at once.
+    let poll_until = on_gpu.then(|| std::time::Instant::now() + POLL);
     loop {
         // The receiver travels to the detached wait and back: it may not be shared.
-        let (got, back) = py.detach(move || (finished.recv_timeout(Duration::from_millis(50)), finished));
+        let (got, back) = py.detach(move || {
+            while poll_until.is_some_and(|t| std::time::Instant::now() < t) {
+                match finished.try_recv() {
+                    Ok(got) => return (Ok(got), finished),
+                    Err(mpsc::TryRecvError::Empty) => std::thread::yield_now(),
+                    Err(mpsc::TryRecvError::Disconnected) => break,
+                }
+            }
+            (finished.recv_timeout(Duration::from_millis(50)), finished)
+        });
         finished = back;
         match got {
             Ok(Err(_panic)) => {
@@ -803,6 +807,9 @@ fn compute(
         }
     }
 }
+
+/// How long a GPU run's caller polls for its result before it blocks.
+const POLL: Duration = Duration::from_millis(10);
 
 /// A job for a runner thread: a call's run, made 'static by `compute`'s waiting for it.
 type Job = Box<dyn FnOnce() + Send + 'static>;

@@ -5,6 +5,7 @@ pub mod device;
 pub mod md;
 mod range;
 mod read;
+mod rows;
 mod synth;
 
 use std::fmt;
@@ -17,6 +18,7 @@ pub use device::{
 };
 pub use range::{OutOfF32, Spacing, Spread, f32_range, f32_range_of, spacing_step};
 pub use read::{InputOptions, read_frames, read_ids, read_input, read_weights, values_per_point};
+pub use rows::{RowValue, TakenRows, take_rows};
 pub use synth::{Generator, synthesize};
 
 use crate::spec::{Component, PeriodicBox, Scalar};
@@ -453,7 +455,18 @@ impl PointSet {
 
     /// Checks the set against the spec's components; with `drop_nonfinite`, rows
     /// holding NaN or infinity are dropped (and remembered), otherwise refused.
-    pub fn validate(mut self, components: &[Component], drop_nonfinite: bool) -> Result<PointSet, InputError> {
+    pub fn validate(self, components: &[Component], drop_nonfinite: bool) -> Result<PointSet, InputError> {
+        self.validate_known(components, drop_nonfinite, None)
+    }
+
+    /// [`PointSet::validate`], where the caller's pass over the points found
+    /// whether every value is finite (`finite`), and this one need not read them again.
+    pub fn validate_known(
+        mut self,
+        components: &[Component],
+        drop_nonfinite: bool,
+        finite: Option<bool>,
+    ) -> Result<PointSet, InputError> {
         if self.columns.len() != components.len() {
             return Err(input_error!(
                 "{}: {} columns per point, but the spec's element has {} ({})",
@@ -477,7 +490,7 @@ impl PointSet {
             ));
         }
         // Most sets are finite throughout: a pass over each column says so (vectorised).
-        let finite = self.columns.iter().all(Column::all_finite);
+        let finite = finite.unwrap_or_else(|| self.columns.iter().all(Column::all_finite));
         let bad: Vec<usize> = if finite {
             Vec::new()
         } else {
@@ -516,12 +529,22 @@ impl PointSet {
     /// vectors, in f64, rounded once to the column's type; the minimum-image
     /// distances are those of the point unmoved, with the precision of
     /// coordinates near the box. Returns how many points moved.
-    pub fn into_box(&mut self, (name, b): (&str, &PeriodicBox), policy: Option<Outside>) -> Result<usize, InputError> {
+    pub fn into_box(&mut self, within: (&str, &PeriodicBox), policy: Option<Outside>) -> Result<usize, InputError> {
+        self.into_box_ranged(within, policy, None)
+    }
+
+    /// [`PointSet::into_box`], where the caller knows each column's extremes (`ranges`, as [`Column::min_max`]).
+    pub fn into_box_ranged(
+        &mut self,
+        (name, b): (&str, &PeriodicBox),
+        policy: Option<Outside>,
+        ranges: Option<&[(f64, f64)]>,
+    ) -> Result<usize, InputError> {
         // An orthorhombic box's fractional coordinate is x / L, monotone in x:
         // the extremes of each column say whether any point lies outside.
         if b.tilts == [0.0; 3]
             && (0..3).all(|c| {
-                let (lo, hi) = self.columns[c].min_max();
+                let (lo, hi) = ranges.map_or_else(|| self.columns[c].min_max(), |r| r[c]);
                 lo / b.lengths[c] >= 0.0 && hi / b.lengths[c] < 1.0
             })
         {
