@@ -134,8 +134,7 @@ fn part<T: RowValue>(outs: &mut [&mut [MaybeUninit<T>]], rows: &[T], first: usiz
             out[i].write(x);
             let v = x.as_f64();
             *r = (smaller(r.0, v), larger(r.1, v));
-            // False for NaN and for either infinity.
-            finite &= v - v == 0.0;
+            finite &= v.is_finite();
         }
     }
     let count = rows.len() / d.max(1);
