@@ -8,6 +8,7 @@ use twobs::index::{IndexChoice, Shapes};
 use twobs::schedule::{GpuOptions, Hybrid, Schedule, Workers};
 
 fn main() {
+    take_rows();
     let rdf = twobs::problems::built_in("rdf").expect("rdf");
     let rdf_params = rdf.bind(&["bins=100".into(), "r_max=5".into(), "box=46.4".into()]).expect("params");
     let knn = twobs::problems::built_in("knn").expect("knn");
@@ -73,6 +74,57 @@ fn main() {
                 t.elapsed(),
                 schedule.indexing.layout().map(|l| l.cells)
             );
+        }
+    }
+}
+
+/// A numpy array's rows taken into columns and measured in one pass
+/// (`data::take_rows`, as a Python call takes them), against the passes it
+/// replaced: a copy (here a plain one, pushed row by row), then the
+/// extremes, finiteness and sample (`Shapes::of`, with a clone of the set).
+fn take_rows() {
+    for n in [100_000usize, 1_000_000] {
+        let mut state = 7u64;
+        let rows: Vec<f32> = (0..3 * n)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (state >> 40) as f32 / (1u64 << 24) as f32 * 46.4
+            })
+            .collect();
+        let mut kept: Vec<Vec<f32>> = (0..3).map(|_| Vec::with_capacity(n)).collect();
+        for round in 0..6 {
+            let t = Instant::now();
+            let mut copy: Vec<Vec<f32>> = std::mem::take(&mut kept);
+            for c in copy.iter_mut() {
+                c.clear();
+            }
+            for row in rows.chunks_exact(3) {
+                for (c, &x) in copy.iter_mut().zip(row) {
+                    c.push(x);
+                }
+            }
+            let plain = t.elapsed();
+            let t = Instant::now();
+            let taken = twobs::data::take_rows(&rows, n, copy, "probe");
+            let one_pass = t.elapsed();
+
+            let t = Instant::now();
+            let shape = Shapes::of(&Inputs { a: taken.set.clone(), b: None });
+            let finite = taken.set.columns.iter().all(|c| c.min_max().1.is_finite());
+            let passes = t.elapsed();
+            assert_eq!(shape.a.ranges, taken.shape.ranges);
+            println!(
+                "take_rows n={n} round {round}: one pass {one_pass:?}; the extremes and sample again {passes:?} ({finite})"
+            );
+            kept = taken
+                .set
+                .columns
+                .into_iter()
+                .map(|c| match c {
+                    Column::F32(v) => v,
+                    _ => unreachable!(),
+                })
+                .collect();
         }
     }
 }

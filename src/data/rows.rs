@@ -14,16 +14,25 @@ use super::{Column, PointSet};
 use crate::index::{SetShape, sample_step};
 
 /// A value of a column that rows are taken into.
-pub trait RowValue: Copy + Send + Sync {
+pub trait RowValue: Copy + Send + Sync + PartialOrd {
+    /// The greatest and least values (infinities for floats), which any value replaces as an extreme.
+    const HIGHEST: Self;
+    const LOWEST: Self;
     fn as_f64(self) -> f64;
+    fn finite(self) -> bool;
     fn column(values: Vec<Self>) -> Column;
 }
 
 macro_rules! row_value {
-    ($t:ty, $variant:ident) => {
+    ($t:ty, $variant:ident, $highest:expr, $lowest:expr, $finite:expr) => {
         impl RowValue for $t {
+            const HIGHEST: $t = $highest;
+            const LOWEST: $t = $lowest;
             fn as_f64(self) -> f64 {
                 self as f64
+            }
+            fn finite(self) -> bool {
+                $finite(self)
             }
             fn column(values: Vec<$t>) -> Column {
                 Column::$variant(values)
@@ -31,11 +40,11 @@ macro_rules! row_value {
         }
     };
 }
-row_value!(f32, F32);
-row_value!(f64, F64);
-row_value!(i32, I32);
-row_value!(i64, I64);
-row_value!(u32, U32);
+row_value!(f32, F32, f32::INFINITY, f32::NEG_INFINITY, f32::is_finite);
+row_value!(f64, F64, f64::INFINITY, f64::NEG_INFINITY, f64::is_finite);
+row_value!(i32, I32, i32::MAX, i32::MIN, |_| true);
+row_value!(i64, I64, i64::MAX, i64::MIN, |_| true);
+row_value!(u32, U32, u32::MAX, u32::MIN, |_| true);
 
 /// Rows a task takes: above one such chunk, the rows are shared by every core.
 const CHUNK: usize = 1 << 14;
@@ -127,20 +136,95 @@ fn larger(a: f64, b: f64) -> f64 {
 /// Rows starting at row `first` into `outs`, measured: the sample takes rows that are multiples of `step`.
 fn part<T: RowValue>(outs: &mut [&mut [MaybeUninit<T>]], rows: &[T], first: usize, step: usize) -> Part<T> {
     let d = outs.len();
-    let mut ranges = vec![(f64::INFINITY, f64::NEG_INFINITY); d];
-    let mut finite = true;
-    for (i, row) in rows.chunks_exact(d).enumerate() {
-        for ((out, &x), r) in outs.iter_mut().zip(row).zip(ranges.iter_mut()) {
-            out[i].write(x);
-            let v = x.as_f64();
-            *r = (smaller(r.0, v), larger(r.1, v));
-            finite &= v.is_finite();
+    let count = rows.len() / d.max(1);
+    // The copy with each column's slice in hand (a width of 1 to 3 known to
+    // the compiler), then the columns just written, a column at a time in
+    // vector lanes: a loop that measured each value as it copied it kept
+    // the slices in memory, checked every index and made chains of
+    // comparisons a value long.
+    match outs {
+        [x] => copy_rows(rows.iter().zip(x.iter_mut()), |&v, x| {
+            x.write(v);
+        }),
+        [x, y] => copy_rows(rows.chunks_exact(2).zip(x.iter_mut().zip(y.iter_mut())), |r, (x, y)| {
+            x.write(r[0]);
+            y.write(r[1]);
+        }),
+        [x, y, z] => {
+            copy_rows(rows.chunks_exact(3).zip(x.iter_mut().zip(y.iter_mut().zip(z.iter_mut()))), |r, (x, (y, z))| {
+                x.write(r[0]);
+                y.write(r[1]);
+                z.write(r[2]);
+            })
+        }
+        _ => {
+            for (i, row) in rows.chunks_exact(d.max(1)).enumerate() {
+                for (out, &v) in outs.iter_mut().zip(row) {
+                    out[i].write(v);
+                }
+            }
         }
     }
-    let count = rows.len() / d.max(1);
+    let mut ranges = Vec::with_capacity(d);
+    let mut finite = true;
+    for out in outs.iter() {
+        // SAFETY: the first `count` values of every column were written just above.
+        let column: &[T] = unsafe { std::slice::from_raw_parts(out.as_ptr().cast::<T>(), count) };
+        let (lo, hi, all_finite) = extremes(column);
+        ranges.push(extreme_pair(lo, hi));
+        finite &= all_finite;
+    }
     let from = first.next_multiple_of(step) - first;
     let sample = (0..d).map(|c| (from..count).step_by(step).map(|i| rows[i * d + c]).collect()).collect();
     Part { ranges, finite, sample }
+}
+
+fn copy_rows<R, O>(pairs: impl Iterator<Item = (R, O)>, copy: impl Fn(R, O)) {
+    for (row, out) in pairs {
+        copy(row, out);
+    }
+}
+
+/// `b` where it is smaller than `a` (a NaN is never taken), in the values' own type.
+fn less<T: RowValue>(a: T, b: T) -> T {
+    if b < a { b } else { a }
+}
+
+fn more<T: RowValue>(a: T, b: T) -> T {
+    if b > a { b } else { a }
+}
+
+/// A column's least and greatest values (NaN never taken), and whether every one is finite, in 16 lanes.
+fn extremes<T: RowValue>(v: &[T]) -> (T, T, bool) {
+    const LANES: usize = 16;
+    let (mut lo, mut hi, mut finite) = ([T::HIGHEST; LANES], [T::LOWEST; LANES], [true; LANES]);
+    let chunks = v.chunks_exact(LANES);
+    for &x in chunks.remainder() {
+        (lo[0], hi[0]) = (less(lo[0], x), more(hi[0], x));
+        finite[0] &= x.finite();
+    }
+    for c in chunks {
+        for l in 0..LANES {
+            (lo[l], hi[l]) = (less(lo[l], c[l]), more(hi[l], c[l]));
+            finite[l] &= c[l].finite();
+        }
+    }
+    let lo = lo.into_iter().fold(T::HIGHEST, less);
+    let hi = hi.into_iter().fold(T::LOWEST, more);
+    (lo, hi, finite.into_iter().all(|f| f))
+}
+
+/// A column's extremes as `Column::min_max` gives them: (inf, -inf) where
+/// no value was taken (every one a NaN), else the values in f64 (a
+/// monotone conversion, so the extremes of the converted values).
+fn extreme_pair<T: RowValue>(lo: T, hi: T) -> (f64, f64) {
+    // An integer column always takes a value; a float's extremes stay at
+    // the infinities they started from only where every value is a NaN
+    // (or where an infinity was taken, which is that extreme anyway).
+    match lo > hi {
+        true => (f64::INFINITY, f64::NEG_INFINITY),
+        false => (lo.as_f64(), hi.as_f64()),
+    }
 }
 
 #[cfg(test)]
@@ -186,7 +270,7 @@ mod tests {
         };
         // Around one task's chunk and the sample's step (which grows past 16384 points).
         for n in [1, 7, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 5, 200_003] {
-            for d in [1, 3] {
+            for d in [1, 2, 3, 5] {
                 let f: Vec<f32> =
                     (0..n * d).map(|_| (next() as f64 / (1u64 << 53) as f64 * 200.0 - 100.0) as f32).collect();
                 check(&f, d, n % 2 == 0);
