@@ -114,7 +114,7 @@ fn take_rows() {
             let passes = t.elapsed();
             assert_eq!(shape.a.ranges, taken.shape.ranges);
             println!(
-                "take_rows n={n} round {round}: one pass {one_pass:?}; the extremes and sample again {passes:?} ({finite})"
+                "take_rows n={n} round {round}: one pass {one_pass:?}; a plain copy {plain:?}; the extremes and sample again {passes:?} ({finite})"
             );
             kept = taken
                 .set
