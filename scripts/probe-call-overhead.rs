@@ -79,7 +79,7 @@ fn main() {
 }
 
 /// A numpy array's rows taken into columns and measured in one pass
-/// (`data::take_rows`, as a Python call takes them), against the passes it
+/// (`index::take_rows`, as a Python call takes them), against the passes it
 /// replaced: a copy (here a plain one, pushed row by row), then the
 /// extremes, finiteness and sample (`Shapes::of`, with a clone of the set).
 fn take_rows() {
@@ -105,7 +105,7 @@ fn take_rows() {
             }
             let plain = t.elapsed();
             let t = Instant::now();
-            let taken = twobs::data::take_rows(&rows, n, copy, "probe");
+            let taken = twobs::index::take_rows(&rows, n, copy, "probe");
             let one_pass = t.elapsed();
 
             let t = Instant::now();

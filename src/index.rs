@@ -4,6 +4,9 @@
 //! partners. A backend then visits only those pairs. The index is chosen here
 //! from the data: brute force stays where the grid would not skip enough.
 
+mod rows;
+pub use rows::{RowValue, TakenRows, take_rows};
+
 use serde::Serialize;
 
 use crate::data::{Column, Inputs, PointSet};

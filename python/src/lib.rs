@@ -690,7 +690,7 @@ fn matrix_columns(
                 .collect();
             match (a.is_c_contiguous(), a.as_slice()) {
                 (true, Ok(rows)) => {
-                    let taken = twobs::data::take_rows(rows, n, cols, origin);
+                    let taken = twobs::index::take_rows(rows, n, cols, origin);
                     (taken.set.columns, Some((taken.shape, taken.finite)))
                 }
                 // Column-major or strided (as_slice takes Fortran order too).

@@ -5,7 +5,6 @@ pub mod device;
 pub mod md;
 mod range;
 mod read;
-mod rows;
 mod synth;
 
 use std::fmt;
@@ -18,7 +17,6 @@ pub use device::{
 };
 pub use range::{OutOfF32, Spacing, Spread, f32_range, f32_range_of, spacing_step};
 pub use read::{InputOptions, read_frames, read_ids, read_input, read_weights, values_per_point};
-pub use rows::{RowValue, TakenRows, take_rows};
 pub use synth::{Generator, synthesize};
 
 use crate::spec::{Component, PeriodicBox, Scalar};

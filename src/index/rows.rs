@@ -10,8 +10,8 @@ use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
 
-use super::{Column, PointSet};
-use crate::index::{SetShape, sample_step};
+use super::{SetShape, sample_step};
+use crate::data::{Column, PointSet};
 
 /// A value of a column that rows are taken into.
 pub trait RowValue: Copy + Send + Sync + PartialOrd {
@@ -230,7 +230,6 @@ fn extreme_pair<T: RowValue>(lo: T, hi: T) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::SetShape;
 
     /// Each value's bits (a NaN equals itself).
     fn bits(columns: &[Column]) -> Vec<Vec<u64>> {
