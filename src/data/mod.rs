@@ -326,7 +326,7 @@ impl Column {
     }
 
     /// Whether every value is finite (integers always are).
-    fn all_finite(&self) -> bool {
+    pub(crate) fn all_finite(&self) -> bool {
         match self {
             Column::F32(v) => v.iter().fold(true, |all, x| all & x.is_finite()),
             Column::F64(v) => v.iter().fold(true, |all, x| all & x.is_finite()),
