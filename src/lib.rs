@@ -37,10 +37,3 @@ pub mod tune;
 pub mod verify;
 pub mod write;
 pub mod xi;
-
-/// Every Rust allocation of a process that links twobs (the command line,
-/// the Python extension, the tests): jemalloc, which keeps freed memory for
-/// the next call's buffers (Cargo.toml says why).
-#[cfg(target_os = "linux")]
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
