@@ -431,9 +431,10 @@ impl Session {
             }
             // Weights and ids are columns of their own, which the copy did not measure.
             let measured = weights.is_empty() && ids.is_empty();
-            let shapes = match (measured, &shapes[..]) {
-                (true, [Some(a)]) => Some(Shapes { a: a.clone(), b: None }),
-                (true, [Some(a), Some(b)]) => Some(Shapes { a: a.clone(), b: Some(b.clone()) }),
+            let mut each = shapes.into_iter();
+            let shapes = match (measured, each.next().flatten(), each.next()) {
+                (true, Some(a), None) => Some(Shapes { a, b: None }),
+                (true, Some(a), Some(Some(b))) => Some(Shapes { a, b: Some(b) }),
                 _ => None,
             };
             Ok((spec, key, params, inputs, shapes, notes))
