@@ -105,7 +105,7 @@ pub fn take_rows<T: RowValue>(rows: &[T], n: usize, mut columns: Vec<Vec<T>>, or
     let mut sample: Vec<Vec<T>> = (0..d).map(|_| Vec::with_capacity(n.div_ceil(step))).collect();
     for p in parts {
         for (r, q) in ranges.iter_mut().zip(&p.ranges) {
-            *r = (smaller(r.0, q.0), larger(r.1, q.1));
+            *r = (less(r.0, q.0), more(r.1, q.1));
         }
         finite &= p.finite;
         for (s, q) in sample.iter_mut().zip(p.sample) {
@@ -122,15 +122,6 @@ pub fn take_rows<T: RowValue>(rows: &[T], n: usize, mut columns: Vec<Vec<T>>, or
         shape: SetShape { len: n, ranges, sample },
         finite,
     }
-}
-
-/// `b` where it is smaller than `a`: a NaN is never taken (as `Column::min_max`).
-fn smaller(a: f64, b: f64) -> f64 {
-    if b < a { b } else { a }
-}
-
-fn larger(a: f64, b: f64) -> f64 {
-    if b > a { b } else { a }
 }
 
 /// Rows starting at row `first` into `outs`, measured: the sample takes rows that are multiples of `step`.
@@ -185,7 +176,7 @@ fn copy_rows<R, O>(pairs: impl Iterator<Item = (R, O)>, copy: impl Fn(R, O)) {
     }
 }
 
-/// `b` where it is smaller than `a` (a NaN is never taken), in the values' own type.
+/// `b` where it is smaller than `a` (a NaN is never taken, as in `Column::min_max`), in the values' own type.
 fn less<T: RowValue>(a: T, b: T) -> T {
     if b < a { b } else { a }
 }
