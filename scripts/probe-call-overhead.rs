@@ -9,6 +9,7 @@ use twobs::schedule::{GpuOptions, Hybrid, Schedule, Workers};
 
 fn main() {
     take_rows();
+    kernel_keys();
     let rdf = twobs::problems::built_in("rdf").expect("rdf");
     let rdf_params = rdf.bind(&["bins=100".into(), "r_max=5".into(), "box=46.4".into()]).expect("params");
     let knn = twobs::problems::built_in("knn").expect("knn");
@@ -126,5 +127,20 @@ fn take_rows() {
                 })
                 .collect();
         }
+    }
+}
+
+/// What naming a run's kernel costs (a session's call looks its kernels up
+/// by the problem's printed form): the print, and its hash.
+fn kernel_keys() {
+    let rdf = twobs::problems::built_in("rdf").expect("rdf");
+    for round in 0..5 {
+        let t = Instant::now();
+        let printed = format!("{rdf:?}");
+        let print = t.elapsed();
+        let t = Instant::now();
+        let key = twobs::cache::Key::of(&[printed.as_bytes()]);
+        let hash = t.elapsed();
+        println!("kernel key round {round}: print {print:?} ({} bytes), hash {hash:?} ({})", printed.len(), key.hex());
     }
 }

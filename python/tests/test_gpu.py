@@ -216,3 +216,25 @@ def test_ctrl_c_stops_a_gpu_run_and_the_session_runs_again(gpu, ctrl_c):
     assert stopped < 7, f"the run took {stopped:.1f} s to stop"
     small = gpu.run("sdh", points[:5000], params={"bins": 100})
     assert int(small.counts.sum()) == 5000 * 4999 // 2
+
+
+def test_a_sessions_registered_columns_give_the_cpu_backends_numbers(cpu, rng):
+    # The large columns a GPU session keeps are registered with the driver
+    # after a call, and the next calls' points are copied into them: the
+    # uploads from them must carry each call's points, whatever sizes come,
+    # and after a call whose points were refused (its columns dropped).
+    session = twobs.Session(backend="cuda")
+    params = {"bins": 64, "r_max": 2.0, "box": 20.0}
+    registered = []
+    for n in (200_000, 200_000, 150_000, 300_000, 200_000):
+        x = (rng.random((n, 3)) * 20.0).astype(np.float32)
+        mine, ref = session.run("rdf", x, params=params), cpu.run("rdf", x, params=params)
+        np.testing.assert_array_equal(mine.counts, ref.counts)
+        registered.append(mine.report["steps"]["columns_registered"])
+        if n == 150_000:
+            bad = x.copy()
+            bad[77, 1] = np.nan
+            with pytest.raises(twobs.InputError, match="77"):
+                session.run("rdf", bad, params=params)
+    # The first call's columns were new, and so were the 300k call's (none kept was large enough).
+    assert registered == [0, 3, 3, 0, 3]

@@ -44,6 +44,7 @@ use workers::{Gpu, GpuResult, Job, busy, gpu_worker};
 
 mod grid;
 mod kernels;
+pub mod pinned;
 pub mod take;
 mod workers;
 
@@ -144,6 +145,12 @@ static CONTEXTS: Mutex<Option<HashMap<usize, Arc<CudaContext>>>> = Mutex::new(No
 /// Whether GPU `ordinal`'s context was made already (by an earlier run of the process).
 fn context_made(ordinal: usize) -> bool {
     CONTEXTS.lock().expect("context lock").as_ref().is_some_and(|m| m.contains_key(&ordinal))
+}
+
+/// A context a run of this process made (the lowest GPU's), if any.
+fn any_context() -> Option<Arc<CudaContext>> {
+    let contexts = CONTEXTS.lock().expect("context lock");
+    contexts.as_ref()?.iter().min_by_key(|(ordinal, _)| **ordinal).map(|(_, ctx)| ctx.clone())
 }
 
 /// The context of GPU `ordinal`, made once per process: modules loaded into it stay loaded.
