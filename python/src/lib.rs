@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use twobs::backend::cuda::GpuError;
-use twobs::backend::cuda::pinned::{self, Registered};
+use twobs::backend::cuda::pinned::Registered;
 use twobs::cache::Cache;
 use twobs::data::{Column, DeviceInputs, DeviceSet, Given, Inputs, PointSet, ProducerStream};
 use twobs::index::{SetShape, Shapes};
@@ -282,8 +282,7 @@ struct Loan<'a> {
 }
 
 impl Loan<'_> {
-    /// An empty column of `scalar` with room for `n` values: a kept one where
-    /// one is large enough, else a new one of whole pages (which can be registered).
+    /// An empty column of `scalar` with room for `n` values: a kept one where one is large enough.
     fn take(&mut self, scalar: Scalar, n: usize) -> Column {
         let mut kept = self.pool.0.lock().expect("pool lock");
         match kept.iter().position(|k| k.column.scalar() == scalar && k.column.capacity() >= n) {
@@ -295,13 +294,15 @@ impl Loan<'_> {
                 }
                 column
             }
-            None => Column::with_capacity(scalar, n.next_multiple_of(pinned::PAGE / scalar.bytes() as usize)),
+            None => Column::with_capacity(scalar, n),
         }
     }
 
     /// The call's columns back into the pool, each with its registration, or
     /// a new one where `pin` (the session runs on a GPU) and the column is large.
-    fn give(mut self, columns: impl IntoIterator<Item = Column>, pin: bool) {
+    /// Returns why the driver refused a registration, where it did.
+    fn give(mut self, columns: impl IntoIterator<Item = Column>, pin: bool) -> Option<String> {
+        let mut refused = None;
         let back: Vec<Kept> = columns
             .into_iter()
             .map(|column| {
@@ -311,7 +312,9 @@ impl Loan<'_> {
                     Some(k) => Some(self.pins.swap_remove(k).1),
                     // SAFETY: the column's memory stays where it is while the pool keeps
                     // it, and a call that takes it out takes this registration with it.
-                    None if pin && bytes >= PINNED_BYTES => unsafe { Registered::new(column.as_ptr().cast(), bytes) },
+                    None if pin && bytes >= PINNED_BYTES => unsafe { Registered::new(column.as_ptr().cast(), bytes) }
+                        .map_err(|why| refused = Some(why))
+                        .ok(),
                     None => None,
                 };
                 Kept { pin, column }
@@ -321,6 +324,7 @@ impl Loan<'_> {
         kept.extend(back);
         let extra = kept.len().saturating_sub(POOL_COLUMNS);
         kept.drain(..extra);
+        refused
     }
 }
 
@@ -519,7 +523,7 @@ impl Session {
         let mut exec = match computed {
             Ok(exec) => exec,
             Err(e) => {
-                loan.give(inputs.sets_mut().flat_map(|s| std::mem::take(&mut s.columns)), on_gpu);
+                let _ = loan.give(inputs.sets_mut().flat_map(|s| std::mem::take(&mut s.columns)), on_gpu);
                 return Err(e);
             }
         };
@@ -538,7 +542,7 @@ impl Session {
             out.set_item("volume", volume)?;
             out.set_item("volume_from", volume_from)?;
         }
-        loan.give(inputs.sets_mut().flat_map(|s| std::mem::take(&mut s.columns)), on_gpu);
+        let refused = loan.give(inputs.sets_mut().flat_map(|s| std::mem::take(&mut s.columns)), on_gpu);
         notes.extend(exec.notes.iter().cloned());
         // Where a call's time went outside the engine: taking the arrays in
         // (copies, checks, the box) and giving the results out.
@@ -548,6 +552,8 @@ impl Session {
             "give_s": began.elapsed().as_secs_f64() - taken_s - run_s,
             // Columns this call's points went into that were registered with the driver (`Pool`).
             "columns_registered": registered,
+            // Why the driver refused to register a column kept for the next calls, where it did.
+            "registration_refused": refused,
         });
         let mpi = options.ranks.as_ref().map(|h| (h.0.rank(), h.0.size()));
         let name = spec.name.clone();

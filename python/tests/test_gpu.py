@@ -225,16 +225,18 @@ def test_a_sessions_registered_columns_give_the_cpu_backends_numbers(cpu, rng):
     # and after a call whose points were refused (its columns dropped).
     session = twobs.Session(backend="cuda")
     params = {"bins": 64, "r_max": 2.0, "box": 20.0}
-    registered = []
+    registered, refused = [], []
     for n in (200_000, 200_000, 150_000, 300_000, 200_000):
         x = (rng.random((n, 3)) * 20.0).astype(np.float32)
         mine, ref = session.run("rdf", x, params=params), cpu.run("rdf", x, params=params)
         np.testing.assert_array_equal(mine.counts, ref.counts)
         registered.append(mine.report["steps"]["columns_registered"])
+        refused.append(mine.report["steps"]["registration_refused"])
         if n == 150_000:
             bad = x.copy()
             bad[77, 1] = np.nan
             with pytest.raises(twobs.InputError, match="77"):
                 session.run("rdf", bad, params=params)
     # The first call's columns were new, and so were the 300k call's (none kept was large enough).
-    assert registered == [0, 3, 3, 0, 3]
+    assert registered == [0, 3, 3, 0, 3], refused
+    assert refused == [None] * 5

@@ -10,9 +10,6 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, sys};
 
-/// A host page's bytes: only whole pages are registered.
-pub const PAGE: usize = 4096;
-
 /// A registration of host memory with the driver, for every context, undone when dropped.
 pub struct Registered {
     address: usize,
@@ -21,28 +18,25 @@ pub struct Registered {
 
 impl Registered {
     /// Registers `bytes` at `address`, where a context of this process's
-    /// exists already (a session's first GPU call made it), the region is
-    /// whole pages, and the driver agrees. None otherwise: the memory then
-    /// uploads as pageable memory does.
+    /// exists already (a session's first GPU call made it) and the driver
+    /// agrees; or why not, and the memory then uploads as pageable memory
+    /// does. The driver locks the whole pages the region touches (an
+    /// allocator's large blocks start at an offset into their first page).
     ///
     /// # Safety
     /// The memory must stay allocated where it is until the value is dropped:
     /// the GPUs would otherwise read the pages it had, not the ones the
     /// address has then.
-    pub unsafe fn new(address: *const u8, bytes: usize) -> Option<Registered> {
-        if bytes == 0 || !(address as usize).is_multiple_of(PAGE) || !bytes.is_multiple_of(PAGE) {
-            return None;
-        }
-        let ctx = super::any_context()?;
-        ctx.bind_to_thread().ok()?;
+    pub unsafe fn new(address: *const u8, bytes: usize) -> Result<Registered, String> {
+        let ctx = super::any_context().ok_or("no GPU context made yet")?;
+        ctx.bind_to_thread().map_err(|e| format!("binding GPU {}'s context: {e}", ctx.ordinal()))?;
         // SAFETY: the caller keeps the region allocated until the drop undoes this.
         let registered =
             unsafe { sys::cuMemHostRegister_v2(address as *mut c_void, bytes, sys::CU_MEMHOSTREGISTER_PORTABLE) };
-        registered.result().ok()?;
-        Some(Registered { address: address as usize, ctx })
+        registered.result().map_err(|e| format!("cuMemHostRegister of {bytes} bytes at {address:p}: {e}"))?;
+        Ok(Registered { address: address as usize, ctx })
     }
 }
-
 impl Drop for Registered {
     fn drop(&mut self) {
         // A context that cannot be bound any more (the process is ending) has let go of the pages already.
