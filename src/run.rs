@@ -599,10 +599,15 @@ fn sample_promises(
 /// The pair function's floating-point instructions (PTX) for `arch`: rendered
 /// and counted once per process for the problem, its parameters and the test
 /// (the probe's rendering alone took 0.14 ms of each session call).
-fn fp_per_pair(problem: &Problem, params: &Params, test: crate::stage::Test, arch: &str) -> Option<u32> {
+fn fp_per_pair(
+    (problem, printed): (&Problem, crate::cache::Key),
+    params: &Params,
+    test: crate::stage::Test,
+    arch: &str,
+) -> Option<u32> {
     static COUNTED: crate::cache::Memo<Option<u32>> = crate::cache::Memo::new();
-    let asked = format!("{problem:?}\n{}\n{:?}\n{test:?}", params.code_key(), params.box_time);
-    let key = crate::cache::Key::of(&[asked.as_bytes(), arch.as_bytes()]);
+    let asked = format!("{}\n{:?}\n{test:?}", params.code_key(), params.box_time);
+    let key = crate::cache::Key::of(&[&printed.bytes(), asked.as_bytes(), arch.as_bytes()]);
     let Ok(counted) = COUNTED.get_or_try(key, || {
         Ok::<_, std::convert::Infallible>(
             nvrtc::fp_instructions(&codegen::render_probe(problem, params, test), arch).ok(),
@@ -856,7 +861,7 @@ fn gpu_execution(
     let compute_s = g.wall_s - g.prepare_s;
     let pair_rate = run.index.pairs as f64 / compute_s.max(1e-9);
     let issue_rate: f64 = run.devices.iter().map(|d| d.fp32_issue_rate()).sum();
-    let fp = fp_per_pair(problem, params, run.plans[0].test, &run.devices[0].arch());
+    let fp = fp_per_pair((problem, run.printed), params, run.plans[0].test, &run.devices[0].arch());
     let name = &run.devices[0].name;
     Execution {
         backend: Backend::Cuda,

@@ -14,6 +14,18 @@ use crate::plan::{Forced, Plan, Points};
 use crate::spec::{Params, Problem};
 use crate::stage::KernelArgs;
 
+/// The key of `problem` as printed (its whole spec, about 7 KB for a
+/// built-in): 30-40 us to print and hash, so made once a run, and the
+/// kernels' keys are made from it.
+pub(crate) fn printed(problem: &Problem) -> Key {
+    Key::of(&[format!("{problem:?}").as_bytes()])
+}
+
+/// The key of `problem.as_cross()` as [`printed`] would make it, from `problem`'s.
+pub(super) fn printed_cross(problem: Key) -> Key {
+    Key::of(&[&problem.bytes(), b"as_cross"])
+}
+
 /// A compiled kernel on one GPU, with its plan.
 pub(super) struct Launcher {
     pub(super) func: CudaFunction,
@@ -44,7 +56,7 @@ impl Compiled {
     /// Plans, renders and compiles (or finds) the kernel of `problem` for
     /// `dev`; with `grid` its blocks take a grid's units.
     pub(super) fn new(
-        problem: &Problem,
+        (problem, printed): (&Problem, Key),
         params: &Params,
         dev: &Device,
         points: Points,
@@ -56,12 +68,8 @@ impl Compiled {
         // session's calls) plan, render and read the disk cache once, not 43 ms a frame.
         static PLANNED: Memo<Compiled> = Memo::new();
         // A box read at run time is not in the key: one kernel serves every box.
-        let asked = format!(
-            "{problem:?}\n{}\n{:?}\n{dev:?}\n{points:?}\n{forced:?}\n{grid}",
-            params.code_key(),
-            params.box_time
-        );
-        let asked = Key::of(&[asked.as_bytes()]);
+        let asked = format!("{}\n{:?}\n{dev:?}\n{points:?}\n{forced:?}\n{grid}", params.code_key(), params.box_time);
+        let asked = Key::of(&[&printed.bytes(), asked.as_bytes()]);
         let compiled = PLANNED.get_or_try(asked, || -> Result<Compiled, GpuError> {
             crate::cache::count_program();
             let plan = if grid {

@@ -23,7 +23,7 @@ use super::KeyCheck;
 use super::cpu::{CpuDriver, CpuError};
 use super::hybrid::{self, CpuSide};
 use super::nvrtc::{self, NvrtcError};
-use crate::cache::Cache;
+use crate::cache::{Cache, Key};
 use crate::codegen;
 use crate::data::{Inputs, PointSet};
 use crate::device::{Device, ProfileError, TunedProfile};
@@ -422,6 +422,8 @@ impl Results {
 
 pub struct GpuRun {
     pub results: Results,
+    /// The problem's key as printed (`kernels::printed`), which its kernels were found by.
+    pub printed: Key,
     pub devices: Vec<Device>,
     /// The diagonal kernel's plan, and the plan of the kernel between two blocks when one ran.
     pub plans: Vec<Plan>,
@@ -447,8 +449,9 @@ pub fn compile_ahead(
     cache: &Cache,
 ) {
     use rayon::prelude::*;
+    let printed = kernels::printed(problem);
     forced.par_iter().for_each(|&f| {
-        let _ = Compiled::new(problem, params, dev, points, f, false, cache);
+        let _ = Compiled::new((problem, printed), params, dev, points, f, false, cache);
     });
 }
 
@@ -813,6 +816,8 @@ impl<'a> From<&'a Inputs> for Located<'a> {
 /// The GPUs made ready: contexts, kernels loaded, inputs resident where
 /// they fit, and the CPU's driver where it takes part.
 struct Ready {
+    /// The problem's key as printed (`kernels::printed`).
+    printed: Key,
     contexts: Vec<Arc<CudaContext>>,
     stagings: Vec<Option<Arc<Mutex<Staging>>>>,
     residents: Vec<Option<Resident>>,
@@ -866,7 +871,9 @@ fn prepare(
         Found::Host(..) => false,
         Found::Device(..) => choice != IndexChoice::Grid,
     };
-    let compile = |block_points: usize, on_grid: bool| compile_kernels(ask, devices, block_points, on_grid);
+    // The problem printed and hashed once for every kernel this run looks up.
+    let printed = kernels::printed(problem);
+    let compile = |block_points: usize, on_grid: bool| compile_kernels(ask, printed, devices, block_points, on_grid);
     // A grid's kernel reads both sets whole, and so does every kernel on points taken on their GPU.
     let mut block_points = match (grid_kernel, inputs) {
         (false, Located::Host(_) | Located::RowsOfA { .. }) => scheduled_block_points,
@@ -943,6 +950,7 @@ fn prepare(
         None => (None, None),
     };
     let mut ready = Ready {
+        printed,
         contexts: Vec::new(),
         stagings: Vec::new(),
         residents: Vec::new(),
@@ -986,6 +994,7 @@ fn prepare(
 /// on one block, and the two-set kernel between blocks, where units need them.
 fn compile_kernels(
     ask: Ask,
+    printed: Key,
     devices: &[Device],
     block_points: usize,
     on_grid: bool,
@@ -1021,10 +1030,10 @@ fn compile_kernels(
         let (own_first, between_first) =
             kernels.first().map_or((None, None), |(own, between)| (own.as_ref(), between.as_ref()));
         let (own_forced, between_forced) = (walk_as(own_first), walk_as(between_first));
-        let make = |p: &Problem, points, forced| Compiled::new(p, params, dev, points, forced, on_grid, cache);
-        let own = if needs(KernelKind::Own) { Some(make(problem, own_points, own_forced)?) } else { None };
+        let make = |p, points, forced| Compiled::new(p, params, dev, points, forced, on_grid, cache);
+        let own = if needs(KernelKind::Own) { Some(make((problem, printed), own_points, own_forced)?) } else { None };
         let between = if needs(KernelKind::Between) {
-            Some(make(&between_problem, between_points, between_forced)?)
+            Some(make((&between_problem, kernels::printed_cross(printed)), between_points, between_forced)?)
         } else {
             None
         };
@@ -1161,6 +1170,7 @@ fn compute(
 ) -> Result<GpuRun, GpuError> {
     let Ask { problem, inputs, opts, progress, .. } = ask;
     let Ready {
+        printed,
         contexts,
         stagings,
         mut residents,
@@ -1284,7 +1294,17 @@ fn compute(
     };
     timings.combine_s += combine.elapsed().as_secs_f64();
     timings.wall_s = wall.elapsed().as_secs_f64();
-    Ok(GpuRun { results, devices: devices.to_vec(), plans, timings, notes, block_points, index, schedule: None })
+    Ok(GpuRun {
+        results,
+        printed,
+        devices: devices.to_vec(),
+        plans,
+        timings,
+        notes,
+        block_points,
+        index,
+        schedule: None,
+    })
 }
 
 /// The GPUs' partial results merged, with the CPU's KNN rows where it took part.
