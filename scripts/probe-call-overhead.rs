@@ -9,7 +9,9 @@ use twobs::schedule::{GpuOptions, Hybrid, Schedule, Workers};
 
 fn main() {
     take_rows();
+    take_rows_alone();
     kernel_keys();
+    gpu_lookups();
     let rdf = twobs::problems::built_in("rdf").expect("rdf");
     let rdf_params = rdf.bind(&["bins=100".into(), "r_max=5".into(), "box=46.4".into()]).expect("params");
     let knn = twobs::problems::built_in("knn").expect("knn");
@@ -142,5 +144,71 @@ fn kernel_keys() {
         let key = twobs::cache::Key::of(&[printed.as_bytes()]);
         let hash = t.elapsed();
         println!("kernel key round {round}: print {print:?} ({} bytes), hash {hash:?} ({})", printed.len(), key.hex());
+    }
+}
+
+/// What a GPU run's first steps cost where a GPU is usable: finding the
+/// GPUs as a schedule sees them, each call (a session's calls repeat it).
+fn gpu_lookups() {
+    use twobs::backend::cuda;
+    if let Err(e) = cuda::usable() {
+        println!("gpu lookups: no GPU ({e})");
+        return;
+    }
+    let opts = GpuOptions {
+        gpus: None,
+        block_points: None,
+        streams: 2,
+        forced: Default::default(),
+        pool_pairs: None,
+        piece_pairs: None,
+        hybrid: Hybrid::Auto,
+    };
+    for round in 0..6 {
+        let t = Instant::now();
+        cuda::usable().expect("usable");
+        let usable = t.elapsed();
+        let t = Instant::now();
+        let gpus = cuda::gpus(&opts).expect("gpus");
+        let found = t.elapsed();
+        let t = Instant::now();
+        let dev = cuda::live_device(0).expect("device 0");
+        let live = t.elapsed();
+        println!(
+            "gpu lookups round {round}: usable {usable:?}, gpus {found:?} ({} of them), live_device {live:?} ({})",
+            gpus.ordinals.len(),
+            dev.name
+        );
+    }
+}
+
+/// One thread's take of 100k 3-D rows, against a plain memcpy of the same
+/// bytes: what a call pays where the pool's threads are asleep.
+fn take_rows_alone() {
+    let n = 100_000usize;
+    let rows: Vec<f32> = (0..3 * n).map(|i| (i as f32 * 0.37).sin() * 46.4).collect();
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a pool of one");
+    let mut kept: Vec<Vec<f32>> = (0..3).map(|_| Vec::with_capacity(n)).collect();
+    let mut copy = vec![0f32; 3 * n];
+    for round in 0..5 {
+        let t = Instant::now();
+        let taken = one.install(|| twobs::index::take_rows(&rows, n, std::mem::take(&mut kept), "probe"));
+        let take = t.elapsed();
+        let t = Instant::now();
+        copy.copy_from_slice(&rows);
+        let memcpy = t.elapsed();
+        println!(
+            "take_rows alone n={n} round {round}: one thread {take:?}; memcpy of the rows {memcpy:?} ({})",
+            copy[7]
+        );
+        kept = taken
+            .set
+            .columns
+            .into_iter()
+            .map(|c| match c {
+                Column::F32(v) => v,
+                _ => unreachable!(),
+            })
+            .collect();
     }
 }
