@@ -17,7 +17,9 @@
 #      GPU compared with the numpy path's, jz-tree's neighbour sets with twobs's);
 #   3. the same bench with the baseline wheel, where target/wheels-base holds one;
 #   4. a table: each target, best / median, and the engine's account;
-#   5. where target/release/parity is carried (scripts/build-device.sh), its
+#   5. the second call over fresh processes (scripts/probe-second-call.sh, 5 rounds
+#      each for this build and the baseline), medians;
+#   6. where target/release/parity is carried (scripts/build-device.sh), its
 #      KNN cases on the GPU against the CPU backend (at most 150 s).
 # Logs in $OUT: summary.txt (the table), pytest.txt, bench.txt,
 # bench-python.jsonl, parity.txt, and base/ for the baseline.
@@ -99,6 +101,12 @@ table(rows_of(f"{out}/bench-python.jsonl"), "this build")
 if os.path.exists(f"{out}/base/bench-python.jsonl"):
     table(rows_of(f"{out}/base/bench-python.jsonl"), "baseline (target/wheels-base), same machine")
 PY
+# The second call again, over fresh processes (one second call each), this build and the baseline's.
+for wheels in target/wheels target/wheels-base; do
+  ls "$wheels"/twobs-*.whl >/dev/null 2>&1 || continue
+  WHEELS=$wheels LABEL=$(basename "$wheels") ROUNDS=${SECOND_ROUNDS:-5} OUT="$OUT/second" \
+    timeout 600 scripts/probe-second-call.sh 2>&1 | tail -1 | tee -a "$OUT/summary.txt"
+done
 if [[ -x target/release/parity ]]; then
   timeout 150 target/release/parity --test-threads 4 knn > "$OUT/parity.txt" 2>&1
   echo "parity (knn cases, rc $?): $(grep -E '^test result' "$OUT/parity.txt" | tail -1)" | tee -a "$OUT/summary.txt"
