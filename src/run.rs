@@ -12,7 +12,7 @@ use crate::backend::nvrtc;
 use crate::cache::Cache;
 use crate::cells;
 use crate::codegen;
-use crate::data::{DeviceInputs, Given, HostRows, Inputs, Measured, OutOfF32, Spread};
+use crate::data::{DeviceInputs, Given, Inputs, Measured, OutOfF32, Spread};
 use crate::index::{self, Grid, IndexChoice, IndexError, IndexKind, SetShape, Shapes, Summary};
 use crate::outcome::Outcome;
 use crate::plan::{Plan, Points, Shape};
@@ -414,68 +414,6 @@ pub fn execute_given(
     match given {
         Given::Host(inputs) => execute(problem, params, inputs, opts),
         Given::Device(inputs) => execute_on_gpu(problem, params, inputs, opts),
-    }
-}
-
-/// Whether a run of `problem` on host rows may take them on its GPU, as it
-/// takes points given there ([`execute_rows_on_gpu`]): its GPUs are one
-/// (`gpus` of them seen, where none are named), and nothing else needs the
-/// points on the host: not the CPU backend or a CPU share, f64, `verify`,
-/// MPI ranks, nor KNN lists (which a GPU's take leaves there).
-pub fn rows_taken_on_gpu(problem: &Problem, opts: &RunOptions, gpus: usize) -> bool {
-    opts.backend != BackendChoice::Cpu
-        && !opts.f64
-        && !opts.verify
-        && opts.ranks.is_none()
-        && opts.gpu.hybrid != Hybrid::On
-        && opts.gpu.gpus.as_ref().map_or(gpus, Vec::len) == 1
-        && !matches!(problem.output, crate::spec::Output::Knn { .. })
-}
-
-/// Runs `problem` on sets given as a host array's rows, on one GPU: the
-/// rows uploaded as they lie and taken into columns and measured there
-/// ([`execute_on_gpu`]), where copying them into columns on the host cost
-/// more than the upload (100k 3-D points: 0.24 ms warm and 0.4-0.7 ms on
-/// a session's second call, against one copy of 1.2 MB). None where the
-/// run cannot go that way ([`rows_taken_on_gpu`], or the GPU path refused
-/// it or failed): the caller then takes the rows on the host, and that run
-/// says whatever is wrong, as it would have. A stop (Ctrl-C) is an error.
-pub fn execute_rows_on_gpu(
-    problem: &Problem,
-    params: &Params,
-    (a, b): (HostRows, Option<HostRows>),
-    opts: &RunOptions,
-) -> Result<Option<Execution>, RunError> {
-    let start = Instant::now();
-    if a.rows == 0 || b.is_some_and(|b| b.rows == 0) || backend(opts.backend, &mut Vec::new()) != Backend::Cuda {
-        return Ok(None);
-    }
-    let gpus = match &opts.gpu.gpus {
-        Some(named) => named.clone(),
-        None => (0..cuda::gpu_count()?).collect(),
-    };
-    if !rows_taken_on_gpu(problem, opts, gpus.len()) {
-        return Ok(None);
-    }
-    let ran = (|| {
-        let a = cuda::take::upload_rows(&a, gpus[0])?;
-        let b = b.map(|b| cuda::take::upload_rows(&b, gpus[0])).transpose()?;
-        let upload_s = start.elapsed().as_secs_f64();
-        let inputs = DeviceInputs { a: a.set.clone(), b: b.as_ref().map(|b| b.set.clone()) };
-        let mut exec = execute_on_gpu(problem, params, &inputs, opts)?;
-        // The rows' upload is the run's, as the host path's upload is.
-        if let Some(g) = exec.timings.gpu.as_mut() {
-            g.upload_s += upload_s;
-            g.wall_s += upload_s;
-        }
-        exec.timings.compute_s += upload_s;
-        exec.timings.total_s = start.elapsed().as_secs_f64();
-        Ok::<_, RunError>(exec)
-    })();
-    match ran {
-        Ok(exec) => Ok(Some(exec)),
-        Err(RunError::Gpu(GpuError::Stopped(stopped))) => Err(GpuError::Stopped(stopped).into()),
-        Err(_) => Ok(None),
     }
 }
 
@@ -1429,45 +1367,4 @@ fn verify_into(
 /// The CPU threads a run takes (`opts.threads`, 0: every core).
 fn threads_of(opts: &RunOptions) -> usize {
     if opts.threads == 0 { crate::memory::host_cores() } else { opts.threads }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The rule is what a GPU host applies; it is decided without one.
-    #[test]
-    fn rows_go_to_the_gpu_only_where_nothing_needs_them_on_the_host() {
-        let rdf = crate::problems::built_in("rdf").expect("rdf");
-        let knn = crate::problems::built_in("knn").expect("knn");
-        let auto = RunOptions {
-            backend: BackendChoice::Auto,
-            threads: 0,
-            f64: false,
-            quiet: true,
-            gpu: GpuOptions::default(),
-            verify: false,
-            index: IndexChoice::Auto,
-            cache: Cache::at(std::env::temp_dir().join("twobs-rows-rule")),
-            ranks: None,
-        };
-        let with = |change: &dyn Fn(&mut RunOptions)| {
-            let mut o = auto.clone();
-            change(&mut o);
-            o
-        };
-        assert!(rows_taken_on_gpu(&rdf, &auto, 1));
-        assert!(rows_taken_on_gpu(&rdf, &with(&|o| o.backend = BackendChoice::Cuda), 1));
-        assert!(rows_taken_on_gpu(&rdf, &with(&|o| o.gpu.gpus = Some(vec![1])), 4), "one GPU named of four");
-        assert!(rows_taken_on_gpu(&rdf, &with(&|o| o.gpu.hybrid = Hybrid::Off), 1));
-        // Several GPUs share a run from the host's columns; a KNN search leaves its lists on the GPU.
-        assert!(!rows_taken_on_gpu(&rdf, &auto, 2));
-        assert!(!rows_taken_on_gpu(&rdf, &with(&|o| o.gpu.gpus = Some(vec![0, 1])), 2));
-        assert!(!rows_taken_on_gpu(&knn, &auto, 1));
-        // What reads the points on the host.
-        assert!(!rows_taken_on_gpu(&rdf, &with(&|o| o.backend = BackendChoice::Cpu), 1));
-        assert!(!rows_taken_on_gpu(&rdf, &with(&|o| o.f64 = true), 1));
-        assert!(!rows_taken_on_gpu(&rdf, &with(&|o| o.verify = true), 1));
-        assert!(!rows_taken_on_gpu(&rdf, &with(&|o| o.gpu.hybrid = Hybrid::On), 1));
-    }
 }

@@ -7,10 +7,7 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use numpy::{
-    IntoPyArray, PyArray2, PyArrayDescrMethods, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
-    PyUntypedArrayMethods,
-};
+use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
@@ -19,7 +16,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use twobs::backend::cuda::GpuError;
 use twobs::backend::cuda::pinned::Registered;
 use twobs::cache::Cache;
-use twobs::data::{Column, DeviceInputs, DeviceSet, Given, HostRows, Inputs, PointSet, ProducerStream};
+use twobs::data::{Column, DeviceInputs, DeviceSet, Given, Inputs, PointSet, ProducerStream};
 use twobs::index::{SetShape, Shapes};
 use twobs::outcome::{Outcome, Totals};
 use twobs::run::{BackendChoice, Execution, RunOptions};
@@ -413,12 +410,6 @@ impl Session {
     ) -> PyResult<Bound<'py, PyDict>> {
         let began = std::time::Instant::now();
         let sets = 1 + b.is_some() as usize;
-        // Arrays whose rows a GPU takes as they lie, where nothing else reads them on the host.
-        if weights.is_empty() && ids.is_empty() && exclude_same.is_none() && outside_box != Some("wrap") && !f64 {
-            if let Some(out) = self.rows_on_gpu(py, problem, (a, b), &params, log_bins, began)? {
-                return Ok(out);
-            }
-        }
         let mut loan = self.pool.lend();
         // The arrays and parameters as the engine takes them, or why not.
         #[allow(clippy::type_complexity, reason = "the call's parts, each once")]
@@ -614,11 +605,9 @@ impl Session {
         let run_s = began.elapsed().as_secs_f64() - taken_s;
         let outcome = std::mem::replace(&mut exec.outcome, Outcome::Totals(Totals::Counts(Vec::new())));
         let out = result(py, &spec, &params, Rows::AsGiven { most }, outcome)?;
-        if let (Output::Histogram { .. }, Some((volume, volume_from))) =
-            (&spec.output, twobs::report::box_volume(&spec, &params))
-        {
-            out.set_item("volume", volume)?;
-            out.set_item("volume_from", volume_from)?;
+        if let (Output::Histogram { .. }, Some((_, b))) = (&spec.output, spec.periodic_box(&params)) {
+            out.set_item("volume", b.volume())?;
+            out.set_item("volume_from", "the periodic box")?;
         }
         let steps = serde_json::json!({
             "take_s": taken_s,
@@ -653,100 +642,6 @@ impl Session {
 }
 
 impl Session {
-    /// A run of numpy arrays' rows taken on the GPU as they lie
-    /// (`run::execute_rows_on_gpu`): C-order arrays of the spec's float
-    /// scalar and width, for a result that needs nothing more of the points
-    /// on the host (a histogram's volume is its box's). None where the call
-    /// goes the host's way, which then reports whatever is wrong with it.
-    fn rows_on_gpu<'py>(
-        &self,
-        py: Python<'py>,
-        problem: &Bound<'py, Problem>,
-        (a, b): (&Bound<'py, PyAny>, Option<&Bound<'py, PyAny>>),
-        params: &[String],
-        log_bins: bool,
-        began: std::time::Instant,
-    ) -> PyResult<Option<Bound<'py, PyDict>>> {
-        if !self.runs_on_gpu() || !rows_of_floats(a) || b.is_some_and(|b| !rows_of_floats(b)) {
-            return Ok(None);
-        }
-        let sets = 1 + b.is_some() as usize;
-        let (spec, key) = self.specs.variant(problem, sets, log_bins, dims_of(a)?)?;
-        let components = spec.input.element.components();
-        let Ok(params) = spec.bind(params) else { return Ok(None) };
-        let boxed = spec.periodic_box(&params);
-        if matches!(spec.output, Output::Histogram { .. }) && boxed.is_none() {
-            return Ok(None);
-        }
-        macro_rules! rows {
-            ($t:ty, $scalar:expr) => {{
-                let held: Vec<PyReadonlyArray2<'py, $t>> =
-                    match std::iter::once(a).chain(b).map(|m| m.extract()).collect::<Result<_, _>>() {
-                        Ok(held) => held,
-                        Err(_) => return Ok(None),
-                    };
-                let mut sets = Vec::new();
-                for (array, origin) in held.iter().zip(["set A", "set B"]) {
-                    let (rows, width) = array.as_array().dim();
-                    let Ok(values) = array.as_slice() else { return Ok(None) };
-                    if !array.is_c_contiguous() || width != components.len() {
-                        return Ok(None);
-                    }
-                    // SAFETY: plain numbers viewed as their bytes (u8 has no alignment to keep).
-                    let bytes =
-                        unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), size_of_val(values)) };
-                    sets.push(HostRows { bytes, rows, components: width, given: $scalar, origin });
-                }
-                self.run_rows(py, &spec, key, &params, &sets, began)
-            }};
-        }
-        match components.iter().map(|c| c.scalar).collect::<Vec<_>>()[..] {
-            [Scalar::F32, ..] if components.iter().all(|c| c.scalar == Scalar::F32) => rows!(f32, Scalar::F32),
-            [Scalar::F64, ..] if components.iter().all(|c| c.scalar == Scalar::F64) => rows!(f64, Scalar::F64),
-            _ => Ok(None),
-        }
-    }
-
-    /// [`Session::rows_on_gpu`]'s run, on rows in hand.
-    fn run_rows<'py>(
-        &self,
-        py: Python<'py>,
-        spec: &twobs::spec::Problem,
-        key: twobs::cache::Key,
-        params: &Params,
-        sets: &[HostRows<'_>],
-        began: std::time::Instant,
-    ) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let params = self.boxes.params_for_key(key, spec, params, false);
-        let taken_s = began.elapsed().as_secs_f64();
-        let rows = (sets[0], sets.get(1).copied());
-        #[allow(clippy::result_large_err, reason = "one result a call, sent once")]
-        let ran = compute(py, true, || twobs::run::execute_rows_on_gpu(spec, &params, rows, &self.options))?;
-        let Some(mut exec) = ran else { return Ok(None) };
-        let run_s = began.elapsed().as_secs_f64() - taken_s;
-        let most = sets.iter().map(|s| s.rows).max().unwrap_or(0);
-        let outcome = std::mem::replace(&mut exec.outcome, Outcome::Totals(Totals::Counts(Vec::new())));
-        let out = result(py, spec, &params, Rows::AsGiven { most }, outcome)?;
-        if let (Output::Histogram { .. }, Some((volume, volume_from))) =
-            (&spec.output, twobs::report::box_volume(spec, &params))
-        {
-            out.set_item("volume", volume)?;
-            out.set_item("volume_from", volume_from)?;
-        }
-        let steps = serde_json::json!({
-            "take_s": taken_s,
-            "run_s": run_s,
-            "give_s": began.elapsed().as_secs_f64() - taken_s - run_s,
-            "columns_registered": 0,
-            "registration_refused": null,
-            // The rows went to the GPU as they lay, and were taken into columns there.
-            "rows_taken_on_gpu": true,
-        });
-        let name = spec.name.clone();
-        out.set_item("report", Report::later(move || report(&name, &exec, exec.notes.clone(), steps)))?;
-        Ok(Some(out))
-    }
-
     /// Whether a run of this session starts on a GPU (its caller then polls for the result).
     fn runs_on_gpu(&self) -> bool {
         self.backend() == "cuda"
@@ -799,15 +694,6 @@ fn dims_of(set: &Bound<'_, PyAny>) -> PyResult<Option<u32>> {
             "points of shape {shape:?}: expected a 2-D array, one row per point and one column per coordinate"
         ))),
     }
-}
-
-/// Whether `set` is a 2-D numpy array of float32 or float64 (what a GPU takes rows of).
-fn rows_of_floats(set: &Bound<'_, PyAny>) -> bool {
-    set.cast::<numpy::PyUntypedArray>().is_ok_and(|a| {
-        let dtype = a.dtype();
-        a.ndim() == 2
-            && (dtype.is_equiv_to(&numpy::dtype::<f32>(set.py())) || dtype.is_equiv_to(&numpy::dtype::<f64>(set.py())))
-    })
 }
 
 /// A set's points as the engine's columns, checked against the spec's
@@ -918,11 +804,11 @@ fn wrong_type(origin: &str, scalar: Scalar) -> PyErr {
 /// buffers are freed as it returns, and KeyboardInterrupt is raised. The
 /// thread is one kept for runs (`Runner`): spawning one a call cost
 /// 55-95 us on the development VM.
-fn compute<T: Send>(
+fn compute(
     py: Python<'_>,
     on_gpu: bool,
-    run: impl FnOnce() -> Result<T, twobs::run::RunError> + Send,
-) -> PyResult<T> {
+    run: impl FnOnce() -> Result<Execution, twobs::run::RunError> + Send,
+) -> PyResult<Execution> {
     let (done, mut finished) = mpsc::channel();
     let job: Box<dyn FnOnce() + Send + '_> = Box::new(move || {
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| twobs::stop::watching(run)));

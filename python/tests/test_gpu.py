@@ -223,14 +223,12 @@ def test_a_sessions_registered_columns_give_the_cpu_backends_numbers(cpu, rng):
     # after a call, and the next calls' points are copied into them: the
     # uploads from them must carry each call's points, whatever sizes come,
     # and after a call whose points were refused (its columns dropped).
-    # SDH without a box: its volume is the points' bounds, so the points are copied on the host.
     session = twobs.Session(backend="cuda")
-    params = {"bins": 64, "r_max": 2.0}
+    params = {"bins": 64, "r_max": 2.0, "box": 20.0}
     registered, refused = [], []
     for n in (200_000, 200_000, 150_000, 300_000, 200_000):
         x = (rng.random((n, 3)) * 20.0).astype(np.float32)
-        mine, ref = session.run("sdh", x, params=params), cpu.run("sdh", x, params=params)
-        assert "rows_taken_on_gpu" not in mine.report["steps"]
+        mine, ref = session.run("rdf", x, params=params), cpu.run("rdf", x, params=params)
         np.testing.assert_array_equal(mine.counts, ref.counts)
         registered.append(mine.report["steps"]["columns_registered"])
         refused.append(mine.report["steps"]["registration_refused"])
@@ -238,69 +236,7 @@ def test_a_sessions_registered_columns_give_the_cpu_backends_numbers(cpu, rng):
             bad = x.copy()
             bad[77, 1] = np.nan
             with pytest.raises(twobs.InputError, match="77"):
-                session.run("sdh", bad, params=params)
+                session.run("rdf", bad, params=params)
     # The first call's columns were new, and so were the 300k call's (none kept was large enough).
     assert registered == [0, 3, 3, 0, 3], refused
     assert refused == [None] * 5
-
-
-def test_numpy_rows_taken_on_the_gpu_give_the_host_paths_results(gpu, cpu, rng):
-    # A GPU session takes a numpy array's rows on the GPU as they lie where
-    # nothing else reads the points on the host; every result is the CPU
-    # backend's, and what goes the host's way says so by its absence.
-    box = 20.0
-    x = (rng.random((120_000, 3)) * box).astype(np.float32)
-    y = (rng.random((90_000, 3)) * box).astype(np.float32)
-    cases = [
-        ("rdf", (x,), {"bins": 80, "r_max": 2.5, "box": box}, True),
-        ("rdf", (x, y), {"bins": 80, "r_max": 2.5, "box": box}, True),
-        ("selfjoin", (x[:40_000],), {"eps": 0.3}, True),
-        # A histogram without a box: its volume is the points' bounds.
-        ("sdh", (x[:50_000],), {"bins": 50, "r_max": 1.0}, False),
-        # KNN lists stay where a GPU's take leaves them: the host's way.
-        ("knn", (x[:50_000],), {"k": 8}, False),
-    ]
-    for name, sets, params, on_gpu in cases:
-        mine, ref = gpu.run(name, *sets, params=params), cpu.run(name, *sets, params=params)
-        assert mine.report["steps"].get("rows_taken_on_gpu", False) == on_gpu, name
-        if name == "selfjoin":
-            assert sorted(map(tuple, mine.pairs)) == sorted(map(tuple, ref.pairs)) and len(ref.pairs) > 0
-        elif name == "knn":
-            np.testing.assert_array_equal(mine.ids, ref.ids)
-        else:
-            np.testing.assert_array_equal(mine.counts, ref.counts)
-            assert mine.volume == ref.volume and mine.volume_from == ref.volume_from
-
-
-def test_rows_the_gpu_declines_go_the_hosts_way_with_its_errors(gpu, cpu, rng):
-    box = 10.0
-    x = (rng.random((60_000, 3)) * box).astype(np.float32)
-    params = {"bins": 40, "r_max": 1.0, "box": box}
-    # Points outside the box: refused as the host refuses them, or wrapped where asked.
-    out = x.copy()
-    out[123] = [10.5, 1.0, 1.0]
-    with pytest.raises(twobs.InputError) as mine:
-        gpu.run("rdf", out, params=params)
-    with pytest.raises(twobs.InputError) as ref:
-        cpu.run("rdf", out, params=params)
-    assert str(mine.value) == str(ref.value)
-    wrapped, ref = gpu.run("rdf", out, params=params, outside_box="wrap"), cpu.run("rdf", out, params=params, outside_box="wrap")
-    assert "rows_taken_on_gpu" not in wrapped.report["steps"]
-    np.testing.assert_array_equal(wrapped.counts, ref.counts)
-    # A NaN: the host's message, naming its row.
-    bad = x.copy()
-    bad[4321, 2] = np.nan
-    messages = []
-    for session in (gpu, cpu):
-        with pytest.raises(twobs.InputError, match="4321") as e:
-            session.run("rdf", bad, params=params)
-        messages.append(str(e.value))
-    assert messages[0] == messages[1]
-    # Fortran order and a float64 array for a float32 spec: the host's way, as before.
-    f = np.asfortranarray(x)
-    np.testing.assert_array_equal(gpu.run("rdf", f, params=params).counts, cpu.run("rdf", x, params=params).counts)
-    with pytest.raises(twobs.InputError) as mine:
-        gpu.run("rdf", x.astype(np.float64), params=params)
-    with pytest.raises(twobs.InputError) as ref:
-        cpu.run("rdf", x.astype(np.float64), params=params)
-    assert str(mine.value) == str(ref.value)

@@ -113,20 +113,6 @@ impl DeviceSet {
     }
 }
 
-/// A set given as a host array's rows lie (numpy's C order): `rows` x
-/// `components` values of `given`, little-endian, which a GPU run may take
-/// on its GPU as it takes another library's array there
-/// (`run::execute_rows_on_gpu`), instead of copying them into columns on the host.
-#[derive(Debug, Clone, Copy)]
-pub struct HostRows<'a> {
-    pub bytes: &'a [u8],
-    pub rows: usize,
-    pub components: usize,
-    pub given: Scalar,
-    /// Where they came from, for messages (`set A`, `set B`).
-    pub origin: &'a str,
-}
-
 /// The inputs of a run whose points lie on a GPU: A, and B for two sets.
 #[derive(Debug, Clone)]
 pub struct DeviceInputs {

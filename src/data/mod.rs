@@ -13,7 +13,7 @@ use std::mem::MaybeUninit;
 use serde::Serialize;
 
 pub use device::{
-    DeviceInputs, DeviceSet, Given, HostRows, MAX_GPU_COMPONENTS, Measured, ProducerStream, from_order_key, order_key,
+    DeviceInputs, DeviceSet, Given, MAX_GPU_COMPONENTS, Measured, ProducerStream, from_order_key, order_key,
 };
 pub use range::{OutOfF32, Spacing, Spread, f32_range, f32_range_of, spacing_step};
 pub use read::{InputOptions, read_frames, read_ids, read_input, read_weights, values_per_point};

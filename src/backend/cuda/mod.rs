@@ -139,12 +139,6 @@ pub fn usable() -> Result<(), GpuError> {
     }
 }
 
-/// The GPUs the driver sees.
-pub fn gpu_count() -> Result<usize, GpuError> {
-    usable()?;
-    Ok(CudaContext::device_count().doing("counting GPUs")? as usize)
-}
-
 /// The process's contexts, by ordinal.
 static CONTEXTS: Mutex<Option<HashMap<usize, Arc<CudaContext>>>> = Mutex::new(None);
 

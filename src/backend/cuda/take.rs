@@ -14,7 +14,7 @@ use super::{Doing, GpuError, context};
 use crate::backend::nvrtc;
 use crate::cache::{Cache, Key, Memo};
 use crate::codegen;
-use crate::data::{Column, DeviceInputs, DeviceSet, HostRows, Measured, ProducerStream, spacing_step};
+use crate::data::{Column, DeviceInputs, DeviceSet, Measured, ProducerStream, spacing_step};
 use crate::device::Device;
 use crate::spec::{Component, Scalar};
 use crate::stage::input::{DeviceBlock, PAD_POINTS};
@@ -133,40 +133,6 @@ pub fn gpu_of(inputs: &DeviceInputs, gpus: Option<&[usize]>) -> Result<usize, Gp
         return Err(GpuError::NotAsked { ordinal: a, gpus: g.to_vec() });
     }
     Ok(a)
-}
-
-/// A host array's rows uploaded as they lie to one GPU, for the taker:
-/// `set` names the buffer, which lives as long as this value.
-pub struct UploadedRows {
-    pub set: DeviceSet,
-    _buffer: CudaSlice<u8>,
-}
-
-/// Uploads `rows` to GPU `ordinal` as they lie (one copy from pageable
-/// memory, which the driver stages), ready when this returns.
-pub fn upload_rows(rows: &HostRows, ordinal: usize) -> Result<UploadedRows, GpuError> {
-    let doing = "uploading rows";
-    let ctx = context(ordinal)?;
-    ctx.bind_to_thread().doing("binding the context")?;
-    let stream = ctx.new_stream().doing("creating a stream")?;
-    // SAFETY: every byte is written by the copy below before the taker reads it.
-    let mut buffer = unsafe { stream.alloc::<u8>(rows.bytes.len().max(1)) }.doing(doing)?;
-    if !rows.bytes.is_empty() {
-        stream.memcpy_htod(rows.bytes, &mut buffer.slice_mut(..rows.bytes.len())).doing(doing)?;
-    }
-    stream.synchronize().doing(doing)?;
-    let address = buffer.device_ptr(&stream).0;
-    let width = rows.given.bytes() as i64;
-    let set = DeviceSet {
-        address,
-        rows: rows.rows,
-        components: rows.components,
-        given: rows.given,
-        strides: [width * rows.components as i64, width],
-        stream: ProducerStream::Ready,
-        origin: rows.origin.to_owned(),
-    };
-    Ok(UploadedRows { set, _buffer: buffer })
 }
 
 /// Takes `inputs` (on GPU `ordinal`, [`gpu_of`]) into columns of the
