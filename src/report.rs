@@ -218,8 +218,8 @@ fn excluded_pairs(problem: &Problem, id: &str, inputs: &Inputs) -> u64 {
 /// The volume g(r) takes one frame's pair density over: the periodic box's,
 /// else the bounding box of its points; and where it came from.
 pub fn volume(problem: &Problem, params: &Params, inputs: &Inputs) -> (f64, String) {
-    match problem.periodic_box(params) {
-        Some((name, b)) => (b.volume(), format!("the periodic box {name}={b}, volume {}", b.volume())),
+    match box_volume(problem, params) {
+        Some(from_box) => from_box,
         None => {
             let mut bounds = inputs.a.bounds();
             if let Some(b) = &inputs.b {
@@ -231,6 +231,12 @@ pub fn volume(problem: &Problem, params: &Params, inputs: &Inputs) -> (f64, Stri
             (v, format!("the bounding box of the data, {}", crate::data::extent(&bounds)))
         }
     }
+}
+
+/// [`volume`] where the problem has a periodic box (the points not needed).
+pub fn box_volume(problem: &Problem, params: &Params) -> Option<(f64, String)> {
+    let (name, b) = problem.periodic_box(params)?;
+    Some((b.volume(), format!("the periodic box {name}={b}, volume {}", b.volume())))
 }
 
 /// Where the lines that describe a run go, given what stdout carries.

@@ -513,8 +513,11 @@ pub fn execute_on_gpu(
     let mut run = cuda::run_scheduled(ask, &gpus, &schedule, schedule_s)?;
     bar.finish_and_clear();
     run.timings.take_s = take_s;
-    // The take is compute: the host path's copy in and upload are.
-    run.timings.wall_s += take_s;
+    // The take is compute: the host path's copy in and upload are. Making
+    // the taker is not: a second run would not repeat it.
+    run.timings.wall_s += take_s + taken.compile_s;
+    run.timings.compile_s += taken.compile_s;
+    run.timings.prepare_s += taken.compile_s;
     let outcome = std::mem::replace(&mut run.results, cuda::Results::Parts(Vec::new())).merged();
     let grid_tried = problem.cutoff.is_some() && opts.index != IndexChoice::None;
     let mut exec = gpu_execution(problem, params, shape, run, (outcome, Vec::new()), notes, opts, grid_tried);

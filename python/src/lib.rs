@@ -605,9 +605,12 @@ impl Session {
         let run_s = began.elapsed().as_secs_f64() - taken_s;
         let outcome = std::mem::replace(&mut exec.outcome, Outcome::Totals(Totals::Counts(Vec::new())));
         let out = result(py, &spec, &params, Rows::AsGiven { most }, outcome)?;
-        if let (Output::Histogram { .. }, Some((_, b))) = (&spec.output, spec.periodic_box(&params)) {
-            out.set_item("volume", b.volume())?;
-            out.set_item("volume_from", "the periodic box")?;
+        // The host path's line for the same box (its points are not needed).
+        if let (Output::Histogram { .. }, Some((volume, volume_from))) =
+            (&spec.output, twobs::report::box_volume(&spec, &params))
+        {
+            out.set_item("volume", volume)?;
+            out.set_item("volume_from", volume_from)?;
         }
         let steps = serde_json::json!({
             "take_s": taken_s,

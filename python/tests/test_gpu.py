@@ -162,6 +162,10 @@ def test_histograms_and_pairs_of_cupy_points_equal_the_host_paths(gpu, rng):
     a.compute(20.0, cupy.asarray(x))
     b.compute(20.0, x)
     np.testing.assert_array_equal(a.bin_counts, b.bin_counts)
+    # The box's volume, and the host path's words for where it came from.
+    box = {"bins": 100, "r_max": 3.0, "box": 20.0}
+    on_gpu, on_host = gpu.run("rdf", cupy.asarray(x), params=box), gpu.run("rdf", x, params=box)
+    assert (on_gpu.volume, on_gpu.volume_from) == (on_host.volume, on_host.volume_from)
     np.testing.assert_array_equal(gpu.run("sdh", cupy.asarray(x[:20_000]), params={"bins": 64}).counts,
                                   gpu.run("sdh", x[:20_000], params={"bins": 64}).counts)
     pairs = twobs.query_pairs(cupy.asarray(x), 0.3, session=gpu)

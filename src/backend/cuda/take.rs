@@ -50,6 +50,8 @@ pub struct Taken {
     pub scalars: Vec<Scalar>,
     /// Seconds of the take: the kernels and the samples' download.
     pub take_s: f64,
+    /// Seconds compiling and loading the taker (a process's first take on a GPU).
+    pub compile_s: f64,
     blocks: Mutex<Option<(DeviceBlock, Option<DeviceBlock>)>>,
 }
 
@@ -156,7 +158,9 @@ pub fn take(inputs: &DeviceInputs, components: &[Component], ordinal: usize, cac
         wait_for(set.stream)?;
     }
     let dev = super::device_of(ordinal)?;
+    let compiling = Instant::now();
     let taker = Taker::on(&ctx, &dev, cache)?;
+    let compile_s = compiling.elapsed().as_secs_f64();
     let stream = ctx.new_stream().doing("creating a stream")?;
     let mut measured = Vec::new();
     let mut blocks = Vec::new();
@@ -172,7 +176,8 @@ pub fn take(inputs: &DeviceInputs, components: &[Component], ordinal: usize, cac
         ordinal,
         measured,
         scalars: components.iter().map(|c| c.scalar).collect(),
-        take_s: start.elapsed().as_secs_f64(),
+        take_s: start.elapsed().as_secs_f64() - compile_s,
+        compile_s,
         blocks: Mutex::new(Some((a, blocks.next()))),
     })
 }
