@@ -22,6 +22,25 @@ fn main() {
     }
     .result()
     .expect("threshold");
+    // What a call's `free_memory` asks the driver, each call.
+    for round in 0..5 {
+        let t = Instant::now();
+        let free = ctx.mem_get_info().expect("info").0;
+        let info = t.elapsed();
+        let t = Instant::now();
+        let mut used = 0u64;
+        unsafe {
+            sys::cuMemPoolGetAttribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+                (&mut used as *mut u64).cast(),
+            )
+        }
+        .result()
+        .expect("attribute");
+        let attribute = t.elapsed();
+        println!("free memory round {round}: cuMemGetInfo {info:?} ({free} free), a pool attribute {attribute:?}");
+    }
     let n = 100_000usize;
     let columns: Vec<Vec<f32>> = (0..3).map(|c| (0..n).map(|i| (i * 3 + c) as f32).collect()).collect();
     for registered in [false, true] {
