@@ -28,15 +28,7 @@ fn main() {
         let inputs = Inputs { a: PointSet { columns, origin: "probe".into(), rows: None }, b: None };
         let h200 = twobs::device::Device::profile("h200").expect("h200");
         let workers = Workers::described(&h200, 1, 141 << 30, 2, 16);
-        let opts = GpuOptions {
-            gpus: None,
-            block_points: None,
-            streams: 2,
-            forced: Default::default(),
-            pool_pairs: None,
-            piece_pairs: None,
-            hybrid: Hybrid::Auto,
-        };
+        let opts = two_streams();
         for round in 0..3 {
             // As a run reads them: the shapes once, the range check from their ranges.
             let t = Instant::now();
@@ -155,15 +147,7 @@ fn gpu_lookups() {
         println!("gpu lookups: no GPU ({e})");
         return;
     }
-    let opts = GpuOptions {
-        gpus: None,
-        block_points: None,
-        streams: 2,
-        forced: Default::default(),
-        pool_pairs: None,
-        piece_pairs: None,
-        hybrid: Hybrid::Auto,
-    };
+    let opts = two_streams();
     for round in 0..6 {
         let t = Instant::now();
         cuda::usable().expect("usable");
@@ -211,4 +195,9 @@ fn take_rows_alone() {
             })
             .collect();
     }
+}
+
+/// A session's GPU options: every GPU, two streams, the CPU beside them where it helps.
+fn two_streams() -> GpuOptions {
+    GpuOptions { streams: 2, hybrid: Hybrid::Auto, ..Default::default() }
 }
