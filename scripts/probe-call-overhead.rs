@@ -111,15 +111,7 @@ fn take_rows() {
             println!(
                 "take_rows n={n} round {round}: one pass {one_pass:?}; a plain copy {plain:?}; the extremes and sample again {passes:?} ({finite})"
             );
-            kept = taken
-                .set
-                .columns
-                .into_iter()
-                .map(|c| match c {
-                    Column::F32(v) => v,
-                    _ => unreachable!(),
-                })
-                .collect();
+            kept = f32_columns(taken.set.columns);
         }
     }
 }
@@ -185,19 +177,22 @@ fn take_rows_alone() {
             "take_rows alone n={n} round {round}: one thread {take:?}; memcpy of the rows {memcpy:?} ({})",
             copy[7]
         );
-        kept = taken
-            .set
-            .columns
-            .into_iter()
-            .map(|c| match c {
-                Column::F32(v) => v,
-                _ => unreachable!(),
-            })
-            .collect();
+        kept = f32_columns(taken.set.columns);
     }
 }
 
 /// A session's GPU options: every GPU, two streams, the CPU beside them where it helps.
 fn two_streams() -> GpuOptions {
     GpuOptions { streams: 2, hybrid: Hybrid::Auto, ..Default::default() }
+}
+
+/// The f32 columns a take filled, as buffers to fill again.
+fn f32_columns(columns: Vec<Column>) -> Vec<Vec<f32>> {
+    columns
+        .into_iter()
+        .map(|c| match c {
+            Column::F32(v) => v,
+            _ => unreachable!("the probe takes f32 rows"),
+        })
+        .collect()
 }
