@@ -9,37 +9,13 @@ use cudarc::driver::{CudaContext, sys};
 fn main() {
     let ctx = CudaContext::new(0).expect("a GPU");
     unsafe { ctx.disable_event_tracking() };
-    // As twobs's contexts keep freed memory in the pool (`keep_freed_memory`).
-    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-    unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) }.result().expect("pool");
-    let mut keep: u64 = 16 << 30;
-    unsafe {
-        sys::cuMemPoolSetAttribute(
-            pool,
-            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-            (&mut keep as *mut u64).cast(),
-        )
-    }
-    .result()
-    .expect("threshold");
+    // As twobs's contexts keep freed memory in the pool.
+    twobs::backend::cuda::keep_freed_memory(&ctx).expect("pool threshold");
     // What a call's `free_memory` asks the driver, each call.
     for round in 0..5 {
         let t = Instant::now();
         let free = ctx.mem_get_info().expect("info").0;
-        let info = t.elapsed();
-        let t = Instant::now();
-        let mut used = 0u64;
-        unsafe {
-            sys::cuMemPoolGetAttribute(
-                pool,
-                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
-                (&mut used as *mut u64).cast(),
-            )
-        }
-        .result()
-        .expect("attribute");
-        let attribute = t.elapsed();
-        println!("free memory round {round}: cuMemGetInfo {info:?} ({free} free), a pool attribute {attribute:?}");
+        println!("free memory round {round}: cuMemGetInfo {:?} ({free} free)", t.elapsed());
     }
     let n = 100_000usize;
     let columns: Vec<Vec<f32>> = (0..3).map(|c| (0..n).map(|i| (i * 3 + c) as f32).collect()).collect();

@@ -196,8 +196,9 @@ fn default_pool(ctx: &Arc<CudaContext>) -> Result<sys::CUmemoryPool, DriverError
     Ok(pool)
 }
 
-/// Sets GPU `ctx`'s default memory pool to keep [`kept_pool_bytes`] of freed memory.
-fn keep_freed_memory(ctx: &Arc<CudaContext>) -> Result<(), GpuError> {
+/// Sets GPU `ctx`'s default memory pool to keep [`kept_pool_bytes`] of
+/// freed memory (every context twobs makes; public for the probes that time its buffers).
+pub fn keep_freed_memory(ctx: &Arc<CudaContext>) -> Result<(), GpuError> {
     let doing = "keeping freed memory in the GPU's pool";
     let mut keep = kept_pool_bytes(ctx.total_mem().doing(doing)?);
     let pool = default_pool(ctx).doing(doing)?;
