@@ -17,7 +17,7 @@ use crate::stage::KernelArgs;
 /// The key of `problem` as printed (its whole spec, about 7 KB for a
 /// built-in): 30-40 us to print and hash, so made once a run, and the
 /// kernels' keys are made from it.
-pub(crate) fn printed(problem: &Problem) -> Key {
+pub(super) fn printed(problem: &Problem) -> Key {
     Key::of(&[format!("{problem:?}").as_bytes()])
 }
 

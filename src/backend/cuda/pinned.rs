@@ -46,3 +46,24 @@ impl Drop for Registered {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session asks for a registration after each call; before any GPU
+    /// run made a context (and on a machine without a GPU) it is refused,
+    /// saying why, and the memory uploads as pageable memory does.
+    #[test]
+    fn registering_needs_a_context_a_run_made() {
+        let column = vec![1.5f32; 1 << 18];
+        let bytes = column.len() * 4;
+        // SAFETY: `column` outlives the registration, which is dropped first.
+        let registered = unsafe { Registered::new(column.as_ptr().cast(), bytes) };
+        match super::super::any_context() {
+            None => assert_eq!(registered.err().as_deref(), Some("no GPU context made yet")),
+            Some(_) => drop(registered.expect("a context exists: the driver registers the column")),
+        }
+        drop(column);
+    }
+}
