@@ -513,8 +513,8 @@ impl Session {
         let params = self.boxes.params_for_key(key, &spec, &params, f64);
         let registered = loan.pins.len();
         let taken_s = began.elapsed().as_secs_f64();
-        #[allow(clippy::result_large_err, reason = "one result a call, sent once")]
         let on_gpu = self.runs_on_gpu();
+        #[allow(clippy::result_large_err, reason = "one result a call, sent once")]
         let computed = compute(py, on_gpu, || match shapes {
             Some(shapes) => twobs::run::execute_shaped(&spec, &params, &inputs, shapes, &options),
             None => twobs::run::execute(&spec, &params, &inputs, &options),
@@ -743,15 +743,14 @@ fn column(c: &Bound<'_, PyAny>, scalar: Scalar, origin: &str) -> PyResult<Column
     })
 }
 
+/// A matrix's columns, and where the copy measured them, the set's shape and
+/// whether every value is finite.
+type MatrixColumns = (Vec<Column>, Option<(SetShape, bool)>);
+
 /// A 2-D array's columns (the one copy a run makes of its points), into the
 /// pool's buffers; for a C-order array, measured in the same pass
 /// (`data::take_rows`): its shape as the planner reads it, and whether every value is finite.
-fn matrix_columns(
-    m: &Bound<'_, PyAny>,
-    scalar: Scalar,
-    origin: &str,
-    loan: &mut Loan<'_>,
-) -> PyResult<(Vec<Column>, Option<(SetShape, bool)>)> {
+fn matrix_columns(m: &Bound<'_, PyAny>, scalar: Scalar, origin: &str, loan: &mut Loan<'_>) -> PyResult<MatrixColumns> {
     macro_rules! take {
         ($t:ty, $v:ident) => {{
             let a: PyReadonlyArray2<'_, $t> = m.extract().map_err(|_| wrong_type(origin, scalar))?;
@@ -814,6 +813,7 @@ fn compute(
 ) -> PyResult<Execution> {
     let (done, mut finished) = mpsc::channel();
     let job: Box<dyn FnOnce() + Send + '_> = Box::new(move || {
+        #[allow(clippy::result_large_err, reason = "one result a call, sent once")]
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| twobs::stop::watching(run)));
         let _ = done.send(ran);
     });
