@@ -36,14 +36,14 @@ fn main() {
             let t_shapes = t.elapsed();
             let t = Instant::now();
             let spread = twobs::data::Spread::with_ranges(&inputs.a, shapes.a.ranges.clone());
-            let range = twobs::data::f32_range_of(&problem, &params, &[spread]);
+            let range = twobs::data::f32_range_of(problem, params, &[spread]);
             let t_range = t.elapsed();
             let t = Instant::now();
             let schedule =
-                Schedule::make(&problem, &params, &shapes, IndexChoice::Auto, &opts, &workers).expect("schedule");
+                Schedule::make(problem, params, &shapes, IndexChoice::Auto, &opts, &workers).expect("schedule");
             let t_schedule = t.elapsed();
             let t = Instant::now();
-            let probe = twobs::codegen::render_probe(&problem, &params, twobs::stage::Test::Keys);
+            let probe = twobs::codegen::render_probe(problem, params, twobs::stage::Test::Keys);
             let t_probe = t.elapsed();
             println!(
                 "{} n={n} round {round}: range {:?} ({range:?}), shapes {:?}, schedule {:?} ({} GPUs), FP probe rendered {:?} ({} bytes)",
@@ -62,7 +62,7 @@ fn main() {
         for round in 0..5 {
             let t = Instant::now();
             let schedule =
-                Schedule::make(&problem, &params, &shapes, IndexChoice::Auto, &alone, &workers).expect("schedule");
+                Schedule::make(problem, params, &shapes, IndexChoice::Auto, &alone, &workers).expect("schedule");
             println!(
                 "{} n={n} round {round}: schedule of the GPU alone {:?} ({:?})",
                 problem.name,

@@ -1016,8 +1016,8 @@ mod tests {
             let points: Vec<[f32; MAX_DIMS]> = (0..n)
                 .map(|i| {
                     let mut p = [0f32; MAX_DIMS];
-                    for d in 0..dims {
-                        p[d] = match i % 3 {
+                    for x in p.iter_mut().take(dims) {
+                        *x = match i % 3 {
                             0 => rng.random::<f32>(),
                             1 => rng.random_range(0..8u32) as f32 / 8.0,
                             _ => 0.5 + 1e-3 * rng.random::<f32>(),

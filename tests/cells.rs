@@ -230,7 +230,7 @@ fn excluded_pairs_keep_the_hierarchy_out() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
     let mut a = set(&clustered(&mut rng, 4000, 3));
     // Molecules of 1 to 4 neighbouring rows: clustered points of one blob share some.
-    let molecules: Vec<i32> = (0..4000).map(|i| (i / rng.random_range(1..=4)) as i32).collect();
+    let molecules: Vec<i32> = (0..4000).map(|i: i32| i / rng.random_range(1..=4)).collect();
     a.columns.push(Column::I32(molecules));
     let inputs = Inputs { a, b: None };
     let params: Vec<String> = ["bins=20", "r_min=0.001", "r_max=0.5"].map(String::from).to_vec();

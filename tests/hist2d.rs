@@ -137,7 +137,8 @@ fn totals(outcome: &Outcome) -> Vec<f64> {
 fn rp_pi_and_s_mu_cells_equal_a_direct_count_of_every_pair() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed());
     // (problem, sets, log-spaced first axis, box lengths, params, index)
-    let cases: [(&str, usize, bool, Option<[f32; 3]>, &[&str], IndexChoice); 5] = [
+    type Case = (&'static str, usize, bool, Option<[f32; 3]>, &'static [&'static str], IndexChoice);
+    let cases: [Case; 5] = [
         (
             "ddrppi",
             1,
