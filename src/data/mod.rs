@@ -6,6 +6,7 @@ pub mod md;
 mod range;
 mod read;
 mod synth;
+mod values;
 
 use std::fmt;
 use std::mem::MaybeUninit;
@@ -18,6 +19,8 @@ pub use device::{
 pub use range::{OutOfF32, Spacing, Spread, f32_range, f32_range_of, spacing_step};
 pub use read::{InputOptions, read_frames, read_ids, read_input, read_weights, values_per_point};
 pub use synth::{Generator, synthesize};
+pub use values::RowValue;
+pub(crate) use values::{extreme_pair, extremes, less, more};
 
 use crate::spec::{Component, PeriodicBox, Scalar};
 
@@ -112,40 +115,22 @@ impl Column {
     /// extremes at a time so that the loop vectorizes, on every core past a
     /// million values (a session's call checks its points' ranges twice).
     pub fn min_max(&self) -> (f64, f64) {
-        fn fold<T: Copy + Send + Sync + PartialOrd>(v: &[T], f64_of: impl Fn(T) -> f64) -> (f64, f64) {
+        fn fold<T: RowValue>(v: &[T]) -> (f64, f64) {
             use rayon::prelude::*;
-            // Seeded with a value that is no NaN: `x < lo` is false for a NaN, which is never taken.
-            #[allow(clippy::eq_op, reason = "x != x finds a NaN")]
-            let Some(&seed) = v.iter().find(|&&x| x == x) else { return (f64::INFINITY, f64::NEG_INFINITY) };
-            let smaller = |a: T, b: T| if b < a { b } else { a };
-            let larger = |a: T, b: T| if b > a { b } else { a };
             let part = |v: &[T]| {
-                let (mut lo, mut hi) = ([seed; 16], [seed; 16]);
-                let lanes = v.chunks_exact(16);
-                for &x in lanes.remainder() {
-                    (lo[0], hi[0]) = (smaller(lo[0], x), larger(hi[0], x));
-                }
-                for c in lanes {
-                    for l in 0..16 {
-                        (lo[l], hi[l]) = (smaller(lo[l], c[l]), larger(hi[l], c[l]));
-                    }
-                }
-                (lo.into_iter().fold(seed, smaller), hi.into_iter().fold(seed, larger))
+                let (lo, hi, _) = extremes(v);
+                (lo, hi)
             };
             let (lo, hi) = if v.len() < 1 << 20 {
                 part(v)
             } else {
-                v.par_chunks(1 << 18).map(part).reduce(|| (seed, seed), |(l, h), (a, b)| (smaller(l, a), larger(h, b)))
+                v.par_chunks(1 << 18)
+                    .map(part)
+                    .reduce(|| (T::HIGHEST, T::LOWEST), |(l, h), (a, b)| (less(l, a), more(h, b)))
             };
-            (f64_of(lo), f64_of(hi))
+            extreme_pair(lo, hi)
         }
-        match self {
-            Column::F32(v) => fold(v, f64::from),
-            Column::F64(v) => fold(v, |x| x),
-            Column::I32(v) => fold(v, f64::from),
-            Column::I64(v) => fold(v, |x| x as f64),
-            Column::U32(v) => fold(v, f64::from),
-        }
+        each!(self, v => fold(v))
     }
 
     pub fn get_f64(&self, i: usize) -> f64 {

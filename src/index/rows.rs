@@ -11,40 +11,7 @@ use std::mem::MaybeUninit;
 use rayon::prelude::*;
 
 use super::{SetShape, sample_step};
-use crate::data::{Column, PointSet};
-
-/// A value of a column that rows are taken into.
-pub trait RowValue: Copy + Send + Sync + PartialOrd {
-    /// The greatest and least values (infinities for floats), which any value replaces as an extreme.
-    const HIGHEST: Self;
-    const LOWEST: Self;
-    fn as_f64(self) -> f64;
-    fn finite(self) -> bool;
-    fn column(values: Vec<Self>) -> Column;
-}
-
-macro_rules! row_value {
-    ($t:ty, $variant:ident, $highest:expr, $lowest:expr, $finite:expr) => {
-        impl RowValue for $t {
-            const HIGHEST: $t = $highest;
-            const LOWEST: $t = $lowest;
-            fn as_f64(self) -> f64 {
-                self as f64
-            }
-            fn finite(self) -> bool {
-                $finite(self)
-            }
-            fn column(values: Vec<$t>) -> Column {
-                Column::$variant(values)
-            }
-        }
-    };
-}
-row_value!(f32, F32, f32::INFINITY, f32::NEG_INFINITY, f32::is_finite);
-row_value!(f64, F64, f64::INFINITY, f64::NEG_INFINITY, f64::is_finite);
-row_value!(i32, I32, i32::MAX, i32::MIN, |_| true);
-row_value!(i64, I64, i64::MAX, i64::MIN, |_| true);
-row_value!(u32, U32, u32::MAX, u32::MIN, |_| true);
+use crate::data::{PointSet, RowValue, extreme_pair, extremes, less, more};
 
 /// Rows a task takes: above one such chunk, the rows are shared by every core.
 const CHUNK: usize = 1 << 14;
@@ -176,51 +143,10 @@ fn copy_rows<R, O>(pairs: impl Iterator<Item = (R, O)>, copy: impl Fn(R, O)) {
     }
 }
 
-/// `b` where it is smaller than `a` (a NaN is never taken, as in `Column::min_max`), in the values' own type.
-fn less<T: RowValue>(a: T, b: T) -> T {
-    if b < a { b } else { a }
-}
-
-fn more<T: RowValue>(a: T, b: T) -> T {
-    if b > a { b } else { a }
-}
-
-/// A column's least and greatest values (NaN never taken), and whether every one is finite, in 16 lanes.
-fn extremes<T: RowValue>(v: &[T]) -> (T, T, bool) {
-    const LANES: usize = 16;
-    let (mut lo, mut hi, mut finite) = ([T::HIGHEST; LANES], [T::LOWEST; LANES], [true; LANES]);
-    let chunks = v.chunks_exact(LANES);
-    for &x in chunks.remainder() {
-        (lo[0], hi[0]) = (less(lo[0], x), more(hi[0], x));
-        finite[0] &= x.finite();
-    }
-    for c in chunks {
-        for l in 0..LANES {
-            (lo[l], hi[l]) = (less(lo[l], c[l]), more(hi[l], c[l]));
-            finite[l] &= c[l].finite();
-        }
-    }
-    let lo = lo.into_iter().fold(T::HIGHEST, less);
-    let hi = hi.into_iter().fold(T::LOWEST, more);
-    (lo, hi, finite.into_iter().all(|f| f))
-}
-
-/// A column's extremes as `Column::min_max` gives them: (inf, -inf) where
-/// no value was taken (every one a NaN), else the values in f64 (a
-/// monotone conversion, so the extremes of the converted values).
-fn extreme_pair<T: RowValue>(lo: T, hi: T) -> (f64, f64) {
-    // An integer column always takes a value; a float's extremes stay at
-    // the infinities they started from only where every value is a NaN
-    // (or where an infinity was taken, which is that extreme anyway).
-    match lo > hi {
-        true => (f64::INFINITY, f64::NEG_INFINITY),
-        false => (lo.as_f64(), hi.as_f64()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::Column;
 
     /// Each value's bits (a NaN equals itself).
     fn bits(columns: &[Column]) -> Vec<Vec<u64>> {
