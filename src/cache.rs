@@ -49,6 +49,13 @@ impl Key {
         Key(fnv1a_128(&bytes))
     }
 
+    /// The key of `value` as printed by `{:?}`: a whole problem (about 7 KB
+    /// for a built-in spec, 30-40 us to print and hash), which memos of a
+    /// process key what they make from it.
+    pub fn of_printed(value: &impl std::fmt::Debug) -> Key {
+        Key::of(&[format!("{value:?}").as_bytes()])
+    }
+
     /// The key's 16 bytes, to key something made from what it names.
     pub fn bytes(self) -> [u8; 16] {
         self.0.to_le_bytes()

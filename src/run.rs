@@ -289,7 +289,7 @@ impl Boxes {
     /// The key [`Boxes::params_for_key`] takes for `problem`: its whole spec
     /// (about 20 us to print and hash a built-in's, which a session keeps).
     pub fn key_of(problem: &Problem) -> crate::cache::Key {
-        crate::cache::Key::of(&[format!("{problem:?}").as_bytes()])
+        crate::cache::Key::of_printed(problem)
     }
 
     /// [`Boxes::params_for`] with the problem's key (`Boxes::key_of`) at hand.

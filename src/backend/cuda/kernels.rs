@@ -14,14 +14,7 @@ use crate::plan::{Forced, Plan, Points};
 use crate::spec::{Params, Problem};
 use crate::stage::KernelArgs;
 
-/// The key of `problem` as printed (its whole spec, about 7 KB for a
-/// built-in): 30-40 us to print and hash, so made once a run, and the
-/// kernels' keys are made from it.
-pub(super) fn printed(problem: &Problem) -> Key {
-    Key::of(&[format!("{problem:?}").as_bytes()])
-}
-
-/// The key of `problem.as_cross()` as [`printed`] would make it, from `problem`'s.
+/// The key of `problem.as_cross()`, made from `problem`'s (`Key::of_printed`).
 pub(super) fn printed_cross(problem: Key) -> Key {
     Key::of(&[&problem.bytes(), b"as_cross"])
 }

@@ -423,7 +423,7 @@ impl Results {
 
 pub struct GpuRun {
     pub results: Results,
-    /// The problem's key as printed (`kernels::printed`), which its kernels were found by.
+    /// The problem's key as printed (`Key::of_printed`), which its kernels were found by.
     pub printed: Key,
     pub devices: Vec<Device>,
     /// The diagonal kernel's plan, and the plan of the kernel between two blocks when one ran.
@@ -450,7 +450,7 @@ pub fn compile_ahead(
     cache: &Cache,
 ) {
     use rayon::prelude::*;
-    let printed = kernels::printed(problem);
+    let printed = Key::of_printed(problem);
     forced.par_iter().for_each(|&f| {
         let _ = Compiled::new((problem, printed), params, dev, points, f, false, cache);
     });
@@ -817,7 +817,7 @@ impl<'a> From<&'a Inputs> for Located<'a> {
 /// The GPUs made ready: contexts, kernels loaded, inputs resident where
 /// they fit, and the CPU's driver where it takes part.
 struct Ready {
-    /// The problem's key as printed (`kernels::printed`).
+    /// The problem's key as printed (`Key::of_printed`).
     printed: Key,
     contexts: Vec<Arc<CudaContext>>,
     stagings: Vec<Option<Arc<Mutex<Staging>>>>,
@@ -873,7 +873,7 @@ fn prepare(
         Found::Device(..) => choice != IndexChoice::Grid,
     };
     // The problem printed and hashed once for every kernel this run looks up.
-    let printed = kernels::printed(problem);
+    let printed = Key::of_printed(problem);
     let compile = |block_points: usize, on_grid: bool| compile_kernels(ask, printed, devices, block_points, on_grid);
     // A grid's kernel reads both sets whole, and so does every kernel on points taken on their GPU.
     let mut block_points = match (grid_kernel, inputs) {
