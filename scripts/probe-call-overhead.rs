@@ -8,8 +8,11 @@ use twobs::index::{IndexChoice, Shapes};
 use twobs::schedule::{GpuOptions, Hybrid, Schedule, Workers};
 
 fn main() {
-    take_rows();
     take_rows_alone();
+    if std::env::args().any(|a| a == "--take-alone") {
+        return;
+    }
+    take_rows();
     kernel_keys();
     gpu_lookups();
     let rdf = twobs::problems::built_in("rdf").expect("rdf");
@@ -158,27 +161,53 @@ fn gpu_lookups() {
     }
 }
 
-/// One thread's take of 100k 3-D rows, against a plain memcpy of the same
-/// bytes: what a call pays where the pool's threads are asleep.
+/// One thread's take of 100k 3-D rows (f32 and f64), against a plain memcpy of
+/// the same bytes: what a call pays where the pool's threads are asleep.
+/// The first rounds, then the least and the median of 50 (a loaded machine's noise is all upward).
 fn take_rows_alone() {
-    let n = 100_000usize;
-    let rows: Vec<f32> = (0..3 * n).map(|i| (i as f32 * 0.37).sin() * 46.4).collect();
-    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a pool of one");
-    let mut kept: Vec<Vec<f32>> = (0..3).map(|_| Vec::with_capacity(n)).collect();
-    let mut copy = vec![0f32; 3 * n];
-    for round in 0..5 {
-        let t = Instant::now();
-        let taken = one.install(|| twobs::index::take_rows(&rows, n, std::mem::take(&mut kept), "probe"));
-        let take = t.elapsed();
-        let t = Instant::now();
-        copy.copy_from_slice(&rows);
-        let memcpy = t.elapsed();
+    fn rounds<T: twobs::data::RowValue + Default>(
+        rows: &[T],
+        n: usize,
+        one: &rayon::ThreadPool,
+        back: fn(Column) -> Vec<T>,
+    ) {
+        let mut kept: Vec<Vec<T>> = (0..3).map(|_| Vec::with_capacity(n)).collect();
+        let mut copy = vec![T::default(); 3 * n];
+        let (mut takes, mut copies) = (Vec::new(), Vec::new());
+        for _ in 0..50 {
+            let t = Instant::now();
+            let taken = one.install(|| twobs::index::take_rows(rows, n, std::mem::take(&mut kept), "probe"));
+            takes.push(t.elapsed());
+            let t = Instant::now();
+            copy.copy_from_slice(rows);
+            copies.push(t.elapsed());
+            std::hint::black_box(&copy);
+            kept = taken.set.columns.into_iter().map(back).collect();
+        }
+        let first: Vec<_> = takes[..3].to_vec();
+        takes.sort();
+        copies.sort();
         println!(
-            "take_rows alone n={n} round {round}: one thread {take:?}; memcpy of the rows {memcpy:?} ({})",
-            copy[7]
+            "take_rows alone n={n} {}: one thread first {first:?}, least {:?}, median {:?}; memcpy of the rows least {:?}, median {:?}",
+            std::any::type_name::<T>(),
+            takes[0],
+            takes[25],
+            copies[0],
+            copies[25]
         );
-        kept = f32_columns(taken.set.columns);
     }
+    let n = 100_000usize;
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a pool of one");
+    let rows: Vec<f32> = (0..3 * n).map(|i| (i as f32 * 0.37).sin() * 46.4).collect();
+    rounds(&rows, n, &one, |c| match c {
+        Column::F32(v) => v,
+        _ => unreachable!("f32 rows make f32 columns"),
+    });
+    let rows: Vec<f64> = rows.iter().map(|&x| f64::from(x)).collect();
+    rounds(&rows, n, &one, |c| match c {
+        Column::F64(v) => v,
+        _ => unreachable!("f64 rows make f64 columns"),
+    });
 }
 
 /// A session's GPU options: every GPU, two streams, the CPU beside them where it helps.

@@ -2,6 +2,8 @@
 //! them: what `Column::min_max` reads and what `index::take_rows` measures
 //! as it copies rows, by the same fold.
 
+use std::mem::MaybeUninit;
+
 use super::Column;
 
 /// A value a column holds (f32, f64, i32, i64 or u32), as the extremes' fold and the rows' take read it.
@@ -12,10 +14,16 @@ pub trait RowValue: Copy + Send + Sync + PartialOrd {
     fn as_f64(self) -> f64;
     fn finite(self) -> bool;
     fn column(values: Vec<Self>) -> Column;
+    /// Rows of three values (x y z x y z ...) into three columns, measured
+    /// as they are copied: each column's extremes by [`extremes`]' fold and
+    /// whether every value is finite. Each `out` holds a slot per row.
+    fn take_three(rows: &[Self], out: [&mut [MaybeUninit<Self>]; 3]) -> ([(Self, Self); 3], bool) {
+        take_three_rows(rows, out)
+    }
 }
 
 macro_rules! row_value {
-    ($t:ty, $variant:ident, $highest:expr, $lowest:expr, $finite:expr) => {
+    ($t:ty, $variant:ident, $highest:expr, $lowest:expr, $finite:expr $(, $take_three:path)?) => {
         impl RowValue for $t {
             const HIGHEST: $t = $highest;
             const LOWEST: $t = $lowest;
@@ -28,10 +36,21 @@ macro_rules! row_value {
             fn column(values: Vec<$t>) -> Column {
                 Column::$variant(values)
             }
+            $(
+                fn take_three(rows: &[$t], out: [&mut [MaybeUninit<$t>]; 3]) -> ([($t, $t); 3], bool) {
+                    $take_three(rows, out)
+                }
+            )?
         }
     };
 }
+#[cfg(target_arch = "x86_64")]
+row_value!(f32, F32, f32::INFINITY, f32::NEG_INFINITY, f32::is_finite, sse2::take_three_f32);
+#[cfg(target_arch = "x86_64")]
+row_value!(f64, F64, f64::INFINITY, f64::NEG_INFINITY, f64::is_finite, sse2::take_three_f64);
+#[cfg(not(target_arch = "x86_64"))]
 row_value!(f32, F32, f32::INFINITY, f32::NEG_INFINITY, f32::is_finite);
+#[cfg(not(target_arch = "x86_64"))]
 row_value!(f64, F64, f64::INFINITY, f64::NEG_INFINITY, f64::is_finite);
 row_value!(i32, I32, i32::MAX, i32::MIN, |_| true);
 row_value!(i64, I64, i64::MAX, i64::MIN, |_| true);
@@ -64,6 +83,141 @@ pub(crate) fn extremes<T: RowValue>(v: &[T]) -> (T, T, bool) {
     let lo = lo.into_iter().fold(T::HIGHEST, less);
     let hi = hi.into_iter().fold(T::LOWEST, more);
     (lo, hi, finite.into_iter().all(|f| f))
+}
+
+/// [`RowValue::take_three`] a row at a time: what every type but x86-64's
+/// floats takes (an AArch64 build vectorizes it with its own interleaved loads).
+fn take_three_rows<T: RowValue>(rows: &[T], [x, y, z]: [&mut [MaybeUninit<T>]; 3]) -> ([(T, T); 3], bool) {
+    let (mut lo, mut hi, mut finite) = ([T::HIGHEST; 3], [T::LOWEST; 3], true);
+    for (i, row) in rows.chunks_exact(3).enumerate() {
+        x[i].write(row[0]);
+        y[i].write(row[1]);
+        z[i].write(row[2]);
+        for c in 0..3 {
+            (lo[c], hi[c]) = (less(lo[c], row[c]), more(hi[c], row[c]));
+            finite &= row[c].finite();
+        }
+    }
+    ([(lo[0], hi[0]), (lo[1], hi[1]), (lo[2], hi[2])], finite)
+}
+
+/// x86-64's floats taken three columns at a time in SSE2 registers (every
+/// x86-64 processor has them): loads of whole rows, shuffles that
+/// deinterleave them, MINPS/MAXPS (which keep the extreme where the value
+/// is a NaN, as [`less`] and [`more`] do) and a test of the exponent's bits.
+/// `take_rows` of 100k 3-D f32 rows on one thread of the development VM
+/// took a median 225-300 us (least 188-274), against 469 (393) for a copy
+/// then a pass over each column, and 83-87 us for a memcpy of the rows
+/// (`probe-call-overhead --take-alone`).
+#[cfg(target_arch = "x86_64")]
+mod sse2 {
+    use std::arch::x86_64::*;
+    use std::mem::MaybeUninit;
+
+    use super::{less, more};
+
+    pub(super) fn take_three_f32(rows: &[f32], [x, y, z]: [&mut [MaybeUninit<f32>]; 3]) -> ([(f32, f32); 3], bool) {
+        let n = rows.len() / 3;
+        let (x, y, z) = (&mut x[..n], &mut y[..n], &mut z[..n]);
+        let whole = n - n % 4;
+        // SAFETY: SSE2 is part of x86-64; every load reads 4 of the 3 * whole
+        // values of `rows` and every store writes 4 of the first `whole` slots of a column.
+        let (lo, hi, nonfinite) = unsafe {
+            let mut lo_v = [_mm_set1_ps(f32::INFINITY); 3];
+            let mut hi_v = [_mm_set1_ps(f32::NEG_INFINITY); 3];
+            let exponent = _mm_set1_epi32(0x7f80_0000);
+            let mut bad = _mm_setzero_si128();
+            let (p, outs) =
+                (rows.as_ptr(), [x.as_mut_ptr().cast::<f32>(), y.as_mut_ptr().cast(), z.as_mut_ptr().cast()]);
+            for i in (0..whole).step_by(4) {
+                // Four rows: a = x0 y0 z0 x1, b = y1 z1 x2 y2, c = z2 x3 y3 z3.
+                let a = _mm_loadu_ps(p.add(3 * i));
+                let b = _mm_loadu_ps(p.add(3 * i + 4));
+                let c = _mm_loadu_ps(p.add(3 * i + 8));
+                // x0 x1 | x2 x3, from (x0 x1 _ _) and (x2 _ _ x3).
+                let xs = _mm_shuffle_ps(
+                    _mm_shuffle_ps(a, b, 0b00_10_11_00),
+                    _mm_shuffle_ps(b, c, 0b01_00_11_10),
+                    0b11_00_01_00,
+                );
+                // y0 y1 | y2 y3, from (y0 y0 y1 y1) and (y2 y2 y3 y3).
+                let ys = _mm_shuffle_ps(
+                    _mm_shuffle_ps(a, b, 0b00_00_01_01),
+                    _mm_shuffle_ps(b, c, 0b10_10_11_11),
+                    0b10_00_10_00,
+                );
+                // z0 z1 | z2 z3, from (z0 z0 z1 z1) and (z2 z2 z3 z3).
+                let zs = _mm_shuffle_ps(
+                    _mm_shuffle_ps(a, b, 0b01_01_10_10),
+                    _mm_shuffle_ps(c, c, 0b11_11_00_00),
+                    0b10_00_10_00,
+                );
+                for (k, v) in [xs, ys, zs].into_iter().enumerate() {
+                    _mm_storeu_ps(outs[k].add(i), v);
+                    lo_v[k] = _mm_min_ps(v, lo_v[k]);
+                    hi_v[k] = _mm_max_ps(v, hi_v[k]);
+                    bad = _mm_or_si128(bad, _mm_cmpeq_epi32(_mm_and_si128(_mm_castps_si128(v), exponent), exponent));
+                }
+            }
+            let lanes = |v: __m128| std::mem::transmute::<__m128, [f32; 4]>(v);
+            (
+                lo_v.map(|v| lanes(v).into_iter().fold(f32::INFINITY, less)),
+                hi_v.map(|v| lanes(v).into_iter().fold(f32::NEG_INFINITY, more)),
+                _mm_movemask_epi8(bad) != 0,
+            )
+        };
+        let mut rest =
+            super::take_three_rows(&rows[3 * whole..3 * n], [&mut x[whole..], &mut y[whole..], &mut z[whole..]]);
+        for c in 0..3 {
+            rest.0[c] = (less(rest.0[c].0, lo[c]), more(rest.0[c].1, hi[c]));
+        }
+        (rest.0, rest.1 && !nonfinite)
+    }
+
+    pub(super) fn take_three_f64(rows: &[f64], [x, y, z]: [&mut [MaybeUninit<f64>]; 3]) -> ([(f64, f64); 3], bool) {
+        let n = rows.len() / 3;
+        let (x, y, z) = (&mut x[..n], &mut y[..n], &mut z[..n]);
+        let whole = n - n % 2;
+        // SAFETY: as for f32, two rows (three registers) at a time.
+        let (lo, hi, nonfinite) = unsafe {
+            let mut lo_v = [_mm_set1_pd(f64::INFINITY); 3];
+            let mut hi_v = [_mm_set1_pd(f64::NEG_INFINITY); 3];
+            let exponent = _mm_set1_epi64x(0x7ff0_0000_0000_0000);
+            let mut bad = _mm_setzero_si128();
+            let (p, outs) =
+                (rows.as_ptr(), [x.as_mut_ptr().cast::<f64>(), y.as_mut_ptr().cast(), z.as_mut_ptr().cast()]);
+            for i in (0..whole).step_by(2) {
+                // Two rows: a = x0 y0, b = z0 x1, c = y1 z1.
+                let a = _mm_loadu_pd(p.add(3 * i));
+                let b = _mm_loadu_pd(p.add(3 * i + 2));
+                let c = _mm_loadu_pd(p.add(3 * i + 4));
+                let xs = _mm_shuffle_pd(a, b, 0b10);
+                let ys = _mm_shuffle_pd(a, c, 0b01);
+                let zs = _mm_shuffle_pd(b, c, 0b10);
+                for (k, v) in [xs, ys, zs].into_iter().enumerate() {
+                    _mm_storeu_pd(outs[k].add(i), v);
+                    lo_v[k] = _mm_min_pd(v, lo_v[k]);
+                    hi_v[k] = _mm_max_pd(v, hi_v[k]);
+                    // Equal halves of the masked exponent (SSE2 compares 32 bits at a time).
+                    let e = _mm_and_si128(_mm_castpd_si128(v), exponent);
+                    let same = _mm_cmpeq_epi32(e, exponent);
+                    bad = _mm_or_si128(bad, _mm_and_si128(same, _mm_shuffle_epi32(same, 0b10_11_00_01)));
+                }
+            }
+            let lanes = |v: __m128d| std::mem::transmute::<__m128d, [f64; 2]>(v);
+            (
+                lo_v.map(|v| lanes(v).into_iter().fold(f64::INFINITY, less)),
+                hi_v.map(|v| lanes(v).into_iter().fold(f64::NEG_INFINITY, more)),
+                _mm_movemask_epi8(bad) != 0,
+            )
+        };
+        let mut rest =
+            super::take_three_rows(&rows[3 * whole..3 * n], [&mut x[whole..], &mut y[whole..], &mut z[whole..]]);
+        for c in 0..3 {
+            rest.0[c] = (less(rest.0[c].0, lo[c]), more(rest.0[c].1, hi[c]));
+        }
+        (rest.0, rest.1 && !nonfinite)
+    }
 }
 
 /// A column's extremes as `Column::min_max` gives them: (inf, -inf) where

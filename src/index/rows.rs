@@ -95,45 +95,55 @@ pub fn take_rows<T: RowValue>(rows: &[T], n: usize, mut columns: Vec<Vec<T>>, or
 fn part<T: RowValue>(outs: &mut [&mut [MaybeUninit<T>]], rows: &[T], first: usize, step: usize) -> Part<T> {
     let d = outs.len();
     let count = rows.len() / d.max(1);
-    // The copy with each column's slice in hand (a width of 1 to 3 known to
-    // the compiler), then the columns just written, a column at a time in
-    // vector lanes: a loop that measured each value as it copied it kept
-    // the slices in memory, checked every index and made chains of
-    // comparisons a value long.
-    match outs {
-        [x] => copy_rows(rows.iter().zip(x.iter_mut()), |&v, x| {
-            x.write(v);
-        }),
-        [x, y] => copy_rows(rows.chunks_exact(2).zip(x.iter_mut().zip(y.iter_mut())), |r, (x, y)| {
-            x.write(r[0]);
-            y.write(r[1]);
-        }),
+    let (ranges, finite) = match outs {
+        // Points in space, the common case, in one pass (`RowValue::take_three`).
         [x, y, z] => {
-            copy_rows(rows.chunks_exact(3).zip(x.iter_mut().zip(y.iter_mut().zip(z.iter_mut()))), |r, (x, (y, z))| {
-                x.write(r[0]);
-                y.write(r[1]);
-                z.write(r[2]);
-            })
+            let (extremes, finite) = T::take_three(rows, [&mut **x, &mut **y, &mut **z]);
+            (extremes.iter().map(|&(lo, hi)| extreme_pair(lo, hi)).collect(), finite)
         }
+        // The copy with each column's slice in hand, then the columns just
+        // written, a column at a time in vector lanes.
         _ => {
-            for (i, row) in rows.chunks_exact(d.max(1)).enumerate() {
-                for (out, &v) in outs.iter_mut().zip(row) {
-                    out[i].write(v);
+            match outs {
+                [x] => copy_rows(rows.iter().zip(x.iter_mut()), |&v, x| {
+                    x.write(v);
+                }),
+                [x, y] => copy_rows(rows.chunks_exact(2).zip(x.iter_mut().zip(y.iter_mut())), |r, (x, y)| {
+                    x.write(r[0]);
+                    y.write(r[1]);
+                }),
+                _ => {
+                    for (i, row) in rows.chunks_exact(d.max(1)).enumerate() {
+                        for (out, &v) in outs.iter_mut().zip(row) {
+                            out[i].write(v);
+                        }
+                    }
                 }
             }
+            let mut finite = true;
+            let ranges = outs
+                .iter()
+                .map(|out| {
+                    // SAFETY: the first `count` values of every column were written just above.
+                    let column: &[T] = unsafe { std::slice::from_raw_parts(out.as_ptr().cast::<T>(), count) };
+                    let (lo, hi, all_finite) = extremes(column);
+                    finite &= all_finite;
+                    extreme_pair(lo, hi)
+                })
+                .collect();
+            (ranges, finite)
         }
-    }
-    let mut ranges = Vec::with_capacity(d);
-    let mut finite = true;
-    for out in outs.iter() {
-        // SAFETY: the first `count` values of every column were written just above.
-        let column: &[T] = unsafe { std::slice::from_raw_parts(out.as_ptr().cast::<T>(), count) };
-        let (lo, hi, all_finite) = extremes(column);
-        ranges.push(extreme_pair(lo, hi));
-        finite &= all_finite;
-    }
+    };
+    // From the columns just written (a stride of `step` values, not rows).
     let from = first.next_multiple_of(step) - first;
-    let sample = (0..d).map(|c| (from..count).step_by(step).map(|i| rows[i * d + c]).collect()).collect();
+    let sample = outs
+        .iter()
+        .map(|out| {
+            // SAFETY: the first `count` values of every column were written above.
+            let column: &[T] = unsafe { std::slice::from_raw_parts(out.as_ptr().cast::<T>(), count) };
+            column.iter().skip(from).step_by(step).copied().collect()
+        })
+        .collect();
     Part { ranges, finite, sample }
 }
 
@@ -185,11 +195,14 @@ mod tests {
             state >> 11
         };
         // Around one task's chunk and the sample's step (which grows past 16384 points).
-        for n in [1, 7, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 5, 200_003] {
+        // Rows past the vector registers' whole blocks (4 f32 or 2 f64 rows) too.
+        for n in [1, 2, 3, 4, 5, 6, 7, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 5, 200_003] {
             for d in [1, 2, 3, 5] {
                 let f: Vec<f32> =
                     (0..n * d).map(|_| (next() as f64 / (1u64 << 53) as f64 * 200.0 - 100.0) as f32).collect();
                 check(&f, d, n % 2 == 0);
+                let g: Vec<f64> = (0..n * d).map(|_| next() as f64 / (1u64 << 53) as f64 * 2e6 - 1e6).collect();
+                check(&g, d, n % 2 == 1);
                 let i: Vec<i64> = (0..n * d).map(|_| next() as i64 - (1 << 52)).collect();
                 check(&i, d, false);
             }
@@ -206,5 +219,22 @@ mod tests {
         }
         let nan: Vec<f32> = vec![f32::NAN; 6];
         check(&nan, 2, false);
+        // Every place of 13 3-D rows (blocks and the rows after them), each
+        // value that is not finite, in both float types; and columns that are NaN alone.
+        for at in 0..39 {
+            for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+                let mut v: Vec<f64> = (0..39).map(|_| next() as f64 / (1u64 << 53) as f64 * 8.0 - 4.0).collect();
+                v[at] = bad;
+                check(&v, 3, at % 2 == 0);
+                let f: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+                check(&f, 3, at % 2 == 1);
+            }
+        }
+        for n in [1, 4, 9] {
+            check(&vec![f32::NAN; 3 * n], 3, false);
+            check(&vec![f64::NAN; 3 * n], 3, true);
+            let half: Vec<f32> = (0..3 * n).map(|i| if i % 3 == 1 { f32::NAN } else { i as f32 }).collect();
+            check(&half, 3, false);
+        }
     }
 }
