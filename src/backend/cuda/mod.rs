@@ -1009,7 +1009,8 @@ fn compile_kernels(
         b: (problem.input.sets == Sets::Two).then_some(block_points.min(n_b) as u64),
     };
     let between_points = Points { a: block_points.min(n_a) as u64, b: Some(block_points.min(n_b) as u64) };
-    let between_problem = problem.as_cross();
+    // A whole problem's clone, made only where a unit needs the kernel between two blocks.
+    let between_problem = std::cell::OnceCell::new();
     // GPUs share pieces of the same units, ranges of steps: every GPU's
     // kernel walks as the first GPU's (its block size and points per thread).
     let walk_as = |first: Option<&Compiled>| match first {
@@ -1034,7 +1035,8 @@ fn compile_kernels(
         let make = |p, points, forced| Compiled::new(p, params, dev, points, forced, on_grid, cache);
         let own = if needs(KernelKind::Own) { Some(make((problem, printed), own_points, own_forced)?) } else { None };
         let between = if needs(KernelKind::Between) {
-            Some(make((&between_problem, kernels::printed_cross(printed)), between_points, between_forced)?)
+            let between_problem = between_problem.get_or_init(|| problem.as_cross());
+            Some(make((between_problem, kernels::printed_cross(printed)), between_points, between_forced)?)
         } else {
             None
         };
