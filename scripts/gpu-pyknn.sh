@@ -101,12 +101,11 @@ table(rows_of(f"{out}/bench-python.jsonl"), "this build")
 if os.path.exists(f"{out}/base/bench-python.jsonl"):
     table(rows_of(f"{out}/base/bench-python.jsonl"), "baseline (target/wheels-base), same machine")
 PY
-# The second call again, over fresh processes (one second call each), this build and the baseline's.
-for wheels in target/wheels target/wheels-base; do
-  ls "$wheels"/twobs-*.whl >/dev/null 2>&1 || continue
-  WHEELS=$wheels LABEL=$(basename "$wheels") ROUNDS=${SECOND_ROUNDS:-5} OUT="$OUT/second" \
-    timeout 600 scripts/probe-second-call.sh 2>&1 | tail -1 | tee -a "$OUT/summary.txt"
-done
+# The second call again, over fresh processes (one second call each), this build and the baseline's, turn about.
+wheels=target/wheels
+ls target/wheels-base/twobs-*.whl >/dev/null 2>&1 && wheels="$wheels target/wheels-base"
+WHEELS=$wheels ROUNDS=${SECOND_ROUNDS:-5} OUT="$OUT/second" \
+  timeout 900 scripts/probe-second-call.sh 2>&1 | grep -E "^[a-z-]+: 2nd call median" | tee -a "$OUT/summary.txt"
 if [[ -x target/release/parity ]]; then
   timeout 150 target/release/parity --test-threads 4 knn > "$OUT/parity.txt" 2>&1
   echo "parity (knn cases, rc $?): $(grep -E '^test result' "$OUT/parity.txt" | tail -1)" | tee -a "$OUT/summary.txt"

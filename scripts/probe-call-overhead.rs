@@ -130,7 +130,26 @@ fn kernel_keys() {
         let t = Instant::now();
         let key = twobs::cache::Key::of(&[printed.as_bytes()]);
         let hash = t.elapsed();
+        let t = Instant::now();
+        let digest = <sha2::Sha256 as sha2::Digest>::digest(printed.as_bytes());
+        println!("kernel key round {round}: SHA-256 of the printed problem {:?} ({:02x})", t.elapsed(), digest[0]);
         println!("kernel key round {round}: print {print:?} ({} bytes), hash {hash:?} ({})", printed.len(), key.hex());
+    }
+    // What each kernel's lookup prints besides the problem: the parameters' key and the GPU.
+    let params = rdf.bind(&["bins=100".into(), "r_max=5".into(), "box=46.4".into()]).expect("params");
+    let h200 = twobs::device::Device::profile("h200").expect("h200");
+    for round in 0..5 {
+        let t = Instant::now();
+        let code = params.code_key();
+        let code_s = t.elapsed();
+        let t = Instant::now();
+        let dev = format!("{h200:?}");
+        let dev_s = t.elapsed();
+        println!(
+            "kernel lookup round {round}: params' key {code_s:?} ({} bytes), the GPU printed {dev_s:?} ({} bytes)",
+            code.len(),
+            dev.len()
+        );
     }
 }
 
@@ -208,6 +227,35 @@ fn take_rows_alone() {
         Column::F64(v) => v,
         _ => unreachable!("f64 rows make f64 columns"),
     });
+    here_or_shared();
+}
+
+/// 3-D f32 rows taken on the calling thread or shared by the global pool's
+/// threads (as a Python call takes them), back to back and after a pause
+/// of 20 ms (the pool's threads asleep, as after a first call's NVRTC):
+/// medians of 15 rounds, in us.
+fn here_or_shared() {
+    for n in [50_000usize, 100_000, 200_000, 400_000, 1_000_000] {
+        let rows: Vec<f32> = (0..3 * n).map(|i| (i as f32 * 0.37).sin() * 46.4).collect();
+        let mut line = format!("take_rows n={n}:");
+        for (name, shared_from) in [("here", usize::MAX), ("shared", 0)] {
+            for pause in [0u64, 20] {
+                let mut kept: Vec<Vec<f32>> = (0..3).map(|_| Vec::with_capacity(n)).collect();
+                let mut took = Vec::new();
+                for _ in 0..15 {
+                    std::thread::sleep(std::time::Duration::from_millis(pause));
+                    let t = Instant::now();
+                    let taken =
+                        twobs::index::take_rows_shared_from(&rows, n, std::mem::take(&mut kept), "probe", shared_from);
+                    took.push(t.elapsed().as_secs_f64() * 1e6);
+                    kept = f32_columns(taken.set.columns);
+                }
+                took.sort_by(f64::total_cmp);
+                line += &format!(" {name} after {pause} ms {:.0},", took[7]);
+            }
+        }
+        println!("{line} (medians, us; SHARED_FROM = {})", twobs::index::SHARED_FROM);
+    }
 }
 
 /// A session's GPU options: every GPU, two streams, the CPU beside them where it helps.

@@ -1,37 +1,47 @@
 #!/usr/bin/env bash
 # A session's second call (issue 32: within 1 ms of the first call's
-# compute), over ROUNDS fresh processes, each with a fresh kernel cache (so
-# that its first call compiles with NVRTC, as a user's first session does):
-# the session case of bench-python.py. One process gives one second call, so
-# the medians over the rounds are what is compared.
-#   WHEELS=target/wheels LABEL=new ROUNDS=5 THREADS= scripts/probe-second-call.sh
-# THREADS sets RAYON_NUM_THREADS (unset: every core). Carry the wheel folder;
-# writes $OUT/LABEL-R.jsonl and prints each round and the medians (ms).
+# compute), over ROUNDS fresh processes per wheel, each with a fresh kernel
+# cache (so that its first call compiles with NVRTC, as a user's first
+# session does): the session case of bench-python.py. One process gives one
+# second call, so the medians over the rounds are what is compared. The
+# wheels take turns round by round, so that a drift of the host's state
+# falls on each alike.
+#   WHEELS="target/wheels target/wheels-base" ROUNDS=5 THREADS= scripts/probe-second-call.sh
+# Each wheel's label is its folder's name. THREADS sets RAYON_NUM_THREADS
+# (unset: every core). Carry the wheel folders; writes $OUT/LABEL-R.jsonl
+# (and the engine's stderr as $OUT/LABEL-R.err) and prints each round and the medians (ms).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/second-call}; mkdir -p "$OUT"
-WHEELS=${WHEELS:-target/wheels}; LABEL=${LABEL:-$(basename "$WHEELS")}; ROUNDS=${ROUNDS:-5}
-SITE=/tmp/site-$LABEL
-[[ -d $SITE/twobs ]] || python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" "$WHEELS"/twobs-*.whl
-for round in $(seq 1 "$ROUNDS"); do
-  rm -rf /tmp/probe-cache
-  ${THREADS:+env RAYON_NUM_THREADS=$THREADS} env TWOBS_CACHE=/tmp/probe-cache PYTHONPATH=$SITE OUT=$OUT \
-    timeout 120 python3 scripts/bench-python.py session > /dev/null 2>&1
-  mv "$OUT/bench-python.jsonl" "$OUT/$LABEL-$round.jsonl"
+WHEELS=${WHEELS:-target/wheels}; ROUNDS=${ROUNDS:-5}
+LABELS=()
+for wheels in $WHEELS; do
+  label=$(basename "$wheels"); LABELS+=("$label")
+  [[ -d /tmp/site-$label/twobs ]] ||
+    python3 -m pip install -q --no-index --no-deps --no-compile --target "/tmp/site-$label" "$wheels"/twobs-*.whl
 done
-python3 - "$OUT" "$LABEL" "$ROUNDS" <<'PY'
+for round in $(seq 1 "$ROUNDS"); do
+  for label in "${LABELS[@]}"; do
+    rm -rf /tmp/probe-cache
+    ${THREADS:+env RAYON_NUM_THREADS=$THREADS} env TWOBS_CACHE=/tmp/probe-cache PYTHONPATH=/tmp/site-$label OUT=$OUT \
+      timeout 120 python3 scripts/bench-python.py session > /dev/null 2> "$OUT/$label-$round.err"
+    mv "$OUT/bench-python.jsonl" "$OUT/$label-$round.jsonl"
+  done
+done
+python3 - "$OUT" "$ROUNDS" "${LABELS[@]}" <<'PY'
 import json, statistics, sys
-out, label, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+out, rounds, labels = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 keys = ("wall_s", "take_s", "grid_s", "prepare_s", "upload_s", "kernel_s")
-seconds, targets = [], []
-for r in range(1, rounds + 1):
-    rows = [json.loads(l) for l in open(f"{out}/{label}-{r}.jsonl") if '"session"' in l]
-    first, second = rows[0], rows[1]
-    target = first["compute_s"] + 1e-3
-    seconds.append(second["wall_s"]); targets.append(target)
-    print(f"{label} round {r}: first compute {1e3 * first['compute_s']:.3f} (compile {1e3 * first['compile_s']:.1f});",
-          "2nd", " ".join(f"{k[:-2]} {1e3 * second[k]:.3f}" for k in keys),
-          f"-> {'within' if second['wall_s'] <= target else 'over'} {1e3 * target:.3f}")
-print(f"{label}: 2nd call median {1e3 * statistics.median(seconds):.3f} ms against first's compute + 1 median "
-      f"{1e3 * statistics.median(targets):.3f} ms; within in {sum(s <= t for s, t in zip(seconds, targets))} of {rounds}")
+for label in labels:
+    seconds, targets = [], []
+    for r in range(1, rounds + 1):
+        rows = [json.loads(l) for l in open(f"{out}/{label}-{r}.jsonl") if '"session"' in l]
+        first, second = rows[0], rows[1]
+        target = first["compute_s"] + 1e-3
+        seconds.append(second["wall_s"]); targets.append(target)
+        print(f"{label} round {r}: first compute {1e3 * first['compute_s']:.3f} (compile {1e3 * first['compile_s']:.1f});",
+              "2nd", " ".join(f"{k[:-2]} {1e3 * second[k]:.3f}" for k in keys),
+              f"-> {'within' if second['wall_s'] <= target else 'over'} {1e3 * target:.3f}")
+    print(f"{label}: 2nd call median {1e3 * statistics.median(seconds):.3f} ms against first's compute + 1 median "
+          f"{1e3 * statistics.median(targets):.3f} ms; within in {sum(s <= t for s, t in zip(seconds, targets))} of {rounds}")
 PY

@@ -5,7 +5,7 @@
 //! from the data: brute force stays where the grid would not skip enough.
 
 mod rows;
-pub use rows::{TakenRows, take_rows};
+pub use rows::{SHARED_FROM, TakenRows, take_rows, take_rows_shared_from};
 
 use serde::Serialize;
 

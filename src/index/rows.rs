@@ -13,8 +13,16 @@ use rayon::prelude::*;
 use super::{SetShape, sample_step};
 use crate::data::{PointSet, RowValue, extreme_pair, extremes, less, more};
 
-/// Rows a task takes: above one such chunk, the rows are shared by every core.
+/// Rows a task takes where the rows are shared by every core.
 const CHUNK: usize = 1 << 14;
+
+/// Rows from which the take is shared by every core; fewer are taken on the
+/// calling thread alone. Waking the pool's threads cost more than it saved
+/// on the H200's host: 100k 3-D f32 rows took 195-265 us over 16 threads
+/// and 1M rows 350-535 us (`probe-call-overhead`), where one thread copies
+/// at memcpy's pace, 60-90 us for 100k rows; a call right after the
+/// first's NVRTC found the pool asleep and took 0.47-0.65 ms.
+pub const SHARED_FROM: usize = 1 << 18;
 
 /// Sets taken from rows: the points, what [`SetShape::of`] would read of
 /// them (the same extremes and sample), and whether every value is finite.
@@ -33,7 +41,18 @@ struct Part<T> {
 
 /// The `n` rows of `rows` (row-major, `columns.len()` values a row) into
 /// `columns` (empty, reused buffers), measured as they are copied.
-pub fn take_rows<T: RowValue>(rows: &[T], n: usize, mut columns: Vec<Vec<T>>, origin: &str) -> TakenRows {
+pub fn take_rows<T: RowValue>(rows: &[T], n: usize, columns: Vec<Vec<T>>, origin: &str) -> TakenRows {
+    take_rows_shared_from(rows, n, columns, origin, SHARED_FROM)
+}
+
+/// [`take_rows`], shared by every core from `shared_from` rows (a probe compares).
+pub fn take_rows_shared_from<T: RowValue>(
+    rows: &[T],
+    n: usize,
+    mut columns: Vec<Vec<T>>,
+    origin: &str,
+    shared_from: usize,
+) -> TakenRows {
     let d = columns.len();
     assert_eq!(rows.len(), n * d, "{n} rows of {d} values");
     let step = sample_step(n);
@@ -44,7 +63,7 @@ pub fn take_rows<T: RowValue>(rows: &[T], n: usize, mut columns: Vec<Vec<T>>, or
     let parts: Vec<Part<T>> = {
         let mut spare: Vec<&mut [MaybeUninit<T>]> =
             columns.iter_mut().map(|c| &mut c.spare_capacity_mut()[..n]).collect();
-        if n <= CHUNK || d == 0 {
+        if n < shared_from.max(CHUNK + 1) || d == 0 {
             vec![part(&mut spare, rows, 0, step)]
         } else {
             // Chunk k of every column, beside chunk k of the rows.
@@ -172,19 +191,24 @@ mod tests {
             .collect()
     }
 
+    /// On the calling thread (as a call of fewer than [`SHARED_FROM`] rows
+    /// takes them) and shared by every core from past one chunk.
     fn check<T: RowValue + PartialEq + std::fmt::Debug>(rows: &[T], d: usize, leftovers: bool) {
         let n = rows.len() / d;
-        // Buffers as a pool gives them back: holding an earlier call's values.
-        let columns: Vec<Vec<T>> = (0..d).map(|_| if leftovers { rows.to_vec() } else { Vec::new() }).collect();
-        let taken = take_rows(rows, n, columns, "rows");
         let columns: Vec<Column> = (0..d).map(|c| T::column((0..n).map(|i| rows[i * d + c]).collect())).collect();
-        assert!(bits(&taken.set.columns) == bits(&columns), "n = {n}: the columns differ");
-        let expected = SetShape::of(&PointSet { columns, origin: "rows".into(), rows: None });
-        assert_eq!(taken.shape.len, expected.len);
-        assert_eq!(taken.shape.ranges, expected.ranges, "n = {n}");
-        assert!(bits(&taken.shape.sample.columns) == bits(&expected.sample.columns), "n = {n}: the samples differ");
-        assert_eq!(taken.shape.sample.origin, expected.sample.origin);
-        assert_eq!(taken.finite, taken.set.columns.iter().all(Column::all_finite), "n = {n}");
+        let expected = SetShape::of(&PointSet { columns: columns.clone(), origin: "rows".into(), rows: None });
+        for shared_from in [usize::MAX, 0] {
+            // Buffers as a pool gives them back: holding an earlier call's values.
+            let given: Vec<Vec<T>> = (0..d).map(|_| if leftovers { rows.to_vec() } else { Vec::new() }).collect();
+            let taken = take_rows_shared_from(rows, n, given, "rows", shared_from);
+            let at = format!("n = {n}, shared from {shared_from}");
+            assert!(bits(&taken.set.columns) == bits(&columns), "{at}: the columns differ");
+            assert_eq!(taken.shape.len, expected.len);
+            assert_eq!(taken.shape.ranges, expected.ranges, "{at}");
+            assert!(bits(&taken.shape.sample.columns) == bits(&expected.sample.columns), "{at}: the samples differ");
+            assert_eq!(taken.shape.sample.origin, expected.sample.origin);
+            assert_eq!(taken.finite, taken.set.columns.iter().all(Column::all_finite), "{at}");
+        }
     }
 
     #[test]
