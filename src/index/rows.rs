@@ -17,12 +17,12 @@ use crate::data::{PointSet, RowValue, extreme_pair, extremes, less, more};
 const CHUNK: usize = 1 << 14;
 
 /// Rows from which the take is shared by every core; fewer are taken on the
-/// calling thread alone. Waking the pool's threads cost more than it saved
-/// on the H200's host: 100k 3-D f32 rows took 195-265 us over 16 threads
-/// and 1M rows 350-535 us (`probe-call-overhead`), where one thread copies
-/// at memcpy's pace, 60-90 us for 100k rows; a call right after the
-/// first's NVRTC found the pool asleep and took 0.47-0.65 ms.
-pub const SHARED_FROM: usize = 1 << 18;
+/// calling thread alone, where waking the pool's threads costs more than it
+/// saves. On the H200's host (`probe-call-overhead`, medians of 15, 3-D f32):
+/// 50k rows took 65 us on the calling thread against 129 shared, 100k 195
+/// against 116, 1M 2017 against 254; after a pause of 20 ms (the pool's
+/// cores asleep) 174 against 339 at 50k, 415 against 331 at 100k.
+pub const SHARED_FROM: usize = 1 << 16;
 
 /// Sets taken from rows: the points, what [`SetShape::of`] would read of
 /// them (the same extremes and sample), and whether every value is finite.
