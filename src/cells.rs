@@ -1051,9 +1051,15 @@ mod tests {
         use crate::data::{Column, Inputs, PointSet};
         let problem = crate::problems::built_in("sdh").unwrap().with_spacing(Spacing::Log).unwrap();
         let params = problem.bind(&["bins=20".into(), "r_min=0.001".into(), "r_max=0.5".into()]).unwrap();
-        let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
-        // Clusters of 0.01 (many pairs near the first buckets), duplicates and uniform points.
-        let centres: Vec<[f32; 3]> = (0..5).map(|_| [rng.random(), rng.random(), rng.random()]).collect();
+        let seed: u64 = rand::rng().random();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        // Clusters of 0.01 (many pairs near the first buckets), duplicates and uniform points;
+        // three clusters fixed so that every draw has cell pairs wholly past r_max (the first
+        // two, 1.56 apart) and wholly in one bucket (the first and third, 0.29-0.31 apart, in
+        // [0.269, 0.367)). Drawn centres alone resolved nothing into buckets with
+        // leaves of 16 in 7 of 400 draws; with these, none of 800 failed.
+        let mut centres: Vec<[f32; 3]> = vec![[0.05; 3], [0.95; 3], [0.35, 0.05, 0.05]];
+        centres.extend((0..5).map(|_| [rng.random(), rng.random(), rng.random()]));
         let mut pts: Vec<[f32; MAX_DIMS]> = Vec::new();
         while pts.len() < 2500 {
             let c = centres[rng.random_range(0..centres.len())];
@@ -1119,8 +1125,13 @@ mod tests {
             let mut want = want.clone();
             want[0] += want[slots + 1];
             want[slots + 1] = 0;
-            assert_eq!(got, want, "{leaves:?}: resolved and walked against every pair");
-            assert!(c.outside > 0 && c.counts.iter().sum::<u64>() > 0, "{leaves:?}: nothing resolved");
+            assert_eq!(got, want, "{leaves:?}, seed {seed}: resolved and walked against every pair");
+            assert!(
+                c.outside > 0 && c.counts.iter().sum::<u64>() > 0,
+                "{leaves:?}, seed {seed}: resolved {} pairs outside and {} in buckets",
+                c.outside,
+                c.counts.iter().sum::<u64>()
+            );
         }
     }
 
