@@ -914,7 +914,7 @@ fn prepare(
             Found::Device(..) => Some(Resident::of(&ctx, inputs)?),
             // Where the upload fails (the GPU filled up meanwhile), the streams load blocks of their own.
             Found::Brute(_) if matches!(inputs, Located::Device(_)) => Some(Resident::of(&ctx, inputs)?),
-            Found::Brute(_) if whole(fits) => Resident::of(&ctx, inputs).ok(),
+            Found::Brute(_) if whole(fits) => Resident::of(&ctx, inputs).and_then(|mut r| r.wait().map(|()| r)).ok(),
             Found::Brute(_) => None,
         };
         Ok(Made { ctx, staging, context_s, free, resident, made_at, uploaded_at: wall.elapsed().as_secs_f64() })
@@ -930,19 +930,23 @@ fn prepare(
             _ => None,
         };
         // One GPU whose context a run made before (a session's next call)
-        // is made ready on this thread after the kernels are found: a
-        // thread spawned to overlap them cost 70-120 us on the H200's host,
-        // more than finding kernels already compiled.
+        // is made ready on this thread, its upload queued before the kernels
+        // are found and waited for after them: a thread spawned to overlap
+        // them cost 70-120 us on the H200's host, more than finding kernels
+        // already compiled.
         let here = matches!(ordinals, [g] if context_made(*g));
-        let making: Vec<_> = match here {
-            true => Vec::new(),
-            false => ordinals
-                .iter()
-                .map(|&g| {
-                    let make = &make;
-                    s.spawn(move || make(g))
-                })
-                .collect(),
+        let (queued, making): (Vec<_>, Vec<_>) = match here {
+            true => (ordinals.iter().map(|&g| make(g)).collect(), Vec::new()),
+            false => (
+                Vec::new(),
+                ordinals
+                    .iter()
+                    .map(|&g| {
+                        let make = &make;
+                        s.spawn(move || make(g).and_then(|m| m.finish(wall)))
+                    })
+                    .collect(),
+            ),
         };
         let start = Instant::now();
         let compiled = compile(block_points, grid_kernel);
@@ -950,7 +954,7 @@ fn prepare(
         let compile_s = start.elapsed().as_secs_f64();
         compiled_at = wall.elapsed().as_secs_f64();
         let made: Vec<Result<Made, GpuError>> = match here {
-            true => ordinals.iter().map(|&g| make(g)).collect(),
+            true => queued.into_iter().map(|m| m.and_then(|m| m.finish(wall))).collect(),
             false => making.into_iter().map(|h| h.join().expect("context thread panicked")).collect(),
         };
         let cpu_driver = cpu_driver.map(|h| h.join().expect("CPU driver's build panicked"));
@@ -1165,7 +1169,8 @@ fn sort_on_gpus(
     let mut work = Vec::new();
     for (resident, (built, raw)) in ready.residents.iter_mut().zip(built.into_iter().zip(raws)) {
         work.push((built.work, built.share_pairs));
-        *resident = Some(Resident { a: built.a, b: built.b, upload_s: raw.upload_s, grid: Some(built.grid) });
+        *resident =
+            Some(Resident { a: built.a, b: built.b, upload_s: raw.upload_s, queued: None, grid: Some(built.grid) });
     }
     Ok((Some(work), summary))
 }
@@ -1487,6 +1492,18 @@ struct Made {
     uploaded_at: f64,
 }
 
+impl Made {
+    /// Waits for the resident upload queued by `make` (`Resident::wait`):
+    /// `uploaded_at` is when it finished, from the run's start `wall`.
+    fn finish(mut self, wall: Instant) -> Result<Made, GpuError> {
+        if let Some(r) = self.resident.as_mut() {
+            r.wait()?;
+        }
+        self.uploaded_at = wall.elapsed().as_secs_f64();
+        Ok(self)
+    }
+}
+
 /// A GPU's copy of inputs that fit it whole (each set one block): uploaded
 /// once while the kernels compile, and read by every stream of the GPU.
 struct Resident {
@@ -1494,6 +1511,8 @@ struct Resident {
     /// The second set, for two.
     b: Option<DeviceBlock>,
     upload_s: f64,
+    /// The stream its upload was queued on, until [`Resident::wait`] waits for it.
+    queued: Option<Arc<CudaStream>>,
     /// The grid, where the blocks walk one (`a` and `b` are then in cell order).
     grid: Option<DeviceGrid>,
 }
@@ -1625,17 +1644,27 @@ impl Resident {
             Located::RowsOfA { .. } => Err(GpuError::NeedsHost("set A whole on the GPU".into())),
             Located::Device(taken) => {
                 let (a, b) = taken.blocks().expect("a run takes the columns taken for it once");
-                Ok(Resident { a, b, upload_s: 0.0, grid: None })
+                Ok(Resident { a, b, upload_s: 0.0, queued: None, grid: None })
             }
         }
     }
 
+    /// Queued, not waited for ([`Resident::wait`]).
     fn upload(ctx: &Arc<CudaContext>, inputs: &Inputs) -> Result<Resident, GpuError> {
         let start = Instant::now();
-        let upload = "uploading points";
-        let (a, b, stream) = upload_sets(ctx, (&inputs.a, inputs.b.as_ref()), 0, upload)?;
-        stream.synchronize().doing(upload)?;
-        Ok(Resident { a, b, upload_s: start.elapsed().as_secs_f64(), grid: None })
+        let (a, b, stream) = upload_sets(ctx, (&inputs.a, inputs.b.as_ref()), 0, "uploading points")?;
+        Ok(Resident { a, b, upload_s: start.elapsed().as_secs_f64(), queued: Some(stream), grid: None })
+    }
+
+    /// Waits for its queued upload, which every stream after reads; the
+    /// wait counts in `upload_s`.
+    fn wait(&mut self) -> Result<(), GpuError> {
+        if let Some(stream) = self.queued.take() {
+            let start = Instant::now();
+            stream.synchronize().doing("uploading points")?;
+            self.upload_s += start.elapsed().as_secs_f64();
+        }
+        Ok(())
     }
 
     /// Uploads both sets in `grid`'s cell order, padded by a tile past the
@@ -1660,7 +1689,7 @@ impl Resident {
             });
         }
         stream.synchronize().doing(upload)?;
-        Ok(Resident { a, b, upload_s: start.elapsed().as_secs_f64(), grid: Some(dev_grid) })
+        Ok(Resident { a, b, upload_s: start.elapsed().as_secs_f64(), queued: None, grid: Some(dev_grid) })
     }
 }
 
