@@ -166,12 +166,7 @@ mod sse2 {
                 _mm_movemask_epi8(bad) != 0,
             )
         };
-        let mut rest =
-            super::take_three_rows(&rows[3 * whole..3 * n], [&mut x[whole..], &mut y[whole..], &mut z[whole..]]);
-        for c in 0..3 {
-            rest.0[c] = (less(rest.0[c].0, lo[c]), more(rest.0[c].1, hi[c]));
-        }
-        (rest.0, rest.1 && !nonfinite)
+        rows_after(rows, [x, y, z], whole, (lo, hi, nonfinite))
     }
 
     pub(super) fn take_three_f64(rows: &[f64], [x, y, z]: [&mut [MaybeUninit<f64>]; 3]) -> ([(f64, f64); 3], bool) {
@@ -211,12 +206,24 @@ mod sse2 {
                 _mm_movemask_epi8(bad) != 0,
             )
         };
-        let mut rest =
+        rows_after(rows, [x, y, z], whole, (lo, hi, nonfinite))
+    }
+
+    /// The rows from `whole` on (fewer than a block) a row at a time, their
+    /// extremes merged with the blocks' (`lo`, `hi`, and whether any was not finite).
+    fn rows_after<T: super::RowValue>(
+        rows: &[T],
+        [x, y, z]: [&mut [MaybeUninit<T>]; 3],
+        whole: usize,
+        (lo, hi, nonfinite): ([T; 3], [T; 3], bool),
+    ) -> ([(T, T); 3], bool) {
+        let n = rows.len() / 3;
+        let (mut extremes, finite) =
             super::take_three_rows(&rows[3 * whole..3 * n], [&mut x[whole..], &mut y[whole..], &mut z[whole..]]);
         for c in 0..3 {
-            rest.0[c] = (less(rest.0[c].0, lo[c]), more(rest.0[c].1, hi[c]));
+            extremes[c] = (less(extremes[c].0, lo[c]), more(extremes[c].1, hi[c]));
         }
-        (rest.0, rest.1 && !nonfinite)
+        (extremes, finite && !nonfinite)
     }
 }
 
