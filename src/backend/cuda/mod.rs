@@ -895,10 +895,8 @@ fn prepare(
         let ctx = context(g)?;
         let staging = if downloads_staged { Some(staging(&ctx)?) } else { None };
         let context_s = start.elapsed().as_secs_f64();
-        // Asked where the inputs could fill half the GPU's memory, as if
-        // others held the rest; below that they fit whatever is free, and
-        // the driver's four calls (28-57 us on the H200's host) are not made.
-        let free = match block_points_for(total_memory(g)? / 2) >= n_a.max(n_b) {
+        // Asked only where the inputs could fill half the GPU's memory.
+        let free = match schedule::whole_in_half(point_bytes, n_a.max(n_b), opts, total_memory(g)?, streams) {
             true => usize::MAX,
             false => free_memory(&ctx).doing("reading free GPU memory")?,
         };
