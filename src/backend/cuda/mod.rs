@@ -1633,6 +1633,17 @@ fn upload_sets(
     Ok((a, b, stream))
 }
 
+/// A resident dropped before its queued upload was waited for (a run that
+/// failed meanwhile) waits for it first: the copy reads the run's columns,
+/// which the caller may free or hand back as soon as the run returns.
+impl Drop for Resident {
+    fn drop(&mut self) {
+        if let Some(stream) = self.queued.take() {
+            let _ = stream.synchronize();
+        }
+    }
+}
+
 impl Resident {
     /// The inputs on GPU `ctx`: uploaded from the host, or the columns taken there.
     fn of(ctx: &Arc<CudaContext>, inputs: Located) -> Result<Resident, GpuError> {
