@@ -6,28 +6,46 @@
 # second call, so the medians over the rounds are what is compared. The
 # wheels take turns round by round, so that a drift of the host's state
 # falls on each alike.
-#   WHEELS="target/wheels target/wheels-base" ROUNDS=5 THREADS= scripts/probe-second-call.sh
-# Each wheel's label is its folder's name. THREADS sets RAYON_NUM_THREADS
-# (unset: every core). Carry the wheel folders; writes $OUT/LABEL-R.jsonl
-# (and the engine's stderr as $OUT/LABEL-R.err) and prints each round and the medians (ms).
+#   WHEELS="target/wheels target/wheels-base" ROUNDS=5 THREADS= CACHE=fresh scripts/probe-second-call.sh
+# Each wheel's label is its folder's name; an entry DIR@NAME=VALUE runs
+# DIR's wheel with that environment variable set (label DIR-VALUE), so one
+# wheel can take turns with itself under a probe build's switch. THREADS
+# sets RAYON_NUM_THREADS (unset: every core). CACHE=warm keeps each entry's
+# kernel cache from a run before the rounds (the first call reads its
+# kernels from the disk, as every session after a machine's first does)
+# instead of a fresh one each round. Carry the wheel folders; writes
+# $OUT/LABEL-R.jsonl (and the engine's stderr as $OUT/LABEL-R.err) and
+# prints each round and the medians (ms).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/second-call}; mkdir -p "$OUT"
-WHEELS=${WHEELS:-target/wheels}; ROUNDS=${ROUNDS:-5}
-LABELS=()
-for wheels in $WHEELS; do
-  label=$(basename "$wheels"); LABELS+=("$label")
-  [[ -d /tmp/site-$label/twobs ]] ||
-    python3 -m pip install -q --no-index --no-deps --no-compile --target "/tmp/site-$label" "$wheels"/twobs-*.whl
+WHEELS=${WHEELS:-target/wheels}; ROUNDS=${ROUNDS:-5}; CACHE=${CACHE:-fresh}
+LABELS=(); declare -A SITE SETS
+for entry in $WHEELS; do
+  wheels=${entry%%@*}; site=$(basename "$wheels"); set=; label=$site
+  if [[ $entry == *@* ]]; then set=${entry#*@}; label=$site-${set#*=}; fi
+  LABELS+=("$label"); SITE[$label]=$site; SETS[$label]=$set
+  [[ -d /tmp/site-$site/twobs ]] ||
+    python3 -m pip install -q --no-index --no-deps --no-compile --target "/tmp/site-$site" "$wheels"/twobs-*.whl
+done
+one() {  # label, round: one fresh process's calls
+  local label=$1
+  ${THREADS:+env RAYON_NUM_THREADS=$THREADS} env ${SETS[$label]} TWOBS_CACHE="/tmp/probe-cache-$label" \
+    PYTHONPATH="/tmp/site-${SITE[$label]}" OUT="$OUT" \
+    timeout 120 python3 scripts/bench-python.py session > /dev/null 2> "$OUT/$label-$2.err"
+  mv "$OUT/bench-python.jsonl" "$OUT/$label-$2.jsonl"
+}
+for label in "${LABELS[@]}"; do
+  rm -rf "/tmp/probe-cache-$label"
+  [[ $CACHE == warm ]] && one "$label" 0
 done
 for round in $(seq 1 "$ROUNDS"); do
   for label in "${LABELS[@]}"; do
-    rm -rf /tmp/probe-cache
-    ${THREADS:+env RAYON_NUM_THREADS=$THREADS} env TWOBS_CACHE=/tmp/probe-cache PYTHONPATH=/tmp/site-$label OUT=$OUT \
-      timeout 120 python3 scripts/bench-python.py session > /dev/null 2> "$OUT/$label-$round.err"
-    mv "$OUT/bench-python.jsonl" "$OUT/$label-$round.jsonl"
+    [[ $CACHE == warm ]] || rm -rf "/tmp/probe-cache-$label"
+    one "$label" "$round"
   done
 done
+echo "cache: $CACHE"
 python3 - "$OUT" "$ROUNDS" "${LABELS[@]}" <<'PY'
 import json, statistics, sys
 out, rounds, labels = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
