@@ -1,0 +1,215 @@
+//! The take of 100k 3-D f32 rows into three columns with their extremes and
+//! finiteness (`index::take_rows`), against ways it could be done, warm and
+//! cold (issue 32: the second call's take ran at twice its warm time).
+//! One thread each, and shared over rayon's pool in 16k-row chunks, as the
+//! take is from 64k rows. Cold: after 300 ms asleep (a session's first call
+//! in between) or after reading 600 MB (evicting every cache).
+//! At 50k to 1M rows. `cargo run --release --example probe-take`
+use std::arch::x86_64::*;
+use std::mem::MaybeUninit;
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+use twobs::data::RowValue;
+
+type Out<'a> = [&'a mut [MaybeUninit<f32>]; 3];
+type Took = ([(f32, f32); 3], bool);
+type Take = fn(&[f32], Out) -> Took;
+
+/// The columns' deinterleave alone, as the compiler makes it.
+fn scalar(rows: &[f32], [x, y, z]: Out) -> Took {
+    for (i, r) in rows.chunks_exact(3).enumerate() {
+        x[i].write(r[0]);
+        y[i].write(r[1]);
+        z[i].write(r[2]);
+    }
+    ([(0.0, 0.0); 3], true)
+}
+
+fn library(rows: &[f32], out: Out) -> Took {
+    f32::take_three(rows, out)
+}
+
+/// Four rows in three registers, deinterleaved with five shuffles (the library's takes nine).
+fn sse_five(rows: &[f32], [x, y, z]: Out) -> Took {
+    let n = rows.len() / 3;
+    let whole = n - n % 4;
+    unsafe {
+        let mut lo = [_mm_set1_ps(f32::INFINITY); 3];
+        let mut hi = [_mm_set1_ps(f32::NEG_INFINITY); 3];
+        let exponent = _mm_set1_epi32(0x7f80_0000);
+        let mut bad = _mm_setzero_si128();
+        let p = rows.as_ptr();
+        let outs = [x.as_mut_ptr().cast::<f32>(), y.as_mut_ptr().cast(), z.as_mut_ptr().cast()];
+        for i in (0..whole).step_by(4) {
+            // a = x0 y0 z0 x1, b = y1 z1 x2 y2, c = z2 x3 y3 z3.
+            let a = _mm_loadu_ps(p.add(3 * i));
+            let b = _mm_loadu_ps(p.add(3 * i + 4));
+            let c = _mm_loadu_ps(p.add(3 * i + 8));
+            let t1 = _mm_shuffle_ps::<0b10_01_11_10>(b, c); // x2 y2 x3 y3
+            let t2 = _mm_shuffle_ps::<0b01_00_10_01>(a, b); // y0 z0 y1 z1
+            let xs = _mm_shuffle_ps::<0b10_00_11_00>(a, t1); // x0 x1 x2 x3
+            let ys = _mm_shuffle_ps::<0b11_01_10_00>(t2, t1); // y0 y1 y2 y3
+            let zs = _mm_shuffle_ps::<0b11_00_11_01>(t2, c); // z0 z1 z2 z3
+            for (k, v) in [xs, ys, zs].into_iter().enumerate() {
+                _mm_storeu_ps(outs[k].add(i), v);
+                lo[k] = _mm_min_ps(v, lo[k]);
+                hi[k] = _mm_max_ps(v, hi[k]);
+                bad = _mm_or_si128(bad, _mm_cmpeq_epi32(_mm_and_si128(_mm_castps_si128(v), exponent), exponent));
+            }
+        }
+        let fold =
+            |v: __m128, f: fn(f32, f32) -> f32, s| std::mem::transmute::<__m128, [f32; 4]>(v).into_iter().fold(s, f);
+        let lo = lo.map(|v| fold(v, f32::min, f32::INFINITY));
+        let hi = hi.map(|v| fold(v, f32::max, f32::NEG_INFINITY));
+        ([(lo[0], hi[0]), (lo[1], hi[1]), (lo[2], hi[2])], _mm_movemask_epi8(bad) == 0)
+    }
+}
+
+/// Eight rows in three 256-bit registers: two blends and a lane permute a column.
+#[target_feature(enable = "avx2")]
+unsafe fn avx2_inner(rows: &[f32], [x, y, z]: Out) -> Took {
+    let n = rows.len() / 3;
+    let whole = n - n % 8;
+    unsafe {
+        let mut lo = [_mm256_set1_ps(f32::INFINITY); 3];
+        let mut hi = [_mm256_set1_ps(f32::NEG_INFINITY); 3];
+        let exponent = _mm256_set1_epi32(0x7f80_0000);
+        let mut bad = _mm256_setzero_si256();
+        let p = rows.as_ptr();
+        let outs = [x.as_mut_ptr().cast::<f32>(), y.as_mut_ptr().cast(), z.as_mut_ptr().cast()];
+        let px = _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5);
+        let py = _mm256_setr_epi32(1, 4, 7, 2, 5, 0, 3, 6);
+        let pz = _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7);
+        for i in (0..whole).step_by(8) {
+            let m0 = _mm256_loadu_ps(p.add(3 * i));
+            let m1 = _mm256_loadu_ps(p.add(3 * i + 8));
+            let m2 = _mm256_loadu_ps(p.add(3 * i + 16));
+            let xs = _mm256_permutevar8x32_ps(_mm256_blend_ps::<0x24>(_mm256_blend_ps::<0x92>(m0, m1), m2), px);
+            let ys = _mm256_permutevar8x32_ps(_mm256_blend_ps::<0x49>(_mm256_blend_ps::<0x24>(m0, m1), m2), py);
+            let zs = _mm256_permutevar8x32_ps(_mm256_blend_ps::<0x92>(_mm256_blend_ps::<0x49>(m0, m1), m2), pz);
+            for (k, v) in [xs, ys, zs].into_iter().enumerate() {
+                _mm256_storeu_ps(outs[k].add(i), v);
+                lo[k] = _mm256_min_ps(v, lo[k]);
+                hi[k] = _mm256_max_ps(v, hi[k]);
+                let e = _mm256_and_si256(_mm256_castps_si256(v), exponent);
+                bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(e, exponent));
+            }
+        }
+        let fold =
+            |v: __m256, f: fn(f32, f32) -> f32, s| std::mem::transmute::<__m256, [f32; 8]>(v).into_iter().fold(s, f);
+        let lo = lo.map(|v| fold(v, f32::min, f32::INFINITY));
+        let hi = hi.map(|v| fold(v, f32::max, f32::NEG_INFINITY));
+        ([(lo[0], hi[0]), (lo[1], hi[1]), (lo[2], hi[2])], _mm256_movemask_epi8(bad) == 0)
+    }
+}
+
+fn avx2(rows: &[f32], out: Out) -> Took {
+    unsafe { avx2_inner(rows, out) }
+}
+
+/// `take` over 16k-row chunks on rayon's pool.
+fn shared(take: Take, rows: &[f32], [x, y, z]: Out) -> Took {
+    const CHUNK: usize = 1 << 14;
+    let parts: Vec<Took> = rows
+        .par_chunks(3 * CHUNK)
+        .zip(x.par_chunks_mut(CHUNK).zip(y.par_chunks_mut(CHUNK).zip(z.par_chunks_mut(CHUNK))))
+        .map(|(r, (x, (y, z)))| take(r, [x, y, z]))
+        .collect();
+    parts
+        .into_iter()
+        .reduce(|a, b| (std::array::from_fn(|k| (a.0[k].0.min(b.0[k].0), a.0[k].1.max(b.0[k].1))), a.1 && b.1))
+        .expect("a chunk")
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let mut evict = vec![1u8; 600 << 20];
+    println!("avx2: {}; rayon threads {}", is_x86_feature_detected!("avx2"), rayon::current_num_threads());
+    for n in [50_000usize, 100_000, 200_000, 400_000, 1_000_000] {
+        println!("n = {n}");
+        probe(n, &mut evict);
+    }
+}
+
+fn probe(n: usize, evict: &mut [u8]) {
+    let mut s = 7u64;
+    let rows: Vec<f32> = (0..3 * n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (s >> 40) as f32 / (1u64 << 24) as f32 * 46.4
+        })
+        .collect();
+    let mut cols: Vec<Vec<f32>> = (0..3).map(|_| vec![0.0; n]).collect();
+    let mut copy = vec![0f32; 3 * n];
+    let has_avx2 = is_x86_feature_detected!("avx2");
+    let takes: Vec<(&str, Take)> = {
+        let mut t: Vec<(&str, Take)> = vec![
+            ("scalar deinterleave", scalar),
+            ("library (sse2, 9 shuffles)", library),
+            ("sse2, 5 shuffles", sse_five),
+        ];
+        if has_avx2 {
+            t.push(("avx2", avx2));
+        }
+        t
+    };
+    let reference = library(&rows, {
+        let [x, y, z] = cols.get_disjoint_mut([0, 1, 2]).unwrap();
+        [as_uninit(x), as_uninit(y), as_uninit(z)]
+    });
+    let wanted: Vec<Vec<f32>> = cols.clone();
+    for (cold, pause) in [("warm", 0usize), ("after 300 ms asleep", 1), ("after reading 600 MB", 2)] {
+        let rounds = if pause == 0 { 50 } else { 9 };
+        let mut before = || match pause {
+            1 => std::thread::sleep(Duration::from_millis(300)),
+            2 => {
+                let mut sum = 0u64;
+                for k in (0..evict.len()).step_by(64) {
+                    sum = sum.wrapping_add(evict[k] as u64);
+                    evict[k] = sum as u8;
+                }
+                std::hint::black_box(sum);
+            }
+            _ => {}
+        };
+        let mut line = format!("{cold:>22}:");
+        let mut times = Vec::new();
+        for _ in 0..rounds {
+            before();
+            let t = Instant::now();
+            copy.copy_from_slice(&rows);
+            std::hint::black_box(&copy);
+            times.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        line += &format!(" memcpy {:.0}", median(times));
+        for (name, take) in &takes {
+            for share in [false, true] {
+                let mut times = Vec::new();
+                for _ in 0..rounds {
+                    before();
+                    let [x, y, z] = cols.get_disjoint_mut([0, 1, 2]).unwrap();
+                    let out = [as_uninit(x), as_uninit(y), as_uninit(z)];
+                    let t = Instant::now();
+                    let took = if share { shared(*take, &rows, out) } else { take(&rows, out) };
+                    times.push(t.elapsed().as_secs_f64() * 1e6);
+                    if *name != "scalar deinterleave" {
+                        assert_eq!(took, reference, "{name}");
+                    }
+                    assert!(cols == wanted, "{name}: the columns");
+                }
+                line += &format!(", {name}{} {:.0}", if share { " shared" } else { "" }, median(times));
+            }
+        }
+        println!("{line} (medians of {rounds}, us)");
+    }
+}
+
+fn as_uninit(v: &mut [f32]) -> &mut [MaybeUninit<f32>] {
+    // SAFETY: f32 and MaybeUninit<f32> have one layout; only f32 values are written.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), v.len()) }
+}
