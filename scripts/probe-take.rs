@@ -4,7 +4,8 @@
 //! One thread each, and shared over rayon's pool in 16k-row chunks, as the
 //! take is from 64k rows. Cold: after 300 ms asleep (a session's first call
 //! in between) or after reading 600 MB (evicting every cache).
-//! At 50k to 1M rows. `cargo run --release --example probe-take`
+//! At 50k to 1M rows; `--registered` compares columns registered with the
+//! driver at 100k. `cargo run --release --example probe-take [--registered]`
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 use std::time::{Duration, Instant};
@@ -128,11 +129,60 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let mut evict = vec![1u8; 600 << 20];
     println!("avx2: {}; rayon threads {}", is_x86_feature_detected!("avx2"), rayon::current_num_threads());
+    if std::env::args().any(|a| a == "--registered") {
+        return registered();
+    }
+    let mut evict = vec![1u8; 600 << 20];
     for n in [50_000usize, 100_000, 200_000, 400_000, 1_000_000] {
         println!("n = {n}");
         probe(n, &mut evict);
+    }
+}
+
+/// With `--registered` (a GPU's host): the take of 100k rows into columns
+/// registered with the driver (`cuMemHostRegister`, as a session's pool keeps
+/// them) against plain ones, warm and after 300 ms asleep.
+fn registered() {
+    use cudarc::driver::{CudaContext, sys};
+    let n = 100_000usize;
+    let _ctx = CudaContext::new(0).expect("a GPU context");
+    let mut s = 11u64;
+    let rows: Vec<f32> = (0..3 * n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (s >> 40) as f32 / (1u64 << 24) as f32 * 46.4
+        })
+        .collect();
+    for register in [false, true, false, true] {
+        let mut cols: Vec<Vec<f32>> = (0..3).map(|_| vec![0.0; n]).collect();
+        if register {
+            for c in &cols {
+                // SAFETY: the columns outlive the probe's use; the process ends without unregistering.
+                let r = unsafe { sys::cuMemHostRegister_v2(c.as_ptr() as *mut _, 4 * n, sys::CU_MEMHOSTREGISTER_PORTABLE) };
+                r.result().expect("registering a column");
+            }
+        }
+        for (cold, pause) in [("warm", 0u64), ("after 300 ms asleep", 300)] {
+            let mut line = format!("registered {register}, {cold:>20}:");
+            for (name, share) in [("avx2", false), ("avx2 shared", true), ("library shared", true)] {
+                let take: Take = if name.starts_with("avx2") { avx2 } else { library };
+                let mut times = Vec::new();
+                for _ in 0..if pause == 0 { 50 } else { 11 } {
+                    std::thread::sleep(Duration::from_millis(pause));
+                    let [x, y, z] = cols.get_disjoint_mut([0, 1, 2]).unwrap();
+                    let out = [as_uninit(x), as_uninit(y), as_uninit(z)];
+                    let t = Instant::now();
+                    std::hint::black_box(if share { shared(take, &rows, out) } else { take(&rows, out) });
+                    times.push(t.elapsed().as_secs_f64() * 1e6);
+                }
+                line += &format!(" {name} {:.0}", median(times));
+            }
+            println!("{line} (medians, us)");
+        }
+    }
+    for path in ["/sys/kernel/mm/transparent_hugepage/enabled", "/sys/kernel/mm/transparent_hugepage/defrag"] {
+        println!("{path}: {}", std::fs::read_to_string(path).unwrap_or_else(|e| e.to_string()).trim());
     }
 }
 

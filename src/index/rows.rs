@@ -18,11 +18,14 @@ const CHUNK: usize = 1 << 14;
 
 /// Rows from which the take is shared by every core; fewer are taken on the
 /// calling thread alone, where waking the pool's threads costs more than it
-/// saves. On the H200's host (`probe-call-overhead`, medians of 15, 3-D f32):
-/// 50k rows took 65 us on the calling thread against 129 shared, 100k 195
-/// against 116, 1M 2017 against 254; after a pause of 20 ms (the pool's
-/// cores asleep) 174 against 339 at 50k, 415 against 331 at 100k.
-pub const SHARED_FROM: usize = 1 << 16;
+/// saves. On the H200's host with the AVX2 take (`probe-take`, medians, us,
+/// one thread against shared): 50k rows 54 against 65 warm, 124 against 220
+/// after 300 ms asleep; 100k 87 against 173 warm, 235 against 308 asleep;
+/// 200k 192 against 106 warm, 522 against 369 asleep. A session's second
+/// g(r) call on 100k points (`probe-second-call`, 11 fresh processes each,
+/// one call) took a median 2.064 ms with 100k on the calling thread against
+/// 2.251 shared.
+pub const SHARED_FROM: usize = 1 << 17;
 
 /// Sets taken from rows: the points, what [`SetShape::of`] would read of
 /// them (the same extremes and sample), and whether every value is finite.
