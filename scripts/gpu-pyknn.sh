@@ -13,7 +13,7 @@
 # It installs twobs and jz-tree into /tmp/site (the image's CuPy, PyTorch,
 # JAX, numpy and pytest as they are), then:
 #   1. pytest on the GPU: python/tests/test_gpu.py and test_gpu_arrays.py;
-#   2. scripts/bench-python.py session numpy knn-gpu (every KNN list on the
+#   2. scripts/bench-python.py session frames numpy knn-gpu (every KNN list on the
 #      GPU compared with the numpy path's, jz-tree's neighbour sets with twobs's);
 #   3. the same bench with the baseline wheel, where target/wheels-base holds one;
 #   4. a table: each target, best / median, and the engine's account;
@@ -42,7 +42,7 @@ python3 -c 'import twobs; print("twobs", twobs.__file__, twobs.default_session()
 timeout 900 python3 -m pytest -q -p no:cacheprovider \
   python/tests/test_gpu.py python/tests/test_gpu_arrays.py 2>&1 | tee "$OUT/pytest.txt" | tail -25
 echo "pytest: $(tail -1 "$OUT/pytest.txt")" >> "$OUT/summary.txt"
-OUT="$OUT" timeout 900 python3 scripts/bench-python.py session numpy knn-gpu 2>&1 | tee "$OUT/bench.txt"
+OUT="$OUT" timeout 900 python3 scripts/bench-python.py session frames numpy knn-gpu 2>&1 | tee "$OUT/bench.txt"
 if ls target/wheels-base/twobs-*.whl >/dev/null 2>&1; then
   mkdir -p "$OUT/base"
   install_wheels target/wheels-base /tmp/site-base
@@ -83,6 +83,12 @@ def table(rows, title):
     second = [r["wall_s"] for r in rows if r.get("case") == "session" and r.get("call") == 1]
     print(f"| session's 2nd call, g(r) 100k | first's compute + 1 = {bound} | {ms(second)} | | |")
     print(f"| session's 2nd+ calls, g(r) 100k | first's compute + 1 = {bound} | {ms(later)} | | {account('session')} |")
+    frames = vals("frames", "twobs_s")
+    freud = [r for r in rows if r.get("case") == "frames" and "freud_s" in r]
+    peer = (f"freud, {freud[0]['freud_threads']} threads: {freud[0]['freud_s']:.2f} s; "
+            f"bins differing {freud[0]['bins_differing']}") if freud else "freud: not run"
+    if frames:
+        print(f"| g(r), 50 frames of 100k atoms (s) | 0.3 | {min(frames):.3f} / {statistics.median(frames):.3f} | | {peer} |")
     print(f"| numpy KNN 1M K=16 | 20 | {ms(vals('numpy', 'wall_s', job='knn 1M K=16'))} | | "
           f"{account('numpy', job='knn 1M K=16 (session.run)')} |")
     print(f"| numpy g(r) 1M | 15 | {ms(vals('numpy', 'wall_s', job='g(r) 1M atoms box 100 r_max 5'))} | | |")
