@@ -1,8 +1,9 @@
 //! The take of 100k 3-D f32 rows into three columns with their extremes and
 //! finiteness (`index::take_rows`), against ways it could be done, warm and
 //! cold (issue 32: the second call's take ran at twice its warm time).
-//! One thread each, and shared over rayon's pool in 16k-row chunks, as the
-//! take is from 64k rows. Cold: after 300 ms asleep (a session's first call
+//! One thread each, shared over rayon's pool in 16k-row chunks (as the take
+//! is from `index::SHARED_FROM` rows), and in two halves, the second on a
+//! thread asleep on a channel as the Python session's runner is. Cold: after 300 ms asleep (a session's first call
 //! in between) or after reading 600 MB (evicting every cache).
 //! At 50k to 1M rows; `--registered` compares columns registered with the
 //! driver at 100k. `cargo run --release --example probe-take [--registered]`
@@ -27,11 +28,12 @@ fn scalar(rows: &[f32], [x, y, z]: Out) -> Took {
     ([(0.0, 0.0); 3], true)
 }
 
+/// The library's take: AVX2 where the processor has it (since 7029573), else SSE2.
 fn library(rows: &[f32], out: Out) -> Took {
     f32::take_three(rows, out)
 }
 
-/// Four rows in three registers, deinterleaved with five shuffles (the library's takes nine).
+/// Four rows in three registers, deinterleaved with five shuffles (the library's SSE2 take uses nine).
 fn sse_five(rows: &[f32], [x, y, z]: Out) -> Took {
     let n = rows.len() / 3;
     let whole = n - n % 4;
@@ -203,7 +205,8 @@ fn registered() {
         if register {
             for c in &cols {
                 // SAFETY: the columns outlive the probe's use; the process ends without unregistering.
-                let r = unsafe { sys::cuMemHostRegister_v2(c.as_ptr() as *mut _, 4 * n, sys::CU_MEMHOSTREGISTER_PORTABLE) };
+                let r =
+                    unsafe { sys::cuMemHostRegister_v2(c.as_ptr() as *mut _, 4 * n, sys::CU_MEMHOSTREGISTER_PORTABLE) };
                 r.result().expect("registering a column");
             }
         }
@@ -243,11 +246,8 @@ fn probe(n: usize, evict: &mut [u8]) {
     let has_avx2 = is_x86_feature_detected!("avx2");
     let helper = Helper::new();
     let takes: Vec<(&str, Take)> = {
-        let mut t: Vec<(&str, Take)> = vec![
-            ("scalar deinterleave", scalar),
-            ("library (sse2, 9 shuffles)", library),
-            ("sse2, 5 shuffles", sse_five),
-        ];
+        let mut t: Vec<(&str, Take)> =
+            vec![("scalar deinterleave", scalar), ("library", library), ("sse2, 5 shuffles", sse_five)];
         if has_avx2 {
             t.push(("avx2", avx2));
         }
