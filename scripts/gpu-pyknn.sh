@@ -41,8 +41,12 @@ python3 -c 'import twobs; print("twobs", twobs.__file__, twobs.default_session()
 # The tests import the installed package, not the checkout's python/twobs (which has no extension there).
 timeout 900 python3 -m pytest -q -p no:cacheprovider \
   python/tests/test_gpu.py python/tests/test_gpu_arrays.py 2>&1 | tee "$OUT/pytest.txt" | tail -25
+# The script's status: a failed pytest or parity case, not the last grep's.
+failed=${PIPESTATUS[0]}
 echo "pytest: $(tail -1 "$OUT/pytest.txt")" >> "$OUT/summary.txt"
 OUT="$OUT" timeout 900 python3 scripts/bench-python.py session frames numpy knn-gpu 2>&1 | tee "$OUT/bench.txt"
+rc=${PIPESTATUS[0]}
+((rc == 0)) || failed=$rc
 if ls target/wheels-base/twobs-*.whl >/dev/null 2>&1; then
   mkdir -p "$OUT/base"
   install_wheels target/wheels-base /tmp/site-base
@@ -114,6 +118,9 @@ WHEELS=$wheels ROUNDS=${SECOND_ROUNDS:-5} OUT="$OUT/second" \
   timeout 900 scripts/probe-second-call.sh 2>&1 | grep -E "^[a-z-]+: 2nd call median" | tee -a "$OUT/summary.txt"
 if [[ -x target/release/parity ]]; then
   timeout 150 target/release/parity --test-threads 4 knn > "$OUT/parity.txt" 2>&1
-  echo "parity (knn cases, rc $?): $(grep -E '^test result' "$OUT/parity.txt" | tail -1)" | tee -a "$OUT/summary.txt"
+  rc=$?
+  ((rc == 0)) || failed=$rc
+  echo "parity (knn cases, rc $rc): $(grep -E '^test result' "$OUT/parity.txt" | tail -1)" | tee -a "$OUT/summary.txt"
   grep -A3 -E "^---- |FAILED" "$OUT/parity.txt" | head -40
 fi
+exit "$failed"
