@@ -165,6 +165,24 @@ fn halves(helper: &Helper, take: Take, rows: &[f32], [x, y, z]: Out) -> Took {
     (std::array::from_fn(|k| (a.0[k].0.min(b.0[k].0), a.0[k].1.max(b.0[k].1))), a.1 && b.1)
 }
 
+/// `take` in two halves by rayon's `in_place_scope`: the calling thread
+/// takes the first while a pool thread, woken for it, takes the second.
+fn scope_halves(take: Take, rows: &[f32], [x, y, z]: Out) -> Took {
+    let n = rows.len() / 3;
+    let half = (n / 2).next_multiple_of(8).min(n);
+    let (r0, r1) = rows.split_at(3 * half);
+    let (x0, x1) = x.split_at_mut(half);
+    let (y0, y1) = y.split_at_mut(half);
+    let (z0, z1) = z.split_at_mut(half);
+    let mut b = None;
+    let a = rayon::in_place_scope(|s| {
+        s.spawn(|_| b = Some(take(r1, [x1, y1, z1])));
+        take(r0, [x0, y0, z0])
+    });
+    let b = b.expect("the scope ran its task");
+    (std::array::from_fn(|k| (a.0[k].0.min(b.0[k].0), a.0[k].1.max(b.0[k].1))), a.1 && b.1)
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -283,7 +301,7 @@ fn probe(n: usize, evict: &mut [u8]) {
         }
         line += &format!(" memcpy {:.0}", median(times));
         for (name, take) in &takes {
-            for share in [0, 1, 2] {
+            for share in [0, 1, 2, 3] {
                 let mut times = Vec::new();
                 for _ in 0..rounds {
                     before();
@@ -293,7 +311,8 @@ fn probe(n: usize, evict: &mut [u8]) {
                     let took = match share {
                         0 => take(&rows, out),
                         1 => shared(*take, &rows, out),
-                        _ => halves(&helper, *take, &rows, out),
+                        2 => halves(&helper, *take, &rows, out),
+                        _ => scope_halves(*take, &rows, out),
                     };
                     times.push(t.elapsed().as_secs_f64() * 1e6);
                     if *name != "scalar deinterleave" {
@@ -301,7 +320,7 @@ fn probe(n: usize, evict: &mut [u8]) {
                     }
                     assert!(cols == wanted, "{name}: the columns");
                 }
-                line += &format!(", {name}{} {:.0}", ["", " shared", " halves"][share], median(times));
+                line += &format!(", {name}{} {:.0}", ["", " shared", " halves", " scope halves"][share], median(times));
             }
         }
         println!("{line} (medians of {rounds}, us)");
