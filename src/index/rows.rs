@@ -19,12 +19,11 @@ const CHUNK: usize = 1 << 14;
 /// Rows from which the take is shared by every core; fewer are taken on the
 /// calling thread alone, where waking the pool's threads costs more than it
 /// saves. On the H200's host with the AVX2 take (`probe-take`, medians, us,
-/// one thread against shared): 50k rows 54 against 65 warm, 124 against 220
-/// after 300 ms asleep; 100k 87 against 173 warm, 235 against 308 asleep;
-/// 200k 192 against 106 warm, 522 against 369 asleep. A session's second
-/// g(r) call on 100k points (`probe-second-call`, 11 fresh processes each,
-/// one call) took a median 2.064 ms with 100k on the calling thread against
-/// 2.251 shared.
+/// one thread against shared, three calls): cold (after 300 ms asleep or
+/// 600 MB read) one thread won at 50k (124-130 against 220-254) and 100k
+/// (216-276 against 269-326); warm they were even at 100k (87-119 against
+/// 79-173); from 200k sharing won (369 against 522 cold, 106 against 192
+/// warm). A user's array is mostly cold when it is passed.
 pub const SHARED_FROM: usize = 1 << 17;
 
 /// Sets taken from rows: the points, what [`SetShape::of`] would read of
