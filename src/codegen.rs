@@ -561,7 +561,7 @@ pub fn render_cpu(problem: &Problem, params: &Params, shape: &Shape, index: Inde
 }
 
 /// What a pair evaluates alone in a one-line kernel, for counting its
-/// floating-point instructions (`backend::nvrtc::fp_instructions`): the key
+/// floating-point instructions (`backend::cuda::nvrtc::fp_instructions`): the key
 /// where `test` is on keys, else the pair function.
 pub fn render_probe(problem: &Problem, params: &Params, test: Test) -> Kernel {
     let mut cx = common(problem, params, 1);

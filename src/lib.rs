@@ -14,7 +14,6 @@
 
 pub mod backend;
 pub mod cache;
-pub mod cells;
 pub mod cli;
 pub mod codegen;
 pub mod data;
@@ -28,6 +27,7 @@ pub mod plot;
 pub mod problems;
 pub mod ranks;
 pub mod report;
+pub mod request;
 pub mod run;
 pub mod schedule;
 pub mod spec;

@@ -9,6 +9,7 @@ use crate::data::{Column, Inputs};
 use crate::index::IndexKind;
 use crate::outcome::{Outcome, PairList, Totals};
 use crate::plot::{self, Figure, PlotError, Series};
+use crate::request::Frame;
 use crate::run::Execution;
 use crate::spec::{Normalization, Output, Params, Problem, Sets, Spacing};
 use crate::stage::contribution;
@@ -37,14 +38,8 @@ pub fn check_plot(problem: &Problem, path: &Path) -> Result<(), ReportError> {
 }
 
 /// Draws the run's histogram, or g(r) where the problem normalizes so, to `path`.
-pub fn plot(
-    problem: &Problem,
-    frame_params: &[Params],
-    frames: &[Inputs],
-    exec: &Execution,
-    path: &Path,
-) -> Result<(), ReportError> {
-    let params = &frame_params[0];
+pub fn plot(problem: &Problem, frames: &[Frame], exec: &Execution, path: &Path) -> Result<(), ReportError> {
+    let params = &frames[0].params;
     let Outcome::Totals(totals) = &exec.outcome else {
         return Err(ReportError::NothingToPlot(problem.name.clone(), problem.output.kind()));
     };
@@ -53,14 +48,14 @@ pub fn plot(
     };
     let edges = contribution::histogram_edges(problem, params);
     let values = totals.as_f64();
-    let points: usize = frames[0].a.len() + frames[0].b.as_ref().map_or(0, |b| b.len());
+    let points: usize = frames[0].inputs.a.len() + frames[0].inputs.b.as_ref().map_or(0, |b| b.len());
     let mut what = format!("{} points", points);
     if frames.len() > 1 {
         what += &format!(", {} frames", frames.len());
     }
     let (values, title, y_label) = match problem.normalize {
         Some(Normalization::Rdf) => {
-            let (g, _) = g_of_r(problem, frame_params, frames, &edges, &values);
+            let (g, _) = g_of_r(problem, frames, &edges, &values);
             (g, format!("{}: g(r), {what}", problem.name), "g(r)".to_owned())
         }
         None => {
@@ -145,19 +140,8 @@ fn conventions(problem: &Problem, visit: Visit, symmetric: bool) -> String {
 /// normalised: each frame's pair density (its pairs over its volume: the
 /// periodic box's, else the bounding box of its data) adds to the ideal-gas
 /// count of every shell, as MDAnalysis's InterRDF averages over frames.
-/// `frame_params` are each frame's (its own box), or one for all.
-pub fn g_of_r(
-    problem: &Problem,
-    frame_params: &[Params],
-    frames: &[Inputs],
-    edges: &[f64],
-    counts: &[f64],
-) -> (Vec<f64>, String) {
-    let densities: Vec<(f64, String)> = frames
-        .iter()
-        .enumerate()
-        .map(|(f, inputs)| pair_density(problem, &frame_params[f.min(frame_params.len() - 1)], inputs))
-        .collect();
+pub fn g_of_r(problem: &Problem, frames: &[Frame], edges: &[f64], counts: &[f64]) -> (Vec<f64>, String) {
+    let densities: Vec<(f64, String)> = frames.iter().map(|f| pair_density(problem, &f.params, &f.inputs)).collect();
     let pair_density: f64 = densities.iter().map(|(d, _)| d).sum();
     let g = counts
         .iter()
@@ -286,15 +270,14 @@ fn wrote(target: &Target, result: &mut serde_json::Map<String, serde_json::Value
 /// Writes the result, prints a summary, and returns the JSON report.
 pub fn present(
     problem: &Problem,
-    frame_params: &[Params],
-    frames: &[Inputs],
+    frames: &[Frame],
     exec: &Execution,
     opts: &OutputOptions,
     report_to_stdout: bool,
 ) -> Result<serde_json::Value, ReportError> {
-    let params = &frame_params[0];
-    // Pairs and KNN lists come from one frame (the caller refuses more).
-    let inputs = &frames[0];
+    let params = &frames[0].params;
+    // Pairs and KNN lists come from one frame (a request of several is one of totals).
+    let inputs = &frames[0].inputs;
     let lines = Lines::new(opts, report_to_stdout);
     let mut result = serde_json::Map::new();
     result.insert("kind".into(), json!(problem.output.kind()));
@@ -309,7 +292,7 @@ pub fn present(
         (Outcome::Totals(totals), _) => {
             // The report on stdout holds the histogram; stdout takes nothing else.
             let target = opts.out.as_ref().filter(|t| !(report_to_stdout && t.destination == Destination::Stdout));
-            present_histogram(problem, frame_params, frames, totals, target, &lines, &mut result)?
+            present_histogram(problem, frames, totals, target, &lines, &mut result)?
         }
         (Outcome::Pairs(pairs), _) => {
             present_pairs(problem, inputs, exec.shape.visit, pairs, opts, &lines, &mut result)?
@@ -358,19 +341,17 @@ fn present_scalar<T: std::fmt::Display + serde::Serialize>(
 /// `target` where there is one, and always whole in the report.
 fn present_histogram(
     problem: &Problem,
-    frame_params: &[Params],
-    frames: &[Inputs],
+    frames: &[Frame],
     totals: &Totals,
     target: Option<&Target>,
     lines: &Lines,
     result: &mut serde_json::Map<String, serde_json::Value>,
 ) -> Result<(), ReportError> {
     if let Output::Histogram2d { .. } = &problem.output {
-        return present_histogram2d(problem, &frame_params[0], totals, target, lines, result);
+        return present_histogram2d(problem, &frames[0].params, totals, target, lines, result);
     }
-    let edges = contribution::histogram_edges(problem, &frame_params[0]);
-    let g = (problem.normalize == Some(Normalization::Rdf))
-        .then(|| g_of_r(problem, frame_params, frames, &edges, &totals.as_f64()));
+    let edges = contribution::histogram_edges(problem, &frames[0].params);
+    let g = (problem.normalize == Some(Normalization::Rdf)).then(|| g_of_r(problem, frames, &edges, &totals.as_f64()));
     let what = match totals {
         Totals::Counts(c) => format!("{} pairs counted", c.iter().sum::<u64>()),
         Totals::Sums(s) => format!("pair weights summing to {}", s.iter().sum::<f64>()),

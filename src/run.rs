@@ -7,48 +7,26 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::backend::cpu::{CpuDriver, CpuError};
+use crate::backend::cuda::nvrtc;
 use crate::backend::cuda::{self, GpuError, GpuTimings};
-use crate::backend::nvrtc;
+pub use crate::backend::{Backend, BackendChoice};
 use crate::cache::Cache;
-use crate::cells;
 use crate::codegen;
-use crate::data::{DeviceInputs, Given, Inputs, Measured, OutOfF32, Spread};
-use crate::index::{self, Grid, IndexChoice, IndexError, IndexKind, SetShape, Shapes, Summary};
+use crate::data::{DeviceInputs, Inputs, Measured, OutOfF32, Spread};
+use crate::data::{SetShape, Shapes};
+use crate::index::cells;
+use crate::index::{self, Grid, IndexChoice, IndexError, IndexKind, Summary};
 use crate::outcome::Outcome;
 use crate::plan::{Plan, Points, Shape};
 use crate::ranks::{self, Holding, Keyed, Pieces, RankWork, Ranks, WireError};
-use crate::schedule::{GpuOptions, Hybrid, Indexing, Part, Schedule, ScheduleError, Workers};
+use crate::request::{self, Frame, Options, Request};
+use crate::schedule::hierarchy::{Walkers, Without, hierarchy};
+use crate::schedule::{self, GpuOptions, Hybrid, Indexing, Part, Schedule, ScheduleError};
 use crate::spec::{Params, Problem};
 use crate::stage::output::Partial;
 use crate::stage::output::{self, Collect};
 use crate::stage::visit::Visit;
 use crate::verify::{self, VerifyError};
-
-/// Which backend to run on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackendChoice {
-    /// The GPU when one is usable, else the CPU.
-    Auto,
-    Cuda,
-    Cpu,
-}
-
-/// The backend a run used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Backend {
-    Cuda,
-    Cpu,
-}
-
-impl Backend {
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Cuda => "cuda",
-            Backend::Cpu => "cpu",
-        }
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -74,27 +52,37 @@ pub enum RunError {
     Wire(#[from] WireError),
     #[error("the MPI ranks cannot share one schedule: {0}")]
     Unlike(String),
+    #[error(transparent)]
+    Request(#[from] crate::request::RequestError),
     /// Points given on a GPU where the run needs them on the host.
     #[error("{0}")]
     OnGpu(String),
 }
 
+/// Who computes a request: the backend, the CPU's threads, the GPUs and
+/// how work reaches them, the MPI ranks that share the run, and the cache
+/// of compiled kernels and drivers.
 #[derive(Debug, Clone)]
-pub struct RunOptions {
+pub struct Workers {
     pub backend: BackendChoice,
     /// CPU threads (0: all cores).
     pub threads: usize,
-    /// CPU backend in double precision.
-    pub f64: bool,
-    pub quiet: bool,
     pub gpu: GpuOptions,
-    /// Re-compute on the CPU backend and fail on any difference.
-    pub verify: bool,
-    /// Whether a cut-off problem visits only the pairs of neighbouring grid cells.
-    pub index: IndexChoice,
+    /// A progress bar on the terminal for long runs.
+    pub progress: bool,
     pub cache: Cache,
     /// The MPI ranks that share this run, where it is one of several processes.
     pub ranks: Option<ranks::Handle>,
+    /// Under ranks: rank 0 read the points and sends every rank what it
+    /// holds (the command line); otherwise every rank holds the same points
+    /// (Python's `comm=`).
+    pub root_sends_points: bool,
+}
+
+/// A request's options and its workers, as every step of a run reads them.
+struct Asked<'a> {
+    options: Options,
+    workers: &'a Workers,
 }
 
 /// Seconds spent in each stage.
@@ -172,50 +160,36 @@ fn progress_bar(total: u128, quiet: bool, workers: String) -> ProgressBar {
     bar
 }
 
-/// The backend `choice` resolves to on this machine, with a note when `auto` falls back.
-fn backend(choice: BackendChoice, notes: &mut Vec<String>) -> Backend {
-    match choice {
-        BackendChoice::Cpu => Backend::Cpu,
-        BackendChoice::Cuda => Backend::Cuda,
-        BackendChoice::Auto => {
-            match cuda::usable().map_err(|e| e.to_string()).and_then(|()| nvrtc::available().map_err(|e| e.to_string()))
-            {
-                Ok(()) => Backend::Cuda,
-                Err(why) => {
-                    notes.push(format!("no usable GPU ({why}): running on the CPU backend"));
-                    Backend::Cpu
-                }
-            }
-        }
-    }
+/// Computes `request` on `workers`: the one way a run starts. Frames add
+/// their totals (a trajectory), points on a GPU stay there, and MPI ranks
+/// share the work: where rank 0 sends the points, it decides what each
+/// rank holds (both sets whole, or set B and the rows of A with each piece).
+pub fn execute(request: &Request, workers: &Workers) -> Result<Execution, RunError> {
+    let start = Instant::now();
+    let opts = Asked { options: request.options, workers };
+    let sent_by_root = workers.root_sends_points && workers.ranks.as_ref().is_some_and(|h| h.0.size() > 1);
+    let mut exec = match &request.points {
+        request::Points::Device { params, inputs } => on_points_on_gpu(&request.problem, params, inputs, &opts)?,
+        request::Points::FromRoot { params } => from_root(&request.problem, params, &opts)?,
+        request::Points::Host(frames) if sent_by_root => as_root(request, frames, &opts)?,
+        request::Points::Host(frames) => over_frames(&request.problem, frames, &opts)?,
+    };
+    exec.notes.splice(0..0, request.notes.iter().cloned());
+    exec.timings.total_s = start.elapsed().as_secs_f64();
+    Ok(exec)
 }
 
-/// Runs `problem` on `inputs` on the chosen backend.
-/// Runs every frame of a trajectory and adds their totals: counts and sums
+/// Every frame of a trajectory run and their totals added: counts and sums
 /// over all frames (the report divides g(r) by the frames' pairs). Only
-/// totals add up this way; the caller refuses frames for pairs and KNN.
-///
-/// `frame_params` are each frame's parameters (a box per frame, read from an
-/// MD file), or one set for every frame. Where the frames have more than one
-/// periodic box, the box is read at run time (`BoxTime::Run`): one kernel
-/// (or CPU driver) for every frame; one box stays folded into the code.
-pub fn execute_frames(
-    problem: &Problem,
-    frame_params: &[Params],
-    frames: &[Inputs],
-    opts: &RunOptions,
-) -> Result<Execution, RunError> {
-    assert!(frame_params.len() == 1 || frame_params.len() == frames.len(), "one set of parameters, or one a frame");
-    let (frame_params, box_note) = boxes_of_frames(problem, frame_params);
-    let params_of = |f: usize| &frame_params[f.min(frame_params.len() - 1)];
-    let start = Instant::now();
-    let (first, rest) = frames.split_first().expect("a run has at least one frame");
-    let mut exec = execute(problem, params_of(0), first, opts)?;
-    for (f, inputs) in rest.iter().enumerate() {
+/// totals add up this way; a request of several frames is one of totals.
+fn over_frames(problem: &Problem, frames: &[Frame], opts: &Asked) -> Result<Execution, RunError> {
+    let (first, rest) = frames.split_first().expect("a request has at least one frame");
+    let mut exec = one_frame(problem, &first.params, &first.inputs, first.shapes.as_ref(), opts, true)?;
+    for (f, frame) in rest.iter().enumerate() {
         // The spec's promises were sampled on the first frame.
-        let next = execute_one(problem, params_of(f + 1), inputs, None, opts, false)?;
+        let next = one_frame(problem, &frame.params, &frame.inputs, frame.shapes.as_ref(), opts, false)?;
         let (Outcome::Totals(sum), Outcome::Totals(more)) = (&mut exec.outcome, &next.outcome) else {
-            unreachable!("frames are refused for pairs and KNN")
+            unreachable!("a request of several frames is one of totals")
         };
         sum.add(more);
         exec.shape.pairs += next.shape.pairs;
@@ -234,36 +208,61 @@ pub fn execute_frames(
             }
         }
     }
-    exec.notes.extend(box_note);
-    if let Some(note) = rdf_volume(problem, &frame_params, frames) {
-        exec.notes.push(note);
-    }
+    exec.notes.extend(rdf_volume(problem, frames));
     exec.timings.pairs_per_s = exec.index.pairs as f64 / exec.timings.compute_s.max(1e-9);
-    exec.timings.total_s = start.elapsed().as_secs_f64();
     Ok(exec)
 }
 
-/// The frames' parameters with the box read at run time where they hold
-/// more than one periodic box (and a note that says so); as they are otherwise.
-fn boxes_of_frames(problem: &Problem, frame_params: &[Params]) -> (Vec<Params>, Option<String>) {
-    let mut boxes: Vec<crate::spec::PeriodicBox> = Vec::new();
-    for p in frame_params {
-        if let Some((_, b)) = problem.periodic_box(p)
-            && !boxes.contains(&b)
-        {
-            boxes.push(b);
+/// Rank 0 of a run whose rank 0 read the points: it sends every rank what
+/// it holds (the frames whole, or set B alone where A's rows travel with
+/// the pieces, [`travel_of`]) and runs its share.
+fn as_root(request: &Request, frames: &[Frame], opts: &Asked) -> Result<Execution, RunError> {
+    let r = &*opts.workers.ranks.as_ref().expect("a run of several ranks").0;
+    let problem = &request.problem;
+    // The other ranks know the parameters they were given, not a box read from a file.
+    if frames.len() > 1 && frames.iter().any(|f| f.params != frames[0].params) {
+        return Err(RunError::Unlike(
+            "a box read from an MD file per frame is not sent to the other MPI ranks yet; give the box as a parameter, or run one process".into(),
+        ));
+    }
+    let travel = match frames {
+        [one] => travel_of(problem, &one.params, &one.inputs, opts)?,
+        _ => None,
+    };
+    let sent = match travel {
+        Some(t) => {
+            let a_shape = SetShape::of(&frames[0].inputs.a);
+            ranks::encode_rows_of_a(&frames[0].inputs, &a_shape, t.f64_mode, t.pieces)
+        }
+        None => {
+            let inputs: Vec<Inputs> = frames.iter().map(|f| f.inputs.clone()).collect();
+            ranks::encode_frames(&inputs, &request.notes)
+        }
+    };
+    let sent = r.broadcast(Some(sent)).len() as u64;
+    match travel {
+        Some(t) => rows_of_a(problem, &frames[0].params, Held::Root(&frames[0].inputs, t), opts),
+        None => {
+            let mut exec = over_frames(problem, frames, opts)?;
+            // Every other rank received the frames.
+            exec.ranks.iter_mut().filter(|w| w.rank != 0).for_each(|w| w.received_bytes = sent);
+            Ok(exec)
         }
     }
-    if boxes.len() < 2 {
-        return (frame_params.to_vec(), None);
+}
+
+/// A rank other than 0 of a run whose rank 0 read the points: what rank 0
+/// sends, then this rank's share (what it found goes to rank 0).
+fn from_root(problem: &Problem, params: &Params, opts: &Asked) -> Result<Execution, RunError> {
+    let r = &*opts.workers.ranks.as_ref().expect("a run of several ranks").0;
+    match ranks::decode_sent(&r.broadcast(None))? {
+        ranks::Sent::RowsOfA(rows) => rows_of_a(problem, params, Held::Rank(&rows), opts),
+        ranks::Sent::Whole { frames, notes: _ } => {
+            let frames: Vec<Frame> =
+                frames.into_iter().map(|inputs| Frame { params: params.clone(), inputs, shapes: None }).collect();
+            over_frames(problem, &frames, opts)
+        }
     }
-    let name = problem.periodic_box(&frame_params[0]).map_or_else(|| "box".to_owned(), |(n, _)| n);
-    let note = format!(
-        "{} boxes over {} frames: the box ({name}) is read at run time, one compiled kernel (or CPU driver) for every frame",
-        boxes.len(),
-        frame_params.len()
-    );
-    (frame_params.iter().map(Params::with_box_at_run_time).collect(), Some(note))
 }
 
 /// The boxes a session's problems ran with, so that a problem asked with a
@@ -352,12 +351,12 @@ fn f64_for_range(
 /// For g(r): the volume its pair density is taken over, the periodic box or
 /// the data's bounding box, said in every run: a box that is not the data's
 /// gives a g(r) that looks right and is not.
-fn rdf_volume(problem: &Problem, frame_params: &[Params], frames: &[Inputs]) -> Option<String> {
+fn rdf_volume(problem: &Problem, frames: &[Frame]) -> Option<String> {
     if problem.normalize != Some(crate::spec::Normalization::Rdf) {
         return None;
     }
-    let params = &frame_params[0];
-    if frame_params.len() > 1 && frame_params.iter().any(|p| p != params) {
+    let params = &frames[0].params;
+    if frames.len() > 1 && frames.iter().any(|f| f.params != *params) {
         let name = problem.params.iter().find(|p| p.kind == crate::spec::ParamKind::Box).map_or("box", |p| &p.name);
         return Some(format!("g(r) takes each frame's own periodic box ({name} read from the file) as its volume"));
     }
@@ -369,7 +368,7 @@ fn rdf_volume(problem: &Problem, frame_params: &[Params], frames: &[Inputs]) -> 
     }
     let box_param = problem.params.iter().find(|p| p.kind == crate::spec::ParamKind::Box);
     let open = box_param.map_or("no periodic box".to_owned(), |p| format!("{}=0, open boundaries", p.name));
-    let [inputs] = frames else {
+    let [Frame { inputs, .. }] = frames else {
         return Some(format!("g(r) with {open}: each frame's volume is the bounding box of its points"));
     };
     let mut bounds = inputs.a.bounds();
@@ -386,37 +385,6 @@ fn rdf_volume(problem: &Problem, frame_params: &[Params], frames: &[Inputs]) -> 
     ))
 }
 
-pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOptions) -> Result<Execution, RunError> {
-    execute_one(problem, params, inputs, None, opts, true)
-}
-
-/// [`execute`], where the caller measured the inputs already (`shapes`, as
-/// [`Shapes::of`] reads them: the Python package's one pass over a
-/// numpy array's rows), so that the run does not read every point again.
-pub fn execute_shaped(
-    problem: &Problem,
-    params: &Params,
-    inputs: &Inputs,
-    shapes: Shapes,
-    opts: &RunOptions,
-) -> Result<Execution, RunError> {
-    execute_one(problem, params, inputs, Some(shapes), opts, true)
-}
-
-/// Runs `problem` on points wherever they lie: [`execute`] for the host's,
-/// [`execute_on_gpu`] for points given on a GPU.
-pub fn execute_given(
-    problem: &Problem,
-    params: &Params,
-    given: &Given,
-    opts: &RunOptions,
-) -> Result<Execution, RunError> {
-    match given {
-        Given::Host(inputs) => execute(problem, params, inputs, opts),
-        Given::Device(inputs) => execute_on_gpu(problem, params, inputs, opts),
-    }
-}
-
 /// Runs `problem` on points that lie on a GPU (another library's arrays),
 /// on that GPU alone and without their crossing the bus: taken into
 /// twobs's columns there (`cuda::take`), measured there (extremes,
@@ -427,13 +395,12 @@ pub fn execute_given(
 /// on the host is refused, naming it: the CPU backend, `--verify`, MPI
 /// ranks, f64 arithmetic, the cell hierarchy, wrapping into a box, and
 /// points too many for the GPU's grid.
-pub fn execute_on_gpu(
+fn on_points_on_gpu(
     problem: &Problem,
     params: &Params,
     inputs: &DeviceInputs,
-    opts: &RunOptions,
+    opts: &Asked,
 ) -> Result<Execution, RunError> {
-    let start = Instant::now();
     let mut notes = Vec::new();
     let origin = &inputs.a.origin;
     let needs_host = |what: &str| {
@@ -444,21 +411,21 @@ pub fn execute_on_gpu(
     for set in inputs.sets() {
         set.check(components.len()).map_err(|e| RunError::Gpu(GpuError::Input(e)))?;
     }
-    if backend(opts.backend, &mut notes) == Backend::Cpu {
+    if opts.workers.backend.resolve(&mut notes) == Backend::Cpu {
         let why = notes.pop().unwrap_or_else(|| "the session runs on the CPU backend".into());
         return Err(needs_host(&format!("the CPU backend ({why})")));
     }
-    if opts.f64 {
+    if opts.options.f64 {
         return Err(RunError::F64OnGpu);
     }
-    if opts.verify {
+    if opts.options.verify {
         return Err(needs_host("re-computing on the CPU backend (verify)"));
     }
-    if opts.ranks.is_some() {
+    if opts.workers.ranks.is_some() {
         return Err(needs_host("sharing a run between MPI ranks"));
     }
-    let ordinal = cuda::take::gpu_of(inputs, opts.gpu.gpus.as_deref())?;
-    let taken = cuda::take::take(inputs, &components, ordinal, &opts.cache)?;
+    let ordinal = cuda::take::gpu_of(inputs, opts.workers.gpu.gpus.as_deref())?;
+    let taken = cuda::take::take(inputs, &components, ordinal, &opts.workers.cache)?;
     let take_s = taken.take_s;
     for m in &taken.measured {
         m.check().map_err(|e| RunError::Gpu(GpuError::Input(e)))?;
@@ -491,11 +458,11 @@ pub fn execute_on_gpu(
     let points = Points { a: shapes.a.len as u64, b: shapes.b.as_ref().map(|b| b.len as u64) };
     let shape = Shape::new(problem, params, points);
     // The GPU the points lie on, alone; the CPU's threads would need them on the host.
-    let gpu_opts = GpuOptions { gpus: Some(vec![ordinal]), hybrid: Hybrid::Off, ..opts.gpu.clone() };
-    let bar = progress_bar(shape.pairs, opts.quiet, "cuda".into());
+    let gpu_opts = GpuOptions { gpus: Some(vec![ordinal]), hybrid: Hybrid::Off, ..opts.workers.gpu.clone() };
+    let bar = progress_bar(shape.pairs, !opts.workers.progress, "cuda".into());
     let gpus = cuda::gpus(&gpu_opts)?;
     let made = Instant::now();
-    let schedule = Schedule::make(problem, params, &shapes, opts.index, &gpu_opts, &gpus.workers)?;
+    let schedule = Schedule::make(problem, params, &shapes, opts.options.index, &gpu_opts, &gpus.workers)?;
     let schedule_s = made.elapsed().as_secs_f64();
     if matches!(schedule.indexing, Indexing::Host { .. }) {
         return Err(needs_host("a grid the host sorts"));
@@ -504,9 +471,9 @@ pub fn execute_on_gpu(
         problem,
         params,
         inputs: cuda::Located::Device(&taken),
-        choice: opts.index,
+        choice: opts.options.index,
         opts: &gpu_opts,
-        cache: &opts.cache,
+        cache: &opts.workers.cache,
         progress: &bar,
         part: Part::default(),
     };
@@ -519,20 +486,18 @@ pub fn execute_on_gpu(
     run.timings.compile_s += taken.compile_s;
     run.timings.prepare_s += taken.compile_s;
     let outcome = std::mem::replace(&mut run.results, cuda::Results::Parts(Vec::new())).merged();
-    let grid_tried = problem.cutoff.is_some() && opts.index != IndexChoice::None;
-    let mut exec = gpu_execution(problem, params, shape, run, (outcome, Vec::new()), notes, opts, grid_tried);
-    exec.timings.total_s = start.elapsed().as_secs_f64();
-    Ok(exec)
+    let grid_tried = problem.cutoff.is_some() && opts.options.index != IndexChoice::None;
+    Ok(gpu_execution(problem, params, shape, run, (outcome, Vec::new()), notes, opts, grid_tried))
 }
 
-/// [`execute`] (on `shapes`, where the caller measured the inputs), sampling
-/// a user's promises first where `check_promises` says.
-fn execute_one(
+/// One frame of host points (measured already where `shapes` are given),
+/// sampling a user's promises first where `check_promises` says.
+fn one_frame(
     problem: &Problem,
     params: &Params,
     inputs: &Inputs,
-    shapes: Option<Shapes>,
-    opts: &RunOptions,
+    shapes: Option<&Shapes>,
+    opts: &Asked,
     check_promises: bool,
 ) -> Result<Execution, RunError> {
     let start = Instant::now();
@@ -541,14 +506,14 @@ fn execute_one(
     let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
     let shape = Shape::new(problem, params, points);
     let mut notes = Vec::new();
-    let backend = backend(opts.backend, &mut notes);
+    let backend = opts.workers.backend.resolve(&mut notes);
     let threads = threads_of(opts);
-    if backend == Backend::Cuda && opts.f64 {
+    if backend == Backend::Cuda && opts.options.f64 {
         return Err(RunError::F64OnGpu);
     }
     // Each set's size, ranges and sample, read once for the range check and the schedule.
-    let shapes = shapes.unwrap_or_else(|| Shapes::of(inputs));
-    let f64_mode = opts.f64 || f64_for_range(problem, params, (inputs, &shapes), backend, &mut notes)?;
+    let shapes = shapes.map_or_else(|| std::borrow::Cow::Owned(Shapes::of(inputs)), std::borrow::Cow::Borrowed);
+    let f64_mode = opts.options.f64 || f64_for_range(problem, params, (inputs, &shapes), backend, &mut notes)?;
     if check_promises {
         sample_promises(problem, params, inputs, opts, backend, f64_mode, &mut notes)?;
     }
@@ -558,8 +523,8 @@ fn execute_one(
         Backend::Cpu => run.on_cpu(notes, threads, f64_mode)?,
     };
     // Under MPI, rank 0 holds the merged result and checks it.
-    let holds_result = opts.ranks.as_ref().is_none_or(|h| h.0.rank() == 0);
-    if opts.verify && holds_result {
+    let holds_result = opts.workers.ranks.as_ref().is_none_or(|h| h.0.rank() == 0);
+    if opts.options.verify && holds_result {
         let under = match exec.backend {
             Backend::Cuda => verify::Under::Gpu,
             Backend::Cpu => verify::Under::Cpu { index: exec.index.index, f64_mode },
@@ -576,19 +541,19 @@ fn sample_promises(
     problem: &Problem,
     params: &Params,
     inputs: &Inputs,
-    opts: &RunOptions,
+    opts: &Asked,
     backend: Backend,
     f64_mode: bool,
     notes: &mut Vec<String>,
 ) -> Result<(), RunError> {
     let relied_on = verify::Promises {
-        cutoff: problem.cutoff.is_some() && opts.index != IndexChoice::None,
+        cutoff: problem.cutoff.is_some() && opts.options.index != IndexChoice::None,
         key: problem.function.key.is_some(),
     };
     if problem.promises_proven || !(relied_on.cutoff || relied_on.key) {
         return Ok(());
     }
-    match verify::promises(problem, params, inputs, relied_on, f64_mode, &opts.cache) {
+    match verify::promises(problem, params, inputs, relied_on, f64_mode, &opts.workers.cache) {
         Ok(kept) => notes.push(kept),
         // A GPU host without a C++ compiler runs as before the check, and is told.
         Err(VerifyError::Cpu(e @ CpuError::NoCompiler(_))) if backend == Backend::Cuda => {
@@ -630,45 +595,29 @@ struct Run<'a> {
     inputs: &'a Inputs,
     /// What the schedule reads of the inputs (`Shapes::of`).
     shapes: &'a Shapes,
-    opts: &'a RunOptions,
+    opts: &'a Asked<'a>,
     shape: Shape,
 }
 
 impl Run<'_> {
     /// Whether a grid was tried: a grid made and then found not worth it cost its time too.
     fn grid_tried(&self) -> bool {
-        self.problem.cutoff.is_some() && self.opts.index != IndexChoice::None
+        self.problem.cutoff.is_some() && self.opts.options.index != IndexChoice::None
     }
 
-    /// The cell hierarchy in place of `grid` (or every pair) where it applies
-    /// and its cost model says it is cheaper at `costs`, or where `--index
-    /// cells` asks for it: its units, its summary and the pairs it resolved
-    /// by bucket.
-    fn cells_or(
-        &self,
-        grid: Option<Grid>,
-        index: Summary,
-        f64_mode: bool,
-        costs: cells::Costs,
-        leaf: u32,
-    ) -> Result<WithCells, RunError> {
+    /// The cell hierarchy in place of `grid` (or every pair) where the
+    /// schedule's rule tries it (`schedule::hierarchy`) and it costs less: its
+    /// units, its summary and the pairs it resolved by bucket.
+    fn cells_or(&self, grid: Option<Grid>, index: Summary, f64_mode: bool) -> Result<WithCells, RunError> {
         let Run { problem, params, inputs, shapes: _, opts, shape } = *self;
-        let forced = opts.index == IndexChoice::Cells;
-        if !(forced || opts.index == IndexChoice::Auto) {
-            return Ok((grid, index, None));
-        }
-        let how = match cells::applies(problem, params, inputs, shape.visit, f64_mode) {
-            Ok(how) => how,
-            Err(why) if forced => return Err(IndexError::NoCells(why).into()),
-            Err(_) => return Ok((grid, index, None)),
+        let without = match &grid {
+            Some(g) => Without::Grid(g.pairs as u128),
+            None => Without::EveryPair(shape.pairs),
         };
-        let other = match &grid {
-            _ if forced => None,
-            Some(g) => Some((g.pairs as f64 * costs.unit_pair, "the grid".to_owned())),
-            None => Some((shape.pairs as f64 * costs.brute_pair, "every pair".to_owned())),
-        };
-        let leaves = cells::Leaves::of(leaf);
-        match cells::build(&how, inputs, shape.visit, leaves, costs, other) {
+        let tried =
+            hierarchy(problem, params, inputs, shape.visit, opts.options.index, f64_mode, Walkers::Cpu, without)?;
+        let Some(tried) = tried else { return Ok((grid, index, None)) };
+        match tried.build(inputs, shape.visit) {
             Ok(c) => Ok((Some(c.grid), c.summary, Some((c.counts, c.steps)))),
             Err(why) => {
                 let index = Summary { why: format!("{}; {why}", index.why), ..index };
@@ -681,12 +630,12 @@ impl Run<'_> {
     /// has, and the backend runs it.
     fn on_gpus(&self, mut notes: Vec<String>) -> Result<Execution, RunError> {
         let Run { problem, params, inputs, shapes, opts, shape } = *self;
-        let bar = progress_bar(shape.pairs, opts.quiet, "cuda".into());
-        let gpus = cuda::gpus(&opts.gpu)?;
+        let bar = progress_bar(shape.pairs, !opts.workers.progress, "cuda".into());
+        let gpus = cuda::gpus(&opts.workers.gpu)?;
         let names: Vec<&str> = gpus.workers.gpus.iter().map(|g| g.name.as_str()).collect();
         bar.set_message(format!("cuda, {}", names.join(" + ")));
-        let ranked = opts.ranks.as_ref().map(|h| &*h.0);
-        let mut gpu_opts = opts.gpu.clone();
+        let ranked = opts.workers.ranks.as_ref().map(|h| &*h.0);
+        let mut gpu_opts = opts.workers.gpu.clone();
         // Every rank makes the schedule for every rank's GPUs.
         let workers = match ranked {
             None => gpus.workers.clone(),
@@ -700,7 +649,7 @@ impl Run<'_> {
             }
         };
         let start = Instant::now();
-        let schedule = Schedule::make(problem, params, shapes, opts.index, &gpu_opts, &workers)?;
+        let schedule = Schedule::make(problem, params, shapes, opts.options.index, &gpu_opts, &workers)?;
         let schedule_s = start.elapsed().as_secs_f64();
         let counter = ranked.map(|r| r.counter());
         let part = Part {
@@ -712,9 +661,9 @@ impl Run<'_> {
             problem,
             params,
             inputs: cuda::Located::Host(inputs),
-            choice: opts.index,
+            choice: opts.options.index,
             opts: &gpu_opts,
-            cache: &opts.cache,
+            cache: &opts.workers.cache,
             progress: &bar,
             part,
         };
@@ -746,32 +695,26 @@ impl Run<'_> {
     fn on_cpu(&self, mut notes: Vec<String>, threads: usize, f64_mode: bool) -> Result<Execution, RunError> {
         let Run { problem, params, inputs, shapes, opts, shape } = *self;
         let index_start = Instant::now();
-        let workers = Workers::cpu(threads);
+        let workers = schedule::Workers::cpu(threads);
         // `--index cells` puts the hierarchy in place of every pair.
-        let scheduled = if opts.index == IndexChoice::Cells { IndexChoice::None } else { opts.index };
-        let schedule = Schedule::make(problem, params, shapes, scheduled, &opts.gpu, &workers)?;
+        let scheduled = if opts.options.index == IndexChoice::Cells { IndexChoice::None } else { opts.options.index };
+        let schedule = Schedule::make(problem, params, shapes, scheduled, &opts.workers.gpu, &workers)?;
         let (grid, index) = match &schedule.indexing {
             Indexing::Brute(summary) => (None, summary.clone()),
             Indexing::Host { layout, runs } => {
-                index::sort_and_decide(layout, inputs, shape.visit, shape.pairs, opts.index, *runs)
+                index::sort_and_decide(layout, inputs, shape.visit, shape.pairs, opts.options.index, *runs)
             }
             Indexing::Device(_) => unreachable!("a schedule without GPUs sorts its grid on the host"),
         };
-        let (grid, index, resolved) = self.cells_or(
-            grid,
-            index,
-            f64_mode,
-            cells::CPU_COSTS,
-            cells::cpu_leaf(inputs.a.len() + inputs.b.as_ref().map_or(0, |b| b.len())),
-        )?;
+        let (grid, index, resolved) = self.cells_or(grid, index, f64_mode)?;
         let index_s = (self.grid_tried() || resolved.is_some()).then(|| index_start.elapsed().as_secs_f64());
-        let bar = progress_bar(index.pairs, opts.quiet, format!("cpu, {threads} threads"));
-        let driver = CpuDriver::compile(problem, params, &shape, index.index, f64_mode, &opts.cache)?;
+        let bar = progress_bar(index.pairs, !opts.workers.progress, format!("cpu, {threads} threads"));
+        let driver = CpuDriver::compile(problem, params, &shape, index.index, f64_mode, &opts.workers.cache)?;
         if let Some(why) = &driver.rebuilt {
             notes.push(format!("the cached CPU driver was built again: {why}"));
         }
         let compute = Instant::now();
-        let (outcome, ranks) = match opts.ranks.as_ref().map(|h| &*h.0) {
+        let (outcome, ranks) = match opts.workers.ranks.as_ref().map(|h| &*h.0) {
             None => (driver.run(inputs, grid.as_ref(), threads, &bar)?, Vec::new()),
             Some(r) => {
                 // The chunks depend on the thread count: every rank must cut alike.
@@ -856,7 +799,7 @@ fn gpu_execution(
     run: cuda::GpuRun,
     (outcome, ranks): (Outcome, Vec<RankWork>),
     mut notes: Vec<String>,
-    opts: &RunOptions,
+    opts: &Asked,
     grid_tried: bool,
 ) -> Execution {
     notes.extend(run.notes.iter().cloned());
@@ -873,7 +816,7 @@ fn gpu_execution(
             run.devices.len(),
             run.devices[0].arch(),
             run.block_points,
-            opts.gpu.streams.max(1)
+            opts.workers.gpu.streams.max(1)
         ),
         notes,
         shape,
@@ -1012,42 +955,50 @@ fn gpu_rank_work(
 /// every rank holds both sets whole: one set (a piece of rows pairs them
 /// with every later row), a grid or the cell hierarchy (each sorted from
 /// whole sets), and GPU runs whose A is one block ([`gpu_rows_block`]).
-pub fn rows_of_a_travel(
-    problem: &Problem,
-    params: &Params,
-    inputs: &Inputs,
-    opts: &RunOptions,
-) -> Result<Option<Travel>, RunError> {
+fn travel_of(problem: &Problem, params: &Params, inputs: &Inputs, opts: &Asked) -> Result<Option<Travel>, RunError> {
     let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
     let shape = Shape::new(problem, params, points);
-    if shape.visit != Visit::Cross || opts.index == IndexChoice::Cells {
+    if shape.visit != Visit::Cross || opts.options.index == IndexChoice::Cells {
         return Ok(None);
     }
     let shapes = Shapes::of(inputs);
-    if backend(opts.backend, &mut Vec::new()) == Backend::Cuda {
-        let r = &*opts.ranks.as_ref().expect("rows of A travel between ranks").0;
-        if opts.f64 {
+    if opts.workers.backend.resolve(&mut Vec::new()) == Backend::Cuda {
+        let r = &*opts.workers.ranks.as_ref().expect("rows of A travel between ranks").0;
+        if opts.options.f64 {
             return Err(RunError::F64OnGpu);
         }
         // Out of f32's range is refused here, before the others are sent anything.
         f64_for_range(problem, params, (inputs, &shapes), Backend::Cuda, &mut Vec::new())?;
-        let gpus = cuda::gpus(&opts.gpu)?;
-        let block =
-            gpu_rows_block(problem, params, &shapes, (opts.index, &opts.gpu), &gpus.workers.repeated(r.size()))?;
+        let gpus = cuda::gpus(&opts.workers.gpu)?;
+        let block = gpu_rows_block(
+            problem,
+            params,
+            &shapes,
+            (opts.options.index, &opts.workers.gpu),
+            &gpus.workers.repeated(r.size()),
+        )?;
         return Ok(block.map(|_| Travel { f64_mode: false, pieces: Pieces::GpuBlocks }));
     }
-    let f64_mode = opts.f64 || f64_for_range(problem, params, (inputs, &shapes), Backend::Cpu, &mut Vec::new())?;
-    let schedule = Schedule::make(problem, params, &shapes, opts.index, &opts.gpu, &Workers::cpu(threads_of(opts)))?;
-    let hierarchy =
-        opts.index == IndexChoice::Auto && cells::applies(problem, params, inputs, shape.visit, f64_mode).is_ok();
-    Ok((matches!(schedule.indexing, Indexing::Brute(_)) && !hierarchy)
+    let f64_mode =
+        opts.options.f64 || f64_for_range(problem, params, (inputs, &shapes), Backend::Cpu, &mut Vec::new())?;
+    let schedule = Schedule::make(
+        problem,
+        params,
+        &shapes,
+        opts.options.index,
+        &opts.workers.gpu,
+        &schedule::Workers::cpu(threads_of(opts)),
+    )?;
+    let without = Without::EveryPair(shape.pairs);
+    let cells = hierarchy(problem, params, inputs, shape.visit, opts.options.index, f64_mode, Walkers::Cpu, without)?;
+    Ok((matches!(schedule.indexing, Indexing::Brute(_)) && cells.is_none())
         .then_some(Travel { f64_mode, pieces: Pieces::CpuChunks }))
 }
 
-/// How A's rows travel with the pieces ([`rows_of_a_travel`]): the
+/// How A's rows travel with the pieces ([`travel_of`]): the
 /// arithmetic, and whose pieces they travel with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Travel {
+struct Travel {
     pub f64_mode: bool,
     pub pieces: Pieces,
 }
@@ -1078,7 +1029,7 @@ pub fn gpu_rows_block(
     params: &Params,
     shapes: &Shapes,
     (index, gpu): (IndexChoice, &GpuOptions),
-    workers: &Workers,
+    workers: &schedule::Workers,
 ) -> Result<Option<usize>, ScheduleError> {
     let gpu_opts = GpuOptions { hybrid: Hybrid::Off, ..gpu.clone() };
     let points = Points { a: shapes.a.len as u64, b: shapes.b.as_ref().map(|b| b.len as u64) };
@@ -1099,36 +1050,31 @@ pub fn gpu_rows_block(
     Ok(every_pair(&cut).then_some(cut.block_points))
 }
 
-/// What a rank holds of a run whose rows of A travel with its pieces ([`rows_of_a_travel`]).
+/// What a rank holds of a run whose rows of A travel with its pieces ([`travel_of`]).
 #[derive(Clone, Copy)]
-pub enum Held<'a> {
+enum Held<'a> {
     /// Rank 0: both sets, read, and how their rows travel; it sends the rows.
     Root(&'a Inputs, Travel),
     /// Another rank: set B, and A's size.
     Rank(&'a ranks::RowsOfA),
 }
 
-/// [`execute`] as one of several ranks, where rank 0 sends the rows of set A
-/// with each piece the others take ([`rows_of_a_travel`]): a rank other
+/// A run as one of several ranks, where rank 0 sends the rows of set A
+/// with each piece the others take ([`travel_of`]): a rank other
 /// than 0 holds set B and the rows of its pieces in flight, never all of A.
 /// The pieces are [`CpuDriver::run_parts`]'s chunks, cut alike on every
 /// rank, so the merge is the one process's.
-pub fn execute_rows(
-    problem: &Problem,
-    params: &Params,
-    held: Held<'_>,
-    opts: &RunOptions,
-) -> Result<Execution, RunError> {
+fn rows_of_a(problem: &Problem, params: &Params, held: Held<'_>, opts: &Asked) -> Result<Execution, RunError> {
     let start = Instant::now();
     // A kernel or driver holds one run-time box: such runs take turns.
     let _box = crate::backend::one_box_at_a_time(params);
-    let r = &*opts.ranks.as_ref().expect("rows of A travel between ranks").0;
+    let r = &*opts.workers.ranks.as_ref().expect("rows of A travel between ranks").0;
     let pieces = match held {
         Held::Root(_, travel) => travel.pieces,
         Held::Rank(rows) => rows.pieces,
     };
     if pieces == Pieces::GpuBlocks {
-        return execute_rows_on_gpus(problem, params, held, opts, start);
+        return rows_of_a_on_gpus(problem, params, held, opts, start);
     }
     let (a_points, b) = match held {
         Held::Root(inputs, _) => (inputs.a.len(), inputs.b.as_ref().expect("rows of A travel for two sets")),
@@ -1142,9 +1088,17 @@ pub fn execute_rows(
     let (f64_mode, index, schedule) = match held {
         Held::Root(inputs, _) => {
             let shapes = Shapes::of(inputs);
-            let f64_mode = opts.f64 || f64_for_range(problem, params, (inputs, &shapes), Backend::Cpu, &mut notes)?;
+            let f64_mode =
+                opts.options.f64 || f64_for_range(problem, params, (inputs, &shapes), Backend::Cpu, &mut notes)?;
             sample_promises(problem, params, inputs, opts, Backend::Cpu, f64_mode, &mut notes)?;
-            let schedule = Schedule::make(problem, params, &shapes, opts.index, &opts.gpu, &Workers::cpu(threads))?;
+            let schedule = Schedule::make(
+                problem,
+                params,
+                &shapes,
+                opts.options.index,
+                &opts.workers.gpu,
+                &schedule::Workers::cpu(threads),
+            )?;
             let Indexing::Brute(index) = &schedule.indexing else {
                 unreachable!("rows of A travel where every pair is walked")
             };
@@ -1155,8 +1109,8 @@ pub fn execute_rows(
         }
     };
     agree(r, format!("{threads} CPU threads"))?;
-    let bar = progress_bar(shape.pairs, opts.quiet, format!("cpu, {threads} threads"));
-    let driver = CpuDriver::compile(problem, params, &shape, IndexKind::None, f64_mode, &opts.cache)?;
+    let bar = progress_bar(shape.pairs, !opts.workers.progress, format!("cpu, {threads} threads"));
+    let driver = CpuDriver::compile(problem, params, &shape, IndexKind::None, f64_mode, &opts.workers.cache)?;
     if let Some(why) = &driver.rebuilt {
         notes.push(format!("the cached CPU driver was built again: {why}"));
     }
@@ -1221,30 +1175,31 @@ pub fn execute_rows(
         box_time: params.box_time,
     };
     if let Held::Root(inputs, _) = held {
-        if opts.verify {
+        if opts.options.verify {
             let under = verify::Under::Cpu { index: IndexKind::None, f64_mode };
             verify_into(&mut exec, problem, params, (&shape, inputs), under, opts, threads)?;
         }
-        exec.notes.extend(rdf_volume(problem, std::slice::from_ref(params), std::slice::from_ref(inputs)));
+        exec.notes
+            .extend(rdf_volume(problem, &[Frame { params: params.clone(), inputs: inputs.clone(), shapes: None }]));
     }
     exec.timings.total_s = start.elapsed().as_secs_f64();
     Ok(exec)
 }
 
-/// [`execute_rows`] on the GPUs: every rank cuts A into blocks of
+/// [`rows_of_a`] on the GPUs: every rank cuts A into blocks of
 /// [`gpu_rows_block`] and B alike, makes the same schedule (the others from
 /// A's shape, which rank 0 sent), and streams its blocks; a piece reads one
 /// block of A, which a rank other than 0 gets from rank 0 with the piece
 /// (once for the pieces of one block that it takes one after another:
 /// [`ranks::RowsOfPlaces`]) and holds while its stream runs that block.
-fn execute_rows_on_gpus(
+fn rows_of_a_on_gpus(
     problem: &Problem,
     params: &Params,
     held: Held<'_>,
-    opts: &RunOptions,
+    opts: &Asked,
     start: Instant,
 ) -> Result<Execution, RunError> {
-    let r = &*opts.ranks.as_ref().expect("rows of A travel between ranks").0;
+    let r = &*opts.workers.ranks.as_ref().expect("rows of A travel between ranks").0;
     let mut notes = Vec::new();
     let (shapes, a_points, inputs) = match held {
         Held::Root(inputs, _) => {
@@ -1258,23 +1213,23 @@ fn execute_rows_on_gpus(
     };
     let points = Points { a: a_points as u64, b: shapes.b.as_ref().map(|b| b.len as u64) };
     let shape = Shape::new(problem, params, points);
-    let gpus = cuda::gpus(&opts.gpu)?;
+    let gpus = cuda::gpus(&opts.workers.gpu)?;
     // Every rank makes the schedule for every rank's GPUs.
     agree(r, gpus.workers.describe())?;
     let workers = gpus.workers.repeated(r.size());
     let made = Instant::now();
-    let block = gpu_rows_block(problem, params, &shapes, (opts.index, &opts.gpu), &workers)?
+    let block = gpu_rows_block(problem, params, &shapes, (opts.options.index, &opts.workers.gpu), &workers)?
         .expect("rank 0 sends A's rows with the pieces only where A is cut into blocks");
-    if opts.gpu.hybrid != Hybrid::Off {
+    if opts.workers.gpu.hybrid != Hybrid::Off {
         notes.push("MPI ranks: the GPUs alone (the CPU beside the GPUs takes from the back of one process's queue, which ranks share)".into());
     }
-    let gpu_opts = GpuOptions { hybrid: Hybrid::Off, block_points: Some(block), ..opts.gpu.clone() };
-    let schedule = Schedule::make(problem, params, &shapes, opts.index, &gpu_opts, &workers)?;
+    let gpu_opts = GpuOptions { hybrid: Hybrid::Off, block_points: Some(block), ..opts.workers.gpu.clone() };
+    let schedule = Schedule::make(problem, params, &shapes, opts.options.index, &gpu_opts, &workers)?;
     let schedule_s = made.elapsed().as_secs_f64();
     notes.push(format!(
         "MPI ranks: set A ({a_points} points) in blocks of {block}; rank 0 sends the other ranks each piece's block of A, and each rank holds set B"
     ));
-    let bar = progress_bar(shape.pairs, opts.quiet, "cuda".into());
+    let bar = progress_bar(shape.pairs, !opts.workers.progress, "cuda".into());
     // Each place's block of A, once rank 0's run has cut the queue; rank 0's
     // server waits for them (another rank may ask before rank 0 has compiled).
     let spans = std::sync::OnceLock::<Vec<(usize, usize)>>::new();
@@ -1300,9 +1255,9 @@ fn execute_rows_on_gpus(
             problem,
             params,
             inputs,
-            choice: opts.index,
+            choice: opts.options.index,
             opts: &gpu_opts,
-            cache: &opts.cache,
+            cache: &opts.workers.cache,
             progress: &bar,
             part,
         };
@@ -1325,14 +1280,15 @@ fn execute_rows_on_gpus(
     let found = combined(r, &shape, keyed(r, parts), work, |parts| {
         output::merge(shape.collect, problem.function.returns, a_points, parts)
     })?;
-    let grid_tried = problem.cutoff.is_some() && opts.index != IndexChoice::None;
+    let grid_tried = problem.cutoff.is_some() && opts.options.index != IndexChoice::None;
     let mut exec = gpu_execution(problem, params, shape, run, found, notes, opts, grid_tried);
     exec.schedule = schedule.describe();
     if let Held::Root(inputs, _) = held {
-        if opts.verify {
+        if opts.options.verify {
             verify_into(&mut exec, problem, params, (&shape, inputs), verify::Under::Gpu, opts, threads_of(opts))?;
         }
-        exec.notes.extend(rdf_volume(problem, std::slice::from_ref(params), std::slice::from_ref(inputs)));
+        exec.notes
+            .extend(rdf_volume(problem, &[Frame { params: params.clone(), inputs: inputs.clone(), shapes: None }]));
     }
     exec.timings.total_s = start.elapsed().as_secs_f64();
     Ok(exec)
@@ -1346,7 +1302,7 @@ fn verify_into(
     params: &Params,
     (shape, inputs): (&Shape, &Inputs),
     under: verify::Under,
-    opts: &RunOptions,
+    opts: &Asked,
     threads: usize,
 ) -> Result<(), RunError> {
     let t = Instant::now();
@@ -1357,9 +1313,9 @@ fn verify_into(
         inputs,
         &exec.outcome,
         under,
-        &opts.gpu,
-        opts.index,
-        &opts.cache,
+        &opts.workers.gpu,
+        opts.options.index,
+        &opts.workers.cache,
         threads,
     )?;
     exec.verified = Some(verified);
@@ -1367,7 +1323,7 @@ fn verify_into(
     Ok(())
 }
 
-/// The CPU threads a run takes (`opts.threads`, 0: every core).
-fn threads_of(opts: &RunOptions) -> usize {
-    if opts.threads == 0 { crate::memory::host_cores() } else { opts.threads }
+/// The CPU threads a run takes (`opts.workers.threads`, 0: every core).
+fn threads_of(opts: &Asked) -> usize {
+    if opts.workers.threads == 0 { crate::memory::host_cores() } else { opts.workers.threads }
 }

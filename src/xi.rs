@@ -18,7 +18,8 @@
 
 use crate::data::Inputs;
 use crate::outcome::{Outcome, Totals};
-use crate::run::{self, Execution, RunError, RunOptions};
+use crate::request::{Options, Request, RequestError};
+use crate::run::{self, Execution, RunError, Workers};
 use crate::spec::{Output, Params, Problem, Sets};
 use crate::stage::contribution;
 
@@ -149,6 +150,8 @@ pub enum XiError {
     Patches(#[from] PatchError),
     #[error(transparent)]
     Run(#[from] RunError),
+    #[error(transparent)]
+    Request(#[from] RequestError),
 }
 
 /// What DD is compared with: RR (and DR) counted against a catalogue of
@@ -290,9 +293,9 @@ pub fn count(
     data: &Inputs,
     randoms: Option<&Inputs>,
     estimator: Estimator,
-    opts: &RunOptions,
+    on: (Options, &Workers),
 ) -> Result<(PairCounts, Vec<Execution>), XiError> {
-    count_cells(problem, params, data, randoms, estimator, None, opts)
+    count_cells(problem, params, data, randoms, estimator, None, on)
 }
 
 /// [`count`] into buckets of a distance (`los` None), or into 2-D cells
@@ -305,7 +308,7 @@ pub fn count_cells(
     randoms: Option<&Inputs>,
     estimator: Estimator,
     los: Option<LineOfSight>,
-    opts: &RunOptions,
+    on: (Options, &Workers),
 ) -> Result<(PairCounts, Vec<Execution>), XiError> {
     let sets = problem.normalize.is_none() && problem.input.either && problem.input.sets == Sets::One;
     let (edges, cells) = match los {
@@ -370,12 +373,12 @@ pub fn count_cells(
         other => unreachable!("a histogram counts or sums, not {}", other.kind()),
     };
     let weight_sums = |set: &crate::data::PointSet| weight_sums(set, weighted);
-    let mut runs = vec![run::execute(&one_set, params, data, opts)?];
+    let mut runs = vec![histogram_run(&one_set, params, data.clone(), on)?];
     let randoms = match (randoms, volume) {
         (None, Some(volume)) => Randoms::Analytic { volume },
         (None, None) => unreachable!("refused above: no randoms and no box"),
         (Some(randoms), _) => {
-            let rr_run = run::execute(&one_set, params, randoms, opts)?;
+            let rr_run = histogram_run(&one_set, params, randoms.clone(), on)?;
             let rr = counts(&rr_run);
             runs.push(rr_run);
             let dr = match estimator {
@@ -383,7 +386,7 @@ pub fn count_cells(
                 Estimator::LandySzalay => {
                     let two_sets = problem.with_sets(2).expect("sets=\"1,2\" takes two sets");
                     let cross = Inputs { a: data.a.clone(), b: Some(randoms.a.clone()) };
-                    let dr_run = run::execute(&two_sets, params, &cross, opts)?;
+                    let dr_run = histogram_run(&two_sets, params, cross, on)?;
                     let dr = counts(&dr_run);
                     runs.push(dr_run);
                     Some(dr)
@@ -441,7 +444,7 @@ pub fn jackknife(
     estimator: Estimator,
     norm: Norm,
     full: &PairCounts,
-    opts: &RunOptions,
+    on: (Options, &Workers),
 ) -> Result<Jackknife, XiError> {
     let Some(randoms) = randoms else { return Err(PatchError::Analytic.into()) };
     for (what, (set, patches)) in [("data patches", data), ("random patches", randoms)] {
@@ -465,7 +468,7 @@ pub fn jackknife(
             return Ok(vec![0.0; bins]);
         }
         let p = problem.with_sets(if b.is_some() { 2 } else { 1 }).expect("sets=\"1,2\"");
-        let exec = run::execute(&p, params, &Inputs { a: a.clone(), b: b.cloned() }, opts)?;
+        let exec = histogram_run(&p, params, Inputs { a: a.clone(), b: b.cloned() }, on)?;
         Ok(match exec.outcome {
             Outcome::Totals(Totals::Counts(c)) => c.iter().map(|&x| x as f64).collect(),
             Outcome::Totals(Totals::Sums(s)) => s,
@@ -508,6 +511,18 @@ pub fn jackknife(
         })
         .collect();
     Ok(Jackknife { xi, covariance })
+}
+
+/// One run of a distance histogram on `inputs`, whose sets carry their
+/// weights as their last column where `problem` is weighted.
+fn histogram_run(
+    problem: &Problem,
+    params: &Params,
+    inputs: Inputs,
+    (options, workers): (Options, &Workers),
+) -> Result<Execution, XiError> {
+    let request = Request::of_columns(problem.clone(), params.clone(), inputs, options)?;
+    Ok(run::execute(&request, workers)?)
 }
 
 /// A set's sum of weights and of squared weights (its size twice without weights).

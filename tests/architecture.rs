@@ -11,8 +11,9 @@ use std::path::Path;
 /// consume; `stage` holds the families the planner composes; `cache` serves
 /// the backends; `stop` (requests to stop a run) is read by the backends.
 const FLOW: [&str; 25] = [
-    "spec", "problems", "memory", "stop", "data", "outcome", "write", "device", "model", "stage", "index", "cells",
-    "plan", "codegen", "cache", "ranks", "schedule", "backend", "verify", "run", "tune", "xi", "plot", "report", "cli",
+    "spec", "problems", "memory", "stop", "data", "outcome", "write", "device", "model", "stage", "index", "plan",
+    "codegen", "cache", "ranks", "request", "schedule", "backend", "verify", "run", "tune", "xi", "plot", "report",
+    "cli",
 ];
 
 /// Module path of each source file: `src/stage/output/mod.rs` -> `stage::output`.
@@ -159,7 +160,39 @@ fn the_reader_sees_real_imports() {
     // Guards the parser above: a few imports this codebase is known to have.
     let g = graph();
     assert!(g["plan"].contains("stage::output"), "{:?}", g["plan"]);
-    assert!(g["backend::cuda"].contains("stage::input"), "{:?}", g["backend::cuda"]);
+    assert!(g["backend::cuda::blocks"].contains("stage::input"), "{:?}", g["backend::cuda::blocks"]);
     assert!(g["stage::output::totals"].contains("stage::output"), "{:?}", g["stage::output::totals"]);
     assert!(g["run"].contains("verify") && !g["verify"].contains("run"));
+}
+
+/// Every index lives under `index/`: every pair, the grid, and the cell
+/// hierarchy (`index::cells`); the choice among them is the schedule's.
+#[test]
+fn the_indexes_live_in_one_room() {
+    let modules = modules();
+    assert!(modules.contains_key("index::cells"), "the cell hierarchy is `index::cells`");
+    let tops: BTreeSet<&str> = modules.keys().map(|m| top(m)).collect();
+    assert!(!tops.contains("cells"), "no top-level `cells` beside `index`");
+    // The hierarchy is tried where the schedule says, and nowhere else.
+    for (m, src) in &modules {
+        if m != "schedule::hierarchy" && !m.starts_with("index") {
+            assert!(
+                !src.contains("cells::applies("),
+                "`{m}` decides whether the hierarchy applies; `schedule::hierarchy` does"
+            );
+        }
+    }
+}
+
+/// The driver and device buffers stay behind one door: no file outside
+/// `backend/cuda/` names cudarc.
+#[test]
+fn only_the_cuda_backend_names_cudarc() {
+    let mut named = Vec::new();
+    for (m, src) in modules() {
+        if !related(&m, "backend::cuda") && src.contains("cudarc") {
+            named.push(m);
+        }
+    }
+    assert!(named.is_empty(), "modules outside backend::cuda name cudarc: {named:?}");
 }

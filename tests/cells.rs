@@ -5,13 +5,16 @@
 //! ulps from them, lattices, duplicates, tight clusters, one and two sets,
 //! 1 to 3 coordinates, linear and log-spaced buckets.
 
+mod support;
+
 use rand::{RngExt, SeedableRng};
+use support::{RunOptions, execute};
 use twobs::cache::Cache;
 use twobs::data::{Column, Inputs, PointSet};
 use twobs::index::IndexChoice;
 use twobs::outcome::Outcome;
 use twobs::problems::built_in;
-use twobs::run::{Execution, RunOptions, execute};
+use twobs::run::Execution;
 use twobs::spec::{Problem, Spacing};
 
 fn cache() -> Cache {
@@ -282,8 +285,8 @@ fn auto_takes_the_hierarchy_where_it_resolves_and_every_pair_where_it_does_not()
 #[test]
 fn gpu_auto_tries_the_hierarchy_for_log_spaced_buckets_alone() {
     let sdh = built_in("sdh").unwrap();
-    assert!(!twobs::cells::tried_by_gpu_auto(&sdh));
-    assert!(twobs::cells::tried_by_gpu_auto(&sdh.with_spacing(Spacing::Log).unwrap()));
-    assert!(!twobs::cells::tried_by_gpu_auto(&built_in("rdf").unwrap()));
-    assert!(!twobs::cells::tried_by_gpu_auto(&built_in("knn").unwrap()));
+    assert!(!twobs::index::cells::tried_by_gpu_auto(&sdh));
+    assert!(twobs::index::cells::tried_by_gpu_auto(&sdh.with_spacing(Spacing::Log).unwrap()));
+    assert!(!twobs::index::cells::tried_by_gpu_auto(&built_in("rdf").unwrap()));
+    assert!(!twobs::index::cells::tried_by_gpu_auto(&built_in("knn").unwrap()));
 }

@@ -179,7 +179,7 @@ fn errors_are_clear_and_fail() {
 
 #[test]
 fn a_snippet_error_points_at_the_users_line() {
-    if twobs::backend::nvrtc::available().is_err() {
+    if twobs::backend::cuda::nvrtc::available().is_err() {
         panic!("NVRTC is missing: run the suite through scripts/test.sh");
     }
     let dir = tempfile::tempdir().unwrap();

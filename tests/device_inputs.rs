@@ -10,8 +10,9 @@
 
 use rand::{RngExt, SeedableRng};
 use twobs::data::{Column, DeviceInputs, DeviceSet, Inputs, Measured, PointSet, ProducerStream, Spread, order_key};
+use twobs::data::{SetShape, Shapes};
 use twobs::device::Device;
-use twobs::index::{IndexChoice, SetShape, Shapes};
+use twobs::index::IndexChoice;
 use twobs::schedule::{GpuOptions, Schedule, Workers};
 use twobs::spec::Scalar;
 
@@ -65,7 +66,7 @@ impl Strided {
             len: self.rows,
             extreme_keys: keys,
             bad: (bad > 0).then_some((first, bad)),
-            shape_sample: sample(twobs::index::sample_step(self.rows)),
+            shape_sample: sample(twobs::data::sample_step(self.rows)),
             spacing_sample: sample(twobs::data::spacing_step(self.rows)),
             origin: origin.into(),
         }

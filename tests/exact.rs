@@ -11,6 +11,8 @@
 //! exactly (ties go to the smaller index on both sides); sums agree to 1e-5
 //! (expf is not correctly rounded, and summation order differs).
 
+mod support;
+
 use std::collections::BTreeSet;
 
 use rand::{RngExt, SeedableRng};
@@ -784,7 +786,7 @@ fn execute(
     backend: twobs::run::BackendChoice,
     f64: bool,
 ) -> Result<twobs::run::Execution, String> {
-    let opts = twobs::run::RunOptions {
+    let opts = support::RunOptions {
         backend,
         threads: 2,
         f64,
@@ -795,7 +797,7 @@ fn execute(
         cache: cache(),
         ranks: None,
     };
-    twobs::run::execute(p, &p.bind(params).unwrap(), inputs, &opts).map_err(|e| e.to_string())
+    support::execute(p, &p.bind(params).unwrap(), inputs, &opts).map_err(|e| e.to_string())
 }
 
 /// Issue 30, item 3: coordinates whose squared separations overflow or

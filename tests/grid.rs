@@ -4,8 +4,11 @@
 //! land exactly on the cutoff), 1-D to 6-D, one set and two, periodic and
 //! open, on the CPU backend. The seed is printed; TWOBS_TEST_SEED repeats a run.
 
+mod support;
+
 use indicatif::ProgressBar;
 use rand::{RngExt, SeedableRng};
+use support::RunOptions;
 use twobs::backend::cpu::CpuDriver;
 use twobs::cache::Cache;
 use twobs::data::{Column, Generator, Inputs, PointSet, synthesize};
@@ -13,7 +16,7 @@ use twobs::index::{self, Cells, IndexChoice, IndexKind, Runs};
 use twobs::outcome::Outcome;
 use twobs::plan::{Points, Shape};
 use twobs::problems::built_in;
-use twobs::run::{self, BackendChoice, Execution, RunOptions};
+use twobs::run::{BackendChoice, Execution};
 use twobs::schedule::GpuOptions;
 use twobs::spec::{Disk, Metric, PeriodicBox, Problem, Scalar, Spacing};
 
@@ -41,7 +44,7 @@ fn options(index: IndexChoice) -> RunOptions {
 
 fn run(problem: &Problem, params: &[String], inputs: &Inputs, index: IndexChoice) -> Execution {
     let params = problem.bind(params).unwrap();
-    run::execute(problem, &params, inputs, &options(index)).unwrap()
+    support::execute(problem, &params, inputs, &options(index)).unwrap()
 }
 
 /// Runs brute force and the grid; they must agree exactly, and the grid must
@@ -345,7 +348,7 @@ fn auto_keeps_brute_force_where_the_grid_skips_too_little_and_says_why() {
     // No cutoff, no grid: forced, that is an error naming the problem.
     let kde = built_in("kde").unwrap();
     let params = kde.bind(&[]).unwrap();
-    let err = run::execute(&kde, &params, &inputs, &options(IndexChoice::Grid)).unwrap_err().to_string();
+    let err = support::execute(&kde, &params, &inputs, &options(IndexChoice::Grid)).unwrap_err().to_string();
     assert!(err.contains("needs a <cutoff>") && err.contains("`kde`"), "{err}");
     let negative = p.bind(&["r=-1".into()]).unwrap_err().to_string();
     assert!(negative.contains("must not be negative"), "{negative}");
@@ -357,7 +360,7 @@ fn the_f64_mode_walks_the_grid_too() {
     let inputs = Inputs { a: synthetic(&p, Generator::Clustered, 3000, seed()), b: None };
     let params = p.bind(&["eps=0.03".into()]).unwrap();
     let f64_run =
-        |index| run::execute(&p, &params, &inputs, &RunOptions { f64: true, ..options(index) }).unwrap().outcome;
+        |index| support::execute(&p, &params, &inputs, &RunOptions { f64: true, ..options(index) }).unwrap().outcome;
     let (brute, grid) = (f64_run(IndexChoice::None), f64_run(IndexChoice::Grid));
     assert!(matches!(&brute, Outcome::Pairs(v) if !v.is_empty()));
     assert_eq!(grid.difference(&brute), None);
@@ -386,7 +389,7 @@ fn the_sample_estimate_of_a_grids_pairs() {
         let params = p.bind(&params.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
         let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
         let shape = Shape::new(&p, &params, points);
-        let shapes = index::Shapes::of(&inputs);
+        let shapes = twobs::data::Shapes::of(&inputs);
         let layout = index::layout(&p, &params, &shapes, shape.pairs, IndexChoice::Grid, index::CPU_RUNS.cells)
             .unwrap()
             .unwrap();
@@ -529,7 +532,7 @@ fn a_spec_that_breaks_its_cutoff_promise_is_refused_naming_a_pair() {
     let refuse = |snippet: &str, spec: &str, params: &[String], inputs: &Inputs| -> String {
         let (p, _dir) = user_spec("wl1", spec, snippet);
         let bound = p.bind(params).unwrap();
-        match run::execute(&p, &bound, inputs, &options(IndexChoice::Auto)) {
+        match support::execute(&p, &bound, inputs, &options(IndexChoice::Auto)) {
             Err(e) => e.to_string(),
             Ok(_) => panic!("seed {seed}: a broken promise was not caught:\n{snippet}"),
         }
@@ -714,7 +717,7 @@ fn a_spec_that_breaks_its_key_promise_is_refused_naming_a_pair() {
         let (p, _dir) = user_spec("keyed", KEYED, &snippet);
         let inputs = Inputs { a: synthetic(&p, Generator::Uniform, 3000, seed), b: None };
         let bound = p.bind(&[]).unwrap();
-        let Err(e) = run::execute(&p, &bound, &inputs, &options(IndexChoice::None)) else {
+        let Err(e) = support::execute(&p, &bound, &inputs, &options(IndexChoice::None)) else {
             panic!("seed {seed}: a broken key promise was not caught:\n{snippet}")
         };
         let e = e.to_string();
@@ -761,7 +764,7 @@ fn a_user_spec_in_a_triclinic_box_keeps_its_promises() {
         let inputs = Inputs { a: in_box(&mut rng, 3000, &b, r as f64), b: None };
         let what = format!("{metric} cutoff, box={text}, r_max={r}");
         let bound = p.bind(&params).unwrap();
-        let grid = run::execute(&p, &bound, &inputs, &options(IndexChoice::Auto))
+        let grid = support::execute(&p, &bound, &inputs, &options(IndexChoice::Auto))
             .unwrap_or_else(|e| panic!("{what}: a true promise refused: {e}"));
         assert_eq!(grid.index.index, IndexKind::Grid, "{what}: {}", grid.index.why);
         assert!(grid.notes.iter().any(|n| n.contains("its promises hold on a sample")), "{what}: {:?}", grid.notes);
@@ -773,7 +776,7 @@ fn a_user_spec_in_a_triclinic_box_keeps_its_promises() {
             );
             assert_ne!(halved, snippet);
             let (p, _dir) = user_spec("myrdf", spec, &halved);
-            let e = run::execute(&p, &p.bind(&params).unwrap(), &inputs, &options(IndexChoice::Auto))
+            let e = support::execute(&p, &p.bind(&params).unwrap(), &inputs, &options(IndexChoice::Auto))
                 .err()
                 .unwrap_or_else(|| panic!("{what}: half the distance kept its promise"))
                 .to_string();

@@ -6,16 +6,19 @@
 //! and the analytic cell volumes; and `twobs xi --rp-pi` / `--s-mu`. Fresh
 //! random inputs every run; the seed is printed (TWOBS_TEST_SEED repeats it).
 
+mod support;
+
 use std::path::Path;
 use std::process::Command;
 
 use rand::{RngExt, SeedableRng};
+use support::RunOptions;
 use twobs::cache::Cache;
 use twobs::data::{Column, Inputs, PointSet};
 use twobs::index::IndexChoice;
 use twobs::outcome::{Outcome, Totals};
 use twobs::problems::built_in;
-use twobs::run::{BackendChoice, RunOptions};
+use twobs::run::BackendChoice;
 use twobs::schedule::GpuOptions;
 use twobs::spec::{Disk, Output, Problem, Spacing};
 use twobs::stage::contribution::axis_edges;
@@ -181,7 +184,7 @@ fn rp_pi_and_s_mu_cells_equal_a_direct_count_of_every_pair() {
         let b = (sets == 2).then(|| points(&mut rng, 500, extent));
         let los = if name == "ddrppi" { LineOfSight::Pi } else { LineOfSight::Mu };
         let inputs = Inputs { a: set(&a, None), b: b.as_ref().map(|b| set(b, None)) };
-        let run = twobs::run::execute(&problem, &params, &inputs, &cpu(index)).unwrap();
+        let run = support::execute(&problem, &params, &inputs, &cpu(index)).unwrap();
         let want = direct(&problem, &params, &a, b.as_deref(), None, lengths, los);
         let got = totals(&run.outcome);
         assert_eq!(got, want, "{name}, {sets} sets, log {log}, box {lengths:?}, index {}", run.index.index.name());
@@ -190,8 +193,8 @@ fn rp_pi_and_s_mu_cells_equal_a_direct_count_of_every_pair() {
         if sets == 1 && !log {
             let w: Vec<f64> = (0..a.len()).map(|_| rng.random_range(0.5..2.0)).collect();
             let weighted = problem.with_point_weights().unwrap();
-            let run = twobs::run::execute(&weighted, &params, &Inputs { a: set(&a, Some(&w)), b: None }, &cpu(index))
-                .unwrap();
+            let run =
+                support::execute(&weighted, &params, &Inputs { a: set(&a, Some(&w)), b: None }, &cpu(index)).unwrap();
             let want = direct(&problem, &params, &a, None, Some((&w, &w)), lengths, los);
             for (k, (g, w)) in totals(&run.outcome).iter().zip(&want).enumerate() {
                 assert!((g - w).abs() <= 1e-12 * w.abs().max(1.0), "{name} weighted, cell {k}: {g} against {w}");
@@ -260,7 +263,7 @@ fn the_snippet_is_told_what_value2_is_when_its_function_does_not_fit() {
     let problem = Problem::parse(text, &dir.path().join("t.xml"), &Disk).unwrap();
     let params = problem.bind(&[]).unwrap();
     let inputs = Inputs { a: set(&[[0.0; 3], [0.5; 3]], None), b: None };
-    let e = twobs::run::execute(&problem, &params, &inputs, &cpu(IndexChoice::None)).unwrap_err().to_string();
+    let e = support::execute(&problem, &params, &inputs, &cpu(IndexChoice::None)).unwrap_err().to_string();
     assert!(e.contains("f.cu:1") && e.contains("Value2 is struct { float u, v; }"), "{e}");
 }
 
@@ -315,9 +318,16 @@ fn wp_in_a_periodic_box_is_the_sum_of_its_cells_xi() {
         ])
         .unwrap();
     let data = Inputs { a: set(&a, None), b: None };
-    let (c, runs) =
-        count_cells(&problem, &params, &data, None, Estimator::Natural, Some(LineOfSight::Pi), &cpu(IndexChoice::Auto))
-            .unwrap();
+    let (c, runs) = count_cells(
+        &problem,
+        &params,
+        &data,
+        None,
+        Estimator::Natural,
+        Some(LineOfSight::Pi),
+        (cpu(IndexChoice::Auto).options(), &cpu(IndexChoice::Auto).workers()),
+    )
+    .unwrap();
     assert_eq!(runs.len(), 1, "DD alone: RR is analytic");
     assert_eq!(c.dd, direct(&problem, &params, &a, None, None, Some([2.0; 3]), LineOfSight::Pi));
     let xi = c.xi(Estimator::Natural, Norm::Pairs);
@@ -337,10 +347,17 @@ fn wp_in_a_periodic_box_is_the_sum_of_its_cells_xi() {
     }
     // Cells past half the box would meet their own images: refused, naming them.
     let wide = problem.bind(&["pi_max=1.5".into(), "box=2".into()]).unwrap();
-    let e =
-        count_cells(&problem, &wide, &data, None, Estimator::Natural, Some(LineOfSight::Pi), &cpu(IndexChoice::Auto))
-            .unwrap_err()
-            .to_string();
+    let e = count_cells(
+        &problem,
+        &wide,
+        &data,
+        None,
+        Estimator::Natural,
+        Some(LineOfSight::Pi),
+        (cpu(IndexChoice::Auto).options(), &cpu(IndexChoice::Auto).workers()),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("cells (rp_max, pi_max) reach 1.5, above half the smallest width of the box (1)"), "{e}");
 }
 
@@ -482,9 +499,16 @@ fn rp_pi_counts_and_wp_equal_corrfunc_ddrppi_and_its_wp() {
     let params = problem.bind(&binning).unwrap();
     let (data, randoms) = (read("rppi-data"), read("rppi-randoms"));
     let los = Some(LineOfSight::Pi);
-    let (c, _) =
-        count_cells(&problem, &params, &data, Some(&randoms), Estimator::LandySzalay, los, &cpu(IndexChoice::Auto))
-            .unwrap();
+    let (c, _) = count_cells(
+        &problem,
+        &params,
+        &data,
+        Some(&randoms),
+        Estimator::LandySzalay,
+        los,
+        (cpu(IndexChoice::Auto).options(), &cpu(IndexChoice::Auto).workers()),
+    )
+    .unwrap();
     let Randoms::Counted { dr: Some(dr), rr, .. } = &c.randoms else { panic!("counted against randoms") };
     moved_at_most_near("DD(rp, pi)", &c.dd, &numbers(&r["dd"]), &r["near_edges"]["dd"]);
     moved_at_most_near("DR(rp, pi)", dr, &numbers(&r["dr"]), &r["near_edges"]["dr"]);
@@ -498,9 +522,16 @@ fn rp_pi_counts_and_wp_equal_corrfunc_ddrppi_and_its_wp() {
     let mut args = binning.clone();
     args.push(format!("box={}", r["side"]));
     let params = problem.bind(&args).unwrap();
-    let (c, _) =
-        count_cells(&problem, &params, &read("rppi-box"), None, Estimator::Natural, los, &cpu(IndexChoice::Auto))
-            .unwrap();
+    let (c, _) = count_cells(
+        &problem,
+        &params,
+        &read("rppi-box"),
+        None,
+        Estimator::Natural,
+        los,
+        (cpu(IndexChoice::Auto).options(), &cpu(IndexChoice::Auto).workers()),
+    )
+    .unwrap();
     moved_at_most_near("DD(rp, pi), periodic", &c.dd, &numbers(&b["dd"]), &b["near_edges"]);
     let theirs = numbers(&b["dd"]);
     let wp = c.wp(&c.xi(Estimator::Natural, Norm::Pairs)).unwrap();
@@ -523,15 +554,29 @@ fn s_mu_counts_equal_corrfunc_ddsmu() {
     args.push(format!("box={}", m["side"]));
     let los = Some(LineOfSight::Mu);
     let params = problem.bind(&args).unwrap();
-    let (c, _) =
-        count_cells(&problem, &params, &read("smu-box"), None, Estimator::Natural, los, &cpu(IndexChoice::Auto))
-            .unwrap();
+    let (c, _) = count_cells(
+        &problem,
+        &params,
+        &read("smu-box"),
+        None,
+        Estimator::Natural,
+        los,
+        (cpu(IndexChoice::Auto).options(), &cpu(IndexChoice::Auto).workers()),
+    )
+    .unwrap();
     moved_at_most_near("DD(s, mu), periodic", &c.dd, &numbers(&m["dd"]), &m["near_edges"]);
     let params = problem.bind(&binning).unwrap();
     let (data, randoms) = (read("smu-data"), read("smu-randoms"));
-    let (c, _) =
-        count_cells(&problem, &params, &data, Some(&randoms), Estimator::LandySzalay, los, &cpu(IndexChoice::Auto))
-            .unwrap();
+    let (c, _) = count_cells(
+        &problem,
+        &params,
+        &data,
+        Some(&randoms),
+        Estimator::LandySzalay,
+        los,
+        (cpu(IndexChoice::Auto).options(), &cpu(IndexChoice::Auto).workers()),
+    )
+    .unwrap();
     let o = &m["open"];
     moved_at_most_near("DD(s, mu)", &c.dd, &numbers(&o["dd"]), &o["near_edges"]["dd"]);
     moved_at_most_near("DR(s, mu)", c.dr().unwrap(), &numbers(&o["dr"]), &o["near_edges"]["dr"]);

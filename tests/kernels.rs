@@ -205,10 +205,10 @@ fn to_compile(cases: &[Case]) -> Vec<&Case> {
 
 #[test]
 fn nvrtc_compiles_every_kernel() {
-    if let Err(why) = twobs::backend::nvrtc::available() {
+    if let Err(why) = twobs::backend::cuda::nvrtc::available() {
         panic!("{why}. Run the suite through scripts/test.sh, which installs it.");
     }
-    let version = twobs::backend::nvrtc::version().unwrap();
+    let version = twobs::backend::cuda::nvrtc::version().unwrap();
     let arch = Device::profile("h100").unwrap().arch();
     let arch = arch.as_str();
     let cases = cases();
@@ -216,7 +216,7 @@ fn nvrtc_compiles_every_kernel() {
     let cases = to_compile(cases);
     println!("{} of {all} kernels compiled here (TWOBS_ALL_KERNELS=1: all of them)", cases.len());
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let results: Vec<(String, Result<twobs::backend::nvrtc::Compiled, _>)> = std::thread::scope(|s| {
+    let results: Vec<(String, Result<twobs::backend::cuda::nvrtc::Compiled, _>)> = std::thread::scope(|s| {
         let chunks: Vec<&[&Case]> = cases.chunks(cases.len().div_ceil(threads)).collect();
         let handles: Vec<_> = chunks
             .into_iter()
@@ -225,7 +225,10 @@ fn nvrtc_compiles_every_kernel() {
                     chunk
                         .iter()
                         .map(|c| {
-                            (format!("{}-{}", c.problem, c.label), twobs::backend::nvrtc::compile(&c.kernel, arch))
+                            (
+                                format!("{}-{}", c.problem, c.label),
+                                twobs::backend::cuda::nvrtc::compile(&c.kernel, arch),
+                            )
                         })
                         .collect::<Vec<_>>()
                 })
@@ -234,13 +237,13 @@ fn nvrtc_compiles_every_kernel() {
         let mut results: Vec<_> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
         // The direct output buffer's drain, one kernel for every problem.
         let drain = twobs::codegen::render_dob_drain();
-        results.push(("dob-drain".into(), twobs::backend::nvrtc::compile(&drain, arch)));
+        results.push(("dob-drain".into(), twobs::backend::cuda::nvrtc::compile(&drain, arch)));
         // The grid builder, likewise.
         let builder = twobs::codegen::render_grid_builder();
-        results.push(("grid-builder".into(), twobs::backend::nvrtc::compile(&builder, arch)));
+        results.push(("grid-builder".into(), twobs::backend::cuda::nvrtc::compile(&builder, arch)));
         // The taker of points already on a GPU, likewise.
         let take = twobs::codegen::render_take();
-        results.push(("take".into(), twobs::backend::nvrtc::compile(&take, arch)));
+        results.push(("take".into(), twobs::backend::cuda::nvrtc::compile(&take, arch)));
         results
     });
     println!("NVRTC {}.{} for {arch}:", version.0, version.1);
@@ -263,10 +266,11 @@ fn nvrtc_compiles_every_kernel() {
 
 #[test]
 fn the_grid_builder_compiles_without_warnings_and_its_stencil_fits_reach_4() {
-    twobs::backend::nvrtc::available().unwrap_or_else(|why| panic!("{why}. Run the suite through scripts/test.sh."));
+    twobs::backend::cuda::nvrtc::available()
+        .unwrap_or_else(|why| panic!("{why}. Run the suite through scripts/test.sh."));
     let builder = twobs::codegen::render_grid_builder();
     for arch in ["sm_80", "sm_90"] {
-        let compiled = twobs::backend::nvrtc::compile(&builder, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        let compiled = twobs::backend::cuda::nvrtc::compile(&builder, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
         assert!(!compiled.log.contains("warning"), "{arch}: {}", compiled.log);
     }
     // The builder's stencil holds (2 reach + 1)^2 rows over axes 1 and 2 at the largest reach.
@@ -277,10 +281,11 @@ fn the_grid_builder_compiles_without_warnings_and_its_stencil_fits_reach_4() {
 
 #[test]
 fn the_taker_of_gpu_arrays_compiles_without_warnings() {
-    twobs::backend::nvrtc::available().unwrap_or_else(|why| panic!("{why}. Run the suite through scripts/test.sh."));
+    twobs::backend::cuda::nvrtc::available()
+        .unwrap_or_else(|why| panic!("{why}. Run the suite through scripts/test.sh."));
     let take = twobs::codegen::render_take();
     for arch in ["sm_80", "sm_90"] {
-        let compiled = twobs::backend::nvrtc::compile(&take, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        let compiled = twobs::backend::cuda::nvrtc::compile(&take, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
         assert!(!compiled.log.contains("warning"), "{arch}: {}", compiled.log);
     }
     // The Rust side refuses more components than the kernel's registers hold.
@@ -289,11 +294,12 @@ fn the_taker_of_gpu_arrays_compiles_without_warnings() {
 
 #[test]
 fn the_probe_counts_the_pair_functions_floating_point_instructions() {
-    twobs::backend::nvrtc::available().unwrap_or_else(|why| panic!("{why}. Run the suite through scripts/test.sh."));
+    twobs::backend::cuda::nvrtc::available()
+        .unwrap_or_else(|why| panic!("{why}. Run the suite through scripts/test.sh."));
     let count = |name: &str| {
         let p = built_in(name).unwrap();
         let params = p.bind(&[]).unwrap();
-        twobs::backend::nvrtc::fp_instructions(
+        twobs::backend::cuda::nvrtc::fp_instructions(
             &codegen::render_probe(&p, &params, Test::choose(&p, &params, (9, 0)).0),
             "sm_90",
         )

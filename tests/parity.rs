@@ -18,7 +18,7 @@ use indicatif::ProgressBar;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use twobs::backend::cpu::CpuDriver;
 use twobs::backend::cuda;
-use twobs::backend::nvrtc;
+use twobs::backend::cuda::nvrtc;
 use twobs::cache::Cache;
 use twobs::data::{Generator, Inputs, synthesize};
 use twobs::index::{IndexChoice, IndexKind};

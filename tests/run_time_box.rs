@@ -5,13 +5,16 @@
 //! frames with three boxes builds one driver and adds up to its frames run
 //! alone. The seed is printed; TWOBS_TEST_SEED repeats a run.
 
+mod support;
+
 use rand::{RngExt, SeedableRng};
+use support::RunOptions;
 use twobs::cache::Cache;
 use twobs::data::{Column, Inputs, Outside, PointSet};
 use twobs::index::{IndexChoice, IndexKind};
 use twobs::outcome::Outcome;
 use twobs::problems::built_in;
-use twobs::run::{self, BackendChoice, RunOptions};
+use twobs::run::BackendChoice;
 use twobs::schedule::GpuOptions;
 use twobs::spec::{BoxTime, Params, PeriodicBox, Problem, Scalar};
 
@@ -107,8 +110,8 @@ fn a_box_read_at_run_time_gives_the_folded_boxs_bits() {
         let inputs = inputs(&mut rng, &pbox, sets, 3000);
         let opts = RunOptions { f64: shape.ends_with("f64"), ..options(index, "parity") };
         let what = format!("{shape} box {b}, {sets} set(s), index {index:?}");
-        let want = run::execute(&problem, &folded, &inputs, &opts).unwrap();
-        let got = run::execute(&problem, &at_run_time, &inputs, &opts).unwrap();
+        let want = support::execute(&problem, &folded, &inputs, &opts).unwrap();
+        let got = support::execute(&problem, &at_run_time, &inputs, &opts).unwrap();
         assert_eq!(want.box_time, BoxTime::Compile, "{what}");
         assert_eq!(got.box_time, BoxTime::Run, "{what}");
         assert_eq!(got.device.contains("f64 arithmetic"), opts.f64, "{what}: {}", got.device);
@@ -140,7 +143,7 @@ fn a_trajectory_of_three_boxes_builds_one_driver_and_adds_up_its_frames() {
             let opts = options(index, &format!("trajectory-{sets}-{index:?}-{}", rng.random::<u64>()));
             let what = format!("{sets} set(s), index {index:?}");
             let before = twobs::cache::programs();
-            let all = run::execute_frames(&problem, &frame_params, &frames, &opts).unwrap();
+            let all = support::execute_frames(&problem, &frame_params, &frames, &opts).unwrap();
             assert_eq!(all.box_time, BoxTime::Run, "{what}");
             assert!(all.notes.iter().any(|n| n.contains("read at run time")), "{what}: {:?}", all.notes);
             assert_eq!(drivers(&opts, &problem.name), 1, "{what}: one driver for three boxes");
@@ -148,7 +151,7 @@ fn a_trajectory_of_three_boxes_builds_one_driver_and_adds_up_its_frames() {
             // Each frame alone, its box folded: a driver each, and the same sums.
             let mut alone: Option<Outcome> = None;
             for (p, inputs) in frame_params.iter().zip(&frames) {
-                let one = run::execute(&problem, p, inputs, &opts).unwrap();
+                let one = support::execute(&problem, p, inputs, &opts).unwrap();
                 assert_eq!(one.box_time, BoxTime::Compile);
                 alone = Some(match (alone, one.outcome) {
                     (None, o) => o,
@@ -177,7 +180,8 @@ fn one_box_for_every_frame_stays_folded() {
     let (_, b) = problem.periodic_box(&params).unwrap();
     let frames: Vec<Inputs> = (0..2).map(|_| inputs(&mut rng, &b, 1, 500)).collect();
     let exec =
-        run::execute_frames(&problem, &[params.clone(), params], &frames, &options(IndexChoice::None, "one")).unwrap();
+        support::execute_frames(&problem, &[params.clone(), params], &frames, &options(IndexChoice::None, "one"))
+            .unwrap();
     assert_eq!(exec.box_time, BoxTime::Compile);
 }
 
@@ -199,7 +203,7 @@ fn a_run_time_box_has_the_f32_numbers_the_compiler_folds() {
 /// by name (`_ZN6params3boxE`).
 #[test]
 fn the_gpus_run_time_box_kernels_compile_and_hold_no_box() {
-    if let Err(why) = twobs::backend::nvrtc::available() {
+    if let Err(why) = twobs::backend::cuda::nvrtc::available() {
         panic!("{why}. Run the suite through scripts/test.sh, which installs it.");
     }
     let dev = twobs::device::Device::profile("h100").unwrap();
@@ -230,7 +234,8 @@ fn the_gpus_run_time_box_kernels_compile_and_hold_no_box() {
             let folded_kernel = twobs::codegen::render(&problem, &folded, &plan_of(&folded), &dev, "test");
             assert!(folded_kernel.source.contains("10.25"), "{what}: a folded box is");
             assert_ne!(folded_kernel.source, kernel.source, "{what}");
-            let compiled = twobs::backend::nvrtc::compile(&kernel, &arch).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let compiled =
+                twobs::backend::cuda::nvrtc::compile(&kernel, &arch).unwrap_or_else(|e| panic!("{what}: {e}"));
             assert!(!compiled.log.contains("warning"), "{what}: {}", compiled.log);
             let symbol = b"_ZN6params3boxE";
             assert!(compiled.cubin.windows(symbol.len()).any(|w| w == symbol), "{what}: the cubin names params::box");

@@ -5,8 +5,9 @@
 
 use rand::{RngExt, SeedableRng};
 use twobs::data::{Generator, Inputs, synthesize};
+use twobs::data::{SetShape, Shapes};
 use twobs::device::Device;
-use twobs::index::{IndexChoice, IndexKind, Runs, SetShape, Shapes};
+use twobs::index::{IndexChoice, IndexKind, Runs};
 use twobs::plan::{Points, Shape};
 use twobs::problems::built_in;
 use twobs::schedule::{

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use twobs::backend::cpu::CpuDriver;
-use twobs::backend::nvrtc;
+use twobs::backend::cuda::nvrtc;
 use twobs::cache::Cache;
 use twobs::codegen;
 use twobs::device::Device;

@@ -26,8 +26,8 @@ fn a_watch_sees_only_the_stops_asked_after_its_run_began() {
 #[test]
 fn the_cell_hierarchy_stops_resolving_when_a_stop_is_asked() {
     use rand::{RngExt, SeedableRng};
-    use twobs::cells::{self, CPU_COSTS};
     use twobs::data::{Column, Inputs, PointSet};
+    use twobs::index::cells::{self, CPU_COSTS};
     use twobs::problems::built_in;
     use twobs::spec::Spacing;
     use twobs::stage::visit::Visit;

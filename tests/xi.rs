@@ -7,7 +7,9 @@ use rand::{RngExt, SeedableRng};
 use twobs::cache::Cache;
 use twobs::data::{Column, Generator, Inputs, PointSet, synthesize};
 use twobs::problems::built_in;
-use twobs::run::{BackendChoice, RunOptions};
+use twobs::request::Options;
+use twobs::run::BackendChoice;
+use twobs::run::Workers;
 use twobs::schedule::GpuOptions;
 use twobs::spec::{Problem, Spacing};
 use twobs::stage::contribution::histogram_edges;
@@ -21,17 +23,15 @@ fn seed() -> u64 {
     s
 }
 
-fn cpu() -> RunOptions {
-    RunOptions {
+fn cpu() -> Workers {
+    Workers {
         backend: BackendChoice::Cpu,
         threads: 2,
-        f64: false,
-        quiet: true,
         gpu: GpuOptions { streams: 1, ..Default::default() },
-        verify: false,
-        index: twobs::index::IndexChoice::Auto,
+        progress: false,
         cache: Cache::at(concat!(env!("CARGO_TARGET_TMPDIR"), "/twobs-cache")),
         ranks: None,
+        root_sends_points: false,
     }
 }
 
@@ -99,8 +99,15 @@ fn pair_counts_and_both_estimators_match_a_brute_force_reference() {
     for (nd, nr) in [(2, 3), (300, 500), (801, 1203)] {
         let (data, randoms) = (grid(&mut rng, nd), grid(&mut rng, nr));
         let inputs = |p: &[[f64; 3]]| Inputs { a: set(p), b: None };
-        let (ls, _) =
-            count(&problem, &params, &inputs(&data), Some(&inputs(&randoms)), Estimator::LandySzalay, &cpu()).unwrap();
+        let (ls, _) = count(
+            &problem,
+            &params,
+            &inputs(&data),
+            Some(&inputs(&randoms)),
+            Estimator::LandySzalay,
+            (Options::default(), &cpu()),
+        )
+        .unwrap();
         let (dd, dr, rr) = (within(&data, &edges), between(&data, &randoms, &edges), within(&randoms, &edges));
         let f = |c: &[u64]| c.iter().map(|&x| x as f64).collect::<Vec<f64>>();
         assert_eq!(counted(&ls), (&f(&dd), Some(&f(&dr)), &f(&rr)), "{nd} data, {nr} randoms");
@@ -126,8 +133,15 @@ fn pair_counts_and_both_estimators_match_a_brute_force_reference() {
             );
         }
         // The natural estimator does not count DR.
-        let (nat, runs) =
-            count(&problem, &params, &inputs(&data), Some(&inputs(&randoms)), Estimator::Natural, &cpu()).unwrap();
+        let (nat, runs) = count(
+            &problem,
+            &params,
+            &inputs(&data),
+            Some(&inputs(&randoms)),
+            Estimator::Natural,
+            (Options::default(), &cpu()),
+        )
+        .unwrap();
         assert_eq!((nat.dr(), runs.len()), (None, 2));
     }
 }
@@ -141,14 +155,18 @@ fn uniform_data_is_uncorrelated_and_clustered_data_is_not() {
     let make = |g, n, seed| Inputs { a: synthesize(g, n, &comps, seed).unwrap(), b: None };
     let randoms = make(Generator::Uniform, 6000, s);
     let uniform = make(Generator::Uniform, 3000, s + 1);
-    let (c, _) = count(&problem, &params, &uniform, Some(&randoms), Estimator::LandySzalay, &cpu()).unwrap();
+    let (c, _) =
+        count(&problem, &params, &uniform, Some(&randoms), Estimator::LandySzalay, (Options::default(), &cpu()))
+            .unwrap();
     let xi = c.xi(Estimator::LandySzalay, Norm::Pairs);
     // Pairs per bucket run from ~10^2 to ~10^5: the largest buckets are
     // within a few per cent of 0; all within 0.5.
     assert!(xi.iter().all(|x| x.abs() < 0.5), "uniform data: xi = {xi:?}");
     assert!(xi[5..].iter().all(|x| x.abs() < 0.05), "uniform data: xi = {xi:?}");
     let clustered = make(Generator::Clustered, 3000, s + 2);
-    let (c, _) = count(&problem, &params, &clustered, Some(&randoms), Estimator::LandySzalay, &cpu()).unwrap();
+    let (c, _) =
+        count(&problem, &params, &clustered, Some(&randoms), Estimator::LandySzalay, (Options::default(), &cpu()))
+            .unwrap();
     let xi = c.xi(Estimator::LandySzalay, Norm::Pairs);
     assert!(xi[0] > 5.0 && xi[0] > xi[7], "clustered data: xi = {xi:?}");
 }
@@ -158,7 +176,9 @@ fn xi_refuses_a_problem_that_is_not_a_distance_histogram() {
     let params_2pcf = built_in("2pcf").unwrap();
     let p = params_2pcf.bind(&[]).unwrap();
     let one = Inputs { a: set(&[[0.0; 3], [0.5; 3]]), b: None };
-    let e = count(&params_2pcf, &p, &one, Some(&one), Estimator::Natural, &cpu()).unwrap_err().to_string();
+    let e = count(&params_2pcf, &p, &one, Some(&one), Estimator::Natural, (Options::default(), &cpu()))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("problem `2pcf` cannot count xi's pairs"), "{e}");
 }
 
@@ -195,9 +215,15 @@ fn weighted_pair_counts_and_xi_match_a_brute_force_reference() {
             s.columns.push(Column::F64(w.to_vec()));
             Inputs { a: s, b: None }
         };
-        let (c, _) =
-            count(&problem, &params, &with(&data, &wd), Some(&with(&randoms, &wr)), Estimator::LandySzalay, &cpu())
-                .unwrap();
+        let (c, _) = count(
+            &problem,
+            &params,
+            &with(&data, &wd),
+            Some(&with(&randoms, &wr)),
+            Estimator::LandySzalay,
+            (Options::default(), &cpu()),
+        )
+        .unwrap();
         let (dd, dr, rr) = (
             weighted(&data, &wd, None, &edges),
             weighted(&data, &wd, Some((&randoms, &wr)), &edges),
@@ -231,7 +257,9 @@ fn weights_on_one_catalogue_only_are_refused() {
     let mut w = set(&[[0.0; 3], [0.5; 3]]);
     w.columns.push(Column::F64(vec![1.0, 2.0]));
     let weighted = Inputs { a: w, b: None };
-    let e = count(&problem, &params, &weighted, Some(&plain), Estimator::Natural, &cpu()).unwrap_err().to_string();
+    let e = count(&problem, &params, &weighted, Some(&plain), Estimator::Natural, (Options::default(), &cpu()))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("weights per point are given for the data only"), "{e}");
 }
 
@@ -243,8 +271,15 @@ fn squared_norm_divides_each_catalogue_by_its_weight_total_squared_over_two() {
     let (nd, nr) = (211, 317);
     let (data, randoms) = (grid(&mut rng, nd), grid(&mut rng, nr));
     let inputs = |p: &[[f64; 3]]| Inputs { a: set(p), b: None };
-    let (c, _) =
-        count(&problem, &params, &inputs(&data), Some(&inputs(&randoms)), Estimator::LandySzalay, &cpu()).unwrap();
+    let (c, _) = count(
+        &problem,
+        &params,
+        &inputs(&data),
+        Some(&inputs(&randoms)),
+        Estimator::LandySzalay,
+        (Options::default(), &cpu()),
+    )
+    .unwrap();
     let (dd, dr, rr) = counted(&c);
     let dr = dr.unwrap();
     let (fd, fr) = (nd as f64, nr as f64);
@@ -293,8 +328,15 @@ fn periodic_xi_counts_minimum_images_against_analytic_randoms() {
         let params = problem.bind(&["bins=9".into(), r_min.into(), "r_max=0.5".into(), "box=1".into()]).unwrap();
         let edges = histogram_edges(&problem, &params);
         let data = grid(&mut rng, n);
-        let (c, runs) =
-            count(&problem, &params, &Inputs { a: set(&data), b: None }, None, Estimator::Natural, &cpu()).unwrap();
+        let (c, runs) = count(
+            &problem,
+            &params,
+            &Inputs { a: set(&data), b: None },
+            None,
+            Estimator::Natural,
+            (Options::default(), &cpu()),
+        )
+        .unwrap();
         assert_eq!(runs.len(), 1, "DD alone is counted");
         let mut dd = vec![0.0; edges.len() - 1];
         for i in 0..n {
@@ -328,13 +370,17 @@ fn periodic_xi_refuses_shells_past_half_the_box_and_problems_without_a_box() {
     let problem = built_in("dd_periodic").unwrap();
     let one = Inputs { a: set(&[[0.1; 3], [0.5; 3]]), b: None };
     let params = problem.bind(&["r_max=0.6".into(), "box=1.1".into()]).unwrap();
-    let e = count(&problem, &params, &one, None, Estimator::Natural, &cpu()).unwrap_err().to_string();
+    let e =
+        count(&problem, &params, &one, None, Estimator::Natural, (Options::default(), &cpu())).unwrap_err().to_string();
     assert!(e.contains("last bucket edge 0.6") && e.contains("half the smallest width"), "{e}");
     let open = problem.bind(&["box=0".into()]).unwrap();
-    let e = count(&problem, &open, &one, None, Estimator::Natural, &cpu()).unwrap_err().to_string();
+    let e =
+        count(&problem, &open, &one, None, Estimator::Natural, (Options::default(), &cpu())).unwrap_err().to_string();
     assert!(e.contains("cannot count xi's pairs in a periodic box"), "{e}");
     let sdh = built_in("sdh").unwrap();
-    let e = count(&sdh, &sdh.bind(&[]).unwrap(), &one, None, Estimator::Natural, &cpu()).unwrap_err().to_string();
+    let e = count(&sdh, &sdh.bind(&[]).unwrap(), &one, None, Estimator::Natural, (Options::default(), &cpu()))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("problem `sdh` cannot count xi's pairs in a periodic box"), "{e}");
 }
 
@@ -376,7 +422,8 @@ fn catalogue_counts_equal_corrfunc_and_squared_xi_equals_corrfunc_and_treecorr()
         problem.bind(&[format!("bins={}", edges.len() - 1), format!("r_min={lo}"), format!("r_max={hi}")]).unwrap();
     assert_eq!(histogram_edges(&problem, &params), edges, "dyadic edges, the same on both sides");
     let (data, randoms) = (read("catalogue-data"), read("catalogue-randoms"));
-    let (got, _) = count(&problem, &params, &data, Some(&randoms), Estimator::LandySzalay, &cpu()).unwrap();
+    let (got, _) =
+        count(&problem, &params, &data, Some(&randoms), Estimator::LandySzalay, (Options::default(), &cpu())).unwrap();
     // The recording's pairs near an edge (f64 distance within 2^-20 of it) might
     // have fallen either side in f32; in this recording none did, so counts are equal.
     println!("pairs near an edge: {}", c["near_edges"]);
@@ -404,7 +451,8 @@ fn periodic_counts_equal_corrfunc_periodic_dd_and_xi_equals_corrfunc_theory_xi()
         format!("box={}", b["side"]),
     ];
     let params = problem.bind(&args).unwrap();
-    let (got, _) = count(&problem, &params, &read("box-data"), None, Estimator::Natural, &cpu()).unwrap();
+    let (got, _) =
+        count(&problem, &params, &read("box-data"), None, Estimator::Natural, (Options::default(), &cpu())).unwrap();
     println!("pairs near an edge: {}", b["near_edges"]);
     assert_eq!(got.dd, numbers(&b["dd"]), "DD against Corrfunc's theory.DD, periodic=True (each pair once)");
     assert_close(&got.xi(Estimator::Natural, Norm::Pairs), &numbers(&b["xi_corrfunc"]), "xi against theory.xi");
@@ -428,7 +476,8 @@ fn jackknife_covariance_equals_treecorrs() {
         .unwrap();
     let (data, randoms) = (read("catalogue-data"), read("catalogue-randoms"));
     let (pd, pr) = (patches_of("catalogue-data-patches"), patches_of("catalogue-random-patches"));
-    let (full, _) = count(&problem, &params, &data, Some(&randoms), Estimator::LandySzalay, &cpu()).unwrap();
+    let (full, _) =
+        count(&problem, &params, &data, Some(&randoms), Estimator::LandySzalay, (Options::default(), &cpu())).unwrap();
     let j = jackknife(
         &problem,
         &params,
@@ -437,7 +486,7 @@ fn jackknife_covariance_equals_treecorrs() {
         Estimator::LandySzalay,
         Norm::Squared,
         &full,
-        &cpu(),
+        (Options::default(), &cpu()),
     )
     .unwrap();
     assert_eq!(j.xi.len(), 4);
@@ -471,7 +520,9 @@ fn jackknife_leaves_each_patch_out_as_counting_without_it_would() {
     let pr: Vec<u32> = randoms.iter().enumerate().map(|(i, p)| if i % 50 == 0 { 3 } else { patch(p) }).collect();
     let inputs = |p: &[[f64; 3]]| Inputs { a: set(p), b: None };
     for (estimator, norm) in [(Estimator::LandySzalay, Norm::Squared), (Estimator::Natural, Norm::Pairs)] {
-        let (full, _) = count(&problem, &params, &inputs(&data), Some(&inputs(&randoms)), estimator, &cpu()).unwrap();
+        let (full, _) =
+            count(&problem, &params, &inputs(&data), Some(&inputs(&randoms)), estimator, (Options::default(), &cpu()))
+                .unwrap();
         let j = jackknife(
             &problem,
             &params,
@@ -480,7 +531,7 @@ fn jackknife_leaves_each_patch_out_as_counting_without_it_would() {
             estimator,
             norm,
             &full,
-            &cpu(),
+            (Options::default(), &cpu()),
         )
         .unwrap();
         let mut xs = Vec::new();
@@ -489,7 +540,9 @@ fn jackknife_leaves_each_patch_out_as_counting_without_it_would() {
                 points.iter().zip(patches).filter(|(_, p)| **p != k).map(|(x, _)| *x).collect()
             };
             let (d, r) = (keep(&data, &pd), keep(&randoms, &pr));
-            let (without, _) = count(&problem, &params, &inputs(&d), Some(&inputs(&r)), estimator, &cpu()).unwrap();
+            let (without, _) =
+                count(&problem, &params, &inputs(&d), Some(&inputs(&r)), estimator, (Options::default(), &cpu()))
+                    .unwrap();
             let want = without.xi(estimator, norm);
             assert_close(&j.xi[k as usize], &want, &format!("{estimator:?} {norm:?} without patch {k}"));
             xs.push(want);
@@ -507,11 +560,21 @@ fn jackknife_refuses_analytic_randoms_too_few_patches_and_miscounted_ones() {
     let problem = built_in("sdh").unwrap();
     let params = problem.bind(&["bins=2".into(), "r_max=1".into()]).unwrap();
     let one = Inputs { a: set(&[[0.0; 3], [0.5; 3]]), b: None };
-    let (full, _) = count(&problem, &params, &one, Some(&one), Estimator::Natural, &cpu()).unwrap();
+    let (full, _) =
+        count(&problem, &params, &one, Some(&one), Estimator::Natural, (Options::default(), &cpu())).unwrap();
     let jk = |d: &[u32], r: Option<&[u32]>| {
-        jackknife(&problem, &params, (&one, d), r.map(|r| (&one, r)), Estimator::Natural, Norm::Pairs, &full, &cpu())
-            .unwrap_err()
-            .to_string()
+        jackknife(
+            &problem,
+            &params,
+            (&one, d),
+            r.map(|r| (&one, r)),
+            Estimator::Natural,
+            Norm::Pairs,
+            &full,
+            (Options::default(), &cpu()),
+        )
+        .unwrap_err()
+        .to_string()
     };
     assert!(jk(&[0, 1], None).contains("give randoms"));
     assert!(jk(&[0, 0], Some(&[0, 0])).contains("at least 2"));
@@ -552,8 +615,15 @@ fn angular_counts_match_a_brute_force_reference_in_degrees() {
     for (nd, nr) in [(2, 3), (400, 650)] {
         let (data, randoms) = (sky(&mut rng, nd), sky(&mut rng, nr));
         let inputs = |p: &[[f64; 2]]| Inputs { a: twobs::xi::unit_vectors(&sky_set(p)).unwrap(), b: None };
-        let (c, _) =
-            count(&problem, &params, &inputs(&data), Some(&inputs(&randoms)), Estimator::LandySzalay, &cpu()).unwrap();
+        let (c, _) = count(
+            &problem,
+            &params,
+            &inputs(&data),
+            Some(&inputs(&randoms)),
+            Estimator::LandySzalay,
+            (Options::default(), &cpu()),
+        )
+        .unwrap();
         let (mut dd, mut dr, mut rr) = (vec![0.0; 7], vec![0.0; 7], vec![0.0; 7]);
         for (i, p) in data.iter().enumerate() {
             data[i + 1..].iter().filter_map(|q| bucket(angle(*p, *q))).for_each(|k| dd[k] += 1.0);
@@ -595,8 +665,15 @@ fn angular_counts_equal_corrfunc_ddtheta_mocks_and_w_theta_equals_corrfunc_and_t
         let set = twobs::data::read_input(path.to_str().unwrap(), &comps, &Default::default()).unwrap();
         Inputs { a: twobs::xi::unit_vectors(&set).unwrap(), b: None }
     };
-    let (got, _) =
-        count(&problem, &params, &sky("sky-data"), Some(&sky("sky-randoms")), Estimator::LandySzalay, &cpu()).unwrap();
+    let (got, _) = count(
+        &problem,
+        &params,
+        &sky("sky-data"),
+        Some(&sky("sky-randoms")),
+        Estimator::LandySzalay,
+        (Options::default(), &cpu()),
+    )
+    .unwrap();
     println!("pairs within 1e-9 degrees of an edge: {}", s["near_edges"]);
     let (dd, dr, rr) = counted(&got);
     assert_eq!((dd, dr.unwrap(), rr), (&numbers(&s["dd"]), &numbers(&s["dr"]), &numbers(&s["rr"])));

@@ -16,10 +16,11 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use twobs::backend::cuda::GpuError;
 use twobs::backend::cuda::pinned::Registered;
 use twobs::cache::Cache;
-use twobs::data::{Column, DeviceInputs, DeviceSet, Given, Inputs, PointSet, ProducerStream};
-use twobs::index::{SetShape, Shapes};
+use twobs::data::{Column, DeviceInputs, DeviceSet, Inputs, Outside, PointSet, ProducerStream};
+use twobs::data::{SetShape, Shapes};
 use twobs::outcome::{Outcome, Totals};
-use twobs::run::{BackendChoice, Execution, RunOptions};
+use twobs::request::{BoxOrigin, Frame, Hint, Joined, Options, Placement, Points, Request, Shaping};
+use twobs::run::{BackendChoice, Execution, Workers};
 use twobs::schedule::{GpuOptions, Hybrid};
 use twobs::spec::{Element, Output, Params, Scalar, Spacing};
 
@@ -180,7 +181,9 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// engine keeps once per process) behind it.
 #[pyclass(frozen, module = "twobs._twobs")]
 struct Session {
-    options: RunOptions,
+    workers: Workers,
+    /// The options of the session's runs (a call sets `f64`).
+    options: Options,
     /// The columns of the last calls' points, kept so that the next call
     /// copies its arrays into memory already touched (a fresh allocation
     /// pays a page fault per 4 KiB: 11 ms for a million 3-D points on a GPU host).
@@ -382,7 +385,8 @@ impl Session {
         };
         let ranks = comm.map(|c| ranks_of(py, c)).transpose()?;
         Ok(Session {
-            options: RunOptions { backend, threads, f64: false, quiet: !progress, gpu, verify, index, cache, ranks },
+            workers: Workers { backend, threads, gpu, progress, cache, ranks, root_sends_points: false },
+            options: Options { index, verify, f64: false },
             pool: Pool::default(),
             boxes: Default::default(),
             specs: Specs::default(),
@@ -392,7 +396,7 @@ impl Session {
     /// Runs `problem` on set `a` (and `b`): each set a 2-D array (points x
     /// coordinates) of the element's type, or a list of 1-D columns (one per
     /// field of a record). Returns a dict of numpy arrays and the run's report (JSON text).
-    #[pyo3(signature = (problem, a, b=None, params=Vec::new(), weights=Vec::new(), log_bins=false, outside_box=None, f64=false, ids=Vec::new(), exclude_same=None))]
+    #[pyo3(signature = (problem, a, b=None, params=Vec::new(), weights=Vec::new(), log_bins=false, outside_box=None, box_origin="corner", f64=false, ids=Vec::new(), exclude_same=None))]
     #[allow(clippy::too_many_arguments)]
     fn run<'py>(
         &self,
@@ -404,146 +408,49 @@ impl Session {
         weights: Vec<PyReadonlyArray1<'py, f64>>,
         log_bins: bool,
         outside_box: Option<&str>,
+        box_origin: &str,
         f64: bool,
         ids: Vec<(String, Vec<PyReadonlyArray1<'py, i32>>)>,
         exclude_same: Option<String>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let began = std::time::Instant::now();
-        let sets = 1 + b.is_some() as usize;
         let mut loan = self.pool.lend();
-        // The arrays and parameters as the engine takes them, or why not.
-        #[allow(clippy::type_complexity, reason = "the call's parts, each once")]
-        let taken = (|| -> PyResult<(twobs::spec::Problem, Option<twobs::cache::Key>, Params, Inputs, Option<Shapes>, Vec<String>)> {
-            let (mut spec, key) = self.specs.variant(problem, sets, log_bins, dims_of(a)?)?;
-            // Weights and ids make another spec, whose key is its own.
-            let key = (weights.is_empty() && ids.is_empty() && exclude_same.is_none()).then_some(key);
-            let components = spec.input.element.components();
-            let (a, a_shape) = point_set(a, &components, "set A", &mut loan)?;
-            let mut inputs = Inputs { a, b: None };
-            let mut shapes = vec![a_shape];
-            if let Some(b) = b {
-                let (b, b_shape) = point_set(b, &components, "set B", &mut loan)?;
-                inputs.b = Some(b);
-                shapes.push(b_shape);
-            }
-            let params = spec.bind(&params).map_err(input_error)?;
-            let policy = match outside_box {
-                None => None,
-                Some("wrap") => Some(twobs::data::Outside::Wrap),
-                Some("refuse") => Some(twobs::data::Outside::Refuse),
-                Some(other) => {
-                    return Err(PyValueError::new_err(format!(
-                        "outside_box={other:?}: expected \"wrap\" or \"refuse\""
-                    )));
-                }
-            };
-            let mut notes = Vec::new();
-            if let Some((name, pbox)) = spec.periodic_box(&params) {
-                for (set, shape) in inputs.sets_mut().zip(shapes.iter_mut()) {
-                    // The library names no option: the wrapping it offers is outside_box="wrap" here.
-                    let moved = set
-                        .into_box_ranged((&name, &pbox), policy, shape.as_ref().map(|s| &s.ranges[..]))
-                        .map_err(|e| InputError::new_err(format!("{e} (outside_box=\"wrap\")")))?;
-                    if moved > 0 {
-                        // Wrapped points are measured again, by the run.
-                        *shape = None;
-                        notes.push(format!(
-                            "{}: {moved} points outside the box {name}={pbox} wrapped into it",
-                            set.origin
-                        ));
-                    }
-                }
-            }
-            if !weights.is_empty() {
-                if weights.len() != sets {
-                    return Err(InputError::new_err(format!(
-                        "{} weight arrays for {sets} set(s) of points: give one per set, in the same order",
-                        weights.len()
-                    )));
-                }
-                spec = spec.with_point_weights().map_err(input_error)?;
-                push_per_set(&mut inputs, &weights, "weights", Column::F64)?;
-            }
-            // Integer ids after the weights (<id>), one array per set; and the pairs of one excluded.
-            for (name, arrays) in &ids {
-                spec = spec.with_id(name).map_err(input_error)?;
-                if arrays.len() != sets {
-                    return Err(InputError::new_err(format!(
-                        "ids `{name}`: {} arrays for {sets} set(s) of points: give one per set, in the same order",
-                        arrays.len()
-                    )));
-                }
-            }
-            if let Some(name) = &exclude_same {
-                spec = spec.with_exclusion(name).map_err(input_error)?;
-            }
-            for name in &spec.input.ids {
-                let Some((_, arrays)) = ids.iter().find(|(n, _)| n == name) else {
-                    return Err(InputError::new_err(format!(
-                        "problem `{}` takes an id `{name}` per point: give ids={{\"{name}\": [...]}}",
-                        spec.name
-                    )));
-                };
-                push_per_set(&mut inputs, arrays, &format!("ids `{name}`"), Column::I32)?;
-            }
-            // Weights and ids are columns of their own, which the copy did not measure.
-            let measured = weights.is_empty() && ids.is_empty();
-            let mut each = shapes.into_iter();
-            let shapes = match (measured, each.next().flatten(), each.next()) {
-                (true, Some(a), None) => Some(Shapes { a, b: None }),
-                (true, Some(a), Some(Some(b))) => Some(Shapes { a, b: Some(b) }),
-                _ => None,
-            };
-            Ok((spec, key, params, inputs, shapes, notes))
-        })();
-        let mut options = self.options.clone();
-        options.f64 = f64;
-        if let Some(h) = &options.ranks {
+        let call = Call { params, weights, log_bins, outside_box, box_origin, f64, ids, exclude_same };
+        let made = self.request(problem, (a, b), &call, &mut loan);
+        if let Some(h) = &self.workers.ranks {
             // Every rank must pass the same points: refused on every rank, with each odd one named.
             // A rank whose arrays were refused says why here too: the others would wait for it.
-            let r = &*h.0;
-            let mine = match &taken {
-                Ok((_, _, _, inputs, _, _)) => twobs::ranks::fingerprint(inputs),
+            let mine = match &made {
+                Ok(request) => twobs::ranks::fingerprint(&request.frames()[0].inputs),
                 Err(e) => format!("an error: {e}"),
             };
+            let r = &*h.0;
             py.detach(|| twobs::run::agree(r, mine).map_err(|e| message(&e))).map_err(Error::new_err)?;
         }
-        let (spec, key, params, mut inputs, shapes, mut notes) = taken?;
-        let key = key.unwrap_or_else(|| twobs::run::Boxes::key_of(&spec));
-        let params = self.boxes.params_for_key(key, &spec, &params, f64);
+        let mut request = made?;
         let registered = loan.pins.len();
         let taken_s = began.elapsed().as_secs_f64();
         let on_gpu = self.runs_on_gpu();
         #[allow(clippy::result_large_err, reason = "one result a call, sent once")]
-        let computed = compute(py, on_gpu, || match shapes {
-            Some(shapes) => twobs::run::execute_shaped(&spec, &params, &inputs, shapes, &options),
-            None => twobs::run::execute(&spec, &params, &inputs, &options),
-        });
+        let computed = compute(py, on_gpu, || twobs::run::execute(&request, &self.workers));
         let run_s = began.elapsed().as_secs_f64() - taken_s;
+        let columns = |request: &mut Request| match &mut request.points {
+            Points::Host(frames) => frames
+                .iter_mut()
+                .flat_map(|f| f.inputs.sets_mut())
+                .flat_map(|s| std::mem::take(&mut s.columns))
+                .collect(),
+            _ => Vec::new(),
+        };
         let mut exec = match computed {
             Ok(exec) => exec,
             Err(e) => {
-                let _ = loan.give(inputs.sets_mut().flat_map(|s| std::mem::take(&mut s.columns)), on_gpu);
+                let _ = loan.give(columns(&mut request), on_gpu);
                 return Err(e);
             }
         };
-        let mut outcome = std::mem::replace(&mut exec.outcome, Outcome::Totals(Totals::Counts(Vec::new())));
-        // Under ranks: totals on every rank, pairs and KNN lists on rank 0 alone (as `comm.gather` gives).
-        let mut held = true;
-        if let Some(h) = &options.ranks {
-            let r = &*h.0;
-            held = r.rank() == 0 || matches!(outcome, Outcome::Totals(_));
-            outcome = py.detach(|| twobs::ranks::share_totals(r, outcome)).map_err(|e| Error::new_err(message(&e)))?;
-        }
-        let out = if held { result(py, &spec, &params, Rows::Of(&inputs), outcome)? } else { elsewhere(py, &spec)? };
-        if let Output::Histogram { .. } = spec.output {
-            // What g(r) takes a frame's pair density over (a pass over the points where the box is open).
-            let (volume, volume_from) = twobs::report::volume(&spec, &params, &inputs);
-            out.set_item("volume", volume)?;
-            out.set_item("volume_from", volume_from)?;
-        }
-        let refused = loan.give(inputs.sets_mut().flat_map(|s| std::mem::take(&mut s.columns)), on_gpu);
-        notes.extend(exec.notes.iter().cloned());
+        let out = self.outcome(py, &request, &mut exec)?;
+        let refused = loan.give(columns(&mut request), on_gpu);
         // Where a call's time went outside the engine: taking the arrays in
         // (copies, checks, the box) and giving the results out.
         let steps = serde_json::json!({
@@ -555,12 +462,12 @@ impl Session {
             // Why the driver refused to register a column kept for the next calls, where it did.
             "registration_refused": refused,
         });
-        let mpi = options.ranks.as_ref().map(|h| (h.0.rank(), h.0.size()));
-        let name = spec.name.clone();
+        let mpi = self.workers.ranks.as_ref().map(|h| (h.0.rank(), h.0.size()));
+        let name = request.problem.name.clone();
         out.set_item(
             "report",
             Report::later(move || {
-                let mut report = report(&name, &exec, notes, steps);
+                let mut report = report(&name, &exec, exec.notes.clone(), steps);
                 if let Some((rank, size)) = mpi {
                     report["mpi"] = serde_json::json!({ "rank": rank, "size": size, "ranks": exec.ranks });
                 }
@@ -598,10 +505,10 @@ impl Session {
         let inputs = DeviceInputs { a: device_set(a, "set A")?, b: b.map(|b| device_set(b, "set B")).transpose()? };
         // Points on a GPU are never dropped: indices are as found.
         let most = inputs.sets().map(|s| s.rows).max().unwrap_or(0);
-        let given = Given::Device(inputs);
+        let request = Request::on_gpu(spec.clone(), params.clone(), inputs, self.options);
         let taken_s = began.elapsed().as_secs_f64();
         #[allow(clippy::result_large_err, reason = "one result a call, sent once")]
-        let mut exec = compute(py, true, || twobs::run::execute_given(&spec, &params, &given, &self.options))?;
+        let mut exec = compute(py, true, || twobs::run::execute(&request, &self.workers))?;
         let run_s = began.elapsed().as_secs_f64() - taken_s;
         let outcome = std::mem::replace(&mut exec.outcome, Outcome::Totals(Totals::Counts(Vec::new())));
         let out = result(py, &spec, &params, Rows::AsGiven { most }, outcome)?;
@@ -625,17 +532,17 @@ impl Session {
     /// This session's rank and the number of ranks (0 and 1 without `comm`).
     #[getter]
     fn rank(&self) -> (usize, usize) {
-        self.options.ranks.as_ref().map_or((0, 1), |h| (h.0.rank(), h.0.size()))
+        self.workers.ranks.as_ref().map_or((0, 1), |h| (h.0.rank(), h.0.size()))
     }
 
     /// The backend a run of this session takes when it starts now ("cuda" or "cpu").
     #[getter]
     fn backend(&self) -> &'static str {
-        match self.options.backend {
+        match self.workers.backend {
             BackendChoice::Cpu => "cpu",
             BackendChoice::Cuda => "cuda",
             BackendChoice::Auto => {
-                match twobs::backend::cuda::usable().and_then(|()| Ok(twobs::backend::nvrtc::available()?)) {
+                match twobs::backend::cuda::usable().and_then(|()| Ok(twobs::backend::cuda::nvrtc::available()?)) {
                     Ok(()) => "cuda",
                     Err(_) => "cpu",
                 }
@@ -644,7 +551,113 @@ impl Session {
     }
 }
 
+/// A call's arguments besides the problem and its points.
+struct Call<'py, 'a> {
+    params: Vec<String>,
+    weights: Vec<PyReadonlyArray1<'py, f64>>,
+    log_bins: bool,
+    outside_box: Option<&'a str>,
+    box_origin: &'a str,
+    f64: bool,
+    ids: Vec<(String, Vec<PyReadonlyArray1<'py, i32>>)>,
+    exclude_same: Option<String>,
+}
+
 impl Session {
+    /// The call's request: the problem as its arrays make it (the plain
+    /// variants kept by the session), the points taken into the pool's
+    /// columns, weights and ids joined, the box the session's runs read.
+    fn request(
+        &self,
+        problem: &Bound<'_, Problem>,
+        (a, b): (&Bound<'_, PyAny>, Option<&Bound<'_, PyAny>>),
+        call: &Call<'_, '_>,
+        loan: &mut Loan<'_>,
+    ) -> PyResult<Request> {
+        let sets = 1 + b.is_some() as usize;
+        let (spec, key) = self.specs.variant(problem, sets, call.log_bins, dims_of(a)?)?;
+        let plain = call.weights.is_empty() && call.ids.is_empty() && call.exclude_same.is_none();
+        let (spec, key) = match plain {
+            true => (spec, key),
+            false => {
+                let extras = Shaping {
+                    sets,
+                    weighted: !call.weights.is_empty(),
+                    ids: call.ids.iter().map(|(name, _)| name.clone()).collect(),
+                    exclude_same: call.exclude_same.clone(),
+                    ..Default::default()
+                };
+                let spec = extras.apply(&spec).map_err(input_error)?;
+                let key = twobs::run::Boxes::key_of(&spec);
+                (spec, key)
+            }
+        };
+        let components = spec.input.element.components();
+        let (a, a_shape) = point_set(a, &components, "set A", loan)?;
+        let (b, b_shape) = match b {
+            Some(b) => {
+                let (set, shape) = point_set(b, &components, "set B", loan)?;
+                (Some(set), Some(shape))
+            }
+            None => (None, None),
+        };
+        let shapes = match (a_shape, b_shape) {
+            (Some(a), None) => Some(Shapes { a, b: None }),
+            (Some(a), Some(Some(b))) => Some(Shapes { a, b: Some(b) }),
+            _ => None,
+        };
+        let params = spec.bind(&call.params).map_err(input_error)?;
+        let params = self.boxes.params_for_key(key, &spec, &params, call.f64);
+        let placement = Placement { origin: box_origin(call.box_origin)?, outside: outside(call.outside_box)? };
+        let joined = Joined {
+            weights: call
+                .weights
+                .iter()
+                .map(|w| Ok(Column::F64(w.as_slice().map_err(not_contiguous)?.to_vec())))
+                .collect::<PyResult<_>>()?,
+            ids: call
+                .ids
+                .iter()
+                .map(|(name, arrays)| {
+                    let columns =
+                        arrays.iter().map(|x| Ok(Column::I32(x.as_slice().map_err(not_contiguous)?.to_vec())));
+                    Ok((name.clone(), columns.collect::<PyResult<Vec<_>>>()?))
+                })
+                .collect::<PyResult<_>>()?,
+        };
+        let options = Options { f64: call.f64, ..self.options };
+        let frame = Frame { params, inputs: Inputs { a, b }, shapes };
+        Request::host(spec, vec![frame], joined, placement, options).map_err(|e| match e.hint() {
+            // The library names no option: the wrapping it offers is outside_box="wrap" here.
+            Some(Hint::WrapIntoBox) => InputError::new_err(format!("{e} (outside_box=\"wrap\")")),
+            None => input_error(e),
+        })
+    }
+
+    /// The run's outcome as numpy arrays (and a histogram's volume).
+    fn outcome<'py>(&self, py: Python<'py>, request: &Request, exec: &mut Execution) -> PyResult<Bound<'py, PyDict>> {
+        let mut outcome = std::mem::replace(&mut exec.outcome, Outcome::Totals(Totals::Counts(Vec::new())));
+        let (spec, frame) = (&request.problem, &request.frames()[0]);
+        // Under ranks: totals on every rank, pairs and KNN lists on rank 0 alone (as `comm.gather` gives).
+        let mut held = true;
+        if let Some(h) = &self.workers.ranks {
+            let r = &*h.0;
+            held = r.rank() == 0 || matches!(outcome, Outcome::Totals(_));
+            outcome = py.detach(|| twobs::ranks::share_totals(r, outcome)).map_err(|e| Error::new_err(message(&e)))?;
+        }
+        let out = match held {
+            true => result(py, spec, &frame.params, Rows::Of(&frame.inputs), outcome)?,
+            false => elsewhere(py, spec)?,
+        };
+        if let Output::Histogram { .. } = spec.output {
+            // What g(r) takes a frame's pair density over (a pass over the points where the box is open).
+            let (volume, volume_from) = twobs::report::volume(spec, &frame.params, &frame.inputs);
+            out.set_item("volume", volume)?;
+            out.set_item("volume_from", volume_from)?;
+        }
+        Ok(out)
+    }
+
     /// Whether a run of this session starts on a GPU (its caller then polls for the result).
     fn runs_on_gpu(&self) -> bool {
         self.backend() == "cuda"
@@ -667,6 +680,32 @@ fn ranks_of(_py: Python<'_>, _comm: (i64, usize, usize, String)) -> PyResult<two
     Err(Error::new_err(
         "comm=: this twobs was built without MPI, and each rank would run the whole problem alone; build the package with its `mpi` feature (`maturin develop --features mpi`, or `MATURIN_PEP517_ARGS=\"--features mpi\" pip install .`) against the MPI mpi4py uses",
     ))
+}
+
+/// `outside_box=` as the engine takes it.
+fn outside(given: Option<&str>) -> PyResult<Option<Outside>> {
+    match given {
+        None => Ok(None),
+        Some("wrap") => Ok(Some(Outside::Wrap)),
+        Some("refuse") => Ok(Some(Outside::Refuse)),
+        Some(other) => Err(PyValueError::new_err(format!("outside_box={other:?}: expected \"wrap\" or \"refuse\""))),
+    }
+}
+
+/// `box_origin=` as the engine takes it.
+fn box_origin(given: &str) -> PyResult<BoxOrigin> {
+    match given {
+        "corner" => Ok(BoxOrigin::Corner),
+        "center" | "centre" => Ok(BoxOrigin::Center),
+        other => Err(PyValueError::new_err(format!(
+            "box_origin={other:?}: expected \"corner\" (coordinates in [0, L)) or \"center\" (in [-L/2, L/2), freud's)"
+        ))),
+    }
+}
+
+/// A numpy array that is not one run of memory.
+fn not_contiguous(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
 }
 
 /// A rank's result of pairs or KNN lists, which rank 0 alone holds: the kind, and None for the arrays.
@@ -764,7 +803,7 @@ fn matrix_columns(m: &Bound<'_, PyAny>, scalar: Scalar, origin: &str, loan: &mut
                 .collect();
             match (a.is_c_contiguous(), a.as_slice()) {
                 (true, Ok(rows)) => {
-                    let taken = twobs::index::take_rows(rows, n, cols, origin);
+                    let taken = twobs::data::take_rows(rows, n, cols, origin);
                     (taken.set.columns, Some((taken.shape, taken.finite)))
                 }
                 // Column-major or strided (as_slice takes Fortran order too).
@@ -1110,24 +1149,6 @@ fn result<'py>(
         }
     }
     Ok(out)
-}
-
-/// One array per set appended to the set's columns (weights, ids), each as
-/// long as its set.
-fn push_per_set<T: numpy::Element + Copy>(
-    inputs: &mut Inputs,
-    arrays: &[PyReadonlyArray1<'_, T>],
-    what: &str,
-    column: impl Fn(Vec<T>) -> Column,
-) -> PyResult<()> {
-    for (set, a) in inputs.sets_mut().zip(arrays) {
-        let a = a.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
-        if a.len() != set.len() {
-            return Err(InputError::new_err(format!("{} {what} for {} ({} points)", a.len(), set.origin, set.len())));
-        }
-        set.columns.push(column(a.to_vec()));
-    }
-    Ok(())
 }
 
 /// Pairs as one flat list of indices, in place.

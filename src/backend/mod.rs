@@ -1,14 +1,63 @@
 //! Backends that execute plans: the CPU (the host compiler; the oracle) and
-//! CUDA (NVRTC and cudarc; one or many GPUs).
+//! CUDA (one or many GPUs; everything that touches the driver lives under `cuda`).
 
 pub mod cpu;
 pub mod cuda;
 pub mod hybrid;
-pub mod nvrtc;
 
 use std::sync::{Mutex, MutexGuard};
 
+use serde::Serialize;
+
 use crate::spec::Params;
+
+/// Which backend to run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// The GPU when one is usable, else the CPU.
+    Auto,
+    Cuda,
+    Cpu,
+}
+
+/// The backend a run used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    Cuda,
+    Cpu,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Cuda => "cuda",
+            Backend::Cpu => "cpu",
+        }
+    }
+}
+
+impl BackendChoice {
+    /// The backend this choice resolves to on this machine, with a note when `auto` falls back.
+    pub fn resolve(self, notes: &mut Vec<String>) -> Backend {
+        match self {
+            BackendChoice::Cpu => Backend::Cpu,
+            BackendChoice::Cuda => Backend::Cuda,
+            BackendChoice::Auto => {
+                match cuda::usable()
+                    .map_err(|e| e.to_string())
+                    .and_then(|()| cuda::nvrtc::available().map_err(|e| e.to_string()))
+                {
+                    Ok(()) => Backend::Cuda,
+                    Err(why) => {
+                        notes.push(format!("no usable GPU ({why}): running on the CPU backend"));
+                        Backend::Cpu
+                    }
+                }
+            }
+        }
+    }
+}
 
 /// A kernel or driver that reads its box at run time holds one box, set
 /// before each run (`__constant__` memory per loaded module, a global per

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use super::{DEFAULT_POINTS, Planned, Target};
-use crate::backend::nvrtc;
+use crate::backend::cuda::nvrtc;
 use crate::codegen::{self, Kernel};
 use crate::device::Device;
 use crate::spec::Problem;

@@ -4,9 +4,10 @@
 use clap::Args;
 
 use super::{DEFAULT_STREAMS, Planned, Target};
+use crate::data;
 use crate::data::{Generator, synthesize};
 use crate::device::Device;
-use crate::index::{self, IndexChoice, IndexKind};
+use crate::index::{IndexChoice, IndexKind};
 use crate::schedule::{self, GpuOptions, Hybrid};
 use crate::stage::contribution;
 
@@ -81,12 +82,12 @@ impl ScheduleArgs {
     /// the described machine.
     fn print(&self, p: &Planned) -> anyhow::Result<()> {
         let components = p.problem.input.components();
-        let set = |n: u64, seed: u64| -> anyhow::Result<index::SetShape> {
+        let set = |n: u64, seed: u64| -> anyhow::Result<data::SetShape> {
             let sample = synthesize(Generator::Uniform, n.min(1 << 14), &components, seed)?;
-            Ok(index::SetShape::described(n as usize, sample))
+            Ok(data::SetShape::described(n as usize, sample))
         };
         let points = p.plan.shape.points;
-        let shapes = index::Shapes { a: set(points.a, 7)?, b: points.b.map(|b| set(b, 8)).transpose()? };
+        let shapes = data::Shapes { a: set(points.a, 7)?, b: points.b.map(|b| set(b, 8)).transpose()? };
         let cores = self.cores.unwrap_or_else(crate::memory::host_cores);
         let memory = described_memory(&p.device);
         let workers = schedule::Workers::described(&p.device, self.gpu_count, memory, DEFAULT_STREAMS, cores);

@@ -7,11 +7,12 @@ use clap::Args;
 
 use super::{BackendArg, DEFAULT_STREAMS, ForcedArgs, FormatArg, bind, load, with_input_dims};
 use crate::cache::Cache;
-use crate::data::{self, InputOptions, Inputs, Outside, PointSet, read_frames};
+use crate::data::{self, Column, InputOptions, Inputs, Outside, PointSet, read_frames};
 use crate::index::IndexChoice;
 use crate::ranks;
 use crate::report::{self, OutputOptions};
-use crate::run::{self, Execution, RunOptions};
+use crate::request::{BoxOrigin, Frame, Hint, Joined, Options, Placement, Request, RequestError, Shaping};
+use crate::run::{self, Execution, Workers};
 use crate::schedule::{GpuOptions, Hybrid};
 use crate::spec::{Component, Output, ParamKind, Params, Problem, Sets};
 use crate::write::{self, Destination, Format, Named, Target as ResultTarget, WriteError};
@@ -93,6 +94,10 @@ pub(super) struct RunArgs {
     /// wrap where at most half of a set lies outside, refuse the set where more do).
     #[arg(long, value_enum, value_name = "WRAP|REFUSE")]
     outside_box: Option<Outside>,
+    /// Where the periodic box lies: its corner at the origin (coordinates in
+    /// [0, L), LAMMPS, GROMACS), or centred on it (freud, HOOMD-blue: [-L/2, L/2)).
+    #[arg(long, value_enum, default_value = "corner")]
+    box_origin: BoxOrigin,
     /// Pairs in both orders plus (i, i), as GDS-Join counts its results.
     #[arg(long)]
     symmetric: bool,
@@ -191,23 +196,49 @@ fn start_ranks() -> anyhow::Result<Option<ranks::Handle>> {
     }
 }
 
-/// The run, as one process or as one rank of several: only rank 0 writes
+/// The run, as one process or as one rank of several: rank 0 reads the
+/// inputs (the run sends the other ranks what they hold) and alone writes
 /// the result, the report and the plot, and says the notes.
 fn run_as(mut args: RunArgs, ranks: Option<ranks::Handle>) -> anyhow::Result<()> {
     let root = ranks.as_ref().is_none_or(|h| h.0.rank() == 0);
     args.quiet |= !root;
-    let problem = load(&args.problem, args.log_bins)?;
-    let problem = match &args.exclude_same {
-        Some(name) => problem.with_exclusion(name).context("--exclude-same")?,
-        None => problem,
-    };
-    let problem = with_id_files(problem, &args.ids)?;
-    let params = bind(&problem, &md_box_placeholder(&problem, &args))?;
     refuse_flags_of_another_backend(&args)?;
     let opts = InputOptions { dims: args.dims, drop_nonfinite: args.drop_nonfinite, seed: args.seed };
-    let given = inputs_or_default(&problem, &args);
+    let given = inputs_or_default(&load(&args.problem, args.log_bins)?, &args);
     let types = args.types.as_deref().map(TypePair::parse).transpose()?;
-    let sets_per_frame = match &types {
+    let problem = shaped_problem(&args, &given, types.as_ref(), &opts)?;
+    let params = bind(&problem, &md_box_placeholder(&problem, &args))?;
+    // Where the result, the report and the plot go is checked before the
+    // input is read: a large input takes a while to read or draw.
+    let destinations = if root { Some(Destinations::check(&problem, &args)?) } else { None };
+    let workers = workers(&args, ranks)?;
+    let options = Options { index: args.index, verify: args.verify, f64: args.f64 };
+    let request = match root {
+        true => read_request(problem, &params, &given, &opts, &args, types.as_ref(), options)?,
+        false => Request::from_root(problem, params, options),
+    };
+    let exec = run::execute(&request, &workers)?;
+    if !args.quiet {
+        for note in &exec.notes {
+            eprintln!("note: {note}");
+        }
+    }
+    match destinations {
+        Some(destinations) => write_outputs(&request, &exec, destinations, &args),
+        None => Ok(()),
+    }
+}
+
+/// The problem as the flags and inputs make it: its sets (one a frame, or
+/// a type each), the inputs' dimension, weights, ids and exclusion.
+fn shaped_problem(
+    args: &RunArgs,
+    given: &[String],
+    types: Option<&TypePair>,
+    opts: &InputOptions,
+) -> anyhow::Result<Problem> {
+    let problem = load(&args.problem, args.log_bins)?;
+    let sets = match types {
         _ if args.frames => 1,
         Some(t) if given.len() == 1 => 1 + usize::from(t.a != t.b),
         _ => given.len(),
@@ -215,81 +246,35 @@ fn run_as(mut args: RunArgs, ranks: Option<ranks::Handle>) -> anyhow::Result<()>
     if types.is_some() && !args.weights.is_empty() {
         anyhow::bail!("--weights with --types: the weights would be of the chosen atoms; give one of them");
     }
-    let problem = problem.with_sets(sets_per_frame)?;
-    let problem = with_input_dims(problem, &given[0], &opts)?;
-    // Points are read as the element is; the weights join them after.
-    let components = problem.input.element.components();
-    let problem = with_weights(problem, args.weights.len(), sets_per_frame)?;
-    // Where the result, the report and the plot go is checked before the
-    // input is read: a large input takes a while to read or draw.
-    let destinations = if root { Some(Destinations::check(&problem, &args)?) } else { None };
-    let mut run_opts = run_options(&args)?;
-    run_opts.ranks = ranks.clone();
-    // Rank 0 reads the inputs once and sends every rank what it holds: the
-    // frames whole, or set B alone where A's rows travel with the pieces.
-    let (frames, input_notes, frame_params, exec) = match ranks.as_ref().map(|h| &*h.0).filter(|r| r.size() > 1) {
-        None => {
-            let (frames, notes, frame_params) =
-                read_points(&problem, &params, &given, &components, &opts, &args, types.as_ref())?;
-            let exec = run::execute_frames(&problem, &frame_params, &frames, &run_opts)?;
-            (frames, notes, frame_params, exec)
-        }
-        Some(r) if root => {
-            let (frames, notes, frame_params) =
-                read_points(&problem, &params, &given, &components, &opts, &args, types.as_ref())?;
-            // The other ranks know the --params, not a box read from the file.
-            if frame_params.len() > 1 || frame_params[0] != params {
-                anyhow::bail!(
-                    "a box read from an MD file is not sent to the other MPI ranks yet; give it with --param, or run one process"
-                );
-            }
-            let travel = match &frames[..] {
-                [one] => run::rows_of_a_travel(&problem, &params, one, &run_opts)?,
-                _ => None,
-            };
-            let sent = match travel {
-                Some(t) => {
-                    let a_shape = crate::index::SetShape::of(&frames[0].a);
-                    ranks::encode_rows_of_a(&frames[0], &a_shape, t.f64_mode, t.pieces)
-                }
-                None => ranks::encode_frames(&frames, &notes),
-            };
-            let sent = r.broadcast(Some(sent)).len() as u64;
-            let exec = match travel {
-                Some(t) => run::execute_rows(&problem, &params, run::Held::Root(&frames[0], t), &run_opts)?,
-                None => {
-                    let mut exec = run::execute_frames(&problem, &frame_params, &frames, &run_opts)?;
-                    // Every other rank received the frames.
-                    exec.ranks.iter_mut().filter(|w| w.rank != 0).for_each(|w| w.received_bytes = sent);
-                    exec
-                }
-            };
-            (frames, notes, frame_params, exec)
-        }
-        Some(r) => match ranks::decode_sent(&r.broadcast(None))? {
-            ranks::Sent::RowsOfA(rows) => {
-                // What this rank found went to rank 0, which writes.
-                run::execute_rows(&problem, &params, run::Held::Rank(&rows), &run_opts)?;
-                return Ok(());
-            }
-            ranks::Sent::Whole { frames, notes } => {
-                let frame_params = vec![params.clone()];
-                let exec = run::execute_frames(&problem, &frame_params, &frames, &run_opts)?;
-                (frames, notes, frame_params, exec)
-            }
-        },
+    if !args.weights.is_empty() && args.weights.len() != sets {
+        anyhow::bail!(
+            "--weights: {} files for {sets} set{} of points; give one per --input, in the same order",
+            args.weights.len(),
+            if sets == 1 { "" } else { "s" }
+        );
+    }
+    let mut ids = Vec::new();
+    for item in &args.ids {
+        let (name, _) = item.split_once('=').ok_or_else(|| anyhow::anyhow!("--id {item}: expected NAME=FILE"))?;
+        // An id's name is checked by itself first, for a message that names the flag.
+        problem.with_id(name).with_context(|| format!("--id {item}"))?;
+        ids.push(name.to_owned());
+    }
+    let shaping = Shaping {
+        sets,
+        log_bins: false,
+        dims: None,
+        weighted: !args.weights.is_empty(),
+        ids,
+        exclude_same: args.exclude_same.clone(),
     };
-    let mut exec = exec;
-    exec.notes.splice(0..0, input_notes);
-    if !args.quiet {
-        for note in &exec.notes {
-            eprintln!("note: {note}");
+    let problem = shaping.apply(&problem).map_err(|e| match (&args.exclude_same, e) {
+        (Some(_), RequestError::Param(e)) if e.to_string().contains("excluding pairs") => {
+            anyhow::Error::new(e).context("--exclude-same")
         }
-    }
-    match destinations {
-        Some(destinations) => write_outputs(&problem, &frame_params, &frames, &exec, destinations, &args),
-        None => Ok(()),
-    }
+        (_, e) => e.into(),
+    })?;
+    with_input_dims(problem, &given[0], opts)
 }
 
 /// Flags that only one backend has, refused on a run on the other.
@@ -335,18 +320,6 @@ fn inputs_or_default(problem: &Problem, args: &RunArgs) -> Vec<String> {
         );
     }
     given
-}
-
-/// The problem with a weight per point when `--weights` gives one file per set.
-fn with_weights(problem: Problem, files: usize, sets_per_frame: usize) -> anyhow::Result<Problem> {
-    Ok(match files {
-        0 => problem,
-        n if n == sets_per_frame => problem.with_point_weights()?,
-        n => anyhow::bail!(
-            "--weights: {n} files for {sets_per_frame} set{} of points; give one per --input, in the same order",
-            if sets_per_frame == 1 { "" } else { "s" }
-        ),
-    })
 }
 
 /// Where the result and the report go.
@@ -438,46 +411,58 @@ fn result_target(problem: &Problem, args: &RunArgs) -> anyhow::Result<Option<Res
     Ok(target)
 }
 
-/// The frames of points to run on: read, chosen by type, checked to add
-/// up, moved into the periodic box, with their weights and ids; notes of
-/// what was moved; and each frame's parameters (its own box where an MD
-/// file gives one, else one set for all).
-fn read_points(
-    problem: &Problem,
+/// The request of the frames of points to run on: read, chosen by type,
+/// checked to add up, moved into the periodic box, with their weights and
+/// ids, and each frame's parameters (its own box where an MD file gives
+/// one, else one set for all).
+fn read_request(
+    problem: Problem,
     params: &Params,
     given: &[String],
-    components: &[Component],
     opts: &InputOptions,
     args: &RunArgs,
     types: Option<&TypePair>,
-) -> anyhow::Result<(Vec<Inputs>, Vec<String>, Vec<Params>)> {
+    options: Options,
+) -> anyhow::Result<Request> {
     let topology = match &args.topology {
         Some(t) => Some(data::md::read_all(Path::new(t)).context("--topology")?.swap_remove(0)),
         None => None,
     };
-    let read = read_frames_of(given, components, opts, args.frames, types, &args.ids, topology.as_ref())?;
-    if read.len() > 1
-        && !matches!(
-            problem.output,
-            Output::Count { .. } | Output::Sum | Output::Histogram { .. } | Output::Histogram2d { .. }
-        )
-    {
-        anyhow::bail!(
-            "{} frames: frames add up for counts, sums and histograms, but problem `{}` makes {}; run each frame alone",
-            read.len(),
-            problem.name,
-            problem.output.kind()
-        );
-    }
-    let (frame_params, file_boxes, mut notes) = frame_params(problem, params, &read, args)?;
-    let mut frames: Vec<Inputs> =
-        read.iter().map(|(a, b)| Inputs { a: a.set.clone(), b: b.as_ref().map(|b| b.set.clone()) }).collect();
+    let components = problem.input.element.components();
+    let read = read_frames_of(given, &components, opts, args.frames, types, &args.ids, topology.as_ref())?;
+    let (frame_params, file_boxes, notes) = frame_params(&problem, params, &read, args)?;
+    let frames: Vec<Frame> = read
+        .iter()
+        .enumerate()
+        .map(|(f, (a, b))| Frame {
+            params: frame_params[f.min(frame_params.len() - 1)].clone(),
+            inputs: Inputs { a: a.set.clone(), b: b.as_ref().map(|b| b.set.clone()) },
+            shapes: None,
+        })
+        .collect();
+    // One file of weights serves every frame of a trajectory: the weights are the atoms'.
+    let weights = args
+        .weights
+        .iter()
+        .zip(frames[0].inputs.sets())
+        .map(|(file, set)| data::read_weights(file, set.len()))
+        .collect::<Result<_, _>>()?;
+    let joined = Joined { weights, ids: id_columns(&problem, &read)? };
     // A box read from the file is the data's: points a little outside it are wrapped in.
-    let policy = args.outside_box.or(file_boxes.then_some(Outside::Wrap));
-    notes.extend(into_periodic_box(problem, &frame_params, &mut frames, given, args, policy)?);
-    join_weights(&mut frames, &args.weights)?;
-    join_ids(problem, &mut frames, &read)?;
-    Ok((frames, notes, frame_params))
+    let outside = args.outside_box.or(file_boxes.then_some(Outside::Wrap));
+    let placement = Placement { origin: args.box_origin, outside };
+    let mut request = Request::host(problem, frames, joined, placement, options).map_err(|e| match e.hint() {
+        // The library names no flag: the wrapping it offers is --outside-box wrap here.
+        Some(Hint::WrapIntoBox) => anyhow::anyhow!("{e} (--outside-box wrap)"),
+        None => match &e {
+            RequestError::Refused(why) if why.contains("has no periodic box") && args.outside_box.is_some() => {
+                anyhow::anyhow!("--outside-box: {why}")
+            }
+            _ => e.into(),
+        },
+    })?;
+    request.notes.splice(0..0, notes);
+    Ok(request)
 }
 
 /// The --params, with the box open (0) where the inputs are MD files and
@@ -699,16 +684,6 @@ fn id_files_of(
     Ok(out)
 }
 
-/// The problem with the ids --id names declared (`<id name="..."/>`).
-fn with_id_files(problem: Problem, ids: &[String]) -> anyhow::Result<Problem> {
-    let mut problem = problem;
-    for item in ids {
-        let (name, _) = item.split_once('=').ok_or_else(|| anyhow::anyhow!("--id {item}: expected NAME=FILE"))?;
-        problem = problem.with_id(name).with_context(|| format!("--id {item}"))?;
-    }
-    Ok(problem)
-}
-
 /// Each frame's parameters: where the problem has a periodic box and the
 /// input an MD file's box, the frame's own (unless --param sets the box);
 /// whether any came from a file; and notes.
@@ -767,100 +742,40 @@ fn frame_params(
     Ok((out, true, Vec::new()))
 }
 
-/// Each set's ids (`<id>`) joined to its points in every frame, after the weights.
-fn join_ids(problem: &Problem, frames: &mut [Inputs], read: &[(SetRead, Option<SetRead>)]) -> anyhow::Result<()> {
+/// Each id's column per set (`<id>`), from the first frame: an MD file's
+/// molecules and types, or --id files, as i32.
+fn id_columns(problem: &Problem, read: &[(SetRead, Option<SetRead>)]) -> anyhow::Result<Vec<(String, Vec<Column>)>> {
+    let (a, b) = &read[0];
+    let mut out = Vec::new();
     for name in &problem.input.ids {
-        for (inputs, (a, b)) in frames.iter_mut().zip(read) {
-            for (set, from) in inputs.sets_mut().zip(std::iter::once(a).chain(b.as_ref())) {
-                let Some((_, v)) = from.ids.iter().find(|(n, _)| n == name) else {
-                    anyhow::bail!(
-                        "problem `{}` takes an id `{name}` per point, which {} does not give; give --id {name}=FILE (one integer per point){}",
-                        problem.name,
-                        set.origin,
-                        if name == "molecule" {
-                            ", or an MD file with molecules (LAMMPS mol, .gro residues)"
-                        } else {
-                            ""
-                        }
-                    );
-                };
-                let column = v
-                    .iter()
-                    .enumerate()
-                    .map(|(r, &x)| {
-                        i32::try_from(x)
-                            .map_err(|_| anyhow::anyhow!("{}: point {r}: {name} {x} does not fit i32", set.origin))
-                    })
-                    .collect::<anyhow::Result<Vec<i32>>>()?;
-                set.columns.push(data::Column::I32(column));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Points outside the problem's periodic box wrapped into it (or refused, as
-/// `--outside-box` says), with a note of how many per set.
-fn into_periodic_box(
-    problem: &Problem,
-    frame_params: &[Params],
-    frames: &mut [Inputs],
-    given: &[String],
-    args: &RunArgs,
-    policy: Option<Outside>,
-) -> anyhow::Result<Vec<String>> {
-    let mut notes = Vec::new();
-    match (problem.periodic_box(&frame_params[0]), policy) {
-        (Some((name, _)), policy) => {
-            // Points moved, per set, over all frames.
-            let mut moved = [0, 0];
-            for (f, inputs) in frames.iter_mut().enumerate() {
-                let (_, b) =
-                    problem.periodic_box(&frame_params[f.min(frame_params.len() - 1)]).expect("every frame's box");
-                for (k, set) in inputs.sets_mut().enumerate() {
-                    // The library names no flag: the wrapping it offers is --outside-box wrap here.
-                    moved[k] +=
-                        set.into_box((&name, &b), policy).map_err(|e| anyhow::anyhow!("{e} (--outside-box wrap)"))?;
-                }
-            }
-            let b = match frame_params {
-                [one] => format!("{name}={}", problem.periodic_box(one).expect("a box").1),
-                _ => "of each frame".to_owned(),
+        let mut columns = Vec::new();
+        for from in std::iter::once(a).chain(b.as_ref()) {
+            let Some((_, v)) = from.ids.iter().find(|(n, _)| n == name) else {
+                anyhow::bail!(
+                    "problem `{}` takes an id `{name}` per point, which {} does not give; give --id {name}=FILE (one integer per point){}",
+                    problem.name,
+                    from.set.origin,
+                    if name == "molecule" { ", or an MD file with molecules (LAMMPS mol, .gro residues)" } else { "" }
+                );
             };
-            let over = if frames.len() > 1 { format!(" (over {} frames)", frames.len()) } else { String::new() };
-            for (k, moved) in moved.into_iter().enumerate().filter(|(_, m)| *m > 0) {
-                let set = if args.frames { "the frames".to_owned() } else { given.get(k).unwrap_or(&given[0]).clone() };
-                notes.push(format!("{set}: {moved} points outside the box {b} wrapped into it{over}"));
-            }
+            let column = v
+                .iter()
+                .enumerate()
+                .map(|(r, &x)| {
+                    i32::try_from(x)
+                        .map_err(|_| anyhow::anyhow!("{}: point {r}: {name} {x} does not fit i32", from.set.origin))
+                })
+                .collect::<anyhow::Result<Vec<i32>>>()?;
+            columns.push(Column::I32(column));
         }
-        (None, Some(_)) => anyhow::bail!(
-            "--outside-box: problem `{}` has no periodic box{}",
-            problem.name,
-            if problem.params.iter().any(|p| p.kind == ParamKind::Box) { " (its box is open, 0)" } else { "" }
-        ),
-        (None, None) => {}
+        out.push((name.clone(), columns));
     }
-    Ok(notes)
+    Ok(out)
 }
 
-/// Each set's `--weights` column joined to its points in every frame.
-fn join_weights(frames: &mut [Inputs], files: &[String]) -> anyhow::Result<()> {
-    // One file serves every frame of a trajectory: the weights are the atoms'.
-    let weights: Vec<data::Column> = files
-        .iter()
-        .zip(frames[0].sets_mut())
-        .map(|(file, set)| data::read_weights(file, set.len()))
-        .collect::<Result<_, _>>()?;
-    for inputs in frames.iter_mut() {
-        for (set, w) in inputs.sets_mut().zip(&weights) {
-            set.columns.push(w.clone());
-        }
-    }
-    Ok(())
-}
-
-/// The backend's and the GPUs' options from the flags.
-fn run_options(args: &RunArgs) -> anyhow::Result<RunOptions> {
+/// Who runs: the backend, the CPU's threads, the GPUs and how work reaches
+/// them, and the MPI ranks (rank 0 sends the others what they hold).
+fn workers(args: &RunArgs, ranks: Option<ranks::Handle>) -> anyhow::Result<Workers> {
     if args.block_points == Some(0) {
         anyhow::bail!("--block-points must be at least 1");
     }
@@ -876,24 +791,20 @@ fn run_options(args: &RunArgs) -> anyhow::Result<RunOptions> {
         piece_pairs: args.piece_pairs,
         hybrid: args.hybrid,
     };
-    Ok(RunOptions {
+    Ok(Workers {
         backend: args.backend.choice(),
         threads: args.threads,
-        f64: args.f64,
-        quiet: args.quiet,
         gpu,
-        verify: args.verify,
-        index: args.index,
+        progress: !args.quiet,
         cache: Cache::user()?,
-        ranks: None,
+        ranks,
+        root_sends_points: true,
     })
 }
 
 /// The result, the report and the plot, each where it was asked to go.
 fn write_outputs(
-    problem: &Problem,
-    params: &[Params],
-    frames: &[Inputs],
+    request: &Request,
     exec: &Execution,
     destinations: Destinations,
     args: &RunArgs,
@@ -901,12 +812,13 @@ fn write_outputs(
     let out_opts =
         OutputOptions { out: destinations.result, symmetric: args.symmetric, sorted: args.sorted, quiet: args.quiet };
     let to_stdout = args.report.as_deref() == Some("-");
-    let report = report::present(problem, params, frames, exec, &out_opts, to_stdout)?;
+    let (problem, frames) = (&request.problem, request.frames());
+    let report = report::present(problem, frames, exec, &out_opts, to_stdout)?;
     if let Some(target) = &destinations.report {
         crate::write::document(target, &report)?;
     }
     if let Some(path) = &args.plot {
-        report::plot(problem, params, frames, exec, path)?;
+        report::plot(problem, frames, exec, path)?;
         if !args.quiet {
             eprintln!("drew {}", path.display());
         }

@@ -8,10 +8,10 @@ use clap::Args;
 use super::{BackendArg, FormatArg, bind, load, with_input_dims};
 use crate::cache::Cache;
 use crate::data::{self, InputOptions, Inputs, read_input};
-use crate::index::IndexChoice;
 use crate::plot;
 use crate::report;
-use crate::run::RunOptions;
+use crate::request::Options;
+use crate::run::Workers;
 use crate::schedule::GpuOptions;
 use crate::stage::contribution;
 use crate::write::{Destination, Named, Target as ResultTarget};
@@ -259,17 +259,16 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
             set.columns.push(weights);
         }
     }
-    let run_opts = RunOptions {
+    let workers = Workers {
         backend: args.backend.choice(),
         threads: args.threads,
-        f64: false,
-        quiet: args.quiet,
         gpu: GpuOptions { streams: 2, ..Default::default() },
-        verify: false,
-        index: IndexChoice::Auto,
+        progress: !args.quiet,
         cache,
         ranks: None,
+        root_sends_points: false,
     };
+    let on = (Options::default(), &workers);
     let patches = match (&args.patches, &args.random_patches) {
         (Some(d), Some(r)) => Some((
             read_patches(d, data.len()).context("--patches")?,
@@ -279,7 +278,7 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
     };
     let randoms = randoms.map(|a| Inputs { a, b: None });
     let data = Inputs { a: data, b: None };
-    let (counts, runs) = xi::count_cells(&problem, &params, &data, randoms.as_ref(), estimator, los, &run_opts)?;
+    let (counts, runs) = xi::count_cells(&problem, &params, &data, randoms.as_ref(), estimator, los, on)?;
     let xi = counts.xi(estimator, args.norm);
     let wp = counts.wp(&xi);
     let started = std::time::Instant::now();
@@ -292,7 +291,7 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
             estimator,
             args.norm,
             &counts,
-            &run_opts,
+            on,
         )?),
         (None, _) => None,
     };

@@ -6,7 +6,7 @@
 //! comes back to the host: each component's extremes, its non-finite rows
 //! and the strided samples that the host path takes from its columns. The
 //! decisions are then those of the same points given on the host
-//! (`index::SetShape::measured`, tested in `tests/device_inputs.rs`).
+//! (`data::SetShape::measured`, tested in `tests/device_inputs.rs`).
 
 use super::{Column, InputError, PointSet, Spread};
 use crate::spec::Scalar;
@@ -156,7 +156,7 @@ pub struct Measured {
     pub extreme_keys: Vec<[u64; 2]>,
     /// The first row holding NaN or infinity, and how many rows do.
     pub bad: Option<(u32, u32)>,
-    /// Rows 0, step, 2 step, ... at `index::SetShape`'s step (`index::sample_step`), one column each.
+    /// Rows 0, step, 2 step, ... at `data::SetShape`'s step (`data::sample_step`), one column each.
     pub shape_sample: Vec<Column>,
     /// Rows at the range check's step ([`super::spacing_step`]).
     pub spacing_sample: Vec<Column>,
@@ -188,7 +188,7 @@ impl Measured {
         PointSet { columns: columns.to_vec(), origin: format!("{what} of {}", self.origin), rows: None }
     }
 
-    /// What the range check reads of the set (`index::SetShape::measured` is what the planner reads).
+    /// What the range check reads of the set (`data::SetShape::measured` is what the planner reads).
     pub fn spread(&self) -> Spread {
         Spread { ranges: self.ranges(), sample: self.sample(&self.spacing_sample, "a spacing sample") }
     }

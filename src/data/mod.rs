@@ -5,6 +5,8 @@ pub mod device;
 pub mod md;
 mod range;
 mod read;
+mod rows;
+mod shape;
 mod synth;
 mod values;
 
@@ -18,6 +20,8 @@ pub use device::{
 };
 pub use range::{OutOfF32, Spacing, Spread, f32_range, f32_range_of, spacing_step};
 pub use read::{InputOptions, read_frames, read_ids, read_input, read_weights, values_per_point};
+pub use rows::{SHARED_FROM, TakenRows, take_rows, take_rows_shared_from};
+pub use shape::{ESTIMATE_SAMPLE, SetShape, Shapes, sample_step};
 pub use synth::{Generator, synthesize};
 pub use values::RowValue;
 pub(crate) use values::{extreme_pair, extremes, less, more};
@@ -182,7 +186,7 @@ impl Column {
     }
 
     /// The rows `keep` of this column, in order.
-    fn select(&self, keep: &[usize]) -> Column {
+    pub fn select(&self, keep: &[usize]) -> Column {
         map!(self, v => keep.iter().map(|&i| v[i]).collect())
     }
 
@@ -582,6 +586,17 @@ impl PointSet {
         Ok(moved)
     }
 
+    /// Every point moved by `by` (the first three components, in f64,
+    /// rounded once to the column's type).
+    pub fn shift(&mut self, by: [f64; 3]) {
+        for (c, d) in by.into_iter().enumerate() {
+            for i in 0..self.len() {
+                let x = self.columns[c].get_f64(i);
+                self.columns[c].set_f64(i, x + d);
+            }
+        }
+    }
+
     /// The smallest and largest value of each component.
     pub fn bounds(&self) -> Vec<(f64, f64)> {
         self.columns
@@ -640,6 +655,11 @@ impl Inputs {
     /// The bytes of every column of both sets (what a process holds of its inputs).
     pub fn held_bytes(&self) -> u64 {
         self.a.held_bytes() + self.b.as_ref().map_or(0, PointSet::held_bytes)
+    }
+
+    /// Set A, then set B where there is one.
+    pub fn sets(&self) -> impl Iterator<Item = &PointSet> {
+        std::iter::once(&self.a).chain(self.b.as_ref())
     }
 
     /// Set A, then set B where there is one.

@@ -77,7 +77,7 @@ impl Spread {
     }
 
     /// The first `ranges.len()` components of `set`, whose ranges are known
-    /// (`index::SetShape::of` read them): a pass over the points saved.
+    /// (`data::SetShape::of` read them): a pass over the points saved.
     pub fn with_ranges(set: &PointSet, ranges: Vec<(f64, f64)>) -> Spread {
         let rows: Vec<usize> = (0..set.len()).step_by(spacing_step(set.len())).collect();
         let columns = set.columns[..ranges.len()].iter().map(|c| c.select(&rows)).collect();

@@ -1,5 +1,5 @@
 //! The value types of columns as one trait, and a column's extremes in
-//! them: what `Column::min_max` reads and what `index::take_rows` measures
+//! them: what `Column::min_max` reads and what `data::take_rows` measures
 //! as it copies rows, by the same fold.
 
 use std::mem::MaybeUninit;

@@ -23,8 +23,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
+use crate::data::SetShape;
 use crate::data::{Column, Inputs, PointSet};
-use crate::index::SetShape;
 use crate::outcome::{Outcome, Totals};
 use crate::spec::Scalar;
 use crate::stage::output::Partial;

@@ -15,12 +15,14 @@
 
 use std::ops::Range;
 
+pub mod hierarchy;
 pub mod pieces;
 
 use serde::Serialize;
 
+use crate::data::Shapes;
 use crate::device::Device;
-use crate::index::{self, CPU_RUNS, IndexChoice, IndexError, IndexKind, Layout, Runs, Shapes, Summary};
+use crate::index::{self, CPU_RUNS, IndexChoice, IndexError, IndexKind, Layout, Runs, Summary};
 use crate::plan::{Forced, Plan, PlanError, Points, Shape};
 use crate::spec::{Output, Params, Problem};
 use crate::stage::contribution::CpuBuckets;

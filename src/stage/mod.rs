@@ -1,7 +1,7 @@
 //! The kernel's stage families, one module each. A family owns its planning
 //! rule and the explanation that goes with it, its template fragment and the
-//! contract the fragment keeps, the kernel parameters it adds, its device
-//! buffers, how partial results merge, and its CPU driver fragment:
+//! contract the fragment keeps, the kernel parameters it adds, how partial
+//! results merge, and its CPU driver fragment:
 //!
 //! - [`visit`]: which pairs, and how blocks meet tiles;
 //! - [`input`]: where the other point of each pair is cached;
@@ -11,14 +11,14 @@
 //!
 //! [`crate::plan`] composes the families' choices into a Plan,
 //! [`crate::codegen`] renders their fragments into one kernel (and one CPU
-//! driver), and [`crate::backend`] allocates their buffers and launches.
+//! driver), and [`crate::backend`] allocates their buffers and launches
+//! (`backend::cuda::launch` resolves each [`Source`] to a device value).
 
 pub mod contribution;
 pub mod input;
 pub mod output;
 pub mod visit;
 
-use cudarc::driver::{CudaSlice, LaunchArgs, PushKernelArg};
 use serde::Serialize;
 
 /// How a pair is tested. Its rules live with the contribution
@@ -112,59 +112,6 @@ pub enum Source {
     Output(output::Arg),
 }
 
-/// A value the launcher can push as a kernel argument.
-pub trait PushArg {
-    fn push<'a>(&'a self, args: &mut LaunchArgs<'a>);
-}
-
-impl<T> PushArg for CudaSlice<T> {
-    fn push<'a>(&'a self, args: &mut LaunchArgs<'a>) {
-        args.arg(self);
-    }
-}
-
-impl PushArg for u32 {
-    fn push<'a>(&'a self, args: &mut LaunchArgs<'a>) {
-        args.arg(self);
-    }
-}
-
-/// The values behind every [`Source`] for one launch.
-pub struct KernelArgs<'a> {
-    pub a: &'a input::DeviceBlock,
-    /// The other set's block, for a kernel between two sets.
-    pub b: Option<&'a input::DeviceBlock>,
-    /// Points in A's and the other block.
-    pub counts: [u32; 2],
-    /// Whole-input index of the first point of A's and the other block.
-    pub offsets: [u32; 2],
-    /// The steps of every block that the launch runs: [first, end).
-    pub steps: [u32; 2],
-    pub output: output::DeviceOutput<'a>,
-    /// The grid's units and ranges, for a kernel that walks a grid.
-    pub grid: Option<GridArgs<'a>>,
-}
-
-/// A grid on the device, and the unit a launch starts at.
-#[derive(Clone, Copy)]
-pub struct GridArgs<'a> {
-    pub units: &'a CudaSlice<u32>,
-    pub ranges: &'a CudaSlice<u32>,
-    pub first: u32,
-    /// What a search of rings reads besides.
-    pub rings: Option<RingArgs<'a>>,
-}
-
-/// The buffers and shape of a search of rings (`visit/rings.cu`).
-#[derive(Clone, Copy)]
-pub struct RingArgs<'a> {
-    pub cell_start: &'a CudaSlice<u32>,
-    pub cell_a: &'a CudaSlice<u32>,
-    pub perm_a: &'a CudaSlice<u32>,
-    pub perm_b: &'a CudaSlice<u32>,
-    pub shape: &'a RingShape,
-}
-
 /// `struct RingShape` of `kernel.cu`, field for field: cells per axis (1
 /// past the grid's axes), a bit per wrapping axis, and the reach of a ring
 /// (`index::ring_shape`). The CPU driver's `TwobsGrid` holds one too.
@@ -174,52 +121,6 @@ pub struct RingShape {
     pub cells: [u32; 3],
     pub periodic: u32,
     pub reach: f64,
-}
-
-// SAFETY: plain old data laid out as the CUDA struct (repr(C), same order and types).
-unsafe impl cudarc::driver::DeviceRepr for RingShape {}
-
-impl PushArg for RingShape {
-    fn push<'a>(&'a self, args: &mut LaunchArgs<'a>) {
-        args.arg(self);
-    }
-}
-
-impl KernelArgs<'_> {
-    fn grid(&self) -> &GridArgs<'_> {
-        self.grid.as_ref().expect("a kernel that walks a grid is launched with one")
-    }
-
-    fn rings(&self) -> &RingArgs<'_> {
-        self.grid().rings.as_ref().expect("a search of rings is launched with its cells")
-    }
-
-    /// The argument for `source`. Every source of a plan's list resolves: the
-    /// plan lists B's columns only for a kernel between two sets, and the
-    /// output's arguments only for its own stage.
-    pub fn resolve(&self, source: Source) -> &dyn PushArg {
-        let side = |s: Side| match s {
-            Side::A => 0,
-            Side::B => 1,
-        };
-        match source {
-            Source::Column(Side::A, c) => &self.a.columns[c],
-            Source::Column(Side::B, c) => &self.b.expect("a two-set kernel has B's block").columns[c],
-            Source::Count(s) => &self.counts[side(s)],
-            Source::Offset(s) => &self.offsets[side(s)],
-            Source::StepFirst => &self.steps[0],
-            Source::StepEnd => &self.steps[1],
-            Source::GridUnits => self.grid().units,
-            Source::GridRanges => self.grid().ranges,
-            Source::UnitFirst => &self.grid().first,
-            Source::RingCellStart => self.rings().cell_start,
-            Source::RingCellA => self.rings().cell_a,
-            Source::RingPermA => self.rings().perm_a,
-            Source::RingPermB => self.rings().perm_b,
-            Source::RingShape => self.rings().shape,
-            Source::Output(arg) => self.output.arg(arg),
-        }
-    }
 }
 
 /// `FromStr` and `Display` by the names of `ALL` and `name()`: the names a

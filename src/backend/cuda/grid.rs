@@ -10,15 +10,16 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 
+use super::blocks::DeviceBlock;
 use super::{DeviceGrid, DeviceRings, Doing, GpuError};
-use crate::backend::nvrtc;
+use crate::backend::cuda::nvrtc;
 use crate::cache::{Cache, Key, Memo};
 use crate::codegen;
 use crate::device::Device;
 use crate::index::{self, IndexKind, Layout};
 use crate::schedule::pieces::GridWork;
 use crate::spec::Scalar;
-use crate::stage::input::{DeviceBlock, PAD_POINTS};
+use crate::stage::input::PAD_POINTS;
 use crate::stage::visit::Visit;
 
 /// Values one block of the scan takes (`SCAN_THREADS` x `SCAN_PER_THREAD`).

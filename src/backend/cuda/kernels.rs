@@ -5,14 +5,14 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, sys};
 
+use super::launch::KernelArgs;
 use super::{Doing, GpuError};
-use crate::backend::nvrtc;
+use crate::backend::cuda::nvrtc;
 use crate::cache::{Cache, Key, Memo};
 use crate::codegen;
 use crate::device::Device;
 use crate::plan::{Forced, Plan, Points};
 use crate::spec::{Params, Problem};
-use crate::stage::KernelArgs;
 
 /// The key of `problem.as_cross()`, made from `problem`'s (`Key::of_printed`).
 pub(super) fn printed_cross(problem: Key) -> Key {

@@ -10,14 +10,15 @@ use std::time::Instant;
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg, sys};
 
+use super::blocks::DeviceBlock;
 use super::{Doing, GpuError, context};
-use crate::backend::nvrtc;
+use crate::backend::cuda::nvrtc;
 use crate::cache::{Cache, Key, Memo};
 use crate::codegen;
 use crate::data::{Column, DeviceInputs, DeviceSet, Measured, ProducerStream, spacing_step};
 use crate::device::Device;
 use crate::spec::{Component, Scalar};
-use crate::stage::input::{DeviceBlock, PAD_POINTS};
+use crate::stage::input::PAD_POINTS;
 
 /// The taker's kernels on one GPU.
 struct Taker {
@@ -195,7 +196,7 @@ pub struct StateLayout {
     pub components: usize,
     /// Bytes of a value of the spec's scalar.
     pub width: usize,
-    /// Rows and step of the planner's sample (`index::sample_step`) and of the range check's (`spacing_step`).
+    /// Rows and step of the planner's sample (`data::sample_step`) and of the range check's (`spacing_step`).
     pub shape: (usize, usize),
     pub spacing: (usize, usize),
 }
@@ -203,7 +204,7 @@ pub struct StateLayout {
 impl StateLayout {
     pub fn new(n: usize, components: usize, width: usize) -> StateLayout {
         let sample = |step: usize| (n.div_ceil(step), step);
-        StateLayout { components, width, shape: sample(crate::index::sample_step(n)), spacing: sample(spacing_step(n)) }
+        StateLayout { components, width, shape: sample(crate::data::sample_step(n)), spacing: sample(spacing_step(n)) }
     }
 
     /// The word the samples start at.
@@ -341,7 +342,7 @@ mod tests {
     fn the_state_buffer_reads_back_what_the_kernels_write() {
         let (n, components, width) = (1_000_003, 3, 4);
         let layout = StateLayout::new(n, components, width);
-        assert_eq!(layout.shape, (n.div_ceil(crate::index::sample_step(n)), crate::index::sample_step(n)));
+        assert_eq!(layout.shape, (n.div_ceil(crate::data::sample_step(n)), crate::data::sample_step(n)));
         assert_eq!(layout.spacing, (n.div_ceil(crate::data::spacing_step(n)), crate::data::spacing_step(n)));
         let mut words = layout.initial(&[11, 22, 33]);
         assert_eq!(words.len(), layout.sample_word());

@@ -9,7 +9,13 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaStream, sys};
 use indicatif::ProgressBar;
 use rand::{RngExt, SeedableRng};
 
+use super::blocks::DeviceBlock;
 use super::kernels::{KernelPair, Launcher};
+use super::launch::{DeviceOutput, GridArgs, KernelArgs};
+use super::outputs::dob::{self, DeviceDob, PairNames};
+use super::outputs::download::Staging;
+use super::outputs::topk::DeviceTopK;
+use super::outputs::totals::DeviceTotals;
 use super::{DeviceGrid, Doing, GpuError, GpuTimings, Located, Resident};
 use crate::data::{Column, PointSet};
 use crate::outcome::OnGpu;
@@ -17,14 +23,9 @@ use crate::ranks::{Carried, Counter};
 use crate::schedule::GpuOptions;
 use crate::schedule::pieces::{self, Piece};
 use crate::spec::Scalar;
-use crate::stage::input::DeviceBlock;
-use crate::stage::output::dob::{self, DeviceDob, PairNames};
-use crate::stage::output::download::Staging;
-use crate::stage::output::topk::DeviceTopK;
-use crate::stage::output::totals::DeviceTotals;
-use crate::stage::output::{DeviceOutput, OutputStage, Partial};
+use crate::stage::output::dob::pool_for;
+use crate::stage::output::{OutputStage, Partial};
 use crate::stage::visit::{KernelKind, Unit};
-use crate::stage::{GridArgs, KernelArgs};
 
 /// What the whole run shares.
 pub(super) struct Job<'a> {
@@ -412,7 +413,7 @@ impl<'a> Stream<'a> {
                             }
                         };
                         let block_size = launcher.plan.launch.block_size;
-                        dob::pool_for(sel, piece.pairs, grid, block_size, page_pairs, self.pool_cap)
+                        pool_for(sel, piece.pairs, grid, block_size, page_pairs, self.pool_cap)
                     }
                 };
                 let names = pair_names(device_grid, launcher);

@@ -24,13 +24,12 @@
 //! with the arguments [`crate::backend::cpu`] passes for the result kind.
 
 pub mod dob;
-pub mod download;
 pub mod topk;
 pub mod totals;
 
 use serde::Serialize;
 
-use super::{KernelParam, PushArg, Template};
+use super::{KernelParam, Template};
 use crate::data::Column;
 use crate::device::Device;
 use crate::outcome::{Outcome, PairList, Totals};
@@ -311,25 +310,6 @@ pub enum Arg {
     Totals(totals::Arg),
     Dob(dob::Arg),
     TopK(topk::Arg),
-}
-
-/// The output's device buffers for one launch.
-#[derive(Clone, Copy)]
-pub enum DeviceOutput<'a> {
-    Totals(&'a totals::DeviceTotals),
-    Dob(&'a dob::DeviceDob),
-    TopK(&'a topk::DeviceTopK),
-}
-
-impl<'a> DeviceOutput<'a> {
-    pub fn arg(self, arg: Arg) -> &'a dyn PushArg {
-        match (self, arg) {
-            (DeviceOutput::Totals(d), Arg::Totals(a)) => d.arg(a),
-            (DeviceOutput::Dob(d), Arg::Dob(a)) => d.arg(a),
-            (DeviceOutput::TopK(d), Arg::TopK(a)) => d.arg(a),
-            _ => unreachable!("a plan lists only its own output stage's arguments"),
-        }
-    }
 }
 
 /// What one worker (a CPU chunk of rows, a GPU stream) found.

@@ -12,15 +12,11 @@
 //! thread) and `count<FAILS>(own, q, valid)`, and the kernel walks its pairs
 //! with `count<counts_fails()>` (`templates/kernel.cu`'s `Count`).
 
-use std::sync::Arc;
-
-use cudarc::driver::{CudaSlice, CudaStream, DriverError};
 use serde::Serialize;
 
-use super::{OutputChoice, OutputStage, PushArg, Template, Total};
+use super::{OutputChoice, OutputStage, Template, Total};
 use crate::device::Device;
 use crate::model::{self, CopyProblem, CopyRow};
-use crate::outcome::Totals;
 use crate::spec::{Output, Problem, Scalar};
 use crate::stage::{KernelParam, Source, Test};
 
@@ -269,32 +265,4 @@ pub fn params() -> Vec<KernelParam> {
         ctype: "Total*".into(),
         source: Source::Output(super::Arg::Totals(Arg::Totals)),
     }]
-}
-
-/// The totals on one stream, zeroed once and added to by every launch.
-pub struct DeviceTotals {
-    totals: CudaSlice<u64>,
-    total: Total,
-}
-
-impl DeviceTotals {
-    pub fn new(stream: &Arc<CudaStream>, slots: u32, total: Total) -> Result<Self, DriverError> {
-        // Zero bits are 0 as a count and +0.0 as a sum.
-        Ok(DeviceTotals { totals: stream.alloc_zeros::<u64>(slots.max(1) as usize)?, total })
-    }
-
-    pub fn arg(&self, arg: Arg) -> &dyn PushArg {
-        match arg {
-            Arg::Totals => &self.totals,
-        }
-    }
-
-    pub fn download(&self, stream: &Arc<CudaStream>) -> Result<Totals, DriverError> {
-        let bits = stream.clone_dtoh(&self.totals)?;
-        stream.synchronize()?;
-        Ok(match self.total {
-            Total::Count => Totals::Counts(bits),
-            Total::Sum => Totals::Sums(bits.into_iter().map(f64::from_bits).collect()),
-        })
-    }
 }

@@ -1,7 +1,7 @@
 //! A row-major array's points (numpy's C order) as the engine's columns, in
 //! one pass that also measures them: each column's extremes, whether every
 //! value is finite, and the planner's strided sample. That is what
-//! [`PointSet::validate`] and [`crate::index::Shapes::of`] would read again,
+//! [`PointSet::validate`] and [`super::Shapes::of`] would read again,
 //! each on a thread whose cache holds none of the points: 150 us each for
 //! 100k 3-D points on the H200's host, against 35 us for a pass on a warm
 //! cache.
@@ -10,8 +10,8 @@ use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
 
+use super::{PointSet, RowValue, extreme_pair, extremes, less, more};
 use super::{SetShape, sample_step};
-use crate::data::{PointSet, RowValue, extreme_pair, extremes, less, more};
 
 /// Rows a task takes where the rows are shared by every core.
 const CHUNK: usize = 1 << 14;

@@ -4,12 +4,11 @@
 //! partners. A backend then visits only those pairs. The index is chosen here
 //! from the data: brute force stays where the grid would not skip enough.
 
-mod rows;
-pub use rows::{SHARED_FROM, TakenRows, take_rows, take_rows_shared_from};
+pub mod cells;
 
 use serde::Serialize;
 
-use crate::data::{Column, Inputs, PointSet};
+use crate::data::{Column, ESTIMATE_SAMPLE, Inputs, PointSet, Shapes};
 use crate::spec::{CutoffOver, Element, Metric, Output, Params, Problem};
 use crate::stage::RingShape;
 use crate::stage::visit::Visit;
@@ -251,7 +250,7 @@ pub struct Summary {
     /// Pairs visited, against `all_pairs` without the grid.
     pub pairs: u128,
     pub all_pairs: u128,
-    /// The units are the cell hierarchy's leaf pairs ([`crate::cells`]),
+    /// The units are the cell hierarchy's leaf pairs ([`crate::index::cells`]),
     /// walked by the grid's code (`index` is then Grid).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub hierarchy: bool,
@@ -287,8 +286,6 @@ pub struct Layout {
     pub cutoff: String,
 }
 
-/// Points of each set that [`Layout::estimated_pairs`] samples.
-const ESTIMATE_SAMPLE: usize = 1 << 14;
 /// Most cells whose sampled points [`Layout::sampled_neighbours`] counts
 /// cell by cell (1 MB of counts, and at most 16 a sampled point) rather
 /// than by searching sorted keys.
@@ -296,79 +293,6 @@ const PREFIX_CELLS: u64 = 1 << 18;
 /// Queries whose median count sizes KNN's cells: the median of 4096 lies
 /// within about 2% of ranks of the whole set's.
 const MEDIAN_QUERIES: usize = 1 << 12;
-
-/// What a grid's layout and its estimates read of one set: its size, each
-/// component's range, and an evenly strided sample of at most
-/// [`ESTIMATE_SAMPLE`] points. Made from the points, or described (a size
-/// and a sample drawn as the points are) where they are not at hand: a
-/// schedule for 10^8 points reads 16k of them.
-#[derive(Debug, Clone)]
-pub struct SetShape {
-    pub len: usize,
-    /// Each component's (min, max) over the whole set.
-    pub ranges: Vec<(f64, f64)>,
-    pub sample: PointSet,
-}
-
-/// Rows between two of a set's sample: at most [`ESTIMATE_SAMPLE`] rows
-/// (the GPU's taker samples points given there at the same rows).
-pub fn sample_step(len: usize) -> usize {
-    len.div_ceil(ESTIMATE_SAMPLE).max(1)
-}
-
-impl SetShape {
-    pub fn of(set: &PointSet) -> SetShape {
-        let rows: Vec<usize> = (0..set.len()).step_by(sample_step(set.len())).collect();
-        SetShape {
-            len: set.len(),
-            ranges: set.columns.iter().map(Column::min_max).collect(),
-            sample: set.subset(&rows, format!("a sample of {}", set.origin)),
-        }
-    }
-
-    /// A set measured where it lies (on a GPU): the same size, ranges and
-    /// sample as [`SetShape::of`] reads from the same points on the host.
-    pub fn measured(m: &crate::data::Measured) -> SetShape {
-        SetShape { len: m.len, ranges: m.ranges(), sample: m.sample(&m.shape_sample, "a sample") }
-    }
-
-    /// A set of `len` points drawn as `sample` is (its ranges are the sample's).
-    pub fn described(len: usize, sample: PointSet) -> SetShape {
-        SetShape { len, ranges: sample.columns.iter().map(Column::min_max).collect(), sample }
-    }
-
-    /// Bytes of one point.
-    pub fn point_bytes(&self) -> usize {
-        self.sample.columns.iter().map(|c| c.scalar().bytes() as usize).sum::<usize>().max(1)
-    }
-}
-
-/// The shapes of a run's sets: A, and B for two sets.
-#[derive(Debug, Clone)]
-pub struct Shapes {
-    pub a: SetShape,
-    pub b: Option<SetShape>,
-}
-
-impl Shapes {
-    pub fn of(inputs: &Inputs) -> Shapes {
-        Shapes { a: SetShape::of(&inputs.a), b: inputs.b.as_ref().map(SetShape::of) }
-    }
-
-    /// The set the "other" point of each pair comes from.
-    pub fn other(&self) -> &SetShape {
-        self.b.as_ref().unwrap_or(&self.a)
-    }
-
-    /// Points of the larger set.
-    pub fn most(&self) -> usize {
-        self.a.len.max(self.other().len)
-    }
-
-    fn sets(&self) -> impl Iterator<Item = &SetShape> {
-        std::iter::once(&self.a).chain(self.b.as_ref())
-    }
-}
 
 impl Layout {
     /// Rows of cells: the cells that share every axis but the first.
