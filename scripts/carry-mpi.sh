@@ -6,7 +6,7 @@
 # (git ignores .mpi-carry: its own .gitignore says `*`). There:
 #   mkdir -p /tmp/mpi && tar -xJf .mpi-carry/bundle.tar.xz -C /tmp/mpi
 #   export PATH=/tmp/mpi/bin:$PATH LD_LIBRARY_PATH=/tmp/mpi/lib
-# and UCX finds its transports in /tmp/mpi/lib/ucx. scripts/bench-ranks.sh does this.
+# and UCX finds its transports in /tmp/mpi/lib/ucx. bench/ranks.sh does this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=target/release/twobs
@@ -15,7 +15,7 @@ ldd "$bin" | grep libmpich >/dev/null || { echo "$bin was built without --featur
 stage=target/mpi-bundle
 rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib/ucx" .mpi-carry
 echo '*' > .mpi-carry/.gitignore
-cp "$bin" scripts/bench-ranks.sh scripts/bench-ranks-memory.sh "$stage/bin/"
+cp "$bin" bench/ranks.sh bench/ranks-memory.sh "$stage/bin/"
 cp "$(command -v mpiexec.hydra)" "$(command -v hydra_pmi_proxy)" "$stage/bin/"
 ln -s mpiexec.hydra "$stage/bin/mpiexec"
 # Every library twobs and the launcher link that is not the C library itself.

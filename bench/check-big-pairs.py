@@ -4,7 +4,7 @@ order, without sorting them: the count, and order-free sums of a 64-bit mix
 of each pair (wrapping), read a chunk at a time from memory-mapped .npy files,
 so that outputs of many gigabytes can be compared.
 
-Usage: scripts/check-big-pairs.py A.npy B.npy   (exit 1 where they differ)
+Usage: bench/check-big-pairs.py A.npy B.npy   (exit 1 where they differ)
 """
 import json
 import sys

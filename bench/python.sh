@@ -1,31 +1,29 @@
 #!/usr/bin/env bash
-# Issue 32's last targets (KNN on CuPy 1M <= 5 ms and 10M <= 35 ms, numpy
-# KNN 1M <= 20 ms, a session's second g(r) call <= its first's compute + 1 ms)
-# in one device call on an H200, with the engine's account of each call
-# beside jz-tree. Here first:
+# The Python package on one GPU beside the peers a user would call instead,
+# in one device call: the table of docs/benchmarks.md, "Python calls". A
+# session's second g(r) call on 100k atoms against its first call's compute
+# + 1 ms, g(r) over 50 frames of 100k atoms beside freud, numpy KNN 1M and
+# g(r) 1M, and KNN K=16 of 1M and 10M points held by CuPy beside jz-tree;
+# each with the engine's own account of the call. Here first:
 #   scripts/build-device.sh && scripts/fetch-peer-wheels.sh
-# and, for a baseline in the same call (optional), the wheel of the code
-# before in target/wheels-base: build-device.sh on that code first, then
-#   mkdir -p target/wheels-base && cp target/wheels/twobs-*.whl target/wheels-base/
-# (and rebuild on this code). Then:
-#   run (kind nvidia-h200, carry ["target/wheels", "target/peer-wheels", "target/wheels-base",
-#        "target/release/parity"]): scripts/gpu-pyknn.sh
-# It installs twobs and jz-tree into /tmp/site (the image's CuPy, PyTorch,
-# JAX, numpy and pytest as they are), then:
-#   1. pytest on the GPU: python/tests/test_gpu.py and test_gpu_arrays.py;
-#   2. scripts/bench-python.py session frames numpy knn-gpu (every KNN list on the
+# and, for a baseline in the same call (optional), another build's wheel in
+# target/wheels-base (build-device.sh on that code, copy its
+# target/wheels/twobs-*.whl there, rebuild on this code). Then on the GPU
+# machine, carrying target/wheels, target/peer-wheels (and target/wheels-base):
+#   bench/python.sh
+# It installs twobs, jz-tree and freud into /tmp/site (the image's CuPy,
+# PyTorch, JAX and numpy as they are), then:
+#   1. bench/python-calls.py session frames numpy knn-gpu (every KNN list on the
 #      GPU compared with the numpy path's, jz-tree's neighbour sets with twobs's);
-#   3. the same bench with the baseline wheel, where target/wheels-base holds one;
-#   4. a table: each target, best / median, and the engine's account;
-#   5. the second call over fresh processes (scripts/probe-second-call.sh, 5 rounds
-#      each for this build and the baseline), medians;
-#   6. where target/release/parity is carried (scripts/build-device.sh), its
-#      KNN cases on the GPU against the CPU backend (at most 150 s).
-# Logs in $OUT: summary.txt (the table), pytest.txt, bench.txt,
-# bench-python.jsonl, parity.txt, and base/ for the baseline.
+#   2. the same with the baseline wheel, where target/wheels-base holds one;
+#   3. the table: each job, best / median, and the engine's account;
+#   4. the second call over fresh processes (bench/second-call.sh,
+#      SECOND_ROUNDS rounds, 5 by default, each wheel in turn), medians.
+# The GPU tests of the package are scripts/gpu-suite.sh python.
+# Logs in $OUT: summary.txt (the table), bench.txt, python-calls.jsonl, base/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/gpu-pyknn}; mkdir -p "$OUT"
+OUT=${OUT:-/tmp/bench-python}; mkdir -p "$OUT"
 export TWOBS_CACHE=/tmp/twobs-cache
 {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
@@ -38,19 +36,14 @@ install_wheels() {  # wheel dir, site dir
 install_wheels target/wheels /tmp/site
 export PYTHONPATH=/tmp/site
 python3 -c 'import twobs; print("twobs", twobs.__file__, twobs.default_session().backend)' 2>&1 | tee -a "$OUT/summary.txt"
-# The tests import the installed package, not the checkout's python/twobs (which has no extension there).
-timeout 900 python3 -m pytest -q -p no:cacheprovider \
-  python/tests/test_gpu.py python/tests/test_gpu_arrays.py 2>&1 | tee "$OUT/pytest.txt" | tail -25
-# The script's status: a failed pytest or parity case, not the last grep's.
-failed=${PIPESTATUS[0]}
-echo "pytest: $(tail -1 "$OUT/pytest.txt")" >> "$OUT/summary.txt"
-OUT="$OUT" timeout 900 python3 scripts/bench-python.py session frames numpy knn-gpu 2>&1 | tee "$OUT/bench.txt"
+failed=0
+OUT="$OUT" timeout 900 python3 bench/python-calls.py session frames numpy knn-gpu 2>&1 | tee "$OUT/bench.txt"
 rc=${PIPESTATUS[0]}
 ((rc == 0)) || failed=$rc
 if ls target/wheels-base/twobs-*.whl >/dev/null 2>&1; then
   mkdir -p "$OUT/base"
   install_wheels target/wheels-base /tmp/site-base
-  PYTHONPATH=/tmp/site-base OUT="$OUT/base" timeout 900 python3 scripts/bench-python.py session numpy knn-gpu \
+  PYTHONPATH=/tmp/site-base OUT="$OUT/base" timeout 900 python3 bench/python-calls.py session numpy knn-gpu \
     > "$OUT/base/bench.txt" 2>&1
 fi
 python3 - "$OUT" <<'PY' | tee -a "$OUT/summary.txt"
@@ -107,20 +100,13 @@ def table(rows, title):
         if "error" in r:
             print("ERROR", r)
 
-table(rows_of(f"{out}/bench-python.jsonl"), "this build")
-if os.path.exists(f"{out}/base/bench-python.jsonl"):
-    table(rows_of(f"{out}/base/bench-python.jsonl"), "baseline (target/wheels-base), same machine")
+table(rows_of(f"{out}/python-calls.jsonl"), "this build")
+if os.path.exists(f"{out}/base/python-calls.jsonl"):
+    table(rows_of(f"{out}/base/python-calls.jsonl"), "baseline (target/wheels-base), same machine")
 PY
 # The second call again, over fresh processes (one second call each), this build and the baseline's, turn about.
 wheels=target/wheels
 ls target/wheels-base/twobs-*.whl >/dev/null 2>&1 && wheels="$wheels target/wheels-base"
 WHEELS=$wheels ROUNDS=${SECOND_ROUNDS:-5} OUT="$OUT/second" \
-  timeout 900 scripts/probe-second-call.sh 2>&1 | grep -E "^[a-z-]+: 2nd call median" | tee -a "$OUT/summary.txt"
-if [[ -x target/release/parity ]]; then
-  timeout 150 target/release/parity --test-threads 4 knn > "$OUT/parity.txt" 2>&1
-  rc=$?
-  ((rc == 0)) || failed=$rc
-  echo "parity (knn cases, rc $rc): $(grep -E '^test result' "$OUT/parity.txt" | tail -1)" | tee -a "$OUT/summary.txt"
-  grep -A3 -E "^---- |FAILED" "$OUT/parity.txt" | head -40
-fi
+  timeout 900 bench/second-call.sh 2>&1 | grep -E "^[a-z-]+: 2nd call median" | tee -a "$OUT/summary.txt"
 exit "$failed"

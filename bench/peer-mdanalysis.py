@@ -13,7 +13,7 @@ MDAnalysis is not installed in CI (it needs a compiler and minutes), so the
 test reads this recording; run this script again (with any seed) to renew
 it against the MDAnalysis you have:
 
-    python scripts/peer-mdanalysis.py [--seed N]
+    python bench/peer-mdanalysis.py [--seed N]
 
 Exactness: coordinates are multiples of 1/16 (LAMMPS, Angstrom) or 1/8 (.gro,
 nm, which MDAnalysis turns into Angstrom by 10), so that every separation,
@@ -167,7 +167,7 @@ def main():
             os.remove(os.path.join(OUT, leftover))
 
     record = {
-        "made_by": "scripts/peer-mdanalysis.py --seed %d" % args.seed,
+        "made_by": "bench/peer-mdanalysis.py --seed %d" % args.seed,
         "mdanalysis": mda.__version__,
         "numpy": np.__version__,
         "cases": cases,

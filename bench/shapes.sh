@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Issue 10's benchmark (scripts/bench-ab.py) with the planner's plan beside
+# The kernels' benchmark (bench/kernels.py) with the planner's plan beside
 # forced kernel shapes, interleaved in one call: each shape is a wrapper of
 # target/release/twobs that adds its flags to every run.
 # Usage: OUT=dir SHAPES="r4-b256=--points-per-thread 4 --block-size 256;..." \
-#        [BENCH_CASES=0,1,2,3,8] scripts/shape-bench.sh
+#        [BENCH_CASES=0,1,2,3,8] bench/shapes.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?OUT: where the table goes}" "${SHAPES:?SHAPES: name=flags;...}"
@@ -16,7 +16,7 @@ for shape in "${shapes[@]}"; do
   chmod +x "$wrappers/$name"
   binaries="$binaries,$name=$wrappers/$name"
 done
-BINARIES="$binaries" BENCH_CASES="${BENCH_CASES:-0,1,2,3,8}" python3 scripts/bench-ab.py >"$OUT/shape-bench.log"
-mv "$OUT/bench-ab.md" "$OUT/shape-bench.md" && mv "$OUT/bench-ab.json" "$OUT/shape-bench.json"
+BINARIES="$binaries" BENCH_CASES="${BENCH_CASES:-0,1,2,3,8}" python3 bench/kernels.py >"$OUT/shapes.log"
+mv "$OUT/kernels.md" "$OUT/shapes.md" && mv "$OUT/kernels.json" "$OUT/shapes.json"
 rm -f "$OUT"/*.npy
-cat "$OUT/shape-bench.md"
+cat "$OUT/shapes.md"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The CPU time a waiting MPI rank takes (issue 34): under `mpiexec -n 2`,
+# The CPU time a waiting MPI rank takes: under `mpiexec -n 2`,
 # rank 0 reads a CSV of POINTS points (seconds) while rank 1 waits for what
 # it sends, then both sort a grid whose pairs are few (rdf to r_max =
 # 0.001): rank 1's wall time is mostly waiting. A wait in MPICH's blocking
 # calls polls, and takes a core for as long; twobs's waits probe or test a
 # nonblocking request with sleeps between (src/ranks/mpi.rs, `wait_for`).
 # Prints each rank's wall, user and system seconds (GNU time).
-# Usage: scripts/probe-rank-wait.sh [twobs built with --features mpi] (POINTS=1000000)
+# Usage: bench/rank-wait.sh [twobs built with --features mpi] (POINTS=1000000)
 set -euo pipefail
 bin=$(realpath "${1:-target/debug/twobs}")
 ldd "$bin" | grep -q libmpich || { echo "$bin was built without --features mpi" >&2; exit 1; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""twobs xi beside Corrfunc and TreeCorr on the same fresh random points (issue 37).
+"""twobs xi beside Corrfunc and TreeCorr on the same fresh random points.
 
 Cases, each on points made here with numpy default_rng(seed) (the seed is printed):
   catalogue  data against randoms in the unit cube, linear buckets [1/16, 1/4):
@@ -49,7 +49,7 @@ needs libgsl-dev) cannot be installed. --cases picks the cases (all by default).
 Peers live in a venv under target/peers-venv (numpy, scipy, treecorr, Corrfunc);
 the script runs itself again inside it.
 
-Usage: scripts/xi-peers.py [--seed S] [--n N] [--record DIR] [--cases catalogue,box,sky,rppi,smu]   (TWOBS=binary, default target/debug/twobs)
+Usage: bench/xi-peers.py [--seed S] [--n N] [--record DIR] [--cases catalogue,box,sky,rppi,smu]   (TWOBS=binary, default target/debug/twobs)
 """
 import argparse
 import json
@@ -451,13 +451,13 @@ def main():
     ok_b &= ok_r and ok_m
     if args.record and ("rppi" in cases or "smu" in cases):
         import Corrfunc
-        meta = {"made_by": f"scripts/xi-peers.py --seed {seed} --n {args.n} --record {args.record} --cases {args.cases}",
+        meta = {"made_by": f"bench/xi-peers.py --seed {seed} --n {args.n} --record {args.record} --cases {args.cases}",
                 "corrfunc": Corrfunc.__version__, "rppi": rec_r, "smu": rec_m}
         with open(os.path.join(args.record, "peers-2d.json"), "w") as f:
             json.dump(meta, f, indent=1)
     if args.record and {"catalogue", "box", "sky"} <= set(cases):
         import Corrfunc
-        meta = {"made_by": f"scripts/xi-peers.py --seed {seed} --n {args.n} --record {args.record}",
+        meta = {"made_by": f"bench/xi-peers.py --seed {seed} --n {args.n} --record {args.record}",
                 "corrfunc": Corrfunc.__version__, "treecorr": treecorr.__version__,
                 "catalogue": rec_c, "box": rec_b, "sky": rec_s}
         with open(os.path.join(args.record, "peers.json"), "w") as f:

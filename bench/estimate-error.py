@@ -10,7 +10,7 @@ root (in double) and against sqrtf (IEEE, what root() returns), in units of
 2^-24; and what the estimate gives for zeros, subnormals, infinities,
 negatives and NaNs.
 
-Usage (device): python3 scripts/estimate-error.py
+Usage (device): python3 bench/estimate-error.py
 """
 import math
 

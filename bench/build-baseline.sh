@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds twobs at another commit, for a benchmark beside this one
 # (BINARIES=before=target/baseline/<commit>/twobs,after=target/release/twobs
-# scripts/bench-ab.py): a worktree under target/, its own target folder.
+# bench/kernels.py): a worktree under target/, its own target folder.
 # Carry the binary to the device with `carry: ["target/baseline/<commit>/twobs", ...]`.
-# Usage: scripts/build-baseline.sh COMMIT   (84cb172: before issue 7's typed
-# plan, the binary behind issue 10's "before" figures)
+# Usage: bench/build-baseline.sh COMMIT   (say 84cb172, the oldest
+# binary the docs compare with)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 commit=$(git rev-parse --short "${1:?COMMIT}")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cell hierarchy on the GPU (issue 35): each case run with --index auto
+# The cell hierarchy on the GPU: each case run with --index auto
 # (what the planner picks; its report says why), beside --index none (brute
 # force) or the grid, and for the hierarchy's own cases with --index cells
 # forced; result files must be identical byte for byte. Times are the
@@ -7,8 +7,8 @@
 # process's wall clock. Logs, reports and a summary (cells.tsv) under $OUT.
 #
 # Usage (on the device, binary built here by `cargo build --release`):
-#   scripts/gpu-cells.sh [quick|big|host]
-# quick: the 1M-point cases only (a few minutes); big: the issue's 10M
+#   bench/cells-gpu.sh [quick|big|host]
+# quick: the 1M-point cases only (a few minutes); big: the 10M
 # clustered log-binned counts and SDH of 10M points only (brute force of 10M
 # points in log buckets takes minutes); neither: both.
 # host: the hierarchy's host steps (trees, resolver, units, sorted copies:

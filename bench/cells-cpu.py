@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Log-binned pair counts on the CPU: twobs's cell hierarchy (issue 35) beside
+"""Log-binned pair counts on the CPU: twobs's cell hierarchy beside
 brute force, Corrfunc's DD and TreeCorr's NNCorrelation (bin_slop=0), on the
 same points.
 
@@ -14,10 +14,10 @@ be equal bucket for bucket. Corrfunc (f64) counts each pair twice; TreeCorr
 roundings of an edge may fall on the other side: the script prints the pairs
 that differ.
 
-Peers come from the venv target/peers-venv (scripts/bench-cpu-peers.py makes
+Peers come from the venv target/peers-venv (bench/cpu-peers.py makes
 it); the script runs itself again inside it.
 
-Usage: scripts/bench-cells-cpu.py [--n N] [--data uniform|clustered] [--bins B] [--lo LO] [--hi HI]
+Usage: bench/cells-cpu.py [--n N] [--data uniform|clustered] [--bins B] [--lo LO] [--hi HI]
                                   [--threads T] [--no-brute] [--no-peers] [--json FILE]
 """
 import argparse

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """What moving data between host and GPU costs on this machine (CuPy), to
-size the upload and download paths (issue 11, item 7): copies from and to
+size the upload and download paths: copies from and to
 pageable memory (fresh, and already mapped), pinned allocation and
 registration per MB, and copies through pinned memory. Prints one JSON line
 per measurement, and writes them to OUT/host-copies.json.
 
-Usage: scripts/probe-host-copies.py [OUT_DIR]
+Usage: bench/host-copies.py [OUT_DIR]
 """
 import json
 import os

@@ -11,7 +11,7 @@ one issue slot of a warp scheduler, so the floor of a kernel of P pairs is
 P x instructions per pair / (SMs x 4 schedulers x 32 lanes x clock), and the
 FP32 floor counts only the FP32 pipe's instructions against SMs x 128 lanes.
 
-Usage: scripts/sass-floor.py CUBIN --pairs-total P [--marker MUFU.RSQ | --pairs N]
+Usage: bench/sass-floor.py CUBIN --pairs-total P [--marker MUFU.RSQ | --pairs N]
        [--sms 132] [--clock-ghz 1.98]
 Prints one JSON line.
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The GPU's grid against its brute force, on issue 11's datasets, in one call.
+"""The GPU's grid against its brute force, on the datasets of docs/benchmarks.md, in one call.
 
 Each case runs `twobs run --backend cuda` with `--index grid` four times:
 the first warms NVRTC's cache (a cold run uploads the inputs while NVRTC
@@ -23,7 +23,7 @@ times after a warm-up: the best compute_s, the CPU's share and busy time,
 and whether its result equals brute force's. The GPU-alone runs report the
 model's own call (`--hybrid auto`) and why.
 
-Usage: scripts/bench-grid.py [OUT_DIR]   (TWOBS: the binary; BENCH_CASES: 0,2,...)
+Usage: bench/grid.py [OUT_DIR]   (TWOBS: the binary; BENCH_CASES: 0,2,...)
 """
 import hashlib
 import json
@@ -139,7 +139,7 @@ for label, problem, sets, params in chosen:
     print(json.dumps(row), flush=True)
     for p in paths:
         os.remove(p)
-json.dump(rows, open(os.path.join(out, "bench-grid.json"), "w"), indent=1)
+json.dump(rows, open(os.path.join(out, "grid.json"), "w"), indent=1)
 print("\n| case | grid compute_s | of which index_s | grid kernel_s | brute compute_s | brute kernel_s | equal |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
 for r in rows:

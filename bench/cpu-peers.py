@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""The CPU backend beside the CPU libraries its users know (issue 33).
+"""The CPU backend beside the CPU libraries its users know: the table of
+docs/benchmarks.md, "The CPU backend beside its peers".
 
-Each row of issue 33's table: twobs (target/release/twobs, --backend cpu, every
+Each row of the table: twobs (target/release/twobs, --backend cpu, every
 core) and its peer (freud, scipy's cKDTree, Corrfunc) on the same data, made
 here with numpy default_rng(SEED): uniform points in the unit cube. Times are
 wall clock: twobs's whole process (read, grid, pairs, write; its driver
@@ -22,16 +23,16 @@ Peers are installed in a venv under target/peers-venv (Corrfunc builds
 against libgsl-dev: `apt-get install -y libgsl-dev`); the script runs itself
 again inside it.
 
-Usage: scripts/bench-cpu-peers.py [--quick] [--rows a,b,...] [--reps N] [--threads T] [--huge [--huge-peer]] [--cells]
+Usage: bench/cpu-peers.py [--quick] [--rows a,b,...] [--reps N] [--threads T] [--huge [--huge-peer]] [--cells]
                                   [--reuse-peers] [--json FILE]
   rows: gr100k gr1m join1m knn1m dd200k dd200kp dd1m dd1mp xi gr1m025 cells1mc cells1mu
   --rows   just these rows, in this order (any row, those --huge and --cells add too)
   --threads  twobs's --threads and every peer's threads (default: every core)
   TWOBS=binary (default target/release/twobs), TWOBS_BEFORE=binary (a second build timed beside it)
-  --quick  every row but g(r) of 1M atoms and DD(r) of 1M points (minutes each before issue 33)
-  --cells  also issue 35's CPU line: log-binned counts of 1M points (clustered, uniform) to half the box, twobs's
+  --quick  every row but g(r) of 1M atoms and DD(r) of 1M points (minutes each)
+  --cells  also the cell hierarchy's CPU line: log-binned counts of 1M points (clustered, uniform) to half the box, twobs's
            pick (--index auto) beside Corrfunc and TreeCorr (bin_slop=0), one twobs run, a row for each peer
-  --huge   also g(r) of 1M atoms at r_max 0.25 (hours before issue 33: every pair); its peer (freud,
+  --huge   also g(r) of 1M atoms at r_max 0.25 (hours for a grid-less build: every pair); its peer (freud,
            ~6,000 s) only with --huge-peer
   --reuse-peers  take peers' times and results kept in target/peers-cache by an earlier run
 """
@@ -253,7 +254,7 @@ def log_edges(lo, hi, bins):
     return e.astype(np.float32).astype(np.float64)
 
 
-DD_SPEC = os.path.join(ROOT, "scripts", "bench-cpu-peers", "dd-periodic.xml")
+DD_SPEC = os.path.join(ROOT, "bench", "cpu-peers", "dd-periodic.xml")
 
 
 def dd(name, n, periodic, reps, lo=0.001, hi=0.1, bins=20):
@@ -306,7 +307,7 @@ def xi(name, nd, nr, reps, lo=0.001, hi=0.1, bins=20):
 
 
 def cell_points(kind, n):
-    """scripts/bench-cells-cpu.py's points: uniform in the unit cube, or 16 Gaussian clusters of sigma 0.02."""
+    """bench/cells-cpu.py's points: uniform in the unit cube, or 16 Gaussian clusters of sigma 0.02."""
     rng = np.random.default_rng(SEED)
     if kind == "uniform":
         return rng.random((n, 3), dtype=np.float32)
@@ -317,7 +318,7 @@ def cell_points(kind, n):
 
 
 def cells(name, n, kind, reps, lo=0.001, hi=0.5, bins=20):
-    """Issue 35's CPU line: log-binned counts to half the box (twobs's pick, --index auto: the grid, the cell
+    """The cell hierarchy's CPU line: log-binned counts to half the box (twobs's pick, --index auto: the grid, the cell
     hierarchy or every pair) against Corrfunc's DD (f64, open, each pair twice) and TreeCorr's NNCorrelation
     (f64, bin_slop=0). Two rows, one a peer, from one twobs run."""
     from Corrfunc.theory.DD import DD
@@ -372,7 +373,7 @@ def main():
     ap.add_argument("--rows", default="")
     ap.add_argument("--reps", type=int, default=0)
     ap.add_argument("--huge-peer", action="store_true", help="with --huge, run freud on that row too (hours)")
-    ap.add_argument("--cells", action="store_true", help="also issue 35's CPU rows (cells1mc, cells1mu: an hour or more)")
+    ap.add_argument("--cells", action="store_true", help="also the cell hierarchy's CPU rows (cells1mc, cells1mu: an hour or more)")
     ap.add_argument("--threads", type=int, default=0, help="threads for twobs and every peer (default: every core)")
     ap.add_argument("--json")
     ap.add_argument("--reuse-peers", action="store_true",

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Scaling over GPUs (issue 9), in one device call: each case on 1 GPU and on
+"""Scaling over GPUs, in one device call: each case on 1 GPU and on
 all of them, with each binary, the planner's own plan, uniform points (seed 7).
 
 The table gives compute time (input in host memory to result in host memory;
@@ -7,9 +7,9 @@ the contexts and compilation are timed apart), kernel time, the report's
 whole wall time, the speed-up over the same binary on one GPU, each GPU's
 share of the pairs and its busy and idle time, and whether every run found
 the same result. The first run of each binary compiles (and is not counted).
-Writes $OUT/bench-gpus.md and $OUT/bench-gpus.json.
+Writes $OUT/gpus.md and $OUT/gpus.json.
 
-Usage: BINARIES=after=PATH BASELINE=before=PATH GPUS=2 scripts/bench-gpus.py
+Usage: BINARIES=after=PATH BASELINE=before=PATH GPUS=2 bench/gpus.py
        (BASELINE runs on one GPU only; GPU_COUNTS=1,2,4 runs each case on
        each count instead of 1 and GPUS; BENCH_CASES=0,1 picks cases;
        BENCH_SCALE=0.1 shrinks them for a trial)
@@ -51,7 +51,7 @@ ONLY = {int(x) for x in os.environ.get("BENCH_CASES", ",".join(str(i) for i in r
 
 
 def pair_digest(path):
-    """Order-free digest of an N x 2 pair file (scripts/check-big-pairs.py's), None for other results."""
+    """Order-free digest of an N x 2 pair file (bench/check-big-pairs.py's), None for other results."""
     pairs = np.load(path, mmap_mode="r")
     if pairs.ndim != 2 or pairs.shape[1] != 2:
         return None  # a histogram or a count: the report's numbers say it all
@@ -61,7 +61,7 @@ def pair_digest(path):
 
 def run(binary, problem, n, sets, args, gpus):
     inputs = ["--input", f"uniform:{n}"] * sets
-    out = os.path.join(OUT, "bench-gpus.npy")
+    out = os.path.join(OUT, "gpus.npy")
     if os.path.exists(out):
         os.remove(out)
     cmd = [binary, "run", problem, *inputs, *args, "--backend", "cuda", "--gpus", ",".join(map(str, range(gpus))),
@@ -121,7 +121,7 @@ def main():
                     r["speedup_total"] = base["total_s"] / r["total_s"]
                 rows.append(r)
                 print(json.dumps(r), flush=True)
-                with open(os.path.join(OUT, "bench-gpus.json"), "w") as f:
+                with open(os.path.join(OUT, "gpus.json"), "w") as f:
                     json.dump(rows, f, indent=1)
     digests = {}
     for r in rows:
@@ -139,7 +139,7 @@ def main():
             f"{r['download_s'] or 0:.3f}, {r['combine_s'] or 0:.3f} | {r['total_s']:.3f} | "
             f"{r.get('speedup', 1):.3f}x | {r.get('speedup_total', 1):.3f}x | {per} | {same} |")
     text = "\n".join(table) + "\n"
-    open(os.path.join(OUT, "bench-gpus.md"), "w").write(text)
+    open(os.path.join(OUT, "gpus.md"), "w").write(text)
     print(text)
     return 0 if all(len(d) == 1 for d in digests.values()) else 1
 

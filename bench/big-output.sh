@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Issue 11's big pair output on one GPU: 200k 2-D points in [0,1)^2 (numpy
+# A big pair output on one GPU: 200k 2-D points in [0,1)^2 (numpy
 # default_rng(12345), float32), eps 0.2: 2,101,396,758 pairs, 16.8 GB. Runs
 # the GPU twice (the first also warms NVRTC's cache) and the CPU backend once
 # under /usr/bin/time -v, prints compute/download seconds, the download's
 # GB/s and peak host memory against the output's size, and checks that the
-# GPU's pairs are the CPU's (scripts/check-big-pairs.py).
+# GPU's pairs are the CPU's (bench/check-big-pairs.py).
 #
-# Usage: scripts/bench-big-output.sh [OUT_DIR]   (TWOBS: the binary; SKIP_CPU=1 skips the check)
+# Usage: bench/big-output.sh [OUT_DIR]   (TWOBS: the binary; SKIP_CPU=1 skips the check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-${OUT:-/tmp}}
@@ -45,6 +45,6 @@ if [[ -z "${SKIP_CPU:-}" ]]; then
   /usr/bin/time -v "$TWOBS" run selfjoin --input "$WORK/p200k.npy" --param eps=0.2 --backend cpu --quiet \
     --out "$WORK/cpu.npy" --report "$OUT/big-cpu.json" 2>"$OUT/big-cpu-time.txt"
   summary "$OUT/big-cpu.json" "$OUT/big-cpu-time.txt" "cpu" | tee -a "$OUT/big-output.jsonl"
-  python3 scripts/check-big-pairs.py "$WORK/gpu.npy" "$WORK/cpu.npy" | tee "$OUT/big-check.txt"
+  python3 bench/check-big-pairs.py "$WORK/gpu.npy" "$WORK/cpu.npy" | tee "$OUT/big-check.txt"
 fi
 rm -rf "$WORK"

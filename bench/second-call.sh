@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# A session's second call (issue 32: within 1 ms of the first call's
+# A session's second call (its target: within 1 ms of the first call's
 # compute), over ROUNDS fresh processes per wheel, each with a fresh kernel
 # cache (so that its first call compiles with NVRTC, as a user's first
-# session does): the session case of bench-python.py. One process gives one
+# session does): the session case of python-calls.py. One process gives one
 # second call, so the medians over the rounds are what is compared. The
 # wheels take turns round by round, so that a drift of the host's state
 # falls on each alike.
-#   WHEELS="target/wheels target/wheels-base" ROUNDS=5 THREADS= CACHE=fresh scripts/probe-second-call.sh
+#   WHEELS="target/wheels target/wheels-base" ROUNDS=5 THREADS= CACHE=fresh bench/second-call.sh
 # Each wheel's label is its folder's name; an entry DIR@NAME=VALUE runs
 # DIR's wheel with that environment variable set (label DIR-VALUE), so one
 # wheel can take turns with itself under a probe build's switch. THREADS
@@ -32,8 +32,8 @@ one() {  # label, round: one fresh process's calls
   local label=$1
   ${THREADS:+env RAYON_NUM_THREADS=$THREADS} env ${SETS[$label]} TWOBS_CACHE="/tmp/probe-cache-$label" \
     PYTHONPATH="/tmp/site-${SITE[$label]}" OUT="$OUT" \
-    timeout 120 python3 scripts/bench-python.py session > /dev/null 2> "$OUT/$label-$2.err"
-  mv "$OUT/bench-python.jsonl" "$OUT/$label-$2.jsonl"
+    timeout 120 python3 bench/python-calls.py session > /dev/null 2> "$OUT/$label-$2.err"
+  mv "$OUT/python-calls.jsonl" "$OUT/$label-$2.jsonl"
 }
 for label in "${LABELS[@]}"; do
   rm -rf "/tmp/probe-cache-$label"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The SASS instruction floors of the planner's kernels for the issue-10
-# benchmark cases (1M uniform points), on the GPU machine (needs cuobjdump):
-# scripts/sass-floor.py on each kernel NVRTC builds for sm_90. Without a GPU:
-# PATH="$(scripts/sass-tools.sh):$PATH" scripts/floors.sh (NVRTC on the library path).
+# The SASS instruction floors of the planner's kernels for the brute-force
+# cases of bench/kernels.py (1M uniform points), on the GPU machine (needs cuobjdump):
+# bench/sass-floor.py on each kernel NVRTC builds for sm_90. Without a GPU:
+# PATH="$(scripts/sass-tools.sh):$PATH" bench/floors.sh (NVRTC on the library path).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TWOBS=${TWOBS:-target/release/twobs}
@@ -15,7 +15,7 @@ floor() {  # NAME PAIRS MARKER-ARGS -- GEN-ARGS
   local marker=(); while [[ $1 != -- ]]; do marker+=("$1"); shift; done; shift
   rm -f "$LOG/$name.cubin"  # this script's own output from an earlier run: twobs never overwrites a file
   "$TWOBS" gen "$@" --device h200 --check --cubin "$LOG/$name.cubin" >/dev/null 2>"$LOG/$name.log" || { echo "$name: gen failed"; return; }
-  python3 scripts/sass-floor.py "$LOG/$name.cubin" --pairs-total "$pairs" "${marker[@]}" | tee "$LOG/$name.json" | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d.pop(\"opcodes\"); print(\"$name\", json.dumps(d))"
+  python3 bench/sass-floor.py "$LOG/$name.cubin" --pairs-total "$pairs" "${marker[@]}" | tee "$LOG/$name.json" | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d.pop(\"opcodes\"); print(\"$name\", json.dumps(d))"
 }
 # Markers, once a pair: the approximate sqrt of a bucket from keys, and the
 # comparison that makes a count's indicator (the built-ins count failures,

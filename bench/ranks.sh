@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MPI ranks against GPUs of one process (issue 34), in one device call on a
+# MPI ranks against GPUs of one process, in one device call on a
 # machine of two GPUs: SDH 10M points (500 buckets) and RDF 5M x 5M (open
 # box, 500 shells), each as 1 rank x 1 GPU, 2 ranks x 1 GPU (mpiexec; each
 # rank sees its own GPU through CUDA_VISIBLE_DEVICES=$PMI_RANK) and
@@ -7,12 +7,12 @@
 # by a small run first. A tiny 2-rank run comes first. Logs and reports
 # under $OUT; the table last. Runs from the bundle of scripts/carry-mpi.sh.
 #
-# Usage (on the device): tar -xJf .mpi-carry/bundle.tar.xz -C /tmp/mpi && /tmp/mpi/bin/bench-ranks.sh
+# Usage (on the device): tar -xJf .mpi-carry/bundle.tar.xz -C /tmp/mpi && /tmp/mpi/bin/ranks.sh
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 export PATH=$here/bin:$PATH LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export TWOBS_CACHE=/tmp/twobs-cache UCX_TLS=${UCX_TLS:-self,sm}
-OUT=${OUT:-/tmp/bench-ranks}; mkdir -p "$OUT"
+OUT=${OUT:-/tmp/ranks}; mkdir -p "$OUT"
 SCALE=${BENCH_SCALE:-1}
 BACKEND=${BACKEND:-cuda}   # cpu: a dry run of the script where no GPU is
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null
@@ -67,5 +67,5 @@ for case in ("sdh", "rdf"):
         base = base or (compute, process[label])
         rows.append(f"| {case} | {run} | {compute:.3f} | {process[label]:.3f} | {base[0] / compute:.3f}x | {base[1] / process[label]:.3f}x | {per} | {digest} |")
 print("\n".join(rows))
-open(os.path.join(out, "bench-ranks.md"), "w").write("\n".join(rows) + "\n")
+open(os.path.join(out, "ranks.md"), "w").write("\n".join(rows) + "\n")
 PY

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The Python package on a GPU host, beside the peers users would call instead
-(issue 32). Every case runs in this one process, so the session's second call
+(docs/benchmarks.md, "Python calls"). Every case runs in this one process, so the session's second call
 is what a notebook's second call costs. Prints a table and writes JSON lines
-to $OUT/bench-python.jsonl.
+to $OUT/python-calls.jsonl.
 
 Cases (all data drawn here with numpy default_rng(2026)):
   session   g(r) of 100k atoms (box 46.4, r_max 5, 100 bins): first call and
@@ -20,7 +20,7 @@ Each timed case makes its first call apart (compilation, the context:
 drawn alike (a set of 1M points fits the H200's 50 MB L2, so calls on one
 buffer would time the cache), and the tables take their medians.
 
-Usage: scripts/bench-python.py [CASE ...]    (default: every case)
+Usage: bench/python-calls.py [CASE ...]    (default: every case)
 """
 import json
 import os
@@ -36,7 +36,7 @@ CASES = sys.argv[1:] or ["session", "frames", "numpy", "knn-gpu"]
 rng = np.random.default_rng(2026)
 REPEATS = 20
 SETS = 3
-log = open(os.path.join(OUT, "bench-python.jsonl"), "a")
+log = open(os.path.join(OUT, "python-calls.jsonl"), "a")
 
 
 def record(case, **fields):

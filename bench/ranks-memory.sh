@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What each MPI rank holds of the inputs, and what it costs (issue 34), in
+# What each MPI rank holds of the inputs, and what it costs, in
 # one device call on a machine of two GPUs, from the bundle of
 # scripts/carry-mpi.sh. Each case runs as 1 rank x 1 GPU (one process) and
 # 2 ranks x 1 GPU (mpiexec; each rank sees its own GPU through
@@ -12,20 +12,20 @@
 #  - SDH 10M (one set, 500 buckets): both sets whole on every rank;
 #  - on the CPU backend, SDH 2M x 10k (50 buckets, every pair): 2 ranks of
 #    half the cores against one process of all of them (rows of A with the
-#    pieces; the whole broadcast it replaced is measured in
-#    docs/performance.md).
+#    pieces; the broadcast it replaced is compared in
+#    docs/benchmarks.md, "MPI ranks").
 # Prints a table: each rank's holding, input bytes held at most, bytes
 # received, share of the pairs and compute time, and each result's digest,
 # which must be one per case. Logs and summary.md under $OUT.
 #
 # Usage (on the device):
-#   mkdir -p /tmp/mpi && tar -xJf .mpi-carry/bundle.tar.xz -C /tmp/mpi && /tmp/mpi/bin/bench-ranks-memory.sh
+#   mkdir -p /tmp/mpi && tar -xJf .mpi-carry/bundle.tar.xz -C /tmp/mpi && /tmp/mpi/bin/ranks-memory.sh
 # BENCH_SCALE=0.01 BACKEND=cpu: a dry run where no GPU is.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 export PATH=$here/bin:$PATH LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export TWOBS_CACHE=${TWOBS_CACHE:-/tmp/twobs-cache} UCX_TLS=${UCX_TLS:-self,sm}
-OUT=${OUT:-/tmp/bench-ranks-memory}; mkdir -p "$OUT"
+OUT=${OUT:-/tmp/ranks-memory}; mkdir -p "$OUT"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 SCALE=${BENCH_SCALE:-1}
 BACKEND=${BACKEND:-cuda}
