@@ -100,7 +100,7 @@ impl std::fmt::Display for KernelShape {
 
 /// Brute force's tiles on Hopper, measured on the H200 against the planner's
 /// earlier B = 256, R = 2 and R = 4 at B = 256 and 1024, R = 8 at B = 256
-/// (scripts/shape-bench.sh, docs/bench/h200-issue10-c14/shape-bench.md): B =
+/// (bench/shapes.sh, docs/bench/h200-issue10-c14/shape-bench.md): B =
 /// 512, R = 4 ran fastest or within 2% on SDH (50 and 500 buckets), RDF (open
 /// and periodic boxes) and 2PCF over every pair, 0.4-7% faster than B = 256,
 /// R = 2. Each tile point read serves four pairs, which halves the warp votes
