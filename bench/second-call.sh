@@ -30,18 +30,18 @@ for entry in $WHEELS; do
 done
 one() {  # label, round: one fresh process's calls
   local label=$1
-  ${THREADS:+env RAYON_NUM_THREADS=$THREADS} env ${SETS[$label]} TWOBS_CACHE="/tmp/probe-cache-$label" \
+  ${THREADS:+env RAYON_NUM_THREADS=$THREADS} env ${SETS[$label]} TWOBS_CACHE="/tmp/second-call-cache-$label" \
     PYTHONPATH="/tmp/site-${SITE[$label]}" OUT="$OUT" \
     timeout 120 python3 bench/python-calls.py session > /dev/null 2> "$OUT/$label-$2.err"
   mv "$OUT/python-calls.jsonl" "$OUT/$label-$2.jsonl"
 }
 for label in "${LABELS[@]}"; do
-  rm -rf "/tmp/probe-cache-$label"
+  rm -rf "/tmp/second-call-cache-$label"
   [[ $CACHE == warm ]] && one "$label" 0
 done
 for round in $(seq 1 "$ROUNDS"); do
   for label in "${LABELS[@]}"; do
-    [[ $CACHE == warm ]] || rm -rf "/tmp/probe-cache-$label"
+    [[ $CACHE == warm ]] || rm -rf "/tmp/second-call-cache-$label"
     one "$label" "$round"
   done
 done
