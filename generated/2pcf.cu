@@ -11,9 +11,9 @@
 //   output class  TypeI           output 8 B fits in registers (alpha = 16 B)
 //   test          keys            distance(a, b) is root(squared_distance(a, b)): each pair is tested on the key, one comparison against an edge found by bisection at start with root's own arithmetic; the count in registers adds each pair's indicator, 1 or 0 from that one comparison, counting failures where a NaN key passes
 //   output        register        Type-I: accumulate in registers, reduce once per block
-//   input_cache   register_shm    register_shm: measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
-//   block_size    512             512 threads a block: measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
-//   points/thread 4               4 own points per thread (~40 registers): measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
+//   input_cache   register_shm    register_shm: measured on an H200 (docs/benchmarks.md#kernel-shapes-on-hopper)
+//   block_size    512             512 threads a block: measured on an H200 (docs/benchmarks.md#kernel-shapes-on-hopper)
+//   points/thread 4               4 own points per thread (~40 registers): measured on an H200 (docs/benchmarks.md#kernel-shapes-on-hopper)
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)
 //   resources                     grid 489 blocks; 6156 B shared per block (6144 B tile + 0 B output + 12 B key test); ~40 registers per thread (estimate)
 //   occupancy                     3 blocks = 1536 threads per multiprocessor (limited by Registers); R = 2 rounds

@@ -10,10 +10,10 @@
 //   visit         lower_triangle  one set and a symmetric function: each unordered pair i < j once
 //   output class  TypeII          output 4000 B: above alpha = 16 B, within beta = 232448 B of shared memory per block
 //   test          keys            distance(a, b) is root(squared_distance(a, b)): each pair's bucket comes from approx_root(key), within 2^-23 of the value (as measured on every key on sm_90), scaled by 1 / (1 + 2^-23) and (1 + 2^-24) / (1 - 2^-23), which brackets the value; root only where the bracket spans a bucket edge
-//   output        aop             16 copies by lane id (AOP) per block (the copy model's choice is shown below): measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
-//   input_cache   register_shm    register_shm: measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
-//   block_size    512             512 threads a block: measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
-//   points/thread 4               4 own points per thread (~40 registers): measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)
+//   output        aop             16 copies by lane id (AOP) per block (the copy model's choice is shown below): measured on an H200 (docs/benchmarks.md#kernel-shapes-on-hopper)
+//   input_cache   register_shm    register_shm: measured on an H200 (docs/benchmarks.md#kernel-shapes-on-hopper)
+//   block_size    512             512 threads a block: measured on an H200 (docs/benchmarks.md#kernel-shapes-on-hopper)
+//   points/thread 4               4 own points per thread (~40 registers): measured on an H200 (docs/benchmarks.md#kernel-shapes-on-hopper)
 //   copies        16              measured on this kind of GPU (the copy model below is shown for comparison)
 //   counter       unsigned        32-bit counters, native shared atomics: a copy counts at most 2048 own points x 1000000 partners = 2048000000 < 2^32 pairs
 //   diagonal      balanced        thread t pairs with (t + s) % B for s = 1..B/2: no divergence on the diagonal tile (section 3.4.1)

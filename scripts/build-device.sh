@@ -5,7 +5,7 @@
 # `carry: ["target/release/twobs", "target/release/parity", "target/release/kernels"]`.
 # And the Python package's wheel (one abi3 wheel for every CPython from 3.9),
 # target/wheels/twobs-*.whl, for the device scripts that run Python
-# (scripts/gpu-pydev.sh: carry "target/wheels").
+# (scripts/gpu-suite.sh python, bench/python.sh: carry "target/wheels").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked

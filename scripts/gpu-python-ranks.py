@@ -1,10 +1,11 @@
-"""The Python package's `comm=` on GPUs (issue 34): run by
-`mpiexec -n 2 on-rank-gpu-python scripts/gpu-python-ranks.py`, each rank on
-its own GPU. Rank 0 first runs each case alone (a session without comm,
-its one GPU: the reference), then both ranks run it with comm=; rank 0
-compares (counts and KNN lists equal, pairs equal as sets, f32-kernel sums
-to 1e-9 relative: a GPU's float sums depend on which stream took which
-piece, on one process too) and prints one line a case with the times."""
+"""The Python package's `comm=` on GPUs, a rank each: run by
+`scripts/gpu-suite.sh ranks` (`mpiexec -n 2 on-rank-gpu-python
+scripts/gpu-python-ranks.py`), each rank on its own GPU. Rank 0 first runs
+each case alone (a session without comm, its one GPU: the reference), then
+both ranks run it with comm=; rank 0 compares (counts and KNN lists equal,
+pairs equal as sets, f32-kernel sums to 1e-9 relative: a GPU's float sums
+depend on which stream took which piece, on one process too) and prints one
+line a case with the times."""
 
 import hashlib
 import sys

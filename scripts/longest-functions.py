@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The longest functions under src/ (lines from `fn` to its closing brace),
-longest first: what issue 31's "no function over ~150 lines" is measured with.
+longest first: what the rule "no function over 150 lines" is measured with.
 
 Usage: scripts/longest-functions.py [COUNT] [FOLDER]
 """

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # cuobjdump and nvdisasm for reading SASS without a GPU or a CUDA toolkit
-# (scripts/sass-floor.py): installs NVIDIA's PyPI wheels into target/tools
+# (bench/sass-floor.py): installs NVIDIA's PyPI wheels into target/tools
 # when missing and prints the directory to put on PATH.
 #
-# Usage: PATH="$(scripts/sass-tools.sh):$PATH" scripts/floors.sh
+# Usage: PATH="$(scripts/sass-tools.sh):$PATH" bench/floors.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR="$PWD/target/tools"

@@ -5,7 +5,7 @@
 # installs CUDA 13.0's NVRTC from PyPI into target/nvrtc when it is missing and
 # puts it on the library path, where cudarc finds it.
 #
-# Then the MPI ranks' tests (tests/ranks.rs, issue 34): an MPI is installed
+# Then the MPI ranks' tests (tests/ranks.rs): an MPI is installed
 # (scripts/install-mpi.sh) and the build with `--features mpi` runs every
 # built-in under `mpiexec -n 1, 2, 4` against one process; then the Python
 # package's `comm=` (python/tests/test_mpi.py) with mpi4py on the same MPI. With arguments

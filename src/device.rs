@@ -100,21 +100,21 @@ impl std::fmt::Display for KernelShape {
 
 /// Brute force's tiles on Hopper, measured on the H200 against the planner's
 /// earlier B = 256, R = 2 and R = 4 at B = 256 and 1024, R = 8 at B = 256
-/// (scripts/shape-bench.sh, docs/bench/h200-issue10-c14/shape-bench.md): B =
+/// (bench/shapes.sh, docs/benchmarks.md#kernel-shapes-on-hopper): B =
 /// 512, R = 4 ran fastest or within 2% on SDH (50 and 500 buckets), RDF (open
 /// and periodic boxes) and 2PCF over every pair, 0.4-7% faster than B = 256,
 /// R = 2. Each tile point read serves four pairs, which halves the warp votes
 /// and tile loads a pair. 16 and 32 lane copies ran within 5% of each other
 /// and 1.5x faster than the copy model's 2 at B = 64 (the model sees
-/// collisions, not bank conflicts: docs/bench/h200-issue10-sweep.md).
+/// collisions, not bank conflicts: `git show 2c654b2:docs/bench/h200-issue10-sweep.md`).
 fn hopper_sweep() -> Tuning {
-    shared_tiles(512, 4, "measured on an H200 (docs/bench/h200-issue10-c14/shape-bench.md)")
+    shared_tiles(512, 4, "measured on an H200 (docs/benchmarks.md#kernel-shapes-on-hopper)")
 }
 
 /// The grid's kernels on Hopper: B = 256, R = 2 walked 2PCF's grid 1.5x faster
-/// than B = 512, R = 4 on the H200 (docs/bench/h200-issue10-tune-2/bench-ab-tuned.md).
+/// than B = 512, R = 4 on the H200 (docs/benchmarks.md#kernel-shapes-on-hopper).
 fn hopper_grid() -> Tuning {
-    shared_tiles(256, 2, "measured on an H200's grids (docs/bench/h200-issue10-tune-2/bench-ab-tuned.md)")
+    shared_tiles(256, 2, "measured on an H200's grids (docs/benchmarks.md#kernel-shapes-on-hopper)")
 }
 
 /// B threads of R own points, tiles in shared memory; 16 lane copies where

@@ -6,7 +6,7 @@
 //! (each value rounded once to the spec's scalar, extremes as order keys,
 //! rows 0, step, 2 step, ...); every decision input and decision is then
 //! compared with the host path's. The kernel itself is compared with the
-//! host path on the GPU (`scripts/gpu-pydev.sh`).
+//! host path on the GPU (`scripts/gpu-suite.sh python`).
 
 use rand::{RngExt, SeedableRng};
 use twobs::data::{Column, DeviceInputs, DeviceSet, Inputs, Measured, PointSet, ProducerStream, Spread, order_key};

@@ -437,7 +437,7 @@ fn xi_rp_pi_writes_the_cells_and_wp_and_s_mu_its_cells() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("give their number with --param pi_bins=N"));
 }
 
-/// One run of `scripts/xi-peers.py --cases rppi,smu --record tests/peers/xi`:
+/// One run of `bench/xi-peers.py --cases rppi,smu --record tests/peers/xi`:
 /// points and the numbers Corrfunc 2.5.3 made of them (a recording: Corrfunc
 /// builds against libgsl-dev, which CI lacks; the script runs it live).
 fn peers() -> (serde_json::Value, impl Fn(&str) -> Inputs) {

@@ -2,7 +2,7 @@
 //! random frames, their errors, partial g(r) with pairs of one molecule
 //! excluded against a brute-force count (CPU backend), and against the counts
 //! MDAnalysis's InterRDF recorded on the same files
-//! (scripts/peer-mdanalysis.py, tests/data/md-peer/).
+//! (bench/peer-mdanalysis.py, tests/data/md-peer/).
 
 mod common;
 
@@ -463,7 +463,7 @@ struct PeerCase {
 }
 
 /// MDAnalysis is not installed in CI: its InterRDF counts were recorded by
-/// scripts/peer-mdanalysis.py (named in the recording) on the files beside them.
+/// bench/peer-mdanalysis.py (named in the recording) on the files beside them.
 #[test]
 fn partial_rdf_counts_equal_mdanalysis_interrdf_as_recorded() {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/md-peer");

@@ -242,7 +242,7 @@ fn every_listed_variant_plans() {
 }
 
 /// SDH on 1,000,000 uniform points on an H100, register_roc input, B = 64:
-/// measured pairs/s (x 1e11) for 1 to 32 copies (docs/bench/h100-call2-variants.log).
+/// measured pairs/s (x 1e11) for 1 to 32 copies (docs/benchmarks.md, "The copy model on Hopper").
 const H100_SDH: [(u32, [f64; 6]); 2] =
     [(50, [2.192, 2.380, 2.465, 2.427, 2.427, 2.419]), (500, [2.552, 2.544, 2.230, 1.495, 0.7148, 0.2454])];
 

@@ -384,7 +384,7 @@ fn periodic_xi_refuses_shells_past_half_the_box_and_problems_without_a_box() {
     assert!(e.contains("problem `sdh` cannot count xi's pairs in a periodic box"), "{e}");
 }
 
-/// One run of scripts/xi-peers.py, kept in tests/peers/xi: points and the
+/// One run of bench/xi-peers.py, kept in tests/peers/xi: points and the
 /// numbers Corrfunc 2.5.3 and TreeCorr 5.1.4 made of them. A recording, not a
 /// live peer: Corrfunc builds against libgsl-dev, which CI lacks. The script
 /// itself runs the peers on fresh points.

@@ -18,7 +18,7 @@ const CHUNK: usize = 1 << 14;
 
 /// Rows from which the take is shared by every core; fewer are taken on the
 /// calling thread alone, where waking the pool's threads costs more than it
-/// saves. On the H200's host with the AVX2 take (`probe-take`, medians, us,
+/// saves. On the H200's host with the AVX2 take (`git show 2c654b2:scripts/probe-take.rs`, medians, us,
 /// one thread against shared, three calls): cold (after 300 ms asleep or
 /// 600 MB read) one thread won at 50k (124-130 against 220-254) and 100k
 /// (216-276 against 269-326); warm they were even at 100k (87-119 against

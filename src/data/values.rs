@@ -109,7 +109,7 @@ fn take_three_rows<T: RowValue>(rows: &[T], [x, y, z]: [&mut [MaybeUninit<T>]; 3
 /// `take_rows` of 100k 3-D f32 rows on one thread of the development VM
 /// took a median 225-300 us (least 188-274), against 469 (393) for a copy
 /// then a pass over each column, and 83-87 us for a memcpy of the rows
-/// (`probe-call-overhead --take-alone`).
+/// (`git show 2c654b2:scripts/probe-call-overhead.rs`, --take-alone).
 #[cfg(target_arch = "x86_64")]
 mod sse2 {
     use std::arch::x86_64::*;
@@ -259,7 +259,7 @@ mod x86 {
 /// and one lane permute, where SSE2 needs nine shuffles for four rows, all
 /// on one port of Intel's cores. 100k 3-D f32 rows on one thread of the
 /// H200's host: 92-95 us warm against 86-158 for SSE2, 214-232 cold against
-/// 231-277 (a memcpy of the rows 57-80 and 186-216; `probe-take`).
+/// 231-277 (a memcpy of the rows 57-80 and 186-216; `git show 2c654b2:scripts/probe-take.rs`).
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::*;

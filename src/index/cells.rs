@@ -540,7 +540,7 @@ pub struct Applies {
 }
 
 /// Whether `auto` on the GPUs tries the hierarchy: for log-spaced buckets
-/// alone. Measured on an H200 (docs/performance.md, issue 35), it beat every
+/// alone. Measured on an H200 (docs/benchmarks.md, "Log-binned counts"), it beat every
 /// pair on every log-binned case (1.4-3.4x) and lost on every linear one (SDH
 /// of 4, 50 and 500 buckets: 2-3.5x slower; at 10M points the host's trees
 /// took 56 s before giving up); its GPU costs are not fitted yet.

@@ -18,7 +18,7 @@
 //! (rank 1 waiting for rank 0 to read the inputs: seconds). Every wait
 //! probes, or tests a nonblocking request, without rest for [`WAIT_SPIN`]
 //! and then sleeps between tries, doubling the sleep from [`IDLE`] up to a
-//! bound ([`wait_for`]); `scripts/probe-rank-wait.sh` measures a waiting
+//! bound ([`wait_for`]); `bench/rank-wait.sh` measures a waiting
 //! rank's CPU time.
 //!
 //! Every message goes over a communicator of twobs's own, a duplicate of

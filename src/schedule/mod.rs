@@ -445,7 +445,7 @@ pub fn split_rows(row_start: &[u32], pairs: &[u64], weights: &[f64]) -> Vec<Rang
 
 /// FP32 lane-cycles of a GPU per pair its grid kernels visit: one H200
 /// (3.35e13 lane-cycles a second) visited 5.3e11 pairs a second in the 2-D
-/// and 3-D self-joins (docs/bench/h200-issue11-grid-c11.json: 8.4e8 pairs in
+/// and 3-D self-joins (docs/benchmarks.md, "The grid": 8.4e8 pairs in
 /// 1.58 ms, 9.9e8 in 1.82 ms).
 const GPU_LANE_CYCLES_PER_PAIR: f64 = 63.0;
 

@@ -342,7 +342,7 @@ pub enum EstimateError {
     Promised,
     /// The built-ins' estimate, one `sqrt.approx.ftz.f32`, on sm_90: within
     /// 1.9995 x 2^-24 of `sqrtf` on every normal key, measured over all 2^32
-    /// keys on the H200 (`scripts/estimate-error.py`); H100 and H200 are
+    /// keys on the H200 (`bench/estimate-error.py`); H100 and H200 are
     /// one chip. Bounded here by 2^-23, and checked on the GPU the suite
     /// runs on (tests/parity.rs, `keys/*`). Kernels built on it refuse to
     /// compile for another GPU.

@@ -54,7 +54,7 @@ pub(super) fn context(ordinal: usize) -> Result<Arc<CudaContext>, GpuError> {
     unsafe { ctx.disable_event_tracking() };
     // A process's first stream-ordered allocation sets up the GPU's memory
     // pool: 7.5-10 ms on the H200, the next ones 15 us
-    // (scripts/probe-host-copies.py). Once per process, like the context.
+    // (bench/host-copies.py). Once per process, like the context.
     // (4493914 reverted this while selfjoin/grid-four-streams failed; that
     // failure was the staged copy reading past its chunk, fixed in 32f49c8.)
     let stream = ctx.default_stream();

@@ -1,6 +1,6 @@
 //! Host memory page-locked where it lies (`cuMemHostRegister`): for buffers
 //! that a caller fills call after call and the GPUs read, the Python
-//! session's columns. On the H200's host (`docs/bench/h200-host-copies.json`)
+//! session's columns. On the H200's host (docs/benchmarks.md, host copies)
 //! an upload from such memory runs at the bus's 49-52 GB/s, against 7-11 GB/s
 //! from pageable memory, and registering costs about one pageable copy
 //! (10-28 GB/s), once for the buffer's life.

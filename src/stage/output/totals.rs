@@ -86,7 +86,7 @@ impl Tallying {
     /// keys pass). Before, a saturating multiply-add made the same 1 or 0
     /// (c11): it reads three registers to FSET's two, and on the H200 its
     /// loop read two registers of one bank in 71 of 267 instructions against
-    /// 40, and ran 2% slower (`docs/performance.md`, c15).
+    /// 40, and ran 2% slower (`git show 2c654b2:docs/performance.md`, c15).
     pub fn choose(problem: &Problem, test: Test, output: OutputStage) -> Tallying {
         match (test, &problem.output, problem.function.returns, output) {
             (Test::Keys, Output::Count { .. }, Scalar::F32, OutputStage::Totals { store: Store::Registers, .. }) => {

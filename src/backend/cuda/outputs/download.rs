@@ -1,6 +1,6 @@
 //! Downloads of large outputs (pairs, KNN lists): through two pinned buffers
 //! per GPU, every core emptying one into the result's memory while the bus
-//! fills the other. On the H200 host (`docs/bench/h200-host-copies.json`)
+//! fills the other. On the H200 host (docs/benchmarks.md, host copies)
 //! the bus moves 52 GB/s into pinned memory against 6-13 GB/s into pageable
 //! memory, and fresh pageable memory faults page by page.
 
