@@ -179,7 +179,7 @@ fn pair_density(problem: &Problem, params: &Params, inputs: &Inputs) -> (f64, St
 
 /// The pairs whose points share their id `id`: within one set, c (c - 1) / 2
 /// for each id held by c points; between two, c_A c_B.
-fn excluded_pairs(problem: &Problem, id: &str, inputs: &Inputs) -> u64 {
+pub fn excluded_pairs(problem: &Problem, id: &str, inputs: &Inputs) -> u64 {
     let column = |set: &crate::data::PointSet| -> std::collections::HashMap<i32, u64> {
         let k = problem.input.components().iter().position(|c| c.name == id).expect("the id is a component");
         let crate::data::Column::I32(v) = &set.columns[k] else { unreachable!("ids are i32") };

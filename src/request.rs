@@ -132,11 +132,13 @@ pub struct Frame {
 }
 
 /// Columns joined to every frame's sets after the points: a weight column
-/// per set, then each id's column per set.
+/// per set (a trajectory's weights are its atoms'), then each id's columns:
+/// a column per set, for every frame or one list a frame (atoms chosen by
+/// type may differ from frame to frame).
 #[derive(Debug, Clone, Default)]
 pub struct Joined {
     pub weights: Vec<Column>,
-    pub ids: Vec<(String, Vec<Column>)>,
+    pub ids: Vec<(String, Vec<Vec<Column>>)>,
 }
 
 /// Where a request's points lie.
@@ -368,31 +370,38 @@ fn join(problem: &Problem, frames: &mut [Frame], joined: Joined) -> Result<(), R
             ));
         }
     }
-    let mut per_set: Vec<(String, &[Column])> = Vec::new();
-    if weighted {
-        per_set.push(("weights".to_owned(), &joined.weights));
-    }
+    let mut ids: Vec<(String, &[Vec<Column>])> = Vec::new();
     for name in &problem.input.ids {
-        let Some((_, columns)) = joined.ids.iter().find(|(n, _)| n == name) else {
+        let Some((_, frames_columns)) = joined.ids.iter().find(|(n, _)| n == name) else {
             return Err(refused!("problem `{}` takes an id `{name}` per point, which was not given", problem.name));
         };
-        if columns.len() != sets {
+        if frames_columns.len() != 1 && frames_columns.len() != frames.len() {
             return Err(refused!(
-                "id `{name}`: {} columns for {sets} set(s) of points: give one per set, in the same order",
-                columns.len()
+                "id `{name}`: columns for {} frames of {}: give one list for every frame, or one a frame",
+                frames_columns.len(),
+                frames.len()
             ));
         }
-        per_set.push((format!("id `{name}`"), columns));
+        if let Some(c) = frames_columns.iter().find(|c| c.len() != sets) {
+            return Err(refused!(
+                "id `{name}`: {} columns for {sets} set(s) of points: give one per set, in the same order",
+                c.len()
+            ));
+        }
+        ids.push((format!("id `{name}`"), frames_columns));
     }
-    if per_set.is_empty() {
+    if !weighted && ids.is_empty() {
         return Ok(());
     }
-    for frame in frames.iter_mut() {
+    for (f, frame) in frames.iter_mut().enumerate() {
         // The shapes the caller measured lack the joined columns: the run measures again.
         frame.shapes = None;
         for (k, set) in frame.inputs.sets_mut().enumerate() {
-            for (what, columns) in &per_set {
-                push_column(set, &columns[k], what)?;
+            if weighted {
+                push_column(set, &joined.weights[k], "weights")?;
+            }
+            for (what, frames_columns) in &ids {
+                push_column(set, &frames_columns[f.min(frames_columns.len() - 1)][k], what)?;
             }
         }
     }

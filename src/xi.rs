@@ -514,7 +514,8 @@ pub fn jackknife(
 }
 
 /// One run of a distance histogram on `inputs`, whose sets carry their
-/// weights as their last column where `problem` is weighted.
+/// weights as their last column where `problem` is weighted; its totals on
+/// every MPI rank.
 fn histogram_run(
     problem: &Problem,
     params: &Params,
@@ -522,7 +523,13 @@ fn histogram_run(
     (options, workers): (Options, &Workers),
 ) -> Result<Execution, XiError> {
     let request = Request::of_columns(problem.clone(), params.clone(), inputs, options)?;
-    Ok(run::execute(&request, workers)?)
+    let mut exec = run::execute(&request, workers)?;
+    // Under MPI ranks rank 0 merged the totals: every rank estimates xi from them.
+    if let Some(h) = workers.ranks.as_ref().filter(|h| h.0.size() > 1) {
+        let outcome = std::mem::replace(&mut exec.outcome, Outcome::Totals(Totals::Counts(Vec::new())));
+        exec.outcome = crate::ranks::share_totals(&*h.0, outcome).map_err(RunError::from)?;
+    }
+    Ok(exec)
 }
 
 /// A set's sum of weights and of squared weights (its size twice without weights).

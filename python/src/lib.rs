@@ -4,6 +4,8 @@
 //! engine computes, and Ctrl-C stops the run (`twobs::stop`) and raises
 //! KeyboardInterrupt. Every decision stays in the library.
 
+mod science;
+
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -621,7 +623,7 @@ impl Session {
                 .map(|(name, arrays)| {
                     let columns =
                         arrays.iter().map(|x| Ok(Column::I32(x.as_slice().map_err(not_contiguous)?.to_vec())));
-                    Ok((name.clone(), columns.collect::<PyResult<Vec<_>>>()?))
+                    Ok((name.clone(), vec![columns.collect::<PyResult<Vec<_>>>()?]))
                 })
                 .collect::<PyResult<_>>()?,
         };
@@ -654,6 +656,7 @@ impl Session {
             let (volume, volume_from) = twobs::report::volume(spec, &frame.params, &frame.inputs);
             out.set_item("volume", volume)?;
             out.set_item("volume_from", volume_from)?;
+            out.set_item("frame", frame_facts(py, request, volume)?)?;
         }
         Ok(out)
     }
@@ -680,6 +683,29 @@ fn ranks_of(_py: Python<'_>, _comm: (i64, usize, usize, String)) -> PyResult<two
     Err(Error::new_err(
         "comm=: this twobs was built without MPI, and each rank would run the whole problem alone; build the package with its `mpi` feature (`maturin develop --features mpi`, or `MATURIN_PEP517_ARGS=\"--features mpi\" pip install .`) against the MPI mpi4py uses",
     ))
+}
+
+/// What g(r)'s conventions read of a frame (`twobs::rdf::FrameCounts`):
+/// its sets, points, volume, and the ordered pairs an exclusion left out.
+fn frame_facts<'py>(py: Python<'py>, request: &Request, volume: f64) -> PyResult<Bound<'py, PyDict>> {
+    let (spec, inputs) = (&request.problem, &request.frames()[0].inputs);
+    let one_set = inputs.b.is_none();
+    let (points, queries) = (inputs.a.len() as u64, inputs.other().len() as u64);
+    let excluded = spec.exclude.as_ref().map_or(0, |id| twobs::report::excluded_pairs(spec, id, inputs));
+    // Ordered pairs, a point with itself included: each pair of one set from both ends, and its points.
+    let excluded_ordered = match (spec.exclude.is_some(), one_set) {
+        (false, _) => 0,
+        (true, true) => 2 * excluded + points,
+        (true, false) => excluded,
+    };
+    let d = PyDict::new(py);
+    d.set_item("one_set", one_set)?;
+    d.set_item("points", points)?;
+    d.set_item("queries", queries)?;
+    d.set_item("volume", volume)?;
+    d.set_item("excluded_ordered", excluded_ordered)?;
+    d.set_item("excluding", spec.exclude.is_some())?;
+    Ok(d)
 }
 
 /// `outside_box=` as the engine takes it.
@@ -845,11 +871,38 @@ fn wrong_type(origin: &str, scalar: Scalar) -> PyErr {
 /// buffers are freed as it returns, and KeyboardInterrupt is raised. The
 /// thread is one kept for runs (`Runner`): spawning one a call cost
 /// 55-95 us on the development VM.
-fn compute(
+fn compute<T: Send>(
     py: Python<'_>,
     on_gpu: bool,
-    run: impl FnOnce() -> Result<Execution, twobs::run::RunError> + Send,
-) -> PyResult<Execution> {
+    run: impl FnOnce() -> Result<T, twobs::run::RunError> + Send,
+) -> PyResult<T> {
+    computed(py, on_gpu, run)?.map_err(run_error)
+}
+
+/// What a run's error is to Python: a refusal of the caller's points or
+/// parameters is an `InputError`, anything else an `Error`.
+fn run_error(e: twobs::run::RunError) -> PyErr {
+    match &e {
+        twobs::run::RunError::OutOfF32 { .. }
+        | twobs::run::RunError::OnGpu(_)
+        | twobs::run::RunError::Request(_)
+        | twobs::run::RunError::Gpu(
+            GpuError::Input(_)
+            | GpuError::NotOnGpu { .. }
+            | GpuError::SetsOnTwoGpus { .. }
+            | GpuError::NotAsked { .. }
+            | GpuError::NeedsHost(_),
+        ) => input_error(e),
+        _ => Error::new_err(message(&e)),
+    }
+}
+
+/// [`compute`] of any work that returns its own error, which the caller turns into Python's.
+fn computed<T: Send, E: Send>(
+    py: Python<'_>,
+    on_gpu: bool,
+    run: impl FnOnce() -> Result<T, E> + Send,
+) -> PyResult<Result<T, E>> {
     let (done, mut finished) = mpsc::channel();
     let job: Box<dyn FnOnce() + Send + '_> = Box::new(move || {
         #[allow(clippy::result_large_err, reason = "one result a call, sent once")]
@@ -894,18 +947,7 @@ fn compute(
                 if let Some(e) = interrupted {
                     return Err(e);
                 }
-                return outcome.map_err(|e| match &e {
-                    twobs::run::RunError::OutOfF32 { .. }
-                    | twobs::run::RunError::OnGpu(_)
-                    | twobs::run::RunError::Gpu(
-                        GpuError::Input(_)
-                        | GpuError::NotOnGpu { .. }
-                        | GpuError::SetsOnTwoGpus { .. }
-                        | GpuError::NotAsked { .. }
-                        | GpuError::NeedsHost(_),
-                    ) => input_error(e),
-                    _ => Error::new_err(message(&e)),
-                });
+                return Ok(outcome);
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if interrupted.is_none()
@@ -1280,6 +1322,10 @@ fn stop() {
 #[pymodule]
 fn _twobs(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Problem>()?;
+    m.add_class::<science::Rdf>()?;
+    m.add_function(wrap_pyfunction!(science::xi, m)?)?;
+    m.add_function(wrap_pyfunction!(science::corrfunc_table, m)?)?;
+    m.add_function(wrap_pyfunction!(science::spacing_of, m)?)?;
     m.add_class::<Session>()?;
     m.add_class::<GpuArray>()?;
     m.add_class::<Report>()?;
@@ -1290,6 +1336,7 @@ fn _twobs(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SpecError", m.py().get_type::<SpecError>())?;
     m.add("InputError", m.py().get_type::<InputError>())?;
     m.add("BUILT_IN", twobs::problems::BUILT_IN.to_vec())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // Whether `Session(comm=...)` can share runs between MPI ranks.
     m.add("MPI", cfg!(feature = "mpi"))?;
     Ok(())

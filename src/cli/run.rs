@@ -742,14 +742,26 @@ fn frame_params(
     Ok((out, true, Vec::new()))
 }
 
-/// Each id's column per set (`<id>`), from the first frame: an MD file's
+/// Each id's column per set (`<id>`) of every frame: an MD file's
 /// molecules and types, or --id files, as i32.
-fn id_columns(problem: &Problem, read: &[(SetRead, Option<SetRead>)]) -> anyhow::Result<Vec<(String, Vec<Column>)>> {
-    let (a, b) = &read[0];
+type FrameIds = Vec<(String, Vec<Vec<Column>>)>;
+fn id_columns(problem: &Problem, read: &[(SetRead, Option<SetRead>)]) -> anyhow::Result<FrameIds> {
     let mut out = Vec::new();
     for name in &problem.input.ids {
+        let mut frames = Vec::new();
+        for (a, b) in read {
+            frames.push(set_ids(problem, name, a, b.as_ref())?);
+        }
+        out.push((name.clone(), frames));
+    }
+    Ok(out)
+}
+
+/// Id `name`'s column of each set of one frame, as i32.
+fn set_ids(problem: &Problem, name: &str, a: &SetRead, b: Option<&SetRead>) -> anyhow::Result<Vec<Column>> {
+    {
         let mut columns = Vec::new();
-        for from in std::iter::once(a).chain(b.as_ref()) {
+        for from in std::iter::once(a).chain(b) {
             let Some((_, v)) = from.ids.iter().find(|(n, _)| n == name) else {
                 anyhow::bail!(
                     "problem `{}` takes an id `{name}` per point, which {} does not give; give --id {name}=FILE (one integer per point){}",
@@ -768,9 +780,8 @@ fn id_columns(problem: &Problem, read: &[(SetRead, Option<SetRead>)]) -> anyhow:
                 .collect::<anyhow::Result<Vec<i32>>>()?;
             columns.push(Column::I32(column));
         }
-        out.push((name.clone(), columns));
+        Ok(columns)
     }
-    Ok(out)
 }
 
 /// Who runs: the backend, the CPU's threads, the GPUs and how work reaches

@@ -119,19 +119,81 @@ pub(super) struct XiArgs {
 }
 
 pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
-    let estimator = match (args.estimator, &args.box_size) {
+    let estimator = estimator_of(&args)?;
+    let los = match (args.rp_pi, args.s_mu) {
+        (Some(_), _) => Some(LineOfSight::Pi),
+        (None, Some(_)) => Some(LineOfSight::Mu),
+        (None, None) => None,
+    };
+    let (problem, params) = problem_and_params(&args, los)?;
+    let opts = InputOptions { dims: args.dims, drop_nonfinite: false, seed: args.seed };
+    // With --radec the files hold two values a point, made three (unit vectors) below.
+    let problem = if args.radec { problem } else { with_input_dims(problem, &args.data, &opts)? };
+    let targets = Targets::check(&args, los)?;
+    let workers = Workers {
+        backend: args.backend.choice(),
+        threads: args.threads,
+        gpu: GpuOptions { streams: 2, ..Default::default() },
+        progress: !args.quiet,
+        cache: Cache::user()?,
+        ranks: None,
+        root_sends_points: false,
+    };
+    let on = (Options::default(), &workers);
+    let (data, randoms) = catalogues(&args, &problem, &opts)?;
+    let patches = match (&args.patches, &args.random_patches) {
+        (Some(d), Some(r)) => Some((
+            read_patches(d, data.a.len()).context("--patches")?,
+            read_patches(r, randoms.as_ref().map_or(0, |r| r.a.len())).context("--random-patches")?,
+        )),
+        _ => None,
+    };
+    let (counts, runs) = xi::count_cells(&problem, &params, &data, randoms.as_ref(), estimator, los, on)?;
+    let started = std::time::Instant::now();
+    let jackknife = match &patches {
+        Some((dp, rp)) => Some(xi::jackknife(
+            &problem,
+            &params,
+            (&data, dp),
+            randoms.as_ref().map(|r| (r, &rp[..])),
+            estimator,
+            args.norm,
+            &counts,
+            on,
+        )?),
+        None => None,
+    };
+    let jackknife_s = started.elapsed().as_secs_f64();
+    let found = Found { counts, runs, estimator, los, jackknife };
+    targets.write(&found, &args)?;
+    if let Some(report_target) = &targets.report {
+        crate::write::document(report_target, &found.report(&problem, &params, args.norm))?;
+    }
+    if !args.quiet {
+        found.say(&problem, &params, &targets, &args, jackknife_s);
+    }
+    Ok(())
+}
+
+/// The estimator the flags ask for (Landy-Szalay with randoms, natural with a box).
+fn estimator_of(args: &XiArgs) -> anyhow::Result<Estimator> {
+    Ok(match (args.estimator, &args.box_size) {
         (Some(Estimator::LandySzalay), Some(_)) => anyhow::bail!(
             "--estimator landy-szalay with --box: without randoms DR and RR are both analytic and Landy-Szalay is the natural estimator; leave --estimator out"
         ),
         (Some(e), _) => e,
         (None, Some(_)) => Estimator::Natural,
         (None, None) => Estimator::LandySzalay,
-    };
-    let los = match (args.rp_pi, args.s_mu) {
-        (Some(_), _) => Some(LineOfSight::Pi),
-        (None, Some(_)) => Some(LineOfSight::Mu),
-        (None, None) => None,
-    };
+    })
+}
+
+/// The problem that counts the pairs (the flags' built-in, or --problem)
+/// and its parameters: the flags' first, so that a --param of the same
+/// name overrides them.
+fn problem_and_params(
+    args: &XiArgs,
+    los: Option<LineOfSight>,
+) -> anyhow::Result<(crate::spec::Problem, crate::spec::Params)> {
     let default_problem = match (&args.box_size, args.radec, los) {
         (_, _, Some(LineOfSight::Pi)) => "ddrppi",
         (_, _, Some(LineOfSight::Mu)) => "ddsmu",
@@ -141,7 +203,6 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
     };
     let problem = load(args.problem.as_deref().unwrap_or(default_problem), args.log_bins)?;
     let mut param_args = Vec::new();
-    // The flags' parameters first, so that a --param of the same name overrides them.
     if let Some(pimax) = args.rp_pi {
         if !(pimax.is_finite() && pimax > 0.0) {
             anyhow::bail!("--rp-pi {pimax}: PIMAX must be a positive number");
@@ -167,9 +228,17 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         param_args.push(format!("box={b}"));
     }
     let params = bind(&problem, &param_args)?;
-    let opts = InputOptions { dims: args.dims, drop_nonfinite: false, seed: args.seed };
-    // With --radec the files hold two values a point, made three (unit vectors) below.
-    let problem = if args.radec { problem } else { with_input_dims(problem, &args.data, &opts)? };
+    Ok((problem, params))
+}
+
+/// The data and the randoms, each a set of the problem's points (unit
+/// vectors with --radec), with a weight column where either is weighted (a
+/// missing one all ones).
+fn catalogues(
+    args: &XiArgs,
+    problem: &crate::spec::Problem,
+    opts: &InputOptions,
+) -> anyhow::Result<(Inputs, Option<Inputs>)> {
     let components = match args.radec {
         false => problem.input.element.components(),
         true => ["ra", "dec"]
@@ -180,75 +249,17 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         true => xi::unit_vectors(&set),
         false => Ok(set),
     };
-    let format = args.format.map(FormatArg::format);
-    let target = match args.out.as_deref() {
-        None | Some("-") => ResultTarget::new(Destination::Stdout, format)?,
-        Some(path) => ResultTarget::new(Destination::File(path.into()), format)?,
-    };
-    let mut written = Vec::new();
-    if let Destination::File(path) = &target.destination {
-        written.push(Named::new("--out", path));
-    }
-    if let Some(path) = &args.plot {
-        plot::check(path)?;
-        written.push(Named::new("--plot", path));
-    }
-    let report_target = match args.report.as_deref() {
-        None => None,
-        Some("-") if target.destination == Destination::Stdout => {
-            anyhow::bail!("--out - and --report - both want standard output; send one of them to a file")
-        }
-        Some("-") => Some(ResultTarget::new(Destination::Stdout, Some(crate::write::Format::Json))?),
-        Some(path) => {
-            written.push(Named::new("--report", path));
-            Some(ResultTarget::new(Destination::File(path.into()), Some(crate::write::Format::Json))?)
-        }
-    };
-    let wp_target = match args.wp.as_deref() {
-        None => None,
-        Some("-") if target.destination == Destination::Stdout => {
-            anyhow::bail!("--out - and --wp - both want standard output; send one of them to a file")
-        }
-        Some("-") => Some(ResultTarget::new(Destination::Stdout, format)?),
-        Some(path) => {
-            written.push(Named::new("--wp", path));
-            Some(ResultTarget::new(Destination::File(path.into()), format)?)
-        }
-    };
-    if args.plot.is_some() && los == Some(LineOfSight::Mu) {
-        anyhow::bail!("--plot draws xi(r), w(theta) or wp(rp); xi(s, mu) has two axes: write it with --out");
-    }
-    let cov_target = match &args.cov {
-        Some(path) => {
-            written.push(Named::new("--cov", path));
-            Some(ResultTarget::new(Destination::File(path.into()), format)?)
-        }
-        None => None,
-    };
-    let read: Vec<Named> = [
-        ("--data", Some(&args.data)),
-        ("--randoms", args.randoms.as_ref()),
-        ("--data-weights", args.data_weights.as_ref()),
-        ("--random-weights", args.random_weights.as_ref()),
-        ("--patches", args.patches.as_ref()),
-        ("--random-patches", args.random_patches.as_ref()),
-    ]
-    .into_iter()
-    .filter_map(|(role, file)| file.filter(|f| std::path::Path::new(f).exists()).map(|f| Named::new(role, f)))
-    .collect();
-    crate::write::refuse_clashes(&written, &read)?;
-    let cache = Cache::user()?;
-    let mut data = on_the_sky(read_input(&args.data, &components, &opts).context("--data")?)?;
+    let mut data = on_the_sky(read_input(&args.data, &components, opts).context("--data")?)?;
     let mut randoms = match &args.randoms {
         Some(file) => Some(on_the_sky(
-            read_input(file, &components, &InputOptions { seed: args.seed + 1, ..opts }).context("--randoms")?,
+            read_input(file, &components, &InputOptions { seed: args.seed + 1, ..opts.clone() })
+                .context("--randoms")?,
         )?),
         None => None,
     };
     if args.random_weights.is_some() && randoms.is_none() {
         anyhow::bail!("--random-weights without --randoms: with --box the randoms are analytic");
     }
-    // Weighted, both catalogues carry a weight column; a missing one is all ones.
     if args.data_weights.is_some() || args.random_weights.is_some() {
         let sets = [Some((&mut data, &args.data_weights)), randoms.as_mut().map(|r| (r, &args.random_weights))];
         for (set, file) in sets.into_iter().flatten() {
@@ -259,141 +270,208 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
             set.columns.push(weights);
         }
     }
-    let workers = Workers {
-        backend: args.backend.choice(),
-        threads: args.threads,
-        gpu: GpuOptions { streams: 2, ..Default::default() },
-        progress: !args.quiet,
-        cache,
-        ranks: None,
-        root_sends_points: false,
-    };
-    let on = (Options::default(), &workers);
-    let patches = match (&args.patches, &args.random_patches) {
-        (Some(d), Some(r)) => Some((
-            read_patches(d, data.len()).context("--patches")?,
-            read_patches(r, randoms.as_ref().map_or(0, |r| r.len())).context("--random-patches")?,
-        )),
-        _ => None,
-    };
-    let randoms = randoms.map(|a| Inputs { a, b: None });
-    let data = Inputs { a: data, b: None };
-    let (counts, runs) = xi::count_cells(&problem, &params, &data, randoms.as_ref(), estimator, los, on)?;
-    let xi = counts.xi(estimator, args.norm);
-    let wp = counts.wp(&xi);
-    let started = std::time::Instant::now();
-    let jackknife = match (&patches, &randoms) {
-        (Some((dp, rp)), randoms) => Some(xi::jackknife(
-            &problem,
-            &params,
-            (&data, dp),
-            randoms.as_ref().map(|r| (r, &rp[..])),
-            estimator,
-            args.norm,
-            &counts,
-            on,
-        )?),
-        (None, _) => None,
-    };
-    let (dd, rr, dr) = (&counts.dd, &counts.rr(args.norm), counts.dr());
-    let n = xi.len();
-    // Separations are distances r, or angles theta in degrees with --radec; or 2-D cells.
-    let buckets = bucket_columns(&counts, args.radec);
-    let mut columns: Vec<(&str, &[f64])> = buckets.iter().map(|(name, c)| (*name, &c[..])).collect();
-    let edge_columns = columns.len();
-    columns.push(("dd", dd));
-    if let Some(dr) = dr {
-        columns.push(("dr", dr));
-    }
-    columns.extend([("rr", &rr[..]), ("xi", &xi[..])]);
-    let errors: Vec<f64> = jackknife.iter().flat_map(|j| (0..n).map(|i| j.covariance[i][i].sqrt())).collect();
-    if jackknife.is_some() {
-        columns.push(("xi_err", &errors));
-    }
-    crate::write::table(&target, &columns, edge_columns)?;
-    if let (Some(j), Some(cov_target)) = (&jackknife, &cov_target) {
-        let names: Vec<String> = (0..n).map(|i| format!("cov_{i}")).collect();
-        let mut cov: Vec<(&str, &[f64])> = buckets.iter().map(|(name, c)| (*name, &c[..])).collect();
-        let by_column: Vec<Vec<f64>> = (0..n).map(|c| (0..n).map(|r| j.covariance[r][c]).collect()).collect();
-        cov.extend(names.iter().map(|s| s.as_str()).zip(by_column.iter().map(|c| &c[..])));
-        crate::write::table(cov_target, &cov, edge_columns)?;
-    }
-    let rp = &counts.edges;
-    if let (Some(wp), Some(wp_target)) = (&wp, &wp_target) {
-        let m = wp.len();
-        crate::write::table(wp_target, &[("rp_lo", &rp[..m]), ("rp_hi", &rp[1..]), ("wp", wp)], 2)?;
-    }
-    if let (Some(path), Some(wp)) = (&args.plot, &wp) {
-        let figure = plot::Figure {
-            title: format!("wp(rp), {}: {} data points, {}", estimator.name(), counts.data_points, against(&counts)),
-            x_label: "rp".into(),
-            y_label: "wp(rp)".into(),
-            log_x: args.log_bins,
-            series: vec![plot::Series { label: "wp".into(), edges: &counts.edges, values: wp }],
+    Ok((Inputs { a: data, b: None }, randoms.map(|a| Inputs { a, b: None })))
+}
+
+/// Where xi, wp, the covariance, the report and the plot go, checked before
+/// anything is read: writable, and none of them an input or another.
+struct Targets {
+    xi: ResultTarget,
+    report: Option<ResultTarget>,
+    wp: Option<ResultTarget>,
+    cov: Option<ResultTarget>,
+}
+
+impl Targets {
+    fn check(args: &XiArgs, los: Option<LineOfSight>) -> anyhow::Result<Targets> {
+        let format = args.format.map(FormatArg::format);
+        let xi = match args.out.as_deref() {
+            None | Some("-") => ResultTarget::new(Destination::Stdout, format)?,
+            Some(path) => ResultTarget::new(Destination::File(path.into()), format)?,
         };
-        plot::draw(&figure, path)?;
-    } else if let Some(path) = &args.plot {
-        let figure = plot::Figure {
-            title: format!(
-                "{}, {}: {} data points, {}",
-                if args.radec { "w(θ)" } else { "ξ(r)" },
-                estimator.name(),
-                counts.data_points,
-                against(&counts)
-            ),
-            x_label: if args.radec { "θ (degrees)" } else { "r" }.into(),
-            y_label: if args.radec { "w(θ)" } else { "ξ(r)" }.into(),
-            log_x: args.log_bins,
-            series: vec![plot::Series { label: "ξ".into(), edges: &counts.edges, values: &xi }],
+        let mut written = Vec::new();
+        if let Destination::File(path) = &xi.destination {
+            written.push(Named::new("--out", path));
+        }
+        if let Some(path) = &args.plot {
+            plot::check(path)?;
+            written.push(Named::new("--plot", path));
+        }
+        if args.plot.is_some() && los == Some(LineOfSight::Mu) {
+            anyhow::bail!("--plot draws xi(r), w(theta) or wp(rp); xi(s, mu) has two axes: write it with --out");
+        }
+        let json = Some(crate::write::Format::Json);
+        let beside = |flag: &str, given: Option<&str>, format, written: &mut Vec<Named>| -> anyhow::Result<_> {
+            Ok(match given {
+                None => None,
+                Some("-") if xi.destination == Destination::Stdout => {
+                    anyhow::bail!("--out - and {flag} - both want standard output; send one of them to a file")
+                }
+                Some("-") => Some(ResultTarget::new(Destination::Stdout, format)?),
+                Some(path) => {
+                    written.push(Named::new(flag, path));
+                    Some(ResultTarget::new(Destination::File(path.into()), format)?)
+                }
+            })
         };
-        plot::draw(&figure, path)?;
+        let report = beside("--report", args.report.as_deref(), json, &mut written)?;
+        let wp = beside("--wp", args.wp.as_deref(), format, &mut written)?;
+        let cov = match &args.cov {
+            Some(path) => {
+                written.push(Named::new("--cov", path));
+                Some(ResultTarget::new(Destination::File(path.into()), format)?)
+            }
+            None => None,
+        };
+        let read: Vec<Named> = [
+            ("--data", Some(&args.data)),
+            ("--randoms", args.randoms.as_ref()),
+            ("--data-weights", args.data_weights.as_ref()),
+            ("--random-weights", args.random_weights.as_ref()),
+            ("--patches", args.patches.as_ref()),
+            ("--random-patches", args.random_patches.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(role, file)| file.filter(|f| std::path::Path::new(f).exists()).map(|f| Named::new(role, f)))
+        .collect();
+        crate::write::refuse_clashes(&written, &read)?;
+        Ok(Targets { xi, report, wp, cov })
     }
-    if let Some(report_target) = &report_target {
+}
+
+/// What xi counted and estimated.
+struct Found {
+    counts: xi::PairCounts,
+    /// DD, RR, DR's runs.
+    runs: Vec<crate::run::Execution>,
+    estimator: Estimator,
+    los: Option<LineOfSight>,
+    jackknife: Option<xi::Jackknife>,
+}
+
+impl Targets {
+    /// xi with its counts (and jackknife errors), the covariance, wp, and the plot.
+    fn write(&self, found: &Found, args: &XiArgs) -> anyhow::Result<()> {
+        let counts = &found.counts;
+        let xi = counts.xi(found.estimator, args.norm);
+        let (rr, dr) = (counts.rr(args.norm), counts.dr());
+        let n = xi.len();
+        // Separations are distances r, or angles theta in degrees with --radec; or 2-D cells.
+        let buckets = bucket_columns(counts, args.radec);
+        let mut columns: Vec<(&str, &[f64])> = buckets.iter().map(|(name, c)| (*name, &c[..])).collect();
+        let edge_columns = columns.len();
+        columns.push(("dd", &counts.dd));
+        if let Some(dr) = dr {
+            columns.push(("dr", dr));
+        }
+        columns.extend([("rr", &rr[..]), ("xi", &xi[..])]);
+        let errors = found.errors();
+        if found.jackknife.is_some() {
+            columns.push(("xi_err", &errors));
+        }
+        crate::write::table(&self.xi, &columns, edge_columns)?;
+        if let (Some(j), Some(cov_target)) = (&found.jackknife, &self.cov) {
+            let names: Vec<String> = (0..n).map(|i| format!("cov_{i}")).collect();
+            let mut cov: Vec<(&str, &[f64])> = buckets.iter().map(|(name, c)| (*name, &c[..])).collect();
+            let by_column: Vec<Vec<f64>> = (0..n).map(|c| (0..n).map(|r| j.covariance[r][c]).collect()).collect();
+            cov.extend(names.iter().map(|s| s.as_str()).zip(by_column.iter().map(|c| &c[..])));
+            crate::write::table(cov_target, &cov, edge_columns)?;
+        }
+        let wp = counts.wp(&xi);
+        let rp = &counts.edges;
+        if let (Some(wp), Some(wp_target)) = (&wp, &self.wp) {
+            let m = wp.len();
+            crate::write::table(wp_target, &[("rp_lo", &rp[..m]), ("rp_hi", &rp[1..]), ("wp", wp)], 2)?;
+        }
+        if let Some(path) = &args.plot {
+            plot::draw(&found.figure(&xi, wp.as_deref(), args), path)?;
+        }
+        Ok(())
+    }
+}
+
+impl Found {
+    /// The jackknife's error of each bucket, the root of its variance (none without patches).
+    fn errors(&self) -> Vec<f64> {
+        let n = self.counts.dd.len();
+        self.jackknife.iter().flat_map(|j| (0..n).map(|i| j.covariance[i][i].sqrt())).collect()
+    }
+
+    /// wp(rp) where there is one, else xi(r) or w(theta).
+    fn figure<'a>(&'a self, xi: &'a [f64], wp: Option<&'a [f64]>, args: &XiArgs) -> plot::Figure<'a> {
+        let c = &self.counts;
+        let (what, x, y, values, label) = match wp {
+            Some(wp) => ("wp(rp)", "rp", "wp(rp)", wp, "wp"),
+            None if args.radec => ("w(θ)", "θ (degrees)", "w(θ)", xi, "ξ"),
+            None => ("ξ(r)", "r", "ξ(r)", xi, "ξ"),
+        };
+        plot::Figure {
+            title: format!("{what}, {}: {} data points, {}", self.estimator.name(), c.data_points, against(c)),
+            x_label: x.into(),
+            y_label: y.into(),
+            log_x: args.log_bins,
+            series: vec![plot::Series { label: label.into(), edges: &c.edges, values }],
+        }
+    }
+
+    /// The JSON report: xi with its counts, and how each count ran.
+    fn report(&self, problem: &crate::spec::Problem, params: &crate::spec::Params, norm: Norm) -> serde_json::Value {
+        let c = &self.counts;
+        let xi = c.xi(self.estimator, norm);
         let runs: serde_json::Map<String, serde_json::Value> = ["DD", "RR", "DR"]
             .iter()
-            .zip(&runs)
+            .zip(&self.runs)
             .map(|(what, run)| (what.to_string(), report::execution(run)))
             .collect();
-        let report = serde_json::json!({
+        serde_json::json!({
             "problem": { "name": problem.name, "origin": problem.origin, "summary": problem.summary },
             "params": params.values.iter().map(|(n, v)| (n.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
-            "estimator": estimator.name(),
-            "norm": match args.norm { Norm::Pairs => "pairs", Norm::Squared => "squared" },
-            "data_points": counts.data_points,
-            "against": against(&counts),
+            "estimator": self.estimator.name(),
+            "norm": match norm { Norm::Pairs => "pairs", Norm::Squared => "squared" },
+            "data_points": c.data_points,
+            "against": against(c),
             "result": {
-                "edges": counts.edges, "dd": dd, "dr": dr, "rr": rr, "xi": xi,
-                "xi_err": jackknife.is_some().then_some(&errors),
-                "cells": counts.cells.as_ref().map(|(los, e)| serde_json::json!({ "axes": los.axes(), "second_edges": e })),
-                "wp": wp,
+                "edges": c.edges, "dd": c.dd, "dr": c.dr(), "rr": c.rr(norm), "xi": xi,
+                "xi_err": self.jackknife.is_some().then(|| self.errors()),
+                "cells": c.cells.as_ref().map(|(los, e)| serde_json::json!({ "axes": los.axes(), "second_edges": e })),
+                "wp": c.wp(&xi),
             },
             "runs": runs,
-        });
-        crate::write::document(report_target, &report)?;
+        })
     }
-    if !args.quiet {
-        let say = |line: String| match target.destination {
+
+    /// The summary on the terminal (standard error where xi goes to standard output).
+    fn say(
+        &self,
+        problem: &crate::spec::Problem,
+        params: &crate::spec::Params,
+        targets: &Targets,
+        args: &XiArgs,
+        jackknife_s: f64,
+    ) {
+        let c = &self.counts;
+        let say = |line: String| match targets.xi.destination {
             Destination::Stdout => eprintln!("{line}"),
             Destination::File(_) => println!("{line}"),
         };
         say(format!(
             "{} by the {} estimator: {} data points, {}, counts over {}, {}",
-            match los {
+            match self.los {
                 None if args.radec => "w(theta)",
                 None => "xi(r)",
                 Some(LineOfSight::Pi) => "xi(rp, pi)",
                 Some(LineOfSight::Mu) => "xi(s, mu)",
             },
-            estimator.name(),
-            counts.data_points,
-            against(&counts),
+            self.estimator.name(),
+            c.data_points,
+            against(c),
             match args.norm {
                 Norm::Pairs => "N(N-1)/2",
                 Norm::Squared => "N^2/2",
             },
-            contribution::describe(&problem, &params)
+            contribution::describe(problem, params)
         ));
-        for (what, run) in ["DD", "RR", "DR"].iter().zip(&runs) {
+        for (what, run) in ["DD", "RR", "DR"].iter().zip(&self.runs) {
             say(format!(
                 "{what}: {} pairs on {}, {:.3} s; index {}: {}",
                 run.index.pairs,
@@ -403,24 +481,23 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
                 run.index.why
             ));
         }
-        if let Some(j) = &jackknife {
+        if let Some(j) = &self.jackknife {
             say(format!(
-                "jackknife over {} patches (each left out in turn, its pairs with the rest too): {:.3} s",
-                j.xi.len(),
-                started.elapsed().as_secs_f64()
+                "jackknife over {} patches (each left out in turn, its pairs with the rest too): {jackknife_s:.3} s",
+                j.xi.len()
             ));
         }
-        if xi.iter().any(|x| x.is_nan()) {
+        if c.xi(self.estimator, args.norm).iter().any(|x| x.is_nan()) {
             say("xi is NaN (null in JSON) where the randoms have no pair: use more randoms or wider buckets".into());
         }
-        if let Destination::File(path) = &target.destination {
-            say(format!("{} {} -> {}", n, if los.is_some() { "cells" } else { "buckets" }, path.display()));
+        if let Destination::File(path) = &targets.xi.destination {
+            let n = c.dd.len();
+            say(format!("{} {} -> {}", n, if self.los.is_some() { "cells" } else { "buckets" }, path.display()));
         }
-        if let Some(Destination::File(path)) = wp_target.as_ref().map(|t| &t.destination) {
-            say(format!("wp(rp) in {} rp buckets -> {}", counts.edges.len() - 1, path.display()));
+        if let Some(Destination::File(path)) = targets.wp.as_ref().map(|t| &t.destination) {
+            say(format!("wp(rp) in {} rp buckets -> {}", c.edges.len() - 1, path.display()));
         }
     }
-    Ok(())
 }
 
 /// The columns that name each row's bucket: its lower and upper edges (r, or

@@ -308,6 +308,32 @@ impl Spacing {
     pub fn parse(name: &str) -> Option<Spacing> {
         vocabulary::SPACING.iter().position(|s| *s == name).map(|k| [Spacing::Linear, Spacing::Log][k])
     }
+
+    /// The buckets that `edges` (as Corrfunc's and numpy's users give them)
+    /// are: (bins, min, max, spacing), where they are evenly or log-evenly
+    /// spaced to a relative 1e-6; else why not.
+    pub fn of_edges(edges: &[f64]) -> Result<(u32, f64, f64, Spacing), String> {
+        let increasing = edges.windows(2).all(|e| e[0] < e[1]);
+        if edges.len() < 2 || !increasing || edges[0] < 0.0 || !edges.iter().all(|e| e.is_finite()) {
+            return Err("bins: expected increasing finite edges r_0 < r_1 < ... (at least two), none negative".into());
+        }
+        let bins = edges.len() - 1;
+        let (lo, hi) = (edges[0], edges[bins]);
+        let near = |want: &dyn Fn(usize) -> f64| {
+            edges.iter().enumerate().all(|(k, &e)| (e - want(k)).abs() <= 1e-6 * want(k).abs())
+        };
+        let spacing = if near(&|k| lo + (hi - lo) * k as f64 / bins as f64) {
+            Spacing::Linear
+        } else if lo > 0.0 && near(&|k| lo * (hi / lo).powf(k as f64 / bins as f64)) {
+            Spacing::Log
+        } else {
+            return Err(
+                "bins: twobs's buckets are evenly spaced or log-evenly spaced from the first edge to the last; these edges are neither".into(),
+            );
+        };
+        let bins = u32::try_from(bins).map_err(|_| format!("bins: {bins} buckets; at most {} ", u32::MAX))?;
+        Ok((bins, lo, hi, spacing))
+    }
 }
 
 /// The most buckets a log-spaced histogram has: its edges are a table in

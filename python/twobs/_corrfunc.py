@@ -1,0 +1,303 @@
+"""Pair counts and correlation functions in Corrfunc's shapes: :func:`DD`,
+:func:`DDrppi`, :func:`DDsmu`, :func:`xi`, :func:`wp`. The counts are the
+engine's exact histograms; Corrfunc's conventions, the estimators, analytic
+RR and jackknife covariances are the library's (``twobs::corrfunc``,
+``twobs::xi``); this module converts arrays and names the results."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from . import _twobs
+from ._session import Session, _box_param, _host, _problem, _session, default_session
+from ._twobs import InputError
+
+
+def _edges_of(binfile: Any) -> np.ndarray:
+    """Bucket edges given as an array, or as Corrfunc's bin file (rows of low and high edge)."""
+    if isinstance(binfile, str):
+        rows = np.loadtxt(binfile, ndmin=2)
+        return np.concatenate([rows[:, 0], rows[-1:, 1]])
+    return np.asarray(binfile, dtype=np.float64)
+
+
+def _corrfunc_session(session: Optional[Session], comm: Any, nthreads: int) -> Session:
+    """The session of a Corrfunc-shaped call: ``nthreads`` CPU threads where the run is on the CPU."""
+    if session is None and nthreads and default_session().backend == "cpu":
+        return _session(None, comm, backend="cpu", threads=int(nthreads))
+    return _session(session, comm)
+
+
+def _catalogues(autocorr: int, X1: Any, Y1: Any, Z1: Any, X2: Any, Y2: Any, Z2: Any) -> tuple:
+    a = np.column_stack([_host(X1), _host(Y1), _host(Z1)])
+    b = None if autocorr else np.column_stack([_host(X2), _host(Y2), _host(Z2)])
+    return a, b
+
+
+def _counted(session: Session, problem: str, a: np.ndarray, b: Optional[np.ndarray], params: dict, log: bool,
+             edges: np.ndarray, weights: tuple, autocorr: int, weight_type: Optional[str]) -> tuple:
+    """(npairs, weightavg or None, the run's edges) of a Corrfunc-shaped count."""
+    weights1, weights2 = weights
+    if weights1 is not None and weight_type not in (None, "pair_product"):
+        raise InputError(f"weight_type={weight_type!r}: twobs weighs a pair by the product of its points' weights")
+    run = session.run(_problem(problem), a, b, params=params, log_bins=log)
+    counts = np.ascontiguousarray(run.counts, dtype=np.uint64).ravel()
+    sums = None
+    w1 = None if weights1 is None else np.ascontiguousarray(_host(weights1), dtype=np.float64)
+    if w1 is not None:
+        # Corrfunc weighs an unweighted second catalogue by ones.
+        ws = [w1] if autocorr else [w1, weights2 if weights2 is not None else np.ones(len(b))]
+        sums = np.ascontiguousarray(session.run(_problem(problem), a, b, params=params, weights=ws,
+                                                log_bins=log).sums, dtype=np.float64).ravel()
+    npairs, weightavg = _twobs.corrfunc_table(counts, list(edges), sums=sums, autocorr=bool(autocorr),
+                                              points=len(a), self_weights=w1)
+    return npairs, weightavg, run.edges
+
+
+def DD(autocorr: int, nthreads: int, binfile: Any, X1: Any, Y1: Any, Z1: Any, weights1: Any = None,
+       periodic: bool = True, X2: Any = None, Y2: Any = None, Z2: Any = None, weights2: Any = None,
+       verbose: bool = False, boxsize: Any = None, output_ravg: bool = False, weight_type: Optional[str] = None,
+       session: Optional[Session] = None, comm: Any = None, **ignored: Any) -> np.ndarray:
+    """Pair counts in Corrfunc's shape (``Corrfunc.theory.DD``).
+
+    Parameters
+    ----------
+    autocorr : int
+        1: the pairs of ``X1, Y1, Z1`` among themselves; 0: between it and ``X2, Y2, Z2``.
+    nthreads : int
+        CPU threads, where the run is on the CPU.
+    binfile : array or str
+        The buckets' edges (evenly or log-evenly spaced), or Corrfunc's bin file.
+    X1, Y1, Z1, X2, Y2, Z2 : arrays
+        Coordinates.
+    weights1, weights2 : arrays, optional
+        A weight per point: ``weightavg`` is the mean product of a pair's weights.
+    periodic, boxsize
+        Minimum-image separations in the box ``boxsize`` (L or (Lx, Ly, Lz)).
+
+    Returns
+    -------
+    numpy structured array
+        ``rmin``, ``rmax``, ``ravg`` (0: not computed), ``npairs``,
+        ``weightavg``, counted as Corrfunc counts: with ``autocorr=1`` each
+        pair in both orders, and each point with itself in a bucket that starts at 0.
+
+    Examples
+    --------
+    >>> import numpy as np, twobs
+    >>> x, y, z = np.random.default_rng(1).random((3, 1000))
+    >>> dd = twobs.DD(1, 2, np.linspace(0.05, 0.3, 6), x, y, z, periodic=False)
+    >>> dd["npairs"].shape
+    (5,)
+    """
+    if output_ravg:
+        raise InputError("output_ravg=True: twobs does not average the separations in a bucket")
+    if periodic and boxsize is None:
+        raise InputError("periodic=True needs boxsize (L, or (Lx, Ly, Lz))")
+    session = _corrfunc_session(session, comm, nthreads)
+    a, b = _catalogues(autocorr, X1, Y1, Z1, X2, Y2, Z2)
+    edges = _edges_of(binfile)
+    bins, lo, hi, log = _twobs.spacing_of(list(edges))
+    params: dict = {"bins": bins, "r_min": lo, "r_max": hi}
+    problem = "sdh"
+    if periodic:
+        params["box"] = _box_param(boxsize)[0]
+        problem = "dd_periodic"
+    npairs, weightavg, _ = _counted(session, problem, a, b, params, log, edges, (weights1, weights2), autocorr,
+                                    weight_type)
+    out = np.zeros(len(edges) - 1, dtype=[("rmin", "f8"), ("rmax", "f8"), ("ravg", "f8"),
+                                          ("npairs", "u8"), ("weightavg", "f8")])
+    out["rmin"], out["rmax"], out["npairs"] = edges[:-1], edges[1:], npairs
+    if weightavg is not None:
+        out["weightavg"] = weightavg
+    return out
+
+
+def _cells(problem: str, autocorr: int, nthreads: int, first: np.ndarray, second: dict, coords: tuple,
+           weights: tuple, periodic: bool, boxsize: Any, weight_type: Optional[str], session: Optional[Session],
+           comm: Any) -> tuple:
+    """(npairs, weightavg or None, the second axis's edges) of Corrfunc's 2-D pair counts."""
+    if periodic and boxsize is None:
+        raise InputError("periodic=True needs boxsize (L, or (Lx, Ly, Lz))")
+    session = _corrfunc_session(session, comm, nthreads)
+    a, b = _catalogues(autocorr, *coords)
+    bins, lo, hi, log = _twobs.spacing_of(list(first))
+    axis = "rp" if problem == "ddrppi" else "s"
+    params: dict = {f"{axis}_bins": bins, f"{axis}_min": lo, f"{axis}_max": hi, **second}
+    if periodic:
+        params["box"] = _box_param(boxsize)[0]
+    npairs, weightavg, edges = _counted(session, problem, a, b, params, log, first, weights, autocorr, weight_type)
+    return npairs, weightavg, np.asarray(edges[1], dtype=np.float64)
+
+
+def _cells_table(names: tuple, edges: np.ndarray, second: np.ndarray, npairs: Any, weightavg: Any) -> np.ndarray:
+    """Corrfunc's structured array of 2-D cells, the first axis outer: its
+    low and high edge, an average left 0 (not computed), the second axis's
+    upper edge, ``npairs`` and ``weightavg``, under Corrfunc's ``names``."""
+    lo, hi, average, upper = names
+    m = len(second) - 1
+    out = np.zeros((len(edges) - 1) * m, dtype=[(lo, "f8"), (hi, "f8"), (average, "f8"), (upper, "f8"),
+                                                ("npairs", "u8"), ("weightavg", "f8")])
+    out[lo], out[hi] = np.repeat(edges[:-1], m), np.repeat(edges[1:], m)
+    out[upper], out["npairs"] = np.tile(second[1:], len(edges) - 1), npairs
+    if weightavg is not None:
+        out["weightavg"] = weightavg
+    return out
+
+
+def _pi_bins(pimax: float, npibins: Optional[int]) -> int:
+    """Corrfunc's pi buckets: 1 wide up to ``pimax`` unless ``npibins`` says how many."""
+    if npibins is not None:
+        return int(npibins)
+    if float(pimax) != int(pimax):
+        raise InputError(f"pimax={pimax}: pi buckets are 1 wide by default, which needs a whole pimax; give npibins")
+    return int(pimax)
+
+
+def DDrppi(autocorr: int, nthreads: int, pimax: float, binfile: Any, X1: Any, Y1: Any, Z1: Any, weights1: Any = None,
+           periodic: bool = True, boxsize: Any = None, X2: Any = None, Y2: Any = None, Z2: Any = None,
+           weights2: Any = None, verbose: bool = False, output_rpavg: bool = False, weight_type: Optional[str] = None,
+           npibins: Optional[int] = None, session: Optional[Session] = None, comm: Any = None,
+           **ignored: Any) -> np.ndarray:
+    """Pair counts in cells of (rp, pi), in Corrfunc's shape (``Corrfunc.theory.DDrppi``).
+
+    rp = sqrt(dx^2 + dy^2) over ``binfile``'s edges, pi = |dz| in
+    ``npibins`` buckets over [0, pimax) (``int(pimax)`` of them, each 1
+    wide, by default, as Corrfunc's). Parameters as :func:`DD`'s.
+
+    Returns
+    -------
+    numpy structured array
+        One row per cell, rp outer: ``rmin``, ``rmax``, ``rpavg`` (0: not
+        computed), ``pimax`` (the cell's upper pi edge), ``npairs``,
+        ``weightavg``; counted as :func:`DD` counts.
+    """
+    if output_rpavg:
+        raise InputError("output_rpavg=True: twobs does not average the separations in a cell")
+    npibins = _pi_bins(pimax, npibins)
+    edges = _edges_of(binfile)
+    npairs, weightavg, pi = _cells("ddrppi", autocorr, nthreads, edges, {"pi_bins": npibins, "pi_max": float(pimax)},
+                                   (X1, Y1, Z1, X2, Y2, Z2), (weights1, weights2), periodic, boxsize, weight_type,
+                                   session, comm)
+    return _cells_table(("rmin", "rmax", "rpavg", "pimax"), edges, pi, npairs, weightavg)
+
+
+def DDsmu(autocorr: int, nthreads: int, binfile: Any, mu_max: float, nmu_bins: int, X1: Any, Y1: Any, Z1: Any,
+          weights1: Any = None, periodic: bool = True, boxsize: Any = None, X2: Any = None, Y2: Any = None,
+          Z2: Any = None, weights2: Any = None, verbose: bool = False, output_savg: bool = False,
+          weight_type: Optional[str] = None, session: Optional[Session] = None, comm: Any = None,
+          **ignored: Any) -> np.ndarray:
+    """Pair counts in cells of (s, mu), in Corrfunc's shape (``Corrfunc.theory.DDsmu``).
+
+    s over ``binfile``'s edges, mu = |dz| / s (0 at s = 0) in ``nmu_bins``
+    buckets over [0, mu_max). Parameters as :func:`DD`'s.
+
+    Returns
+    -------
+    numpy structured array
+        One row per cell, s outer: ``smin``, ``smax``, ``savg`` (0: not
+        computed), ``mu_max`` (the cell's upper mu edge), ``npairs``,
+        ``weightavg``; counted as :func:`DD` counts.
+    """
+    if output_savg:
+        raise InputError("output_savg=True: twobs does not average the separations in a cell")
+    edges = _edges_of(binfile)
+    npairs, weightavg, mu = _cells("ddsmu", autocorr, nthreads, edges,
+                                   {"mu_bins": int(nmu_bins), "mu_max": float(mu_max)}, (X1, Y1, Z1, X2, Y2, Z2),
+                                   (weights1, weights2), periodic, boxsize, weight_type, session, comm)
+    return _cells_table(("smin", "smax", "savg", "mu_max"), edges, mu, npairs, weightavg)
+
+
+def _rows(x: Any) -> Optional[np.ndarray]:
+    return None if x is None else np.ascontiguousarray(_host(x), dtype=np.float64)
+
+
+def _box_text(boxsize: Any) -> Optional[str]:
+    return None if boxsize is None else _box_param(boxsize)[0]
+
+
+def xi(data: Any, randoms: Any, bins: Any, estimator: Optional[str] = None, data_weights: Any = None,
+       random_weights: Any = None, norm: str = "pairs", boxsize: Any = None, radec: bool = False,
+       patches: Any = None, session: Optional[Session] = None, comm: Any = None) -> dict:
+    """The two-point correlation function of ``data`` against ``randoms``, as ``twobs xi`` computes it.
+
+    Parameters
+    ----------
+    data, randoms : arrays of shape (n, 3)
+        The catalogue and its randoms (RA and Dec in degrees, shape (n, 2),
+        with ``radec=True``: xi is then w(theta) over angular buckets in degrees).
+    bins : array
+        The buckets' edges, evenly or log-evenly spaced.
+    estimator : {"landy-szalay", "natural"}, optional
+        Landy-Szalay by default (natural with ``boxsize``).
+    data_weights, random_weights : arrays, optional
+        A weight per point; a pair weighs the product.
+    norm : {"pairs", "squared"}
+        What a catalogue's counts are divided by: ``"pairs"``, (W^2 - sum w^2) / 2
+        (N(N-1)/2 unweighted: Corrfunc's ``theory.xi``); ``"squared"``,
+        W^2 / 2 (Corrfunc's ``convert_3d_counts_to_cf``, TreeCorr). W_D W_R between them.
+    boxsize : float or (Lx, Ly, Lz), optional
+        With ``randoms=None``: DD with minimum images in this periodic box
+        and RR analytic (Corrfunc's ``theory.xi``), the natural estimator.
+    patches : (data_patches, random_patches), optional
+        A patch number (0, 1, ...) per point of each catalogue: the
+        jackknife covariance over the patches, as TreeCorr's
+        ``var_method="jackknife"``.
+
+    Returns
+    -------
+    dict
+        ``edges``, ``xi``, ``dd``, ``rr``, ``dr`` (None unless counted), and
+        with ``patches`` the covariance ``cov`` and ``xi_err``.
+
+    Examples
+    --------
+    >>> import numpy as np, twobs
+    >>> rng = np.random.default_rng(1)
+    >>> out = twobs.xi(rng.random((2000, 3)), rng.random((4000, 3)), np.geomspace(0.02, 0.2, 6))
+    >>> sorted(k for k in out if out[k] is not None)
+    ['dd', 'dr', 'edges', 'rr', 'wp', 'xi']
+    """
+    session = _session(session, comm)
+    return _twobs.xi(session._native, _rows(data), _rows(randoms), list(np.asarray(bins, dtype=np.float64)),
+                     estimator=estimator, norm=norm, data_weights=_rows(data_weights),
+                     random_weights=_rows(random_weights), boxsize=_box_text(boxsize), radec=radec,
+                     patches=_patches(patches))
+
+
+def _patches(patches: Any) -> Optional[tuple]:
+    if patches is None:
+        return None
+    d, r = patches
+    return (np.ascontiguousarray(_host(d), dtype=np.uint32), np.ascontiguousarray(_host(r), dtype=np.uint32))
+
+
+def wp(data: Any, randoms: Any, rp_bins: Any, pimax: float, npibins: Optional[int] = None, boxsize: Any = None,
+       estimator: Optional[str] = None, norm: str = "pairs", patches: Any = None,
+       session: Optional[Session] = None, comm: Any = None) -> dict:
+    """The projected correlation function wp(rp), as ``twobs xi --rp-pi`` computes it.
+
+    DD, RR (and DR for Landy-Szalay, the default) counted exactly in cells
+    of (rp, pi), pi = |dz| along z in ``npibins`` buckets over [0, pimax) (1
+    wide by default), xi per cell as :func:`xi` estimates it, and wp = 2 sum
+    over pi of xi dpi (Corrfunc's ``convert_rp_pi_counts_to_wp``). With
+    ``randoms=None`` and ``boxsize``: DD with minimum images, RR analytic
+    from each cell's volume (Corrfunc's ``theory.wp``).
+
+    Returns
+    -------
+    dict
+        ``rp_edges``, ``pi_edges``, ``wp``, and the cells' ``xi``, ``dd``,
+        ``rr``, ``dr`` of shape (rp buckets, pi buckets); with ``patches``,
+        ``cov`` (of xi's cells) and ``xi_err``.
+    """
+    session = _session(session, comm)
+    second = ("pi", _pi_bins(pimax, npibins), float(pimax))
+    out = _twobs.xi(session._native, _rows(data), _rows(randoms), list(np.asarray(rp_bins, dtype=np.float64)),
+                    estimator=estimator, norm=norm, boxsize=_box_text(boxsize), second=second,
+                    patches=_patches(patches))
+    out["rp_edges"], out["pi_edges"] = out.pop("edges"), out.pop("second_edges")
+    out.pop("axes")
+    return out

@@ -1,0 +1,56 @@
+//! Pair counts as Corrfunc's `theory.DD`, `DDrppi` and `DDsmu` report them,
+//! from the engine's exact histograms: with `autocorr` each pair counted in
+//! both orders and each point with itself (separation 0) in the first
+//! bucket where the first axis starts at 0; `weightavg` the mean weight
+//! product of a bucket's pairs.
+
+/// One bucket (or cell) per entry, in the engine's order (the first axis outer).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub npairs: Vec<u64>,
+    /// The mean pair weight (0 in an empty bucket), where weights were given.
+    pub weightavg: Option<Vec<f64>>,
+}
+
+/// A set's self pairs, which Corrfunc counts at separation 0: how many,
+/// and their weights' sum (each point's weight squared).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SelfPairs {
+    pub points: u64,
+    pub squared_weights: f64,
+}
+
+/// Corrfunc's table from the engine's `counts` (each pair once within one
+/// set) and, with weights, the weight products' `sums`; `own` where the
+/// catalogue is paired with itself (autocorr) and the first bucket starts
+/// at separation 0.
+pub fn table(counts: &[u64], sums: Option<&[f64]>, autocorr: bool, own: Option<SelfPairs>) -> Table {
+    let ends = if autocorr { 2 } else { 1 };
+    let mut npairs: Vec<u64> = counts.iter().map(|&c| ends * c).collect();
+    let mut sums: Option<Vec<f64>> = sums.map(|s| s.iter().map(|&x| ends as f64 * x).collect());
+    if let (true, Some(own), false) = (autocorr, own, npairs.is_empty()) {
+        npairs[0] += own.points;
+        if let Some(s) = sums.as_mut() {
+            s[0] += own.squared_weights;
+        }
+    }
+    let weightavg =
+        sums.map(|s| s.iter().zip(&npairs).map(|(&w, &n)| if n > 0 { w / n as f64 } else { 0.0 }).collect());
+    Table { npairs, weightavg }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn autocorr_counts_both_orders_and_each_point_with_itself_at_zero() {
+        let own = SelfPairs { points: 10, squared_weights: 2.5 };
+        let t = table(&[3, 0, 5], Some(&[1.5, 0.0, 2.0]), true, Some(own));
+        assert_eq!(t.npairs, vec![16, 0, 10]);
+        assert_eq!(t.weightavg, Some(vec![(3.0 + 2.5) / 16.0, 0.0, 4.0 / 10.0]));
+        let cross = table(&[3, 0, 5], None, false, Some(own));
+        assert_eq!(cross.npairs, vec![3, 0, 5], "two catalogues: each pair once, no self pairs");
+        assert_eq!(cross.weightavg, None);
+    }
+}
