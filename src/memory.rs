@@ -99,7 +99,7 @@ impl<R: std::io::Read> std::io::Read for Bounded<R> {
             if *line > LONGEST_LINE {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
-                    format!("a line longer than {}: this is no text{}", bytes(LONGEST_LINE), what()),
+                    format!("a line longer than {}: not a text file{}", bytes(LONGEST_LINE), what()),
                 ));
             }
         }

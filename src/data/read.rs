@@ -207,8 +207,7 @@ fn read_text(path: &Path, components: &[Component]) -> Result<PointSet, InputErr
     // Read within bounds: a file larger than memory, or a stream without lines
     // (/dev/zero), is refused before it is taken whole.
     let file = open_bounded(path, true).map_err(|e| input_error!("cannot open {}: {e}", path.display()))?;
-    let mut reader =
-        csv::ReaderBuilder::new().has_headers(false).flexible(true).comment(Some(b'#')).from_reader(file);
+    let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).comment(Some(b'#')).from_reader(file);
     let d = components.len();
     let mut columns = columns_for(components, 0);
     let mut header_skipped = false;

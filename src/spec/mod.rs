@@ -1218,8 +1218,7 @@ impl Cx<'_> {
             Some(a) => self.boolean(a)?,
             None => false,
         };
-        let mut param =
-            Param { name, kind, scalar, default: Value::U32(0), doc: String::new(), positive, default_at };
+        let mut param = Param { name, kind, scalar, default: Value::U32(0), doc: String::new(), positive, default_at };
         param.default = param
             .parse_value(&default_attr.value)
             .map_err(|why| self.err(default_attr.pos, format!("default of `{}`: {why}", param.name)))?;

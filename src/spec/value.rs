@@ -100,8 +100,8 @@ impl Value {
         let fits = |infinite: bool| -> Result<(), String> {
             let named_infinity = t.trim_start_matches(['+', '-']).to_ascii_lowercase().starts_with("inf");
             if infinite && !named_infinity {
-                let largest = if scalar == Scalar::F32 { f32::MAX as f64 } else { f64::MAX };
-                return Err(format!("{t} does not fit {scalar} (whose largest magnitude is {largest:e})"));
+                let largest = if scalar == Scalar::F32 { format!("{:e}", f32::MAX) } else { format!("{:e}", f64::MAX) };
+                return Err(format!("{t} does not fit {scalar} (whose largest magnitude is {largest})"));
             }
             Ok(())
         };

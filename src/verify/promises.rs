@@ -73,7 +73,9 @@ pub fn promises(
     }
     let kept = kept.join("; ");
     if let Some(k) = kept_before {
-        k.keep(&format!("its promises held on a sample of data of this shape before (seed {seed}), as the cache remembers: {kept}"));
+        k.keep(&format!(
+            "its promises held on a sample of data of this shape before (seed {seed}), as the cache remembers: {kept}"
+        ));
     }
     Ok(format!("{}: its promises hold on a sample (seed {seed}): {kept}", problem.origin))
 }
