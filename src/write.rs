@@ -260,25 +260,31 @@ pub enum Place {
 impl Place {
     /// Where and how a result for `path` is written.
     pub fn of(path: &Path) -> Place {
-        let mut at = path.to_owned();
-        let mut through_fd = is_fd_link(path);
-        // At most 40 links, as the kernel follows (ELOOP).
-        for _ in 0..40 {
-            match std::fs::symlink_metadata(&at) {
-                Ok(m) if m.file_type().is_symlink() => {
-                    let Ok(to) = std::fs::read_link(&at) else { break };
-                    at = if to.is_absolute() { to } else { at.parent().unwrap_or(Path::new("")).join(to) };
-                    through_fd |= is_fd_link(&at);
-                }
-                _ => break,
-            }
-        }
+        let (at, through_fd) = follow(path);
         match std::fs::metadata(path) {
             Ok(m) if !m.is_file() && !m.is_dir() => Place::InPlace(path.to_owned()),
             _ if through_fd => Place::InPlace(path.to_owned()),
             _ => Place::Replace(at),
         }
     }
+}
+
+/// The end of the links `path` may be (at most 40, as the kernel follows),
+/// and whether they pass through a process's open file ([`is_fd_link`]).
+fn follow(path: &Path) -> (PathBuf, bool) {
+    let mut at = path.to_owned();
+    let mut through_fd = is_fd_link(path);
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let Ok(to) = std::fs::read_link(&at) else { break };
+                at = if to.is_absolute() { to } else { at.parent().unwrap_or(Path::new("")).join(to) };
+                through_fd |= is_fd_link(&at);
+            }
+            _ => break,
+        }
+    }
+    (at, through_fd)
 }
 
 /// Whether `path` names a file a process has open (`/proc/self/fd/1`,
@@ -739,10 +745,21 @@ pub fn pairs(target: &Target, pairs: &[[u64; 2]]) -> Result<(), WriteError> {
     })
 }
 
-/// Where a KNN result written as npy to `path` puts its values: `<stem>_values.npy` beside it.
-pub fn knn_values_path(path: &Path) -> PathBuf {
+/// Where a KNN result written as npy to `path` puts its values:
+/// `<stem>_values.npy` beside it, a file or a FIFO in a folder of the
+/// user's. None where `path` is a device or a process's open file
+/// (/dev/null, a terminal, /dev/stdout): that takes the ids alone, as
+/// standard output does, and nothing is made beside it (in /dev).
+pub fn knn_values_path(path: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    if let Place::InPlace(_) = Place::of(path) {
+        let fifo = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
+        if !fifo || follow(path).1 {
+            return None;
+        }
+    }
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("knn");
-    path.with_file_name(format!("{stem}_values.npy"))
+    Some(path.with_file_name(format!("{stem}_values.npy")))
 }
 
 /// The K neighbours of each query: ids (int64, -1 for none) and their values,
@@ -761,10 +778,13 @@ pub fn knn(target: &Target, k: usize, ids: &[i64], values: &Column) -> Result<Op
                 npy.extend(ids.iter().copied())?;
                 npy.finish()
             })?;
-            let Destination::File(path) = &target.destination else {
-                return Ok(None); // the values need a file of their own
+            // The values need a file of their own: none beside standard output or a device.
+            let Destination::File(path) = &target.destination else { return Ok(None) };
+            let Some(values_path) = knn_values_path(path) else {
+                return commit(staged_ids.into_iter().collect())
+                    .map(|()| None)
+                    .map_err(|(path, cause)| WriteError::Io { path, cause });
             };
-            let values_path = knn_values_path(path);
             let beside = Target { destination: Destination::File(values_path.clone()), format: Format::Npy };
             let staged_values = beside.stage(|w| {
                 fn npy<T: npyz::AutoSerialize + Copy>(w: impl Write, shape: &[u64], v: &[T]) -> std::io::Result<()> {

@@ -159,6 +159,13 @@ fn an_output_to_dev_null_leaves_it_a_character_device() {
             let meta = std::fs::symlink_metadata(&device).unwrap();
             assert!(meta.file_type().is_char_device(), "{shown} is no longer a character device: {meta:?}");
         }
+        // KNN's ids go there as to standard output, its values nowhere beside a device.
+        let o =
+            twobs(d, &["run", "knn", "--backend", "cpu", "--input", "uniform:200", "--out", &shown, "--format", "npy"]);
+        assert!(o.status.success(), "knn --out {shown}: {}", stderr(&o));
+        assert!(std::fs::symlink_metadata(&device).unwrap().file_type().is_char_device(), "knn replaced {shown}");
+        let beside = PathBuf::from(format!("{shown}_values.npy"));
+        assert!(!beside.exists(), "{} was made", beside.display());
     }
 }
 
