@@ -232,6 +232,29 @@ mod tests {
     }
 
     #[test]
+    fn a_bounded_reader_refuses_a_line_or_a_stream_past_its_bounds() {
+        use std::io::Read;
+        let bounded = |bytes: Vec<u8>, limit: u64, text: bool| Bounded {
+            inner: std::io::Cursor::new(bytes),
+            read: 0,
+            limit,
+            line: text.then_some(0),
+            kind: Some("a character device"),
+        };
+        let mut out = Vec::new();
+        // Lines of any number, each short: read whole.
+        let lines = b"1,2,3\n".repeat(1 << 20);
+        assert_eq!(bounded(lines.clone(), u64::MAX, true).read_to_end(&mut out).unwrap(), lines.len());
+        // One line past LONGEST_LINE, as /dev/zero gives: refused, and says what the file is.
+        let e = bounded(vec![0; LONGEST_LINE as usize + 2], u64::MAX, true).read_to_end(&mut out).unwrap_err();
+        assert!(e.to_string().contains("a line longer than 16.0 MiB") && e.to_string().contains("character device"));
+        // Binary data has no lines, but a stream is bounded by the memory available.
+        assert!(bounded(vec![0; 1 << 20], 1 << 21, false).read_to_end(&mut out).is_ok());
+        let e = bounded(vec![0; 1 << 20], 1 << 19, false).read_to_end(&mut out).unwrap_err();
+        assert!(e.to_string().contains("more than 512.0 KiB without an end"), "{e}");
+    }
+
+    #[test]
     fn a_request_above_what_is_available_names_both() {
         let host = Host { available: 3 << 30, total: 4 << 30 };
         assert!(host.check(|| "a small thing".into(), 1 << 30).is_ok());
