@@ -449,6 +449,6 @@ fn the_same_spec_and_snippet_in_two_folders_compile_once() {
         folder(name, snippet_name);
         let (again, notes) = compile_and_notes(root.path(), &cache, name);
         assert!(again < 0.05, "{name}: compile_s {again} (first {first}): compiled again");
-        assert!(notes.contains("as the cache remembers"), "{name}: the promise check ran again: {notes}");
+        assert!(notes.contains("remembered from an earlier run"), "{name}: the promise check ran again: {notes}");
     }
 }

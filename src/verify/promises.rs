@@ -73,9 +73,7 @@ pub fn promises(
     }
     let kept = kept.join("; ");
     if let Some(k) = kept_before {
-        k.keep(&format!(
-            "its promises held on a sample of data of this shape before (seed {seed}), as the cache remembers: {kept}"
-        ));
+        k.keep(seed, &kept);
     }
     Ok(format!("{}: its promises hold on a sample (seed {seed}): {kept}", problem.origin))
 }
@@ -91,7 +89,7 @@ struct Kept {
 }
 
 /// Changes when the check changes, so that what an older check kept is checked again.
-const CHECK_VERSION: &[u8] = b"promise check 1";
+const CHECK_VERSION: &[u8] = b"promise check 2";
 
 impl Kept {
     fn of(space: &Space, check: Promises, f64_mode: bool, cache: &Cache) -> Option<Kept> {
@@ -123,12 +121,17 @@ impl Kept {
 
     /// What the check said when it held, where it held before.
     fn recall(&self) -> Option<String> {
-        String::from_utf8(self.entry.read().ok()?).ok()
+        let text = String::from_utf8(self.entry.read().ok()?).ok()?;
+        let (seed, kept) = text.split_once('\n')?;
+        Some(format!(
+            "its promises hold on a sample (seed {seed}) of data of this shape, remembered from an earlier run: {kept}"
+        ))
     }
 
-    /// Remembers that the check held; where the cache cannot take it, the next run samples again.
-    fn keep(&self, note: &str) {
-        let _ = self.entry.write(note.as_bytes());
+    /// Remembers that the check held (its seed, and what held); where the
+    /// cache cannot take it, the next run samples again.
+    fn keep(&self, seed: u64, kept: &str) {
+        let _ = self.entry.write(format!("{seed}\n{kept}").as_bytes());
     }
 }
 
