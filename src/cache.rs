@@ -8,7 +8,10 @@
 //! user's own that no one else can write (never a relative or a shared one),
 //! and each artefact's SHA-256 digest is recorded when it is built and checked
 //! before it is loaded: an artefact truncated, emptied or changed by a single
-//! bit since is built again, never trusted.
+//! bit since is built again, never trusted. The digest file names the
+//! artefact it is the digest of, key and all (`sha256sum`'s line: digest,
+//! two spaces, name), so that an artefact and its digest moved together onto
+//! another key's place are built again too, never loaded for that key.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -207,8 +210,21 @@ impl Entry {
         self.check(&bytes)
     }
 
+    /// The artefact's file name, which its digest file records: the key is in it.
+    fn name(&self) -> String {
+        self.path.file_name().expect("an entry has a name").to_string_lossy().into_owned()
+    }
+
     fn check(&self, bytes: &[u8]) -> Result<(), Damage> {
-        let recorded = std::fs::read_to_string(self.digest_path()).map_err(|_| Damage::Missing)?;
+        let line = std::fs::read_to_string(self.digest_path()).map_err(|_| Damage::Missing)?;
+        let (recorded, named) = line.trim_end_matches('\n').split_once("  ").unwrap_or((line.trim(), ""));
+        if named != self.name() {
+            return Err(Damage::Changed(format!(
+                "{}'s digest is recorded for {}, not for it (an artefact of another key in its place)",
+                self.path.display(),
+                if named.is_empty() { "no name" } else { named }
+            )));
+        }
         let meta = std::fs::symlink_metadata(&self.path).map_err(|_| Damage::Missing)?;
         // SAFETY: geteuid has no preconditions and cannot fail.
         let me = unsafe { libc::geteuid() };
@@ -216,13 +232,13 @@ impl Entry {
             return Err(Damage::Changed(format!("{} is not a file of your own", self.path.display())));
         }
         let found = hex_digest(bytes);
-        if recorded.trim() != found {
+        if recorded != found {
             return Err(Damage::Changed(format!(
                 "{} ({} bytes) is not what was built: its SHA-256 begins {}, and {} was recorded",
                 self.path.display(),
                 bytes.len(),
                 &found[..12],
-                recorded.trim().get(..12).unwrap_or("nothing")
+                recorded.get(..12).unwrap_or("nothing")
             )));
         }
         Ok(())
@@ -233,7 +249,7 @@ impl Entry {
     /// digest, and one that meets a half-made pair rebuilds it.
     pub fn commit(&self, artefact: write::Staged, bytes: &[u8]) -> Result<(), CacheError> {
         let digest = self.digest_path();
-        write::file_atomically(&digest, |w| writeln!(w, "{}", hex_digest(bytes)))
+        write::file_atomically(&digest, |w| writeln!(w, "{}  {}", hex_digest(bytes), self.name()))
             .map_err(|cause| CacheError::Io { path: digest.clone(), cause })?;
         write::commit(vec![artefact]).map_err(|(path, cause)| CacheError::Io { path, cause })
     }

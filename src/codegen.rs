@@ -38,9 +38,28 @@ pub struct Kernel {
     pub source: String,
     /// How the generated code calls the snippet, for messages about it.
     pub snippet_calls: String,
+    /// The source with where the spec and the snippet lie left out (see
+    /// [`Kernel::cache_text`]); None where the source names no place.
+    keyed: Option<String>,
 }
 
+/// Where the spec and its snippet lie, as rendered into a source before
+/// [`finish`] writes them in: in comments and `#line` directives only,
+/// which change the compiler's messages, never the code.
+const SPEC_AT: &str = "\u{1}twobs-spec\u{1}";
+const SNIPPET_AT: &str = "\u{1}twobs-snippet\u{1}";
+/// The snippet's name as a `#line` directive writes it (`snippet_file`, escaped).
+const SNIPPET_LINE_AT: &str = "\u{1}twobs-snippet-line\u{1}";
+
 impl Kernel {
+    /// What the compiled-code cache keys this kernel by: the source as
+    /// compiled, bar the places of the spec and the snippet (their paths
+    /// in the header and in `#line`), so that the same spec and snippet
+    /// copied to another folder find what was compiled for the first.
+    pub fn cache_text(&self) -> &str {
+        self.keyed.as_deref().unwrap_or(&self.source)
+    }
+
     /// The lines around each place in a compiler's `log` (`file(N)` from
     /// NVRTC, `file:N:` from gcc and clang), in the file the log names: the
     /// user's snippet or the generated code, as the `#line` directives say.
@@ -389,7 +408,7 @@ fn common(problem: &Problem, params: &Params, block_size: u32) -> serde_json::Ma
     let cx = json!({
         "kernel_name": format!("twobs_{}", problem.name.replace('-', "_")),
         "problem_name": problem.name,
-        "origin": problem.origin,
+        "origin": SPEC_AT,
         "f64_mode": false,
         "vector_types": vector_types,
         "f64_functions": F64_FUNCTIONS.as_slice(),
@@ -401,7 +420,7 @@ fn common(problem: &Problem, params: &Params, block_size: u32) -> serde_json::Ma
         "params": params,
         "snippet": {
             // Never the bare name of a generated file, so that messages cannot mix them up.
-            "file": snippet_file(&problem.function.file).replace('\\', "\\\\").replace('"', "\\\""),
+            "file": SNIPPET_LINE_AT,
             "text": problem.function.source.trim_end(),
             "calls": snippet_calls(problem),
             "probe": if problem.function.key.is_some() { "twobs_key" } else { "twobs_pair" },
@@ -443,7 +462,13 @@ fn finish(problem: &Problem, rendered: String, entry: String, file_name: String)
             .collect::<Vec<_>>()
             .join("\n")
             + "\n";
-    Kernel { entry, file_name, source, snippet_calls: describe_snippet_calls(problem) }
+    // The places written in: the key text keeps their marks.
+    let snippet_line = snippet_file(&problem.function.file).replace('\\', "\\\\").replace('"', "\\\"");
+    let placed = source
+        .replace(SPEC_AT, &problem.origin)
+        .replace(SNIPPET_LINE_AT, &snippet_line)
+        .replace(SNIPPET_AT, &problem.function.file);
+    Kernel { entry, file_name, source: placed, snippet_calls: describe_snippet_calls(problem), keyed: Some(source) }
 }
 
 /// Renders the kernel for `plan`. `regenerate` is the command shown in the header.
@@ -597,6 +622,7 @@ pub fn render_dob_drain() -> Kernel {
         file_name: "dob_drain.cu".into(),
         source: Template::OutputDobDrain.text().to_owned(),
         snippet_calls: String::new(),
+        keyed: None,
     }
 }
 
@@ -608,6 +634,7 @@ pub fn render_grid_builder() -> Kernel {
         file_name: "grid.cu".into(),
         source: Template::IndexGrid.text().to_owned(),
         snippet_calls: String::new(),
+        keyed: None,
     }
 }
 
@@ -620,13 +647,14 @@ pub fn render_take() -> Kernel {
         file_name: "take.cu".into(),
         source: Template::InputTake.text().to_owned(),
         snippet_calls: String::new(),
+        keyed: None,
     }
 }
 
 /// The comment block every kernel starts with: what it computes, the plan and how it was derived.
 fn header(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, regenerate: &str) -> String {
     let mut lines = vec![
-        format!("{}{} ({})", KERNEL_FIRST_LINE.trim_start_matches("// "), problem.name, problem.origin),
+        format!("{}{} ({SPEC_AT})", KERNEL_FIRST_LINE.trim_start_matches("// "), problem.name),
         problem.summary.clone(),
         String::new(),
         format!(
@@ -635,7 +663,7 @@ fn header(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, regener
             element_text(&problem.input.element)
                 + if problem.input.point_weights { ", a weight per point" } else { "" },
             problem.function.name,
-            problem.function.file,
+            SNIPPET_AT,
             if problem.function.symmetric { " (symmetric)" } else { "" }
         ),
         format!("Output: {}", contribution::describe(problem, params)),
@@ -672,6 +700,10 @@ fn header(problem: &Problem, params: &Params, plan: &Plan, dev: &Device, regener
         plan.launch.grid, plan.launch.block_size, plan.launch.shared_bytes
     ));
     lines.push(format!("Compile: NVRTC {} --gpu-architecture={}", NVRTC_OPTIONS.join(" "), dev.arch()));
+    let regenerate = match problem.origin.as_str() {
+        "" => regenerate.to_owned(),
+        origin => regenerate.replace(origin, SPEC_AT),
+    };
     lines.push(format!("Regenerate: {regenerate}"));
     lines.iter().map(|l| if l.is_empty() { "//".to_owned() } else { format!("// {l}") }).collect::<Vec<_>>().join("\n")
 }

@@ -57,6 +57,113 @@ pub fn check(what: impl FnOnce() -> String, needed: u64) -> Result<(), TooLarge>
     }
 }
 
+/// The longest line a text twobs reads may have (a text of points, a spec,
+/// a snippet): far more than any row of numbers or line of code, and what
+/// stops a file that is no text (/dev/zero, a binary file named .csv) from
+/// being taken whole as one line.
+pub const LONGEST_LINE: u64 = 16 << 20;
+
+/// A reader that refuses to read without bound: more bytes in all than
+/// `limit` (the memory available, where the file's size says nothing: a
+/// FIFO, a device), or, for text, a line longer than [`LONGEST_LINE`].
+pub struct Bounded<R> {
+    inner: R,
+    read: u64,
+    limit: u64,
+    /// Bytes since the last newline, where lines are bounded.
+    line: Option<u64>,
+    /// What the file is where it is not a regular file, for messages.
+    kind: Option<&'static str>,
+}
+
+impl<R: std::io::Read> std::io::Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        let what = || self.kind.map_or(String::new(), |k| format!(" (it is {k}, not a regular file)"));
+        if self.read > self.limit {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!(
+                    "more than {} without an end, more than this machine's memory available{}",
+                    bytes(self.limit),
+                    what()
+                ),
+            ));
+        }
+        if let Some(line) = self.line.as_mut() {
+            *line = match buf[..n].iter().rposition(|&b| b == b'\n') {
+                Some(at) => (n - at - 1) as u64,
+                None => *line + n as u64,
+            };
+            if *line > LONGEST_LINE {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("a line longer than {}: not a text file{}", bytes(LONGEST_LINE), what()),
+                ));
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// What a file that is not a regular one is, in words.
+fn kind_of(meta: &std::fs::Metadata) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    Some(if t.is_file() {
+        return None;
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_dir() {
+        "a folder"
+    } else {
+        "a special file"
+    })
+}
+
+/// Opens `path` to read without bound on nothing: a regular file's size is
+/// checked against the memory available before anything is read (what it
+/// holds is kept in memory, as points or text); a stream or device is read
+/// in chunks up to the memory available. `text`: lines are bounded too
+/// ([`LONGEST_LINE`]).
+pub fn open_bounded(path: &std::path::Path, text: bool) -> std::io::Result<Bounded<std::fs::File>> {
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    // A folder opens, and its first read fails with the system's own words (EISDIR).
+    let kind = kind_of(&meta);
+    let available = Host::now().map_or(u64::MAX, |h| h.available);
+    if kind.is_none() {
+        let size = meta.len();
+        if let Some(host) = Host::now() {
+            host.check(|| format!("its {} of {}", bytes(size), if text { "text" } else { "data" }), size)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::OutOfMemory, e.to_string()))?;
+        }
+    }
+    Ok(Bounded { inner: file, read: 0, limit: available, line: text.then_some(0), kind })
+}
+
+/// The whole text at `path`, read within bounds ([`open_bounded`]): a spec,
+/// a snippet.
+pub fn read_text(path: &std::path::Path) -> std::io::Result<String> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut open_bounded(path, true)?, &mut text)?;
+    Ok(text)
+}
+
+/// The whole file at `path` as bytes, read within bounds ([`open_bounded`]).
+pub fn read_bytes(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut open_bounded(path, false)?, &mut bytes)?;
+    Ok(bytes)
+}
+
 /// A size for people: `2.3 GiB`, `512.0 MiB`, `12 bytes`.
 pub fn bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -122,6 +229,29 @@ mod tests {
     fn this_machine_has_memory_and_says_how_much() {
         let host = Host::now().expect("/proc/meminfo or sysinfo");
         assert!(host.available > 0 && host.available <= host.total, "{host:?}");
+    }
+
+    #[test]
+    fn a_bounded_reader_refuses_a_line_or_a_stream_past_its_bounds() {
+        use std::io::Read;
+        let bounded = |bytes: Vec<u8>, limit: u64, text: bool| Bounded {
+            inner: std::io::Cursor::new(bytes),
+            read: 0,
+            limit,
+            line: text.then_some(0),
+            kind: Some("a character device"),
+        };
+        let mut out = Vec::new();
+        // Lines of any number, each short: read whole.
+        let lines = b"1,2,3\n".repeat(1 << 20);
+        assert_eq!(bounded(lines.clone(), u64::MAX, true).read_to_end(&mut out).unwrap(), lines.len());
+        // One line past LONGEST_LINE, as /dev/zero gives: refused, and says what the file is.
+        let e = bounded(vec![0; LONGEST_LINE as usize + 2], u64::MAX, true).read_to_end(&mut out).unwrap_err();
+        assert!(e.to_string().contains("a line longer than 16.0 MiB") && e.to_string().contains("character device"));
+        // Binary data has no lines, but a stream is bounded by the memory available.
+        assert!(bounded(vec![0; 1 << 20], 1 << 21, false).read_to_end(&mut out).is_ok());
+        let e = bounded(vec![0; 1 << 20], 1 << 19, false).read_to_end(&mut out).unwrap_err();
+        assert!(e.to_string().contains("more than 512.0 KiB without an end"), "{e}");
     }
 
     #[test]

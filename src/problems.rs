@@ -112,7 +112,7 @@ fn mark_proven_promises(problem: &mut Problem) {
 pub fn load(arg: &str) -> Result<Problem, LoadError> {
     let path = Path::new(arg);
     if path.exists() || arg.ends_with(".xml") {
-        let text = std::fs::read_to_string(path)
+        let text = crate::memory::read_text(path)
             .map_err(|source| LoadError::Unreadable { path: arg.to_owned(), cause: source })?;
         let mut problem = Problem::parse(&text, path, &Disk)?;
         mark_proven_estimate(&mut problem);

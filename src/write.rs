@@ -2,7 +2,10 @@
 //! header, .npy arrays, or JSON; to a file, or to standard output. A file is
 //! written beside its place under a temporary name and renamed into place when
 //! complete, so that a failed run leaves no partial file; where it goes is
-//! checked before anything is computed ([`Target::new`]).
+//! checked before anything is computed ([`Target::new`]). What is not a
+//! regular file (a character device such as /dev/null, a FIFO, a terminal, or
+//! a link to one) is written in place, streamed as standard output is, and
+//! never replaced ([`Place`]).
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -21,10 +24,30 @@ pub enum WriteError {
     Io { path: PathBuf, cause: std::io::Error },
     #[error("{}: the extension names no result format; use .csv, .npy or .json, or name the format", path.display())]
     UnknownFormat { path: PathBuf },
-    #[error("cannot write to standard output: {0}")]
-    Stdout(std::io::Error),
+    #[error("{0}")]
+    Stdout(#[source] StdoutFailed),
     #[error("{output} would replace {other}: {why}")]
     Clash { output: String, other: String, why: &'static str },
+}
+
+/// A write to standard output that failed: a full disk (`> /dev/full`), a
+/// closed pipe (`| head -1`, which the command line ends quietly on).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write to standard output: {0}")]
+pub struct StdoutFailed(#[source] pub std::io::Error);
+
+impl StdoutFailed {
+    /// Whether the reader went away (EPIPE): what `head` does once it has its lines.
+    pub fn closed(&self) -> bool {
+        self.0.kind() == std::io::ErrorKind::BrokenPipe
+    }
+}
+
+/// Writes `text` to standard output and flushes it: a failure is an error
+/// naming the stream, never a panic (as `println!`'s is).
+pub fn print(text: &str) -> Result<(), WriteError> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| WriteError::Stdout(StdoutFailed(e)))
 }
 
 /// Names the file an I/O error was about.
@@ -88,9 +111,12 @@ impl Target {
         let format = match (&destination, format) {
             (_, Some(f)) => f,
             (Destination::Stdout, None) => Format::Csv,
-            (Destination::File(path), None) => {
-                Format::of_path(path).ok_or_else(|| WriteError::UnknownFormat { path: path.clone() })?
-            }
+            (Destination::File(path), None) => match Format::of_path(path) {
+                Some(f) => f,
+                // A stream (/dev/null, a FIFO) takes what standard output takes.
+                None if matches!(Place::of(path), Place::InPlace(_)) => Format::Csv,
+                None => return Err(WriteError::UnknownFormat { path: path.clone() }),
+            },
         };
         if let Destination::File(path) = &destination {
             check_writable(path).at(path)?;
@@ -117,15 +143,19 @@ impl Target {
         commit(staged.into_iter().collect()).map_err(|(path, cause)| WriteError::Io { path, cause })
     }
 
-    /// Writes `body`: to stdout, or to a partial file for [`commit`] to put in place.
+    /// Writes `body`: to stdout or a stream in place, or to a partial file
+    /// for [`commit`] to put in place.
     fn stage(&self, body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<Option<Staged>, WriteError> {
         match &self.destination {
             Destination::Stdout => {
                 let mut out = std::io::stdout().lock();
-                body(&mut out).and_then(|()| out.flush()).map_err(WriteError::Stdout)?;
+                body(&mut out).and_then(|()| out.flush()).map_err(|e| WriteError::Stdout(StdoutFailed(e)))?;
                 Ok(None)
             }
-            Destination::File(path) => stage(path, body).at(path).map(Some),
+            Destination::File(path) => match Place::of(path) {
+                Place::InPlace(stream) => in_place(&stream, body).at(path).map(|()| None),
+                Place::Replace(file) => stage(&file, body).at(path).map(Some),
+            },
         }
     }
 }
@@ -157,7 +187,12 @@ pub fn refuse_clashes(outputs: &[Named], inputs: &[Named]) -> Result<(), WriteEr
                 why: "a result never overwrites an input; write it to another file",
             });
         }
-        if let Some(other) = outputs[..k].iter().find(|o| same_file(&out.path, &o.path)) {
+        // Two results to one character device (/dev/null, a terminal) are both written there.
+        let device = std::fs::metadata(&out.path).is_ok_and(|m| {
+            use std::os::unix::fs::FileTypeExt;
+            m.file_type().is_char_device()
+        });
+        if let Some(other) = outputs[..k].iter().find(|o| !device && same_file(&out.path, &o.path)) {
             return Err(WriteError::Clash {
                 output: out.role.clone(),
                 other: other.role.clone(),
@@ -184,20 +219,101 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 /// Shows that a file can be made at `path` (its folder exists and takes
 /// files) by making and removing a partial file there: what a command checks
-/// before it computes anything.
+/// before it computes anything. A stream written in place ([`Place`]) is
+/// only asked whether it may be written: opening a FIFO would wait for its reader.
 pub fn check_writable(path: &Path) -> std::io::Result<()> {
     // A folder in the file's place would fail only at the end, its rename.
     if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
         return Err(std::io::Error::new(std::io::ErrorKind::IsADirectory, "a folder is in its place"));
     }
-    Staged::create(path).map(drop)
+    match Place::of(path) {
+        Place::InPlace(stream) => may_write(&stream),
+        Place::Replace(file) => Staged::create(&file).map(drop),
+    }
 }
 
 /// Writes `path` through a partial file beside it, renamed into place once
 /// complete and synced; on failure, a panic, or SIGINT/SIGTERM meanwhile, the
-/// partial file is removed, so that no half-written file is ever left.
+/// partial file is removed, so that no half-written file is ever left. A
+/// stream ([`Place::InPlace`]) is written in place instead, never replaced.
 pub fn file_atomically(path: &Path, body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<()> {
-    commit(vec![stage(path, body)?]).map_err(|(_, e)| e)
+    match Place::of(path) {
+        Place::InPlace(stream) => in_place(&stream, body),
+        Place::Replace(file) => commit(vec![stage(&file, body)?]).map_err(|(_, e)| e),
+    }
+}
+
+/// How a file destination is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// A regular file, or none yet: through a partial file renamed onto this
+    /// path, the end of the links the user's path may be (so that a link
+    /// stays a link, and the file it names gets the result).
+    Replace(PathBuf),
+    /// Not a regular file (a character device such as /dev/null, a FIFO, a
+    /// terminal, a socket), or a file reached through /proc/PID/fd or
+    /// /dev/fd (the file a process has open, `/dev/stdout`): opened where it
+    /// is and written in order, as standard output is; never replaced.
+    InPlace(PathBuf),
+}
+
+impl Place {
+    /// Where and how a result for `path` is written.
+    pub fn of(path: &Path) -> Place {
+        let (at, through_fd) = follow(path);
+        match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() && !m.is_dir() => Place::InPlace(path.to_owned()),
+            _ if through_fd => Place::InPlace(path.to_owned()),
+            _ => Place::Replace(at),
+        }
+    }
+}
+
+/// The end of the links `path` may be (at most 40, as the kernel follows),
+/// and whether they pass through a process's open file ([`is_fd_link`]).
+fn follow(path: &Path) -> (PathBuf, bool) {
+    let mut at = path.to_owned();
+    let mut through_fd = is_fd_link(path);
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let Ok(to) = std::fs::read_link(&at) else { break };
+                at = if to.is_absolute() { to } else { at.parent().unwrap_or(Path::new("")).join(to) };
+                through_fd |= is_fd_link(&at);
+            }
+            _ => break,
+        }
+    }
+    (at, through_fd)
+}
+
+/// Whether `path` names a file a process has open (`/proc/self/fd/1`,
+/// `/dev/fd/1`, which `/dev/stdout` leads to) rather than a place in a folder.
+fn is_fd_link(path: &Path) -> bool {
+    let p = path.to_string_lossy();
+    p.starts_with("/dev/fd/") || (p.starts_with("/proc/") && p.split('/').nth(3) == Some("fd"))
+}
+
+/// Writes `body` to the stream at `path` in place (a device, a FIFO: opened
+/// for writing, never made, truncated only where it is a regular file).
+fn in_place(path: &Path, body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<()> {
+    let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    let file = std::fs::OpenOptions::new().write(true).truncate(regular).open(path)?;
+    let mut w = BufWriter::new(file);
+    body(&mut w)?;
+    w.flush()
+}
+
+/// Whether this process may write `path` (access(2)), without opening it.
+fn may_write(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a NUL byte in the path"))?;
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Writes a partial file for `path` and syncs it; [`commit`] puts it in place.
@@ -286,6 +402,7 @@ impl Staged {
     /// so that a signal removes it or finds nothing of it, and never removes
     /// a file that twobs did not make.
     pub fn create(path: &Path) -> std::io::Result<(Staged, std::fs::File)> {
+        sweep_dead_partials(path.parent().filter(|f| !f.as_os_str().is_empty()).unwrap_or(Path::new(".")));
         let mut registry = PARTIAL.lock().unwrap_or_else(|e| e.into_inner());
         let mut last = None;
         for _ in 0..8 {
@@ -338,11 +455,14 @@ pub fn remove_partial_files_and_exit(status: i32) -> ! {
 }
 
 /// The longest part of a file name kept in a partial file's name: the
-/// rest of it (a dot, the process, a random number) keeps it within NAME_MAX.
+/// rest of it (a dot, the host, the process, a random number) keeps it
+/// within NAME_MAX.
 const PARTIAL_NAME_BYTES: usize = 128;
 
 /// A name beside `path`, unique to this call and not guessable by another
-/// user, to write it under until it is complete.
+/// user, to write it under until it is complete:
+/// `.NAME.twobs-HOST-PID-RANDOM.partial`, which says whose it is
+/// ([`sweep_dead_partials`]).
 fn partial_path(path: &Path) -> PathBuf {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("result");
     let mut end = name.len().min(PARTIAL_NAME_BYTES);
@@ -350,7 +470,66 @@ fn partial_path(path: &Path) -> PathBuf {
         end -= 1;
     }
     let random: u64 = rand::random();
-    path.with_file_name(format!(".{}.twobs-{}-{random:016x}.partial", &name[..end], std::process::id()))
+    path.with_file_name(format!(".{}.twobs-{}-{}-{random:016x}.partial", &name[..end], host(), std::process::id()))
+}
+
+/// This machine's name as a partial file's name holds it: letters, digits
+/// and `_`, at most 32 of them. A folder shared between machines (a home
+/// over NFS) holds partial files of processes that this one cannot see.
+fn host() -> &'static str {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        let mut buf = [0u8; 256];
+        // SAFETY: gethostname writes at most buf.len() bytes into buf.
+        let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
+        let name = if ok { &buf[..buf.iter().position(|&b| b == 0).unwrap_or(buf.len())] } else { b"host" };
+        name.iter().take(32).map(|&b| if b.is_ascii_alphanumeric() { b as char } else { '_' }).collect()
+    })
+}
+
+/// The process a partial file's name says made it, where this host made it.
+fn partial_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix('.')?.strip_suffix(".partial")?;
+    let (_, tail) = rest.rsplit_once(".twobs-")?;
+    let mut parts = tail.rsplitn(3, '-');
+    let (random, pid, from) = (parts.next()?, parts.next()?, parts.next()?);
+    let ours = from == host() && random.len() == 16 && random.bytes().all(|b| b.is_ascii_hexdigit());
+    ours.then(|| pid.parse().ok()).flatten()
+}
+
+/// Whether process `pid` of this host still runs (kill(pid, 0); one of
+/// another user's is running too).
+fn alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return true };
+    // SAFETY: signal 0 only asks whether the process exists.
+    unsafe { libc::kill(pid, 0) == 0 || *libc::__errno_location() == libc::EPERM }
+}
+
+/// Removes, once a process for each folder it writes in, the partial files
+/// that runs of this host left there when they were killed (SIGKILL, the
+/// memory killer, a power cut): files of the user's own, named as
+/// [`partial_path`] names them, whose process is gone.
+fn sweep_dead_partials(folder: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    static SWEPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    {
+        let mut swept = SWEPT.lock().unwrap_or_else(|e| e.into_inner());
+        if swept.iter().any(|f| f == folder) {
+            return;
+        }
+        swept.push(folder.to_owned());
+    }
+    let Ok(entries) = std::fs::read_dir(folder) else { return };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(partial_owner) else { continue };
+        let own_file = entry.metadata().is_ok_and(|m| m.is_file() && m.uid() == me);
+        if own_file && pid != std::process::id() && !alive(pid) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// A histogram: bucket edges, one total per bucket, and g(r) where normalized.
@@ -566,10 +745,21 @@ pub fn pairs(target: &Target, pairs: &[[u64; 2]]) -> Result<(), WriteError> {
     })
 }
 
-/// Where a KNN result written as npy to `path` puts its values: `<stem>_values.npy` beside it.
-pub fn knn_values_path(path: &Path) -> PathBuf {
+/// Where a KNN result written as npy to `path` puts its values:
+/// `<stem>_values.npy` beside it, a file or a FIFO in a folder of the
+/// user's. None where `path` is a device or a process's open file
+/// (/dev/null, a terminal, /dev/stdout): that takes the ids alone, as
+/// standard output does, and nothing is made beside it (in /dev).
+pub fn knn_values_path(path: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    if let Place::InPlace(_) = Place::of(path) {
+        let fifo = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
+        if !fifo || follow(path).1 {
+            return None;
+        }
+    }
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("knn");
-    path.with_file_name(format!("{stem}_values.npy"))
+    Some(path.with_file_name(format!("{stem}_values.npy")))
 }
 
 /// The K neighbours of each query: ids (int64, -1 for none) and their values,
@@ -588,10 +778,13 @@ pub fn knn(target: &Target, k: usize, ids: &[i64], values: &Column) -> Result<Op
                 npy.extend(ids.iter().copied())?;
                 npy.finish()
             })?;
-            let Destination::File(path) = &target.destination else {
-                return Ok(None); // the values need a file of their own
+            // The values need a file of their own: none beside standard output or a device.
+            let Destination::File(path) = &target.destination else { return Ok(None) };
+            let Some(values_path) = knn_values_path(path) else {
+                return commit(staged_ids.into_iter().collect())
+                    .map(|()| None)
+                    .map_err(|(path, cause)| WriteError::Io { path, cause });
             };
-            let values_path = knn_values_path(path);
             let beside = Target { destination: Destination::File(values_path.clone()), format: Format::Npy };
             let staged_values = beside.stage(|w| {
                 fn npy<T: npyz::AutoSerialize + Copy>(w: impl Write, shape: &[u64], v: &[T]) -> std::io::Result<()> {

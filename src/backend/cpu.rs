@@ -194,7 +194,7 @@ fn library(code: &codegen::Kernel, name: &str, snippet: &str, cache: &Cache) -> 
         flags.push(NATIVE);
     }
     let key = Key::of(&[
-        code.source.as_bytes(),
+        code.cache_text().as_bytes(),
         cxx.as_bytes(),
         version.as_bytes(),
         flags.join(" ").as_bytes(),

@@ -23,7 +23,7 @@ pub(super) fn gen_command(
     match out_dir {
         Some(dir) => write_kernel(&kernel, &dir, &p)?,
         None if check => {}
-        None => print!("{}", kernel.source),
+        None => crate::write::print(&kernel.source)?,
     }
     if check {
         compile_kernel(&kernel, &p, cubin.as_deref())?;

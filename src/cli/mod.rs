@@ -270,7 +270,7 @@ fn select_device(name: &str) -> anyhow::Result<Device> {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::List => list::list(),
+        Command::List => list::list()?,
         Command::Run(args) => run::run_command(args)?,
         Command::Tune(args) => tune::tune_command(args)?,
         Command::Xi(args) => xi::xi_command(args)?,
@@ -284,16 +284,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 /// a shell reports a process the signal ended (128 + its number: 130 for
 /// SIGINT, 143 for SIGTERM), so that no partial file is left. The signals are
 /// blocked in this thread, and so in every thread started after it, and
-/// taken by one thread of their own that waits for them.
+/// taken by one thread of their own that waits for them. A signal this
+/// process was started with ignored (`nohup` ignores SIGHUP, a shell's
+/// background job SIGINT) stays ignored, as the shells and coreutils leave it.
 fn remove_partial_files_on_signal() {
     const SIGNALS: [(libc::c_int, &str); 3] =
         [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP")];
+    let taken: Vec<libc::c_int> = SIGNALS.iter().map(|(s, _)| *s).filter(|&s| !ignored_at_start(s)).collect();
+    if taken.is_empty() {
+        return;
+    }
     // SAFETY: a sigset_t is plain data that sigemptyset initialises; the
     // mask is changed before this process starts any other thread.
     let set = unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for (signal, _) in SIGNALS {
+        for &signal in &taken {
             libc::sigaddset(&mut set, signal);
         }
         if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
@@ -309,6 +315,17 @@ fn remove_partial_files_on_signal() {
         eprintln!("twobs: stopped by {name}; files not yet complete were removed");
         crate::write::remove_partial_files_and_exit(128 + signal)
     });
+}
+
+/// Whether `signal` was ignored (SIG_IGN) when this process started: asked
+/// before anything changes its disposition.
+fn ignored_at_start(signal: libc::c_int) -> bool {
+    // SAFETY: sigaction with a null new action only reads the disposition
+    // into `old`, which is plain data.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
 }
 
 pub fn main() -> ExitCode {
@@ -345,20 +362,56 @@ pub fn guarded(command: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
     }));
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(command));
     let _ = std::panic::take_hook();
+    // What is left in standard output's buffer, written before the status is known.
+    let outcome = match outcome {
+        Ok(Ok(())) => Ok(std::io::Write::flush(&mut std::io::stdout())
+            .map_err(|e| anyhow::Error::new(crate::write::StdoutFailed(e)))),
+        other => other,
+    };
     match outcome {
         Ok(Ok(())) => ExitCode::SUCCESS,
-        Ok(Err(e)) => {
-            eprintln!("error: {}", error_line(&e));
-            ExitCode::FAILURE
-        }
+        Ok(Err(e)) => match e.chain().find_map(|c| c.downcast_ref::<crate::write::StdoutFailed>()) {
+            Some(failed) if failed.closed() => ended_by_closed_pipe(),
+            _ => {
+                eprintln!("error: {}", error_line(&e));
+                ExitCode::FAILURE
+            }
+        },
         Err(_) => {
             crate::write::remove_partial_files();
             let what = FIRST_PANIC.lock().unwrap_or_else(|e| e.into_inner()).take();
-            eprintln!("{}", internal_error_line(what.as_deref().unwrap_or("a panic")));
+            let what = what.as_deref().unwrap_or("a panic");
+            // `println!` panics where standard output fails: an I/O error, not a bug.
+            if let Some(cause) = what.strip_prefix(PRINT_PANIC) {
+                if cause.contains(&format!("(os error {})", libc::EPIPE)) {
+                    return ended_by_closed_pipe();
+                }
+                let cause = cause.rsplit_once(" at ").map_or(cause, |(c, _)| c);
+                eprintln!("error: cannot write to standard output: {cause}");
+                return ExitCode::FAILURE;
+            }
+            eprintln!("{}", internal_error_line(what));
             ExitCode::from(INTERNAL_ERROR)
         }
     }
 }
+
+/// Where the reader of standard output went away (`twobs list | head -1`:
+/// head has what it wanted): no message, and the status of a process that
+/// SIGPIPE ended, as coreutils' `seq` and `cat` end there (the shell shows
+/// nothing; a pipeline's status is head's).
+fn ended_by_closed_pipe() -> ExitCode {
+    // SAFETY: restoring SIGPIPE's default action and raising it end the
+    // process; nothing runs after on this or another thread.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+    }
+    ExitCode::from(128 + libc::SIGPIPE as u8)
+}
+
+/// How std's `print!` family's panic begins where writing standard output failed.
+const PRINT_PANIC: &str = "failed printing to stdout: ";
 
 /// An error and its causes on one line, as `{:#}` shows them, but each
 /// cause once: one whose text the line already holds (a message that quotes

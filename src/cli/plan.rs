@@ -1,6 +1,8 @@
 //! `twobs plan`: every decision of a problem's plan and the numbers behind
 //! it, and with `--schedule` the schedule of a run on a described machine.
 
+use std::fmt::Write as _;
+
 use clap::Args;
 
 use super::{DEFAULT_STREAMS, Planned, Target};
@@ -13,23 +15,25 @@ use crate::stage::contribution;
 
 pub(super) fn plan_command(target: &Target, json: bool, schedule: &ScheduleArgs) -> anyhow::Result<()> {
     let p = target.plan()?;
+    let mut text = String::new();
     if json {
-        println!("{}", serde_json::to_string_pretty(&p.plan)?);
+        writeln!(text, "{}", serde_json::to_string_pretty(&p.plan)?)?;
     } else {
-        explain(&p);
+        explain(&p, &mut text)?;
     }
     if schedule.schedule {
-        schedule.print(&p)?;
+        schedule.print(&p, &mut text)?;
     }
-    Ok(())
+    Ok(crate::write::print(&text)?)
 }
 
 /// The plan as text: the problem, the device, each decision, and what a run
 /// decides from the data.
-fn explain(p: &Planned) {
-    println!("{} ({}): {}", p.problem.name, p.problem.origin, p.problem.summary);
-    println!("output: {}", contribution::describe(&p.problem, &p.params));
-    println!(
+fn explain(p: &Planned, text: &mut String) -> std::fmt::Result {
+    writeln!(text, "{} ({}): {}", p.problem.name, p.problem.origin, p.problem.summary)?;
+    writeln!(text, "output: {}", contribution::describe(&p.problem, &p.params))?;
+    writeln!(
+        text,
         "device: {} ({}, {}): {} SMs, {} KiB shared/SM, {} KiB shared/block opt-in\n",
         p.device.name,
         p.device.origin,
@@ -37,26 +41,29 @@ fn explain(p: &Planned) {
         p.device.multiprocessors,
         p.device.shared_per_sm / 1024,
         p.device.shared_per_block_optin / 1024
-    );
-    print!("{}", p.plan);
+    )?;
+    write!(text, "{}", p.plan)?;
     if p.problem.cutoff.is_some() {
         let workers = schedule::Workers::described(&p.device, 1, 0, DEFAULT_STREAMS, crate::memory::host_cores());
         let points = p.plan.shape.points.a.max(p.plan.shape.points.b.unwrap_or(0)) as usize;
-        println!(
+        writeln!(
+            text,
             "  {:<13} {:<15} {}",
             "hybrid",
             "from the data",
             schedule::describe_hybrid(&schedule::Rates::of(&workers.gpus, workers.cpu_threads()), points)
-        );
+        )?;
     }
     if let (Some(value), IndexKind::None) = (p.problem.cutoff.as_ref().and_then(|c| c.value.as_ref()), p.plan.index) {
-        println!(
+        writeln!(
+            text,
             "  {:<13} {:<15} the spec's cutoff {}: a run sorts the points into cells and walks only neighbouring cells where that skips at least half the pairs (the report says what it chose); `--grid` shows that kernel",
             "index",
             "from the data",
             p.params.describe(value)
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// `twobs plan --schedule`: the schedule of a run on a described machine.
@@ -80,7 +87,7 @@ pub(super) struct ScheduleArgs {
 impl ScheduleArgs {
     /// The schedule of `p`'s points, drawn uniformly (a sample of them), on
     /// the described machine.
-    fn print(&self, p: &Planned) -> anyhow::Result<()> {
+    fn print(&self, p: &Planned, text: &mut String) -> anyhow::Result<()> {
         let components = p.problem.input.components();
         let set = |n: u64, seed: u64| -> anyhow::Result<data::SetShape> {
             let sample = synthesize(Generator::Uniform, n.min(1 << 14), &components, seed)?;
@@ -93,14 +100,15 @@ impl ScheduleArgs {
         let workers = schedule::Workers::described(&p.device, self.gpu_count, memory, DEFAULT_STREAMS, cores);
         let opts = GpuOptions { streams: DEFAULT_STREAMS, hybrid: self.hybrid, ..Default::default() };
         let made = schedule::Schedule::make(&p.problem, &p.params, &shapes, IndexChoice::Auto, &opts, &workers)?;
-        println!(
+        writeln!(
+            text,
             "\nschedule on {} x {} ({} GiB each) beside {cores} cores, for uniform points (a sample of 2^14 a set):",
             self.gpu_count,
             p.device.name,
             memory >> 30
-        );
+        )?;
         for (what, why) in made.describe() {
-            println!("  {what:<13} {why}");
+            writeln!(text, "  {what:<13} {why}")?;
         }
         Ok(())
     }

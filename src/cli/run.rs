@@ -338,8 +338,10 @@ impl Destinations {
             let role = if args.out.is_some() { "--out" } else { "the result file" };
             written.push(Named::new(role, path));
             // KNN's values go beside its ids, and both are put in place together.
-            if matches!(problem.output, Output::Knn { .. }) && *format == Format::Npy {
-                let values = write::knn_values_path(path);
+            if matches!(problem.output, Output::Knn { .. })
+                && *format == Format::Npy
+                && let Some(values) = write::knn_values_path(path)
+            {
                 write::check_writable(&values)
                     .map_err(|source| WriteError::Io { path: values.clone(), cause: source })?;
                 let role = format!("its values file {} (beside {})", values.display(), path.display());

@@ -125,9 +125,13 @@ pub fn frames(path: &Path) -> Result<Frames, InputError> {
         let reader = molly::XTCReader::new(Counted { file, at: 0, len });
         return Ok(Frames { format, lines: Text::none(path), xtc: Some(reader), read: 0 });
     }
+    // A text file is read within bounds: no line longer than any MD file has.
+    drop(file);
+    let bounded =
+        crate::memory::open_bounded(path, true).map_err(|e| input_error!("cannot open {}: {e}", path.display()))?;
     Ok(Frames {
         format,
-        lines: Text { lines: Some(BufReader::new(file).lines()), line: 0, path: path.display().to_string() },
+        lines: Text { lines: Some(BufReader::new(bounded).lines()), line: 0, path: path.display().to_string() },
         xtc: None,
         read: 0,
     })
@@ -170,7 +174,7 @@ impl Iterator for Frames {
 
 /// A text file's lines, numbered from 1, for messages.
 struct Text {
-    lines: Option<Lines<BufReader<File>>>,
+    lines: Option<Lines<BufReader<crate::memory::Bounded<File>>>>,
     line: usize,
     path: String,
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use super::{Column, Generator, InputError, PointSet, synthesize};
 use crate::input_error;
+use crate::memory::{open_bounded, read_bytes};
 use crate::spec::{Component, Scalar};
 
 #[derive(Debug, Clone, Default)]
@@ -117,7 +118,7 @@ pub fn values_per_point(arg: &str, opts: &InputOptions) -> Result<Option<u32>, I
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
     let cols = match ext.as_str() {
         "npy" => {
-            let file = std::fs::File::open(path).map_err(|e| input_error!("cannot open {}: {e}", path.display()))?;
+            let file = open_bounded(path, false).map_err(|e| input_error!("cannot open {}: {e}", path.display()))?;
             let npy = npyz::NpyFile::new(std::io::BufReader::new(file))
                 .map_err(|e| input_error!("{}: not a readable .npy file: {e}", path.display()))?;
             match (npy.dtype(), npy.shape()) {
@@ -127,7 +128,7 @@ pub fn values_per_point(arg: &str, opts: &InputOptions) -> Result<Option<u32>, I
             }
         }
         "csv" | "txt" | "tsv" | "dat" => {
-            let text = std::fs::File::open(path).map_err(|e| input_error!("cannot open {}: {e}", path.display()))?;
+            let text = open_bounded(path, true).map_err(|e| input_error!("cannot open {}: {e}", path.display()))?;
             let mut row = None;
             for line in std::io::BufRead::lines(std::io::BufReader::new(text)).take(1000) {
                 let line = line.map_err(|e| input_error!("cannot read {}: {e}", path.display()))?;
@@ -203,12 +204,10 @@ const HEADER: &str = " (a header line is skipped only when none of its fields is
 /// Text: one point per line, values separated by commas or white space; `#`
 /// comments and one header line of names (no field a number) are skipped.
 fn read_text(path: &Path, components: &[Component]) -> Result<PointSet, InputError> {
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .comment(Some(b'#'))
-        .from_path(path)
-        .map_err(|e| input_error!("cannot open {}: {e}", path.display()))?;
+    // Read within bounds: a file larger than memory, or a stream without lines
+    // (/dev/zero), is refused before it is taken whole.
+    let file = open_bounded(path, true).map_err(|e| input_error!("cannot open {}: {e}", path.display()))?;
+    let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).comment(Some(b'#')).from_reader(file);
     let d = components.len();
     let mut columns = columns_for(components, 0);
     let mut header_skipped = false;
@@ -280,7 +279,7 @@ fn read_raw(path: &Path, components: &[Component], dims: Option<u32>) -> Result<
             names(components)
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| input_error!("cannot read {}: {e}", path.display()))?;
+    let bytes = read_bytes(path).map_err(|e| input_error!("cannot read {}: {e}", path.display()))?;
     let record: usize = components.iter().map(|c| c.scalar.bytes() as usize).sum();
     if bytes.is_empty() {
         return Err(input_error!("{}: the file is empty", path.display()));
@@ -341,7 +340,7 @@ fn decode(scalar: Scalar, b: &[u8]) -> Number {
 /// is read as F x N rows, frame after frame).
 fn read_npy(path: &Path, components: &[Component]) -> Result<(PointSet, usize), InputError> {
     let file = std::io::BufReader::new(
-        std::fs::File::open(path).map_err(|e| input_error!("cannot open {}: {e}", path.display()))?,
+        open_bounded(path, false).map_err(|e| input_error!("cannot open {}: {e}", path.display()))?,
     );
     let npy =
         npyz::NpyFile::new(file).map_err(|e| input_error!("{}: not a readable .npy file: {e}", path.display()))?;

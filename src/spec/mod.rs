@@ -356,6 +356,8 @@ pub struct Param {
     pub scalar: Scalar,
     pub default: Value,
     pub doc: String,
+    /// `positive="true"`: the value must be above 0 (a bandwidth, a length).
+    pub positive: bool,
     /// Where the default is written (`spec.xml:7:31`), for an error about it.
     #[serde(skip)]
     pub default_at: String,
@@ -409,13 +411,24 @@ pub struct Problem {
 /// user specs from disk.
 pub trait Files {
     fn read(&self, path: &Path) -> Option<String>;
+
+    /// The file's text, or why it cannot be read (for the spec's message).
+    fn read_why(&self, path: &Path) -> Result<String, String> {
+        self.read(path).ok_or_else(String::new)
+    }
 }
 
 pub struct Disk;
 
 impl Files for Disk {
     fn read(&self, path: &Path) -> Option<String> {
-        std::fs::read_to_string(path).ok()
+        self.read_why(path).ok()
+    }
+
+    /// Read within bounds (`memory::read_text`): a snippet larger than the
+    /// memory available, or no text (`file="/dev/zero"`), is refused, not read whole.
+    fn read_why(&self, path: &Path) -> Result<String, String> {
+        crate::memory::read_text(path).map_err(|e| e.to_string())
     }
 }
 
@@ -826,6 +839,15 @@ impl Params {
                     Blame::Param(name.clone()),
                 ));
             }
+            if let Some(p) = problem.param(name).filter(|p| p.positive)
+                && v.as_f64() <= 0.0
+            {
+                let doc = if p.doc.is_empty() { String::new() } else { format!(" ({})", p.doc) };
+                return Err((
+                    param_error!("parameter {name} = {v}: expected a value above 0{doc}"),
+                    Blame::Param(name.clone()),
+                ));
+            }
         }
         match &problem.output {
             Output::Histogram { bins, min, max, spacing, .. } => self
@@ -1215,13 +1237,23 @@ impl Cx<'_> {
         let default_attr = self.required(node, "default", "the value used when --param does not set it")?;
         let (line, col) = xml::line_col(self.src, default_attr.pos);
         let default_at = format!("{}:{line}:{col}", self.file);
-        let mut param = Param { name, kind, scalar, default: Value::U32(0), doc: String::new(), default_at };
+        let positive = match self.attr(node, "positive") {
+            Some(a) if kind == ParamKind::Box => {
+                return Err(self.err(a.pos, "a box is positive by its own rule (lengths above 0, or 0 for open)"));
+            }
+            Some(a) => self.boolean(a)?,
+            None => false,
+        };
+        let mut param = Param { name, kind, scalar, default: Value::U32(0), doc: String::new(), positive, default_at };
         param.default = param
             .parse_value(&default_attr.value)
             .map_err(|why| self.err(default_attr.pos, format!("default of `{}`: {why}", param.name)))?;
         let (name, default) = (param.name.clone(), param.default);
         if !default.is_finite() {
             return Err(self.err(default_attr.pos, format!("default of `{name}` must be finite")));
+        }
+        if param.positive && default.as_f64() <= 0.0 {
+            return Err(self.err(default_attr.pos, format!("default of `{name}` must be above 0 (positive=\"true\")")));
         }
         let doc = node.text.split_whitespace().collect::<Vec<_>>().join(" ");
         Ok(Param { doc, ..param })
@@ -1305,9 +1337,10 @@ impl Cx<'_> {
         };
         let path: PathBuf = origin.parent().unwrap_or(Path::new("")).join(&file_attr.value);
         let shown = path.display().to_string();
-        let source = files
-            .read(&path)
-            .ok_or_else(|| self.err(file_attr.pos, format!("cannot read the snippet file `{shown}`")))?;
+        let source = files.read_why(&path).map_err(|why| {
+            let why = if why.is_empty() { why } else { format!(": {why}") };
+            self.err(file_attr.pos, format!("cannot read the snippet file `{shown}`{why}"))
+        })?;
         if !defines_function(&source, &name) {
             return Err(self.err(name_attr.pos, format!("the snippet `{shown}` does not define a function `{name}`")));
         }

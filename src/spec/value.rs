@@ -96,9 +96,26 @@ impl Value {
     pub fn parse(scalar: Scalar, text: &str) -> Result<Value, String> {
         let t = text.trim();
         let whole = || format!("expected a whole number ({scalar}), found `{t}`");
+        // A number too large for its type is named as written, not as the infinity it rounds to.
+        let fits = |infinite: bool| -> Result<(), String> {
+            let named_infinity = t.trim_start_matches(['+', '-']).to_ascii_lowercase().starts_with("inf");
+            if infinite && !named_infinity {
+                let largest = if scalar == Scalar::F32 { format!("{:e}", f32::MAX) } else { format!("{:e}", f64::MAX) };
+                return Err(format!("{t} does not fit {scalar} (whose largest magnitude is {largest})"));
+            }
+            Ok(())
+        };
         Ok(match scalar {
-            Scalar::F32 => Value::F32(t.parse::<f32>().map_err(|_| format!("expected a number (f32), found `{t}`"))?),
-            Scalar::F64 => Value::F64(t.parse::<f64>().map_err(|_| format!("expected a number (f64), found `{t}`"))?),
+            Scalar::F32 => {
+                let v = t.parse::<f32>().map_err(|_| format!("expected a number (f32), found `{t}`"))?;
+                fits(v.is_infinite())?;
+                Value::F32(v)
+            }
+            Scalar::F64 => {
+                let v = t.parse::<f64>().map_err(|_| format!("expected a number (f64), found `{t}`"))?;
+                fits(v.is_infinite())?;
+                Value::F64(v)
+            }
             Scalar::I32 => Value::I32(t.parse::<i32>().map_err(|_| whole())?),
             Scalar::I64 => Value::I64(t.parse::<i64>().map_err(|_| whole())?),
             Scalar::U32 => Value::U32(t.parse::<u32>().map_err(|_| whole())?),

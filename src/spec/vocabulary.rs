@@ -7,7 +7,7 @@
 pub const PROBLEM: &[&str] = &["name"];
 pub const PROBLEM_CHILDREN: &[&str] = &["summary", "input", "function", "output", "cutoff", "param", "id", "exclude"];
 pub const SUMMARY: &[&str] = &[];
-pub const PARAM: &[&str] = &["name", "type", "default"];
+pub const PARAM: &[&str] = &["name", "type", "default", "positive"];
 pub const INPUT: &[&str] = &["sets", "type", "dims", "dims_from_input"];
 pub const INPUT_CHILDREN: &[&str] = &["field"];
 pub const FIELD: &[&str] = &["name", "type"];

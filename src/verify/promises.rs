@@ -46,9 +46,13 @@ pub fn promises(
     f64_mode: bool,
     cache: &Cache,
 ) -> Result<String, VerifyError> {
+    let space = Space::of(problem, params, inputs, check);
+    let kept_before = Kept::of(&space, check, f64_mode, cache);
+    if let Some(note) = kept_before.as_ref().and_then(Kept::recall) {
+        return Ok(format!("{}: {note}", problem.origin));
+    }
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64);
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let space = Space::of(problem, params, inputs, check);
     let mut probes = space.random_pairs(&mut rng);
     let real = probes.len();
     if space.cutoff.is_some() {
@@ -67,7 +71,68 @@ pub fn promises(
         sample.check_key(key)?;
         kept.push(format!("{} values are the map of their keys, which never decreases", sample.probes.len()));
     }
-    Ok(format!("{}: its promises hold on a sample (seed {seed}): {}", problem.origin, kept.join("; ")))
+    let kept = kept.join("; ");
+    if let Some(k) = kept_before {
+        k.keep(seed, &kept);
+    }
+    Ok(format!("{}: its promises hold on a sample (seed {seed}): {kept}", problem.origin))
+}
+
+/// A promise check that held, remembered in the cache of compiled code
+/// under what it checked, as the compiled code is: the problem and its
+/// parameters wherever its files lie (not their paths), the promises, the
+/// arithmetic, and the shape of the data it sampled (sets, their sizes
+/// and the covered components' extents to a power of two, the box). A run
+/// of the same spec on data of that shape, from any folder, need not sample again.
+struct Kept {
+    entry: crate::cache::Entry,
+}
+
+/// Changes when the check changes, so that what an older check kept is checked again.
+const CHECK_VERSION: &[u8] = b"promise check 2";
+
+impl Kept {
+    fn of(space: &Space, check: Promises, f64_mode: bool, cache: &Cache) -> Option<Kept> {
+        let mut problem = space.problem.clone();
+        problem.origin.clear();
+        problem.function.file.clear();
+        problem.params.iter_mut().for_each(|p| p.default_at.clear());
+        // A power of two: data of the same extent and size to a factor of two.
+        let exponent = |x: f64| if x > 0.0 && x.is_finite() { x.log2().floor() as i64 } else { i64::MIN };
+        let inputs = space.inputs;
+        let sizes: Vec<i64> =
+            std::iter::once(&inputs.a).chain(inputs.b.as_ref()).map(|s| exponent(s.len() as f64)).collect();
+        let shape = format!(
+            "sizes {sizes:?}, extents {:?}, scale {}, box {:?} {:?}",
+            space.extent.iter().map(|&e| exponent(e)).collect::<Vec<_>>(),
+            exponent(space.scale),
+            space.lengths,
+            space.tilted
+        );
+        let key = crate::cache::Key::of(&[
+            CHECK_VERSION,
+            format!("{problem:?}").as_bytes(),
+            format!("{:?}", space.params).as_bytes(),
+            format!("{check:?} {f64_mode}").as_bytes(),
+            shape.as_bytes(),
+        ]);
+        cache.entry("promises", &problem.name, key, "kept").ok().map(|entry| Kept { entry })
+    }
+
+    /// What the check said when it held, where it held before.
+    fn recall(&self) -> Option<String> {
+        let text = String::from_utf8(self.entry.read().ok()?).ok()?;
+        let (seed, kept) = text.split_once('\n')?;
+        Some(format!(
+            "its promises hold on a sample (seed {seed}) of data of this shape, remembered from an earlier run: {kept}"
+        ))
+    }
+
+    /// Remembers that the check held (its seed, and what held); where the
+    /// cache cannot take it, the next run samples again.
+    fn keep(&self, seed: u64, kept: &str) {
+        let _ = self.entry.write(format!("{seed}\n{kept}").as_bytes());
+    }
 }
 
 /// One evaluated pair: which points, and how far apart in each covered

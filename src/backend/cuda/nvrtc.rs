@@ -221,7 +221,7 @@ pub fn cubin(kernel: &Kernel, arch: &str, cache: &Cache) -> Result<(Arc<Vec<u8>>
     let (major, minor) = version()?;
     let options = options(arch).join(" ");
     let nvrtc = format!("{major}.{minor}");
-    let key = Key::of(&[kernel.source.as_bytes(), arch.as_bytes(), nvrtc.as_bytes(), options.as_bytes()]);
+    let key = Key::of(&[kernel.cache_text().as_bytes(), arch.as_bytes(), nvrtc.as_bytes(), options.as_bytes()]);
     let mut cached = true;
     let bytes = CUBINS.get_or_try(key, || -> Result<Vec<u8>, NvrtcError> {
         let entry = cache.entry("cuda", kernel.file_name.trim_end_matches(".cu"), key, "cubin")?;
@@ -243,7 +243,7 @@ pub fn cubin(kernel: &Kernel, arch: &str, cache: &Cache) -> Result<(Arc<Vec<u8>>
 pub fn fp_instructions(probe: &Kernel, arch: &str) -> Result<u32, NvrtcError> {
     // Once per process for one probe: a trajectory's frames ask it each.
     static COUNTED: crate::cache::Memo<u32> = crate::cache::Memo::new();
-    let key = crate::cache::Key::of(&[probe.source.as_bytes(), arch.as_bytes()]);
+    let key = crate::cache::Key::of(&[probe.cache_text().as_bytes(), arch.as_bytes()]);
     COUNTED.get_or_try(key, || count_fp_instructions(probe, arch)).map(|n| *n)
 }
 
