@@ -221,9 +221,37 @@ pub fn host_cores() -> usize {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
+/// The most CPU threads a run takes: 1024, or four a core on a larger host.
+/// More only multiplies threads that wait (each holds a stack), and a number
+/// the system cannot spawn would end the run half way.
+pub fn most_threads() -> usize {
+    (4 * host_cores()).max(1024)
+}
+
+/// `threads` where a run can take so many (0: every core), or why not.
+pub fn check_threads(threads: usize) -> Result<usize, String> {
+    match threads {
+        0 => Ok(host_cores()),
+        n if n <= most_threads() => Ok(n),
+        n => Err(format!(
+            "{n} CPU threads: at most {} on this host of {} cores (0 takes every core)",
+            most_threads(),
+            host_cores()
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn threads_past_what_a_host_can_spawn_are_refused_with_the_bound() {
+        assert_eq!(check_threads(0), Ok(host_cores()));
+        assert_eq!(check_threads(3), Ok(3));
+        let e = check_threads(100_000).unwrap_err();
+        assert!(e.contains("100000 CPU threads: at most") && e.contains("0 takes every core"), "{e}");
+    }
 
     #[test]
     fn this_machine_has_memory_and_says_how_much() {

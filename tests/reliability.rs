@@ -452,3 +452,16 @@ fn the_same_spec_and_snippet_in_two_folders_compile_once() {
         assert!(notes.contains("remembered from an earlier run"), "{name}: the promise check ran again: {notes}");
     }
 }
+
+/// Issue 49, item 5: `--threads 100000` panicked spawning them (rc 70).
+#[test]
+fn threads_past_what_the_host_can_spawn_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = twobs(dir.path(), &["run", "sdh", "--backend", "cpu", "--input", "uniform:300", "--threads", "100000"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("--threads 100000") && e.contains("at most") && !e.contains("internal error"), "{e}");
+    let o =
+        twobs(dir.path(), &["run", "sdh", "--backend", "cpu", "--input", "uniform:300", "--threads", "3", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

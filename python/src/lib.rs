@@ -139,6 +139,13 @@ impl Problem {
         self.inner.input.element.components().iter().map(|c| numpy_name(c.scalar)).collect()
     }
 
+    /// The names of a point's components, in order: a record's fields, or a
+    /// vector's coordinates (x, y, z, ...).
+    #[getter]
+    fn fields(&self) -> Vec<String> {
+        self.inner.input.element.components().into_iter().map(|c| c.name).collect()
+    }
+
     /// Whether the element is a vector whose dimension the input decides.
     #[getter]
     fn dims_from_input(&self) -> bool {
@@ -372,6 +379,7 @@ impl Session {
                 )));
             }
         };
+        twobs::memory::check_threads(threads).map_err(|e| InputError::new_err(format!("threads={threads}: {e}")))?;
         if gpus.as_ref().is_some_and(Vec::is_empty) {
             return Err(PyValueError::new_err("gpus=[]: name at least one GPU, or leave gpus=None for all of them"));
         }

@@ -35,8 +35,25 @@ def test_nan_is_refused_with_its_row(cpu):
 def test_points_of_the_wrong_shape_are_refused(cpu):
     with pytest.raises(twobs.InputError, match="expected"):
         cpu.run("rdf", np.ones((5, 3, 2), np.float32))
-    with pytest.raises(twobs.InputError, match="2 columns, but the spec's element has 3"):
+    # A list is rows, as numpy reads it: two points of five values each.
+    with pytest.raises(twobs.InputError, match="5"):
         cpu.run("rdf", [np.ones(5), np.ones(5)])
+    with pytest.raises(twobs.InputError, match=r"missing \['z'\]"):
+        cpu.run("rdf", {"x": np.ones(5), "y": np.ones(5)})
+
+
+def test_a_list_of_rows_is_rows_as_numpy_reads_it(cpu):
+    """Issue 49, item 3: three points on a line are three points, not three coordinates."""
+    rows = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [2.5, 0.0, 0.0]]
+    listed = cpu.run("sdh", rows, params={"bins": 6, "r_max": 3.0})
+    as_array = cpu.run("sdh", np.asarray(rows, dtype=np.float32), params={"bins": 6, "r_max": 3.0})
+    np.testing.assert_array_equal(listed.counts, as_array.counts)
+    # Pairs at 1, 1.5 and 2.5: buckets of width 0.5.
+    np.testing.assert_array_equal(listed.counts, [0, 0, 1, 1, 0, 1])
+    dist, idx = twobs.knn(rows, 1, session=cpu)
+    np.testing.assert_array_equal(idx.ravel(), [1, 0, 1])
+    by_field = cpu.run("sdh", {"x": [0.0, 1.0, 2.5], "y": [0.0] * 3, "z": [0.0] * 3}, params={"bins": 6, "r_max": 3.0})
+    np.testing.assert_array_equal(by_field.counts, listed.counts)
 
 
 def test_points_far_outside_the_box_are_refused_with_their_extent(cpu):

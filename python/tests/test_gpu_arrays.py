@@ -48,14 +48,14 @@ def test_a_gpu_array_the_run_needs_on_the_host_is_refused_clearly(cpu):
 
 
 def test_host_arrays_and_dlpack_arrays_of_the_host_are_not_taken_for_gpu_ones():
-    assert twobs._on_gpu(np.ones((3, 3))) is None
+    assert twobs._session._on_gpu(np.ones((3, 3))) is None
 
     class HostDlpack:
         def __dlpack_device__(self):
             return (1, 0)  # kDLCPU
 
-    assert twobs._on_gpu(HostDlpack()) is None
+    assert twobs._session._on_gpu(HostDlpack()) is None
     given = OnGpu((7, 3), strides=(4, 28), stream=2)
-    x, cai = twobs._on_gpu(given)
+    x, cai = twobs._session._on_gpu(given)
     problem = twobs.Problem("knn")
-    assert twobs._gpu_arg(cai, problem, "set A") == (0x7F0000000000, (7, 3), "<f4", (4, 28), 2)
+    assert twobs._session._gpu_arg(cai, problem, "set A") == (0x7F0000000000, (7, 3), "<f4", (4, 28), 2)

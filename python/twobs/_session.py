@@ -249,6 +249,19 @@ def _points(x: Any, problem: Problem, name: str) -> np.ndarray:
     return a
 
 
+def _fields(columns: dict, problem: Problem, name: str) -> list:
+    """A set given as a dict of named columns, one per field of the spec's
+    element (a record's, or a vector's x, y, z), in the spec's order."""
+    fields = problem.fields
+    missing = [f for f in fields if f not in columns]
+    unknown = [f for f in columns if f not in fields]
+    if missing or unknown:
+        said = "; ".join(p for p in (missing and f"missing {missing}", unknown and f"unknown {unknown}") if p)
+        raise InputError(f"{name}: the columns {sorted(columns)} are not the fields {fields} of problem "
+                         f"`{problem.name}` ({said})")
+    return [np.ascontiguousarray(_host(columns[f]), dtype=np.dtype(t)) for f, t in zip(fields, problem.dtypes)]
+
+
 def _weights(w: Any, n: int, name: str) -> np.ndarray:
     w = np.ascontiguousarray(_host(w), dtype=np.float64)
     if w.ndim != 1 or len(w) != n:
@@ -381,11 +394,10 @@ class Session:
         taken = []
         for k, s in enumerate(sets):
             name = "set A" if k == 0 else "set B"
-            if isinstance(s, (list, tuple)):
-                if len(s) != len(problem.dtypes):
-                    raise InputError(f"{name}: {len(s)} columns, but the spec's element has {len(problem.dtypes)}")
-                taken.append([np.ascontiguousarray(_host(c), dtype=np.dtype(t)) for c, t in zip(s, problem.dtypes)])
+            if isinstance(s, dict):
+                taken.append(_fields(s, problem, name))
             else:
+                # A list or tuple is rows, as np.asarray reads it (numpy's and scipy's convention).
                 taken.append(_points(s, problem, name))
         overrides = [f"{k}={_param_text(v)}" for k, v in (params or {}).items()]
         ws = []

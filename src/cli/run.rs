@@ -789,6 +789,7 @@ fn set_ids(problem: &Problem, name: &str, a: &SetRead, b: Option<&SetRead>) -> a
 /// Who runs: the backend, the CPU's threads, the GPUs and how work reaches
 /// them, and the MPI ranks (rank 0 sends the others what they hold).
 fn workers(args: &RunArgs, ranks: Option<ranks::Handle>) -> anyhow::Result<Workers> {
+    crate::memory::check_threads(args.threads).map_err(|e| anyhow::anyhow!("--threads {}: {e}", args.threads))?;
     if args.block_points == Some(0) {
         anyhow::bail!("--block-points must be at least 1");
     }

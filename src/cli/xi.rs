@@ -130,6 +130,7 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
     // With --radec the files hold two values a point, made three (unit vectors) below.
     let problem = if args.radec { problem } else { with_input_dims(problem, &args.data, &opts)? };
     let targets = Targets::check(&args, los)?;
+    crate::memory::check_threads(args.threads).map_err(|e| anyhow::anyhow!("--threads {}: {e}", args.threads))?;
     let workers = Workers {
         backend: args.backend.choice(),
         threads: args.threads,

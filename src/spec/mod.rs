@@ -1032,18 +1032,7 @@ impl Cx<'_> {
             return Err(self.err(summary_node.pos, "<summary> is empty; say in one line what the problem computes"));
         }
 
-        let mut params: Vec<Param> = Vec::new();
-        for node in root.children.iter().filter(|c| c.name == "param") {
-            let param = self.param(node)?;
-            if params.iter().any(|p| p.name == param.name) {
-                return Err(self.err(node.pos, format!("parameter `{}` is declared twice", param.name)));
-            }
-            if param.kind == ParamKind::Box && params.iter().any(|p| p.kind == ParamKind::Box) {
-                return Err(self.err(node.pos, "a problem has at most one box: the points live in one space"));
-            }
-
-            params.push(param);
-        }
+        let params = self.params(root)?;
 
         let input = self.input(one("input")?)?;
         let three_floats = matches!(input.element, Element::Vector { dims: 3, scalar: Scalar::F32 | Scalar::F64 });
@@ -1090,6 +1079,30 @@ impl Cx<'_> {
             exclude: None,
             promises_proven: false,
         };
+        let problem = self.ids_and_exclusion(root, problem)?;
+        self.literals_hold(root, output_node, &problem)?;
+        Ok(problem)
+    }
+
+    /// The `<param>`s, each once, at most one of them a box.
+    fn params(&self, root: &Node) -> Result<Vec<Param>, SpecError> {
+        let mut params: Vec<Param> = Vec::new();
+        for node in root.children.iter().filter(|c| c.name == "param") {
+            let param = self.param(node)?;
+            if params.iter().any(|p| p.name == param.name) {
+                return Err(self.err(node.pos, format!("parameter `{}` is declared twice", param.name)));
+            }
+            if param.kind == ParamKind::Box && params.iter().any(|p| p.kind == ParamKind::Box) {
+                return Err(self.err(node.pos, "a problem has at most one box: the points live in one space"));
+            }
+
+            params.push(param);
+        }
+        Ok(params)
+    }
+
+    /// The problem with its `<id>`s, and the `<exclude>` of one of them.
+    fn ids_and_exclusion(&self, root: &Node, problem: Problem) -> Result<Problem, SpecError> {
         let mut problem = problem;
         for node in root.children.iter().filter(|c| c.name == "id") {
             self.only_attrs(node, vocabulary::ID)?;
@@ -1125,15 +1138,18 @@ impl Cx<'_> {
             }
             [_, second, ..] => return Err(self.err(second.pos, "<exclude> appears twice; a problem has one")),
         }
-        let problem = problem;
-        // A literal the spec fixes (k="1025", min="5" max="1") is wrong in
-        // every run: named at its line now. A default the user can override
-        // with --param is checked when bound (Problem::bind names its line).
+        Ok(problem)
+    }
+
+    /// A literal the spec fixes (k="1025", min="5" max="1") is wrong in
+    /// every run: named at its line now. A default the user can override
+    /// with --param is checked when bound (Problem::bind names its line).
+    fn literals_hold(&self, root: &Node, output_node: &Node, problem: &Problem) -> Result<(), SpecError> {
         let defaults = Params {
             values: problem.params.iter().map(|p| (p.name.clone(), p.default)).collect(),
             box_time: BoxTime::Compile,
         };
-        if let Err((ParamError(message), blame)) = defaults.check(&problem)
+        if let Err((ParamError(message), blame)) = defaults.check(problem)
             && problem.blamed_param(&blame).is_none()
         {
             let at = |node: &Node, attr: &str| self.attr(node, attr).map_or(node.pos, |a| a.pos);
@@ -1150,7 +1166,7 @@ impl Cx<'_> {
             };
             return Err(self.err(pos, message));
         }
-        Ok(problem)
+        Ok(())
     }
 
     fn cutoff(&self, node: &Node, input: &Input, output: &Output, params: &[Param]) -> Result<Cutoff, SpecError> {

@@ -250,6 +250,27 @@ pub(super) struct Ready {
 }
 
 impl Ready {
+    /// Each GPU's context, staging and resident upload, in order; returns
+    /// the least free memory among them. Uploads hide behind the compilation
+    /// (done at `compiled_at`) and the slowest context: what ran after both is compute time.
+    fn take_made(&mut self, made: Vec<Result<Made, GpuError>>, compiled_at: f64) -> Result<usize, GpuError> {
+        let mut free = usize::MAX;
+        let mut ready_at = compiled_at;
+        let mut uploaded_at: f64 = 0.0;
+        for m in made {
+            let m = m?;
+            ready_at = ready_at.max(m.made_at);
+            uploaded_at = uploaded_at.max(m.uploaded_at);
+            self.contexts.push(m.ctx);
+            self.stagings.push(m.staging);
+            self.residents.push(m.resident);
+            self.timings.context_s = self.timings.context_s.max(m.context_s);
+            free = free.min(m.free);
+        }
+        self.upload_after_compile = (uploaded_at - ready_at).max(0.0);
+        Ok(free)
+    }
+
     /// The grid kernel's tile (its block size).
     fn grid_tile(&self) -> u64 {
         self.compiled[0].0.as_ref().expect("the grid's kernel").plan.launch.block_size as u64
@@ -386,21 +407,7 @@ pub(super) fn prepare(
         timings: GpuTimings::default(),
         upload_after_compile: 0.0,
     };
-    let mut free = usize::MAX;
-    // Uploads hide behind the compilation and the slowest context; what ran
-    // after both is compute time.
-    let mut ready_at = compiled_at;
-    let mut uploaded_at: f64 = 0.0;
-    for m in made {
-        let m = m?;
-        ready_at = ready_at.max(m.made_at);
-        uploaded_at = uploaded_at.max(m.uploaded_at);
-        ready.contexts.push(m.ctx);
-        ready.stagings.push(m.staging);
-        ready.residents.push(m.resident);
-        ready.timings.context_s = ready.timings.context_s.max(m.context_s);
-        free = free.min(m.free);
-    }
+    let free = ready.take_made(made, compiled_at)?;
     ready.compiled = compiled?;
     if !grid_kernel && block_points_for(free) < block_points && matches!(inputs, Located::Host(_)) {
         block_points = block_points_for(free);
@@ -410,7 +417,6 @@ pub(super) fn prepare(
     }
     ready.block_points = block_points;
     ready.timings.compile_s = compile_s;
-    ready.upload_after_compile = (uploaded_at - ready_at).max(0.0);
     Ok(ready)
 }
 
