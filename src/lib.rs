@@ -28,6 +28,7 @@ pub mod plot;
 pub mod problems;
 pub mod ranks;
 pub mod rdf;
+pub mod remedy;
 pub mod report;
 pub mod request;
 pub mod run;

@@ -61,6 +61,10 @@ pub struct Shaping {
     pub ids: Vec<String>,
     /// Pairs whose points share this id are left out.
     pub exclude_same: Option<String>,
+    /// f64 arithmetic on f64 points: the spec's f32 element, parameters and
+    /// value read as f64 (`Problem::in_f64`), so that points and parameters
+    /// are taken as given, not rounded to f32.
+    pub f64: bool,
 }
 
 impl Shaping {
@@ -81,6 +85,9 @@ impl Shaping {
         }
         if let Some(name) = &self.exclude_same {
             p = p.with_exclusion(name)?;
+        }
+        if self.f64 {
+            p = p.in_f64();
         }
         Ok(p)
     }

@@ -33,9 +33,9 @@ pub enum RunError {
     #[error("f64 arithmetic is a mode of the CPU backend; this run is on the GPU")]
     F64OnGpu,
     #[error("{origin}: {why}; {}", if *built_in {
-        format!("the CPU backend runs `{problem}` in f64 (--backend cpu), or rescale the coordinates")
+        format!("the CPU backend runs `{problem}` in f64 ({}), or rescale the coordinates", crate::remedy::Remedy::CpuBackend)
     } else {
-        "rescale the coordinates, or run the snippet in f64 on the CPU backend (--backend cpu --f64)".to_owned()
+        format!("rescale the coordinates, or run the snippet in f64 on the CPU backend ({})", crate::remedy::Remedy::CpuF64)
     })]
     OutOfF32 { origin: String, problem: String, why: OutOfF32, built_in: bool },
     #[error(transparent)]
@@ -68,8 +68,8 @@ pub struct Workers {
     /// CPU threads (0: all cores).
     pub threads: usize,
     pub gpu: GpuOptions,
-    /// A progress bar on the terminal for long runs.
-    pub progress: bool,
+    /// Where the run's progress goes.
+    pub progress: Progress,
     pub cache: Cache,
     /// The MPI ranks that share this run, where it is one of several processes.
     pub ranks: Option<ranks::Handle>,
@@ -142,13 +142,61 @@ pub struct Execution {
     pub box_time: crate::spec::BoxTime,
 }
 
-/// The bar of a run of `total` pairs on `workers` ("cpu, 2 threads").
-fn progress_bar(total: u128, quiet: bool, workers: String) -> ProgressBar {
-    // Only long runs get a bar; indicatif draws nothing when stderr is not a terminal.
-    if quiet || total < 2_000_000_000 {
-        return ProgressBar::hidden();
+/// Where a run's progress goes.
+#[derive(Debug, Clone, Default)]
+pub enum Progress {
+    /// Nowhere.
+    #[default]
+    Off,
+    /// A bar on the terminal (standard error) for a run the schedule's rates
+    /// say takes more than [`LONG_RUN_S`].
+    Terminal,
+    /// Into this bar's counters, hidden, which the caller reads while it
+    /// waits (Python's session draws them, in a notebook too).
+    Watched(Watched),
+}
+
+/// A run's pairs done and to do, and the schedule's estimate of its seconds.
+#[derive(Debug, Clone)]
+pub struct Watched {
+    pub bar: ProgressBar,
+    /// The estimate's seconds, as f64 bits.
+    estimate: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Default for Watched {
+    fn default() -> Watched {
+        Watched { bar: ProgressBar::hidden(), estimate: Default::default() }
     }
-    let bar = ProgressBar::new(total.min(u64::MAX as u128) as u64);
+}
+
+impl Watched {
+    /// The seconds the schedule's rates give the run now under way (0 before one starts).
+    pub fn estimate_s(&self) -> f64 {
+        f64::from_bits(self.estimate.load(std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+/// Runs estimated to take longer than this show their progress.
+pub const LONG_RUN_S: f64 = 3.0;
+
+/// The bar of a run of `total` pairs on `workers` ("cpu, 2 threads"), at
+/// `rate` pairs a second by the schedule's rates.
+fn progress_bar(total: u128, progress: &Progress, workers: String, rate: f64) -> ProgressBar {
+    let total_u64 = total.min(u64::MAX as u128) as u64;
+    let estimate = total as f64 / rate.max(1.0);
+    match progress {
+        Progress::Watched(w) => {
+            w.bar.reset();
+            w.bar.set_length(total_u64);
+            w.estimate.store(estimate.to_bits(), std::sync::atomic::Ordering::Relaxed);
+            return w.bar.clone();
+        }
+        // indicatif draws nothing where stderr is not a terminal.
+        Progress::Terminal if estimate > LONG_RUN_S => {}
+        _ => return ProgressBar::hidden(),
+    }
+    let bar = ProgressBar::new(total_u64);
     bar.set_style(
         ProgressStyle::with_template("{spinner} {msg}: {bar:30} {percent:>3}% of {human_len} pairs, {eta} left")
             .expect("valid template"),
@@ -158,6 +206,16 @@ fn progress_bar(total: u128, quiet: bool, workers: String) -> ProgressBar {
     // and a CPU's first chunks took seconds with nothing on the terminal.
     bar.enable_steady_tick(std::time::Duration::from_millis(250));
     bar
+}
+
+/// The pairs a second `threads` CPU threads count, by the schedule's rates.
+fn cpu_rate(threads: usize) -> f64 {
+    schedule::Rates::of(&[], threads).cpu_pairs_per_s
+}
+
+/// The pairs a second the GPUs count, by the schedule's rates.
+fn gpu_rate(gpus: &cuda::LiveGpus) -> f64 {
+    schedule::Rates::of(&gpus.workers.gpus, 0).gpu_pairs_per_s
 }
 
 /// Computes `request` on `workers`: the one way a run starts. Frames add
@@ -342,7 +400,11 @@ fn f64_for_range(
         None => inputs.a.origin.clone(),
     };
     if backend == Backend::Cpu && built_in {
-        notes.push(format!("{origin}: {why}; so `{}` runs in f64 arithmetic (as --f64)", problem.name));
+        notes.push(format!(
+            "{origin}: {why}; so `{}` runs in f64 arithmetic (as {})",
+            problem.name,
+            crate::remedy::Remedy::CpuF64
+        ));
         return Ok(true);
     }
     Err(RunError::OutOfF32 { origin, problem: problem.name.clone(), why, built_in })
@@ -459,8 +521,8 @@ fn on_points_on_gpu(
     let shape = Shape::new(problem, params, points);
     // The GPU the points lie on, alone; the CPU's threads would need them on the host.
     let gpu_opts = GpuOptions { gpus: Some(vec![ordinal]), hybrid: Hybrid::Off, ..opts.workers.gpu.clone() };
-    let bar = progress_bar(shape.pairs, !opts.workers.progress, "cuda".into());
     let gpus = cuda::gpus(&gpu_opts)?;
+    let bar = progress_bar(shape.pairs, &opts.workers.progress, "cuda".into(), gpu_rate(&gpus));
     let made = Instant::now();
     let schedule = Schedule::make(problem, params, &shapes, opts.options.index, &gpu_opts, &gpus.workers)?;
     let schedule_s = made.elapsed().as_secs_f64();
@@ -506,10 +568,15 @@ fn one_frame(
     let points = Points { a: inputs.a.len() as u64, b: inputs.b.as_ref().map(|b| b.len() as u64) };
     let shape = Shape::new(problem, params, points);
     let mut notes = Vec::new();
-    let backend = opts.workers.backend.resolve(&mut notes);
+    let mut backend = opts.workers.backend.resolve(&mut notes);
     let threads = threads_of(opts);
     if backend == Backend::Cuda && opts.options.f64 {
-        return Err(RunError::F64OnGpu);
+        // f64 arithmetic is the CPU backend's: a run that may take either takes it there.
+        if opts.workers.backend != BackendChoice::Auto {
+            return Err(RunError::F64OnGpu);
+        }
+        notes.push("f64 arithmetic: on the CPU backend (the GPU's kernels compute in the spec's f32)".into());
+        backend = Backend::Cpu;
     }
     // Each set's size, ranges and sample, read once for the range check and the schedule.
     let shapes = shapes.map_or_else(|| std::borrow::Cow::Owned(Shapes::of(inputs)), std::borrow::Cow::Borrowed);
@@ -630,8 +697,8 @@ impl Run<'_> {
     /// has, and the backend runs it.
     fn on_gpus(&self, mut notes: Vec<String>) -> Result<Execution, RunError> {
         let Run { problem, params, inputs, shapes, opts, shape } = *self;
-        let bar = progress_bar(shape.pairs, !opts.workers.progress, "cuda".into());
         let gpus = cuda::gpus(&opts.workers.gpu)?;
+        let bar = progress_bar(shape.pairs, &opts.workers.progress, "cuda".into(), gpu_rate(&gpus));
         let names: Vec<&str> = gpus.workers.gpus.iter().map(|g| g.name.as_str()).collect();
         bar.set_message(format!("cuda, {}", names.join(" + ")));
         let ranked = opts.workers.ranks.as_ref().map(|h| &*h.0);
@@ -708,7 +775,8 @@ impl Run<'_> {
         };
         let (grid, index, resolved) = self.cells_or(grid, index, f64_mode)?;
         let index_s = (self.grid_tried() || resolved.is_some()).then(|| index_start.elapsed().as_secs_f64());
-        let bar = progress_bar(index.pairs, !opts.workers.progress, format!("cpu, {threads} threads"));
+        let bar =
+            progress_bar(index.pairs, &opts.workers.progress, format!("cpu, {threads} threads"), cpu_rate(threads));
         let driver = CpuDriver::compile(problem, params, &shape, index.index, f64_mode, &opts.workers.cache)?;
         if let Some(why) = &driver.rebuilt {
             notes.push(format!("the cached CPU driver was built again: {why}"));
@@ -1109,7 +1177,7 @@ fn rows_of_a(problem: &Problem, params: &Params, held: Held<'_>, opts: &Asked) -
         }
     };
     agree(r, format!("{threads} CPU threads"))?;
-    let bar = progress_bar(shape.pairs, !opts.workers.progress, format!("cpu, {threads} threads"));
+    let bar = progress_bar(shape.pairs, &opts.workers.progress, format!("cpu, {threads} threads"), cpu_rate(threads));
     let driver = CpuDriver::compile(problem, params, &shape, IndexKind::None, f64_mode, &opts.workers.cache)?;
     if let Some(why) = &driver.rebuilt {
         notes.push(format!("the cached CPU driver was built again: {why}"));
@@ -1229,7 +1297,7 @@ fn rows_of_a_on_gpus(
     notes.push(format!(
         "MPI ranks: set A ({a_points} points) in blocks of {block}; rank 0 sends the other ranks each piece's block of A, and each rank holds set B"
     ));
-    let bar = progress_bar(shape.pairs, !opts.workers.progress, "cuda".into());
+    let bar = progress_bar(shape.pairs, &opts.workers.progress, "cuda".into(), gpu_rate(&gpus));
     // Each place's block of A, once rank 0's run has cut the queue; rank 0's
     // server waits for them (another rank may ask before rank 0 has compiled).
     let spans = std::sync::OnceLock::<Vec<(usize, usize)>>::new();

@@ -10,10 +10,10 @@ use std::path::Path;
 /// and `data` (the points' types) are the vocabulary the stages produce and
 /// consume; `stage` holds the families the planner composes; `cache` serves
 /// the backends; `stop` (requests to stop a run) is read by the backends.
-const FLOW: [&str; 27] = [
-    "spec", "problems", "memory", "stop", "data", "outcome", "write", "device", "model", "stage", "index", "plan",
-    "codegen", "cache", "ranks", "request", "schedule", "backend", "verify", "run", "tune", "xi", "corrfunc", "rdf",
-    "plot", "report", "cli",
+const FLOW: [&str; 28] = [
+    "remedy", "memory", "spec", "problems", "stop", "data", "outcome", "write", "device", "model", "stage", "index",
+    "plan", "codegen", "cache", "ranks", "request", "schedule", "backend", "verify", "run", "tune", "xi", "corrfunc",
+    "rdf", "plot", "report", "cli",
 ];
 
 /// Module path of each source file: `src/stage/output/mod.rs` -> `stage::output`.

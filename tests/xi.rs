@@ -28,7 +28,7 @@ fn cpu() -> Workers {
         backend: BackendChoice::Cpu,
         threads: 2,
         gpu: GpuOptions { streams: 1, ..Default::default() },
-        progress: false,
+        progress: twobs::run::Progress::Off,
         cache: Cache::at(concat!(env!("CARGO_TARGET_TMPDIR"), "/twobs-cache")),
         ranks: None,
         root_sends_points: false,

@@ -22,7 +22,7 @@ use twobs::data::{Column, DeviceInputs, DeviceSet, Inputs, Outside, PointSet, Pr
 use twobs::data::{SetShape, Shapes};
 use twobs::outcome::{Outcome, Totals};
 use twobs::request::{BoxOrigin, Frame, Hint, Joined, Options, Placement, Points, Request, Shaping};
-use twobs::run::{BackendChoice, Execution, Workers};
+use twobs::run::{BackendChoice, Execution, Progress, Workers};
 use twobs::schedule::{GpuOptions, Hybrid};
 use twobs::spec::{Element, Output, Params, Scalar, Spacing};
 
@@ -191,6 +191,8 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[pyclass(frozen, module = "twobs._twobs")]
 struct Session {
     workers: Workers,
+    /// Where its runs' progress is shown.
+    watch: Watch,
     /// The options of the session's runs (a call sets `f64`).
     options: Options,
     /// The columns of the last calls' points, kept so that the next call
@@ -345,7 +347,7 @@ impl Session {
     /// `comm`: (Fortran handle, rank, size, MPI library) of an mpi4py
     /// communicator, as the Python side reads them; its ranks share every run.
     #[new]
-    #[pyo3(signature = (backend="auto", gpus=None, threads=0, streams=2, index="auto", verify=false, progress=false, comm=None))]
+    #[pyo3(signature = (backend="auto", gpus=None, threads=0, streams=2, index="auto", verify=false, progress=None, comm=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -355,7 +357,7 @@ impl Session {
         streams: usize,
         index: &str,
         verify: bool,
-        progress: bool,
+        progress: Option<Bound<'_, PyAny>>,
         comm: Option<(i64, usize, usize, String)>,
     ) -> PyResult<Session> {
         let backend = match backend {
@@ -394,8 +396,21 @@ impl Session {
             hybrid: Hybrid::Auto,
         };
         let ranks = comm.map(|c| ranks_of(py, c)).transpose()?;
+        // `progress`: None or True, a line on sys.stderr for long runs; False, none; a callable, called.
+        let watch = match &progress {
+            Some(p) if p.is_callable() => {
+                Watch { watched: Some(Default::default()), hook: Some(p.clone().unbind()), shown: Default::default() }
+            }
+            Some(p) if !p.is_truthy()? => Watch::off(),
+            _ => Watch { watched: Some(Default::default()), hook: None, shown: Default::default() },
+        };
+        let progress = match &watch.watched {
+            Some(w) => Progress::Watched(w.clone()),
+            None => Progress::Off,
+        };
         Ok(Session {
             workers: Workers { backend, threads, gpu, progress, cache, ranks, root_sends_points: false },
+            watch,
             options: Options { index, verify, f64: false },
             pool: Pool::default(),
             boxes: Default::default(),
@@ -406,7 +421,7 @@ impl Session {
     /// Runs `problem` on set `a` (and `b`): each set a 2-D array (points x
     /// coordinates) of the element's type, or a list of 1-D columns (one per
     /// field of a record). Returns a dict of numpy arrays and the run's report (JSON text).
-    #[pyo3(signature = (problem, a, b=None, params=Vec::new(), weights=Vec::new(), log_bins=false, outside_box=None, box_origin="corner", f64=false, ids=Vec::new(), exclude_same=None))]
+    #[pyo3(signature = (problem, a, b=None, params=Vec::new(), weights=Vec::new(), log_bins=false, outside_box=None, box_origin="corner", f64=false, ids=Vec::new(), exclude_same=None, drop_nonfinite=false))]
     #[allow(clippy::too_many_arguments)]
     fn run<'py>(
         &self,
@@ -422,10 +437,11 @@ impl Session {
         f64: bool,
         ids: Vec<(String, Vec<PyReadonlyArray1<'py, i32>>)>,
         exclude_same: Option<String>,
+        drop_nonfinite: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let began = std::time::Instant::now();
         let mut loan = self.pool.lend();
-        let call = Call { params, weights, log_bins, outside_box, box_origin, f64, ids, exclude_same };
+        let call = Call { params, weights, log_bins, outside_box, box_origin, f64, ids, exclude_same, drop_nonfinite };
         let made = self.request(problem, (a, b), &call, &mut loan);
         if let Some(h) = &self.workers.ranks {
             // Every rank must pass the same points: refused on every rank, with each odd one named.
@@ -442,7 +458,7 @@ impl Session {
         let taken_s = began.elapsed().as_secs_f64();
         let on_gpu = self.runs_on_gpu();
         #[allow(clippy::result_large_err, reason = "one result a call, sent once")]
-        let computed = compute(py, on_gpu, || twobs::run::execute(&request, &self.workers));
+        let computed = compute(py, (on_gpu, &self.watch), || twobs::run::execute(&request, &self.workers));
         let run_s = began.elapsed().as_secs_f64() - taken_s;
         let columns = |request: &mut Request| match &mut request.points {
             Points::Host(frames) => frames
@@ -518,7 +534,7 @@ impl Session {
         let request = Request::on_gpu(spec.clone(), params.clone(), inputs, self.options);
         let taken_s = began.elapsed().as_secs_f64();
         #[allow(clippy::result_large_err, reason = "one result a call, sent once")]
-        let mut exec = compute(py, true, || twobs::run::execute(&request, &self.workers))?;
+        let mut exec = compute(py, (true, &self.watch), || twobs::run::execute(&request, &self.workers))?;
         let run_s = began.elapsed().as_secs_f64() - taken_s;
         let outcome = std::mem::replace(&mut exec.outcome, Outcome::Totals(Totals::Counts(Vec::new())));
         let out = result(py, &spec, &params, Rows::AsGiven { most }, outcome)?;
@@ -571,6 +587,7 @@ struct Call<'py, 'a> {
     f64: bool,
     ids: Vec<(String, Vec<PyReadonlyArray1<'py, i32>>)>,
     exclude_same: Option<String>,
+    drop_nonfinite: bool,
 }
 
 impl Session {
@@ -586,7 +603,7 @@ impl Session {
     ) -> PyResult<Request> {
         let sets = 1 + b.is_some() as usize;
         let (spec, key) = self.specs.variant(problem, sets, call.log_bins, dims_of(a)?)?;
-        let plain = call.weights.is_empty() && call.ids.is_empty() && call.exclude_same.is_none();
+        let plain = call.weights.is_empty() && call.ids.is_empty() && call.exclude_same.is_none() && !call.f64;
         let (spec, key) = match plain {
             true => (spec, key),
             false => {
@@ -595,6 +612,7 @@ impl Session {
                     weighted: !call.weights.is_empty(),
                     ids: call.ids.iter().map(|(name, _)| name.clone()).collect(),
                     exclude_same: call.exclude_same.clone(),
+                    f64: call.f64,
                     ..Default::default()
                 };
                 let spec = extras.apply(&spec).map_err(input_error)?;
@@ -603,10 +621,10 @@ impl Session {
             }
         };
         let components = spec.input.element.components();
-        let (a, a_shape) = point_set(a, &components, "set A", loan)?;
+        let (a, a_shape) = point_set(a, &components, ("set A", call.drop_nonfinite), loan)?;
         let (b, b_shape) = match b {
             Some(b) => {
-                let (set, shape) = point_set(b, &components, "set B", loan)?;
+                let (set, shape) = point_set(b, &components, ("set B", call.drop_nonfinite), loan)?;
                 (Some(set), Some(shape))
             }
             None => (None, None),
@@ -777,7 +795,7 @@ fn dims_of(set: &Bound<'_, PyAny>) -> PyResult<Option<u32>> {
 fn point_set(
     set: &Bound<'_, PyAny>,
     components: &[twobs::spec::Component],
-    origin: &str,
+    (origin, drop_nonfinite): (&str, bool),
     loan: &mut Loan<'_>,
 ) -> PyResult<(PointSet, Option<SetShape>)> {
     let (columns, measured) = if set.is_instance_of::<PyList>() || set.is_instance_of::<PyTuple>() {
@@ -796,7 +814,10 @@ fn point_set(
     };
     let set = PointSet { columns, origin: origin.to_owned(), rows: None };
     let (shape, finite) = measured.unzip();
-    Ok((set.validate_known(components, false, finite).map_err(input_error)?, shape))
+    let set = set.validate_known(components, drop_nonfinite, finite).map_err(input_error)?;
+    // Rows left out: the copy's measurements are of every row, so the run measures again.
+    let shape = shape.filter(|_| set.rows.is_none());
+    Ok((set, shape))
 }
 
 /// A 1-D array of `scalar`s as a column.
@@ -881,10 +902,55 @@ fn wrong_type(origin: &str, scalar: Scalar) -> PyErr {
 /// 55-95 us on the development VM.
 fn compute<T: Send>(
     py: Python<'_>,
-    on_gpu: bool,
+    (on_gpu, watch): (bool, &Watch),
     run: impl FnOnce() -> Result<T, twobs::run::RunError> + Send,
 ) -> PyResult<T> {
-    computed(py, on_gpu, run)?.map_err(run_error)
+    computed(py, (on_gpu, watch), run)?.map_err(run_error)
+}
+
+/// A session's view of its runs' progress: the counters the engine fills
+/// (`run::Progress::Watched`), and who shows them: `hook(done, total)`, or a
+/// line on Python's `sys.stderr` (a notebook's cell too), for runs the
+/// schedule's rates say take more than `run::LONG_RUN_S`.
+struct Watch {
+    watched: Option<twobs::run::Watched>,
+    hook: Option<Py<PyAny>>,
+    /// Whether a line was written (and wants its end).
+    shown: std::sync::atomic::AtomicBool,
+}
+
+impl Watch {
+    fn off() -> Watch {
+        Watch { watched: None, hook: None, shown: Default::default() }
+    }
+
+    /// Shows the run's progress, `began` ago, where it is long enough to.
+    fn tick(&self, py: Python<'_>, began: std::time::Instant) -> PyResult<()> {
+        let Some(w) = &self.watched else { return Ok(()) };
+        let elapsed = began.elapsed().as_secs_f64();
+        if w.estimate_s() <= twobs::run::LONG_RUN_S || elapsed < 0.5 {
+            return Ok(());
+        }
+        let (done, total) = (w.bar.position(), w.bar.length().unwrap_or(0));
+        if let Some(hook) = &self.hook {
+            hook.call1(py, (done, total))?;
+            return Ok(());
+        }
+        let share = done as f64 / total.max(1) as f64;
+        let left =
+            if share > 0.0 { format!("{:.0} s left", elapsed * (1.0 - share) / share) } else { "starting".into() };
+        let line = format!("\rtwobs: {:>3.0}% of {total:.3e} pairs, {left}   ", 100.0 * share);
+        py.import("sys")?.getattr("stderr")?.call_method1("write", (line,))?;
+        self.shown.store(true, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Ends the line a run's progress was shown on.
+    fn done(&self, py: Python<'_>) {
+        if self.shown.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            let _ = py.import("sys").and_then(|s| s.getattr("stderr")).and_then(|e| e.call_method1("write", ("\n",)));
+        }
+    }
 }
 
 /// What a run's error is to Python: a refusal of the caller's points or
@@ -908,9 +974,10 @@ fn run_error(e: twobs::run::RunError) -> PyErr {
 /// [`compute`] of any work that returns its own error, which the caller turns into Python's.
 fn computed<T: Send, E: Send>(
     py: Python<'_>,
-    on_gpu: bool,
+    (on_gpu, watch): (bool, &Watch),
     run: impl FnOnce() -> Result<T, E> + Send,
 ) -> PyResult<Result<T, E>> {
+    let began = std::time::Instant::now();
     let (done, mut finished) = mpsc::channel();
     let job: Box<dyn FnOnce() + Send + '_> = Box::new(move || {
         #[allow(clippy::result_large_err, reason = "one result a call, sent once")]
@@ -945,12 +1012,14 @@ fn computed<T: Send, E: Send>(
         finished = back;
         match got {
             Ok(Err(_panic)) => {
+                watch.done(py);
                 runner.give_back();
                 return Err(interrupted.unwrap_or_else(|| {
                     Error::new_err("internal error: the run's thread panicked. This is a bug in twobs")
                 }));
             }
             Ok(Ok(outcome)) => {
+                watch.done(py);
                 runner.give_back();
                 if let Some(e) = interrupted {
                     return Err(e);
@@ -958,9 +1027,11 @@ fn computed<T: Send, E: Send>(
                 return Ok(outcome);
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
+                let shown = watch.tick(py, began);
                 if interrupted.is_none()
-                    && let Err(e) = py.check_signals()
+                    && let Err(e) = shown.and_then(|()| py.check_signals())
                 {
+                    // Ctrl-C, or a progress hook that raised: the run stops and the error is raised.
                     twobs::stop::ask();
                     interrupted = Some(e);
                 }
@@ -1329,6 +1400,8 @@ fn stop() {
 
 #[pymodule]
 fn _twobs(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Messages name Python's options (`drop_nonfinite=True`), not the command line's.
+    twobs::remedy::enter_through(twobs::remedy::Door::Python);
     m.add_class::<Problem>()?;
     m.add_class::<science::Rdf>()?;
     m.add_function(wrap_pyfunction!(science::xi, m)?)?;

@@ -263,7 +263,7 @@ fn catalogue(
 /// against `randoms`, or in the periodic box `boxsize` with RR analytic, as
 /// `twobs xi` computes it; with patches, the jackknife covariance.
 #[pyfunction]
-#[pyo3(signature = (session, data, randoms, edges, estimator=None, norm="pairs", data_weights=None, random_weights=None, boxsize=None, radec=false, second=None, patches=None))]
+#[pyo3(signature = (session, data, randoms, edges, estimator=None, norm="pairs", data_weights=None, random_weights=None, boxsize=None, radec=false, second=None, patches=None, f64=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn xi<'py>(
     py: Python<'py>,
@@ -279,6 +279,7 @@ pub fn xi<'py>(
     radec: bool,
     second: Option<(String, u32, f64)>,
     patches: Option<(PyReadonlyArray1<'py, u32>, PyReadonlyArray1<'py, u32>)>,
+    f64: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let periodic = boxsize.is_some();
     if periodic == randoms.is_some() {
@@ -299,6 +300,8 @@ pub fn xi<'py>(
     }
     let second = second_axis(second)?;
     let (problem, params) = xi_problem(&edges, second, boxsize.as_deref(), radec)?;
+    // f64: the points and edges as given, not rounded to f32 (`Problem::in_f64`).
+    let problem = if f64 { problem.in_f64() } else { problem };
     let params = problem.bind(&params).map_err(input_error)?;
     let data = Inputs { a: catalogue(&data, data_weights.as_ref(), &problem, (radec, "data"))?, b: None };
     let randoms = match &randoms {
@@ -309,9 +312,9 @@ pub fn xi<'py>(
         Some((d, r)) => Some((d.as_slice()?.to_vec(), r.as_slice()?.to_vec())),
         None => None,
     };
-    let on = (session.options, &session.workers);
+    let on = (twobs::request::Options { f64, ..session.options }, &session.workers);
     let los = second.map(|(los, ..)| los);
-    let counted = computed(py, session.runs_on_gpu(), || -> Result<_, XiError> {
+    let counted = computed(py, (session.runs_on_gpu(), &session.watch), || -> Result<_, XiError> {
         let (counts, _) = twobs::xi::count_cells(&problem, &params, &data, randoms.as_ref(), estimator, los, on)?;
         let jackknife = match (&patches, &randoms) {
             (Some((dp, rp)), Some(r)) => {

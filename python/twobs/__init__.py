@@ -18,7 +18,6 @@ rank 0 alone (pairs and KNN lists; ``None`` on the others, as
 ``comm.gather`` gives). The functions take ``comm=`` too.
 """
 
-from __future__ import annotations
 
 from ._corrfunc import DD, DDrppi, DDsmu, wp, xi
 from ._gofr import RDF

@@ -37,12 +37,12 @@ def _catalogues(autocorr: int, X1: Any, Y1: Any, Z1: Any, X2: Any, Y2: Any, Z2: 
 
 
 def _counted(session: Session, problem: str, a: np.ndarray, b: Optional[np.ndarray], params: dict, log: bool,
-             edges: np.ndarray, weights: tuple, autocorr: int, weight_type: Optional[str]) -> tuple:
+             edges: np.ndarray, weights: tuple, autocorr: int, weight_type: Optional[str], f64: bool) -> tuple:
     """(npairs, weightavg or None, the run's edges) of a Corrfunc-shaped count."""
     weights1, weights2 = weights
     if weights1 is not None and weight_type not in (None, "pair_product"):
         raise InputError(f"weight_type={weight_type!r}: twobs weighs a pair by the product of its points' weights")
-    run = session.run(_problem(problem), a, b, params=params, log_bins=log)
+    run = session.run(_problem(problem), a, b, params=params, log_bins=log, f64=f64)
     counts = np.ascontiguousarray(run.counts, dtype=np.uint64).ravel()
     sums = None
     w1 = None if weights1 is None else np.ascontiguousarray(_host(weights1), dtype=np.float64)
@@ -50,7 +50,7 @@ def _counted(session: Session, problem: str, a: np.ndarray, b: Optional[np.ndarr
         # Corrfunc weighs an unweighted second catalogue by ones.
         ws = [w1] if autocorr else [w1, weights2 if weights2 is not None else np.ones(len(b))]
         sums = np.ascontiguousarray(session.run(_problem(problem), a, b, params=params, weights=ws,
-                                                log_bins=log).sums, dtype=np.float64).ravel()
+                                                log_bins=log, f64=f64).sums, dtype=np.float64).ravel()
     npairs, weightavg = _twobs.corrfunc_table(counts, list(edges), sums=sums, autocorr=bool(autocorr),
                                               points=len(a), self_weights=w1)
     return npairs, weightavg, run.edges
@@ -59,7 +59,7 @@ def _counted(session: Session, problem: str, a: np.ndarray, b: Optional[np.ndarr
 def DD(autocorr: int, nthreads: int, binfile: Any, X1: Any, Y1: Any, Z1: Any, weights1: Any = None,
        periodic: bool = True, X2: Any = None, Y2: Any = None, Z2: Any = None, weights2: Any = None,
        verbose: bool = False, boxsize: Any = None, output_ravg: bool = False, weight_type: Optional[str] = None,
-       session: Optional[Session] = None, comm: Any = None, **ignored: Any) -> np.ndarray:
+       f64: bool = False, session: Optional[Session] = None, comm: Any = None, **ignored: Any) -> np.ndarray:
     """Pair counts in Corrfunc's shape (``Corrfunc.theory.DD``).
 
     Parameters
@@ -76,6 +76,11 @@ def DD(autocorr: int, nthreads: int, binfile: Any, X1: Any, Y1: Any, Z1: Any, we
         A weight per point: ``weightavg`` is the mean product of a pair's weights.
     periodic, boxsize
         Minimum-image separations in the box ``boxsize`` (L or (Lx, Ly, Lz)).
+    f64 : bool
+        Separations in f64 on the points as given (Corrfunc's double
+        precision), on the CPU backend; by default points and edges are
+        rounded to float32 once, and a pair within f32 rounding of an edge
+        may fall in the next bucket.
 
     Returns
     -------
@@ -106,7 +111,7 @@ def DD(autocorr: int, nthreads: int, binfile: Any, X1: Any, Y1: Any, Z1: Any, we
         params["box"] = _box_param(boxsize)[0]
         problem = "dd_periodic"
     npairs, weightavg, _ = _counted(session, problem, a, b, params, log, edges, (weights1, weights2), autocorr,
-                                    weight_type)
+                                    weight_type, f64)
     out = np.zeros(len(edges) - 1, dtype=[("rmin", "f8"), ("rmax", "f8"), ("ravg", "f8"),
                                           ("npairs", "u8"), ("weightavg", "f8")])
     out["rmin"], out["rmax"], out["npairs"] = edges[:-1], edges[1:], npairs
@@ -116,8 +121,8 @@ def DD(autocorr: int, nthreads: int, binfile: Any, X1: Any, Y1: Any, Z1: Any, we
 
 
 def _cells(problem: str, autocorr: int, nthreads: int, first: np.ndarray, second: dict, coords: tuple,
-           weights: tuple, periodic: bool, boxsize: Any, weight_type: Optional[str], session: Optional[Session],
-           comm: Any) -> tuple:
+           weights: tuple, periodic: bool, boxsize: Any, weight_type: Optional[str], f64: bool,
+           session: Optional[Session], comm: Any) -> tuple:
     """(npairs, weightavg or None, the second axis's edges) of Corrfunc's 2-D pair counts."""
     if periodic and boxsize is None:
         raise InputError("periodic=True needs boxsize (L, or (Lx, Ly, Lz))")
@@ -128,7 +133,8 @@ def _cells(problem: str, autocorr: int, nthreads: int, first: np.ndarray, second
     params: dict = {f"{axis}_bins": bins, f"{axis}_min": lo, f"{axis}_max": hi, **second}
     if periodic:
         params["box"] = _box_param(boxsize)[0]
-    npairs, weightavg, edges = _counted(session, problem, a, b, params, log, first, weights, autocorr, weight_type)
+    npairs, weightavg, edges = _counted(session, problem, a, b, params, log, first, weights, autocorr, weight_type,
+                                        f64)
     return npairs, weightavg, np.asarray(edges[1], dtype=np.float64)
 
 
@@ -159,7 +165,7 @@ def _pi_bins(pimax: float, npibins: Optional[int]) -> int:
 def DDrppi(autocorr: int, nthreads: int, pimax: float, binfile: Any, X1: Any, Y1: Any, Z1: Any, weights1: Any = None,
            periodic: bool = True, boxsize: Any = None, X2: Any = None, Y2: Any = None, Z2: Any = None,
            weights2: Any = None, verbose: bool = False, output_rpavg: bool = False, weight_type: Optional[str] = None,
-           npibins: Optional[int] = None, session: Optional[Session] = None, comm: Any = None,
+           npibins: Optional[int] = None, f64: bool = False, session: Optional[Session] = None, comm: Any = None,
            **ignored: Any) -> np.ndarray:
     """Pair counts in cells of (rp, pi), in Corrfunc's shape (``Corrfunc.theory.DDrppi``).
 
@@ -180,15 +186,15 @@ def DDrppi(autocorr: int, nthreads: int, pimax: float, binfile: Any, X1: Any, Y1
     edges = _edges_of(binfile)
     npairs, weightavg, pi = _cells("ddrppi", autocorr, nthreads, edges, {"pi_bins": npibins, "pi_max": float(pimax)},
                                    (X1, Y1, Z1, X2, Y2, Z2), (weights1, weights2), periodic, boxsize, weight_type,
-                                   session, comm)
+                                   f64, session, comm)
     return _cells_table(("rmin", "rmax", "rpavg", "pimax"), edges, pi, npairs, weightavg)
 
 
 def DDsmu(autocorr: int, nthreads: int, binfile: Any, mu_max: float, nmu_bins: int, X1: Any, Y1: Any, Z1: Any,
           weights1: Any = None, periodic: bool = True, boxsize: Any = None, X2: Any = None, Y2: Any = None,
           Z2: Any = None, weights2: Any = None, verbose: bool = False, output_savg: bool = False,
-          weight_type: Optional[str] = None, session: Optional[Session] = None, comm: Any = None,
-          **ignored: Any) -> np.ndarray:
+          weight_type: Optional[str] = None, f64: bool = False, session: Optional[Session] = None,
+          comm: Any = None, **ignored: Any) -> np.ndarray:
     """Pair counts in cells of (s, mu), in Corrfunc's shape (``Corrfunc.theory.DDsmu``).
 
     s over ``binfile``'s edges, mu = |dz| / s (0 at s = 0) in ``nmu_bins``
@@ -206,7 +212,7 @@ def DDsmu(autocorr: int, nthreads: int, binfile: Any, mu_max: float, nmu_bins: i
     edges = _edges_of(binfile)
     npairs, weightavg, mu = _cells("ddsmu", autocorr, nthreads, edges,
                                    {"mu_bins": int(nmu_bins), "mu_max": float(mu_max)}, (X1, Y1, Z1, X2, Y2, Z2),
-                                   (weights1, weights2), periodic, boxsize, weight_type, session, comm)
+                                   (weights1, weights2), periodic, boxsize, weight_type, f64, session, comm)
     return _cells_table(("smin", "smax", "savg", "mu_max"), edges, mu, npairs, weightavg)
 
 
@@ -220,7 +226,7 @@ def _box_text(boxsize: Any) -> Optional[str]:
 
 def xi(data: Any, randoms: Any, bins: Any, estimator: Optional[str] = None, data_weights: Any = None,
        random_weights: Any = None, norm: str = "pairs", boxsize: Any = None, radec: bool = False,
-       patches: Any = None, session: Optional[Session] = None, comm: Any = None) -> dict:
+       patches: Any = None, f64: bool = False, session: Optional[Session] = None, comm: Any = None) -> dict:
     """The two-point correlation function of ``data`` against ``randoms``, as ``twobs xi`` computes it.
 
     Parameters
@@ -245,6 +251,9 @@ def xi(data: Any, randoms: Any, bins: Any, estimator: Optional[str] = None, data
         A patch number (0, 1, ...) per point of each catalogue: the
         jackknife covariance over the patches, as TreeCorr's
         ``var_method="jackknife"``.
+    f64 : bool
+        Separations in f64 on the points as given, on the CPU backend; by
+        default points and edges are rounded to float32 once.
 
     Returns
     -------
@@ -264,7 +273,7 @@ def xi(data: Any, randoms: Any, bins: Any, estimator: Optional[str] = None, data
     return _twobs.xi(session._native, _rows(data), _rows(randoms), list(np.asarray(bins, dtype=np.float64)),
                      estimator=estimator, norm=norm, data_weights=_rows(data_weights),
                      random_weights=_rows(random_weights), boxsize=_box_text(boxsize), radec=radec,
-                     patches=_patches(patches))
+                     patches=_patches(patches), f64=f64)
 
 
 def _patches(patches: Any) -> Optional[tuple]:
@@ -275,7 +284,7 @@ def _patches(patches: Any) -> Optional[tuple]:
 
 
 def wp(data: Any, randoms: Any, rp_bins: Any, pimax: float, npibins: Optional[int] = None, boxsize: Any = None,
-       estimator: Optional[str] = None, norm: str = "pairs", patches: Any = None,
+       estimator: Optional[str] = None, norm: str = "pairs", patches: Any = None, f64: bool = False,
        session: Optional[Session] = None, comm: Any = None) -> dict:
     """The projected correlation function wp(rp), as ``twobs xi --rp-pi`` computes it.
 
@@ -297,7 +306,7 @@ def wp(data: Any, randoms: Any, rp_bins: Any, pimax: float, npibins: Optional[in
     second = ("pi", _pi_bins(pimax, npibins), float(pimax))
     out = _twobs.xi(session._native, _rows(data), _rows(randoms), list(np.asarray(rp_bins, dtype=np.float64)),
                     estimator=estimator, norm=norm, boxsize=_box_text(boxsize), second=second,
-                    patches=_patches(patches))
+                    patches=_patches(patches), f64=f64)
     out["rp_edges"], out["pi_edges"] = out.pop("edges"), out.pop("second_edges")
     out.pop("axes")
     return out

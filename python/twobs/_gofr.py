@@ -25,6 +25,9 @@ class RDF:
     normalization_mode : {"exact", "finite_size"}
         freud's: "exact" divides by N_p N_q / V, "finite_size" by
         N_p (N_q - 1) / V (the command line's and MDAnalysis's).
+    f64 : bool
+        Distances in f64 on the points as given, on the CPU backend; by
+        default points are rounded to float32 once.
     session, comm : optional
         Where the runs go (:class:`Session`), or an mpi4py communicator.
 
@@ -57,7 +60,7 @@ class RDF:
     """
 
     def __init__(self, bins: int, r_max: float, r_min: float = 0.0, normalization_mode: str = "exact",
-                 session: Optional[Session] = None, comm: Any = None):
+                 f64: bool = False, session: Optional[Session] = None, comm: Any = None):
         if bins < 1:
             raise InputError(f"bins={bins}: at least 1")
         if not (r_max > 0):
@@ -68,6 +71,7 @@ class RDF:
         self.r_max = float(r_max)
         self.r_min = 0.0
         self.normalization_mode = normalization_mode
+        self.f64 = bool(f64)
         self._session = session
         self._comm = comm
         self._problem = Problem("rdf")
@@ -85,7 +89,8 @@ class RDF:
         return None if self._result is None else self._result.report
 
     def compute(self, box: Any, points: Any = None, query_points: Any = None, reset: bool = True,
-                molecules: Any = None, query_molecules: Any = None) -> "RDF":
+                molecules: Any = None, query_molecules: Any = None, outside_box: Optional[str] = None,
+                drop_nonfinite: bool = False) -> "RDF":
         """Counts one frame's pairs into the shells.
 
         Parameters
@@ -103,6 +108,11 @@ class RDF:
             Forget the frames before this one.
         molecules, query_molecules : int arrays, optional
             A molecule per point: pairs within a molecule are left out.
+        outside_box : {"wrap", "refuse"}, optional
+            Points outside the box: wrapped into it, or refused (default:
+            wrapped where at most half the points lie outside).
+        drop_nonfinite : bool
+            Leave out rows holding NaN or infinity instead of refusing them.
 
         Returns
         -------
@@ -125,7 +135,8 @@ class RDF:
                 raise InputError("molecules: give molecules (and query_molecules with query_points)")
             ids = {"molecule": [molecules] if query_points is None else [molecules, query_molecules]}
         result = session.run(self._problem, points, query_points, params=params, ids=ids, box_origin=origin,
-                             exclude_same=None if ids is None else "molecule")
+                             exclude_same=None if ids is None else "molecule", outside_box=outside_box,
+                             drop_nonfinite=drop_nonfinite, f64=self.f64)
         self._native.add(result._raw)
         self._result = result
         return self

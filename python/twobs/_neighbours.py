@@ -12,29 +12,89 @@ from . import _twobs
 from ._session import Session, _back_to, _device_of, _on_gpu, _problem, _session
 
 
-def query_pairs(points: Any, eps: float, session: Optional[Session] = None, comm: Any = None) -> Optional[np.ndarray]:
-    """Every pair (i, j), i < j, of points at most ``eps`` apart (Euclidean), as
-    an (n, 2) integer array (int32 below 2^31 points): scipy's ``cKDTree.query_pairs(eps, output_type="ndarray")``,
-    in the order found (sort it to compare). Under ``comm``: on rank 0, None elsewhere."""
+def query_pairs(points: Any, eps: float, f64: bool = False, drop_nonfinite: bool = False,
+                session: Optional[Session] = None, comm: Any = None) -> Optional[np.ndarray]:
+    """Every pair of points at most ``eps`` apart, as scipy's ``cKDTree.query_pairs``.
+
+    Parameters
+    ----------
+    points : array of shape (n, d)
+        The points (numpy, or CuPy/PyTorch/JAX arrays on a GPU).
+    eps : float
+        The largest Euclidean distance of a pair.
+    f64 : bool
+        Compare in f64 on the points as given: exactly scipy's pairs for
+        float64 points. By default points and ``eps`` are rounded to float32
+        once, and a pair within f32 rounding of ``eps`` may differ from scipy's.
+    drop_nonfinite : bool
+        Leave out rows holding NaN or infinity instead of refusing them.
+    session, comm : optional
+        The :class:`Session`, or an mpi4py communicator.
+
+    Returns
+    -------
+    array of shape (pairs, 2)
+        Each pair (i, j), i < j, once, in the order found (sort it to
+        compare); int32 below 2^31 points. Under ``comm``: on rank 0, None elsewhere.
+
+    Examples
+    --------
+    >>> import numpy as np, twobs
+    >>> pairs = twobs.query_pairs(np.random.default_rng(1).random((500, 3)), 0.1)
+    >>> bool((pairs[:, 0] < pairs[:, 1]).all())
+    True
+    """
     session = _session(session, comm)
     lib = _device_of(points)
-    result = session.run(_problem("selfjoin"), points, params={"eps": float(eps)})
+    result = session.run(_problem("selfjoin"), points, params={"eps": float(eps)}, f64=f64,
+                         drop_nonfinite=drop_nonfinite)
     return None if result.pairs is None else _back_to(lib, points, result.pairs)
 
 
-def knn(points: Any, k: int, query: Any = None, session: Optional[Session] = None, comm: Any = None) -> tuple[Any, Any]:
-    """The ``k`` nearest neighbours by Euclidean distance, as scipy returns them:
-    ``(dist, idx)`` of shape (queries, k), nearest first, ties to the smaller
-    index. Without ``query``, of every point among the others (a point is
-    never its own neighbour); with it, of every query point among ``points``.
-    A query with fewer than k partners has ``inf`` and ``len(points)`` where they lack.
-    Under ``comm``: on rank 0, ``(None, None)`` elsewhere."""
+def knn(points: Any, k: int, query: Any = None, f64: bool = False, drop_nonfinite: bool = False,
+        session: Optional[Session] = None, comm: Any = None) -> tuple[Any, Any]:
+    """The ``k`` nearest neighbours by Euclidean distance, as scipy's ``cKDTree.query`` returns them.
+
+    Parameters
+    ----------
+    points : array of shape (n, d)
+        The points searched (numpy, or CuPy/PyTorch/JAX/Numba arrays on a
+        GPU, whose lists stay there).
+    k : int
+        Neighbours per query.
+    query : array of shape (m, d), optional
+        The query points; without it, every point among the others (a point
+        is never its own neighbour).
+    f64 : bool
+        Distances in f64 on the points as given (float64 distances,
+        scipy's lists for float64 points); by default points are rounded
+        to float32 once and distances are float32.
+    drop_nonfinite : bool
+        Leave out rows holding NaN or infinity instead of refusing them.
+    session, comm : optional
+        The :class:`Session`, or an mpi4py communicator.
+
+    Returns
+    -------
+    (dist, idx) : arrays of shape (queries, k)
+        Nearest first, ties to the smaller index; a query with fewer than
+        k partners has ``inf`` and ``len(points)`` where they lack. Under
+        ``comm``: on rank 0, ``(None, None)`` elsewhere.
+
+    Examples
+    --------
+    >>> import numpy as np, twobs
+    >>> dist, idx = twobs.knn(np.random.default_rng(1).random((500, 3)), 4)
+    >>> dist.shape, idx.shape
+    ((500, 4), (500, 4))
+    """
     session = _session(session, comm)
     lib = _device_of(points)
+    given = dict(params={"k": int(k)}, f64=f64, drop_nonfinite=drop_nonfinite)
     if query is None:
-        result = session.run(_problem("knn"), points, params={"k": int(k)})
+        result = session.run(_problem("knn"), points, **given)
     else:
-        result = session.run(_problem("knn"), query, points, params={"k": int(k)})
+        result = session.run(_problem("knn"), query, points, **given)
     ids, dist = result.ids, result.values
     if ids is None:
         return None, None

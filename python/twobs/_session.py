@@ -228,14 +228,20 @@ def _dlpack_owner(a: Any) -> Any:
         return torch.as_tensor(a, device=f"cuda:{a.device}")
 
 
-def _points(x: Any, problem: Problem, name: str) -> np.ndarray:
-    """A set of points as the engine takes it: 2-D, of the element's type."""
+def _dtypes(problem: Problem, f64: bool) -> list:
+    """The element's scalar types, float32 read as float64 where the run is in f64."""
+    return ["float64" if f64 and t == "float32" else t for t in problem.dtypes]
+
+
+def _points(x: Any, problem: Problem, name: str, f64: bool = False) -> np.ndarray:
+    """A set of points as the engine takes it: 2-D, of the element's type
+    (float64 kept as it is where the run is in f64)."""
     a = _host(x)
     if a.ndim == 1 and len(problem.dtypes) == 1:
         a = a.reshape(-1, 1)
     if a.ndim != 2:
         raise InputError(f"{name}: an array of shape {a.shape}; expected (points, coordinates)")
-    dtype = np.dtype(problem.dtypes[0])
+    dtype = np.dtype(_dtypes(problem, f64)[0])
     if a.dtype != dtype:
         if a.dtype.kind == "f" and dtype.kind == "f" and a.dtype.itemsize > dtype.itemsize:
             # As the command line reads a float64 .npy for a float32 spec: rounded to nearest.
@@ -249,7 +255,7 @@ def _points(x: Any, problem: Problem, name: str) -> np.ndarray:
     return a
 
 
-def _fields(columns: dict, problem: Problem, name: str) -> list:
+def _fields(columns: dict, problem: Problem, name: str, f64: bool = False) -> list:
     """A set given as a dict of named columns, one per field of the spec's
     element (a record's, or a vector's x, y, z), in the spec's order."""
     fields = problem.fields
@@ -259,7 +265,7 @@ def _fields(columns: dict, problem: Problem, name: str) -> list:
         said = "; ".join(p for p in (missing and f"missing {missing}", unknown and f"unknown {unknown}") if p)
         raise InputError(f"{name}: the columns {sorted(columns)} are not the fields {fields} of problem "
                          f"`{problem.name}` ({said})")
-    return [np.ascontiguousarray(_host(columns[f]), dtype=np.dtype(t)) for f, t in zip(fields, problem.dtypes)]
+    return [np.ascontiguousarray(_host(columns[f]), dtype=np.dtype(t)) for f, t in zip(fields, _dtypes(problem, f64))]
 
 
 def _weights(w: Any, n: int, name: str) -> np.ndarray:
@@ -295,11 +301,32 @@ def _comm_args(comm: Any) -> tuple:
 
 
 class Session:
-    """Where runs go and with what: ``backend`` ("auto", "cuda" or "cpu"),
-    ``gpus`` (ordinals; all by default), CPU ``threads`` (0: every core),
-    ``index`` ("auto", "grid", "none", "cells"), ``verify`` (re-compute on the CPU and
-    fail on any difference), ``progress`` (a bar on stderr for long runs).
+    """Where runs go and with what.
 
+    Parameters
+    ----------
+    backend : {"auto", "cuda", "cpu"}
+        The GPU when one is usable, else the CPU's cores.
+    gpus : sequence of int, optional
+        GPU ordinals (all by default).
+    threads : int
+        CPU threads (0: every core).
+    streams : int
+        CUDA streams per GPU.
+    index : {"auto", "grid", "none", "cells"}
+        How cut-off problems find their pairs (``"none"``: every pair).
+    verify : bool
+        Re-compute every run on the CPU and fail on any difference.
+    progress : bool or callable
+        True (the default): a line on ``sys.stderr`` (a notebook's cell
+        too) for runs the schedule estimates at more than a few seconds;
+        False: none; a callable: called as ``progress(done, total)`` pairs
+        every 50 ms of such a run (raising in it stops the run).
+    comm : mpi4py communicator, optional
+        Ranks that share every run (below).
+
+    Notes
+    -----
     ``comm``: an mpi4py communicator whose ranks share every run of the
     session. Making the session and each run are collective: every rank of
     ``comm`` calls them in the same order, with the same points and options
@@ -320,7 +347,7 @@ class Session:
         streams: int = 2,
         index: str = "auto",
         verify: bool = False,
-        progress: bool = False,
+        progress: Any = True,
         comm: Any = None,
     ):
         # verify re-computes on the CPU backend, from host points.
@@ -364,15 +391,56 @@ class Session:
         f64: bool = False,
         ids: Optional[dict] = None,
         exclude_same: Optional[str] = None,
+        drop_nonfinite: bool = False,
     ) -> Result:
-        """Runs ``problem`` (a :class:`Problem`, a built-in name or a spec path)
-        on set ``a`` (and ``b``): arrays of shape (points, coordinates), or a
-        list of 1-D columns for a record element. ``params`` maps names to
-        values (a box as L, (Lx, Ly, Lz) or (Lx, Ly, Lz, xy, xz, yz)).
-        ``ids`` maps an id's name to one integer array per set (the spec's
-        ``<id>``); ``exclude_same="molecule"`` leaves out every pair whose
-        points share that id (``<exclude same="..."/>``), as
-        ``twobs run --exclude-same`` does."""
+        """Runs ``problem`` on set ``a`` (and ``b``).
+
+        Parameters
+        ----------
+        problem : Problem or str
+            A :class:`Problem`, a built-in name or a spec path.
+        a, b : array of shape (points, coordinates), list of rows, or dict
+            The sets: a 2-D array or a list of rows (as ``np.asarray`` reads
+            it), or a dict of named columns, one per field of the spec's
+            element (a record's fields, or ``x``, ``y``, ``z``). numpy,
+            CuPy, PyTorch, JAX and Numba arrays are read where they lie.
+        params : dict, optional
+            The spec's parameters by name (a box as L, (Lx, Ly, Lz) or
+            (Lx, Ly, Lz, xy, xz, yz)).
+        weights : sequence of arrays, optional
+            A weight per point of each set (histograms and sums).
+        log_bins : bool
+            Log-spaced buckets.
+        outside_box : {"wrap", "refuse"}, optional
+            Points outside the periodic box: wrapped into it, or refused
+            (default: wrapped where at most half a set lies outside).
+        box_origin : {"corner", "center"}
+            Where the periodic box lies: its corner at the origin, or
+            centred on it (freud's and HOOMD-blue's convention).
+        f64 : bool
+            f64 arithmetic on the points as given (float64 kept, parameters
+            read as f64), on the CPU backend; by default points and
+            parameters are rounded to the spec's float32 once.
+        ids : dict, optional
+            An id's name to one integer array per set (the spec's ``<id>``).
+        exclude_same : str, optional
+            Leave out every pair whose points share this id (``"molecule"``).
+        drop_nonfinite : bool
+            Leave out rows holding NaN or infinity (indices in the results
+            are still the caller's rows) instead of refusing them.
+
+        Returns
+        -------
+        Result
+            Arrays by what the problem makes, and the run's report.
+
+        Examples
+        --------
+        >>> import numpy as np, twobs
+        >>> points = np.random.default_rng(1).random((1000, 3), dtype=np.float32)
+        >>> twobs.Session(backend="cpu").run("sdh", points, params={"bins": 10}).counts.sum()
+        np.uint64(499500)
+        """
         if not isinstance(problem, Problem):
             # A built-in's spec is read once (a file of the same name is read each call, as it may change).
             problem = _problem(problem) if problem in _BUILT_IN and not os.path.exists(problem) else Problem(problem)
@@ -381,6 +449,7 @@ class Session:
         # Under MPI ranks every rank reads host points (their digests are compared), and verify re-computes
         # from them: GPU arrays are copied there.
         plain = (weights is None and not ids and exclude_same is None and outside_box is None and not f64
+                 and not drop_nonfinite
                  and box_origin == "corner"
                  and self.size == 1 and not self._verify)
         # Every set on a GPU: read there, unless the run needs host points and their library can copy them.
@@ -395,10 +464,10 @@ class Session:
         for k, s in enumerate(sets):
             name = "set A" if k == 0 else "set B"
             if isinstance(s, dict):
-                taken.append(_fields(s, problem, name))
+                taken.append(_fields(s, problem, name, f64))
             else:
                 # A list or tuple is rows, as np.asarray reads it (numpy's and scipy's convention).
-                taken.append(_points(s, problem, name))
+                taken.append(_points(s, problem, name, f64))
         overrides = [f"{k}={_param_text(v)}" for k, v in (params or {}).items()]
         ws = []
         if weights is not None:
@@ -423,6 +492,7 @@ class Session:
             f64=f64,
             ids=id_arrays,
             exclude_same=exclude_same,
+            drop_nonfinite=drop_nonfinite,
         )
         return Result(raw)
 

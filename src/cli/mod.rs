@@ -329,6 +329,7 @@ fn ignored_at_start(signal: libc::c_int) -> bool {
 }
 
 pub fn main() -> ExitCode {
+    crate::remedy::enter_through(crate::remedy::Door::CommandLine);
     remove_partial_files_on_signal();
     guarded(|| run(Cli::parse()))
 }

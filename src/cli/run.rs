@@ -12,7 +12,7 @@ use crate::index::IndexChoice;
 use crate::ranks;
 use crate::report::{self, OutputOptions};
 use crate::request::{BoxOrigin, Frame, Hint, Joined, Options, Placement, Request, RequestError, Shaping};
-use crate::run::{self, Execution, Workers};
+use crate::run::{self, Execution, Progress, Workers};
 use crate::schedule::{GpuOptions, Hybrid};
 use crate::spec::{Component, Output, ParamKind, Params, Problem, Sets};
 use crate::write::{self, Destination, Format, Named, Target as ResultTarget, WriteError};
@@ -267,6 +267,7 @@ fn shaped_problem(
         weighted: !args.weights.is_empty(),
         ids,
         exclude_same: args.exclude_same.clone(),
+        f64: args.f64,
     };
     let problem = shaping.apply(&problem).map_err(|e| match (&args.exclude_same, e) {
         (Some(_), RequestError::Param(e)) if e.to_string().contains("excluding pairs") => {
@@ -809,7 +810,7 @@ fn workers(args: &RunArgs, ranks: Option<ranks::Handle>) -> anyhow::Result<Worke
         backend: args.backend.choice(),
         threads: args.threads,
         gpu,
-        progress: !args.quiet,
+        progress: if args.quiet { Progress::Off } else { Progress::Terminal },
         cache: Cache::user()?,
         ranks,
         root_sends_points: true,

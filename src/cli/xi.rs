@@ -11,7 +11,7 @@ use crate::data::{self, InputOptions, Inputs, read_input};
 use crate::plot;
 use crate::report;
 use crate::request::Options;
-use crate::run::Workers;
+use crate::run::{Progress, Workers};
 use crate::schedule::GpuOptions;
 use crate::stage::contribution;
 use crate::write::{Destination, Named, Target as ResultTarget};
@@ -135,7 +135,7 @@ pub(super) fn xi_command(args: XiArgs) -> anyhow::Result<()> {
         backend: args.backend.choice(),
         threads: args.threads,
         gpu: GpuOptions { streams: 2, ..Default::default() },
-        progress: !args.quiet,
+        progress: if args.quiet { Progress::Off } else { Progress::Terminal },
         cache: Cache::user()?,
         ranks: None,
         root_sends_points: false,

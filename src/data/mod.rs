@@ -563,7 +563,7 @@ impl PointSet {
             // Refusing, a point on the far face counts as inside: x / L may round up to 1.
             if policy == Outside::Refuse && !s.iter().all(|x| (0.0..=1.0).contains(x)) {
                 return Err(input_error!(
-                    "{}: row {} (counting from 0) = ({}, {}, {}) lies outside the box {name}={b} (fractional coordinates {:.6}, {:.6}, {:.6}, each should be in [0, 1]); pass --outside-box wrap to move points into it by whole box vectors",
+                    "{}: row {} (counting from 0) = ({}, {}, {}) lies outside the box {name}={b} (fractional coordinates {:.6}, {:.6}, {:.6}, each should be in [0, 1]); pass {} to move points into it by whole box vectors",
                     self.origin,
                     self.original_row(i as u64),
                     r[0],
@@ -571,7 +571,8 @@ impl PointSet {
                     r[2],
                     s[0],
                     s[1],
-                    s[2]
+                    s[2],
+                    crate::remedy::Remedy::WrapIntoBox
                 ));
             }
             if policy == Outside::Refuse {
@@ -613,7 +614,8 @@ impl PointSet {
 /// The refusal of a set whose row `first` (and `count` rows in all) holds NaN or infinity.
 pub fn nonfinite(origin: &str, first: usize, count: usize) -> InputError {
     input_error!(
-        "{origin}: row {first} (counting from 0) holds NaN or infinity, and {count} rows in all; fix the data or pass --drop-nonfinite to leave them out"
+        "{origin}: row {first} (counting from 0) holds NaN or infinity, and {count} rows in all; fix the data or pass {} to leave them out",
+        crate::remedy::Remedy::DropNonfinite
     )
 }
 

@@ -528,9 +528,10 @@ impl Problem {
                 n => format!("{n} times"),
             };
             return Err(param_error!(
-                "problem `{}` takes {}: give --input {}, not {times}",
+                "problem `{}` takes {}: give {} {}, not {times}",
                 self.name,
                 self.input.describe_counts(),
+                crate::remedy::Remedy::Inputs,
                 self.input.describe_counts_as_inputs()
             ));
         };
@@ -575,7 +576,8 @@ impl Problem {
     pub fn with_point_weights(&self) -> Result<Problem, ParamError> {
         let refuse = |what: &str| {
             Err(param_error!(
-                "--weights: problem `{}` {what}; weights per point go with histograms and sums",
+                "{}: problem `{}` {what}; weights per point go with histograms and sums",
+                crate::remedy::Remedy::Weights,
                 self.name
             ))
         };

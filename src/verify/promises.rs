@@ -521,11 +521,12 @@ impl<'a> Sample<'a> {
                             (Metric::Euclidean, None) => "in Euclidean distance (metric=\"euclidean\")",
                         };
                         return Err(VerifyError::BrokenPromise(format!(
-                            "{spec}: its cutoff {} promises that a pair farther apart than that {apart} adds nothing, but under {} {} adds to the output (its value {}); a grid would leave such pairs out. Fix the cutoff or the pair function, or run every pair (--index none)",
+                            "{spec}: its cutoff {} promises that a pair farther apart than that {apart} adds nothing, but under {} {} adds to the output (its value {}); a grid would leave such pairs out. Fix the cutoff or the pair function, or run every pair ({})",
                             space.params.describe(cutoff.value.as_ref().expect("a value")),
                             self.function(),
                             self.describe(m),
-                            short(alone.value[m])
+                            short(alone.value[m]),
+                            crate::remedy::Remedy::EveryPair
                         )));
                     }
                 }
@@ -534,11 +535,12 @@ impl<'a> Sample<'a> {
                     far += 1;
                     if alone.value[m] < reach - KNN_SLACK * (reach + space.scale) {
                         return Err(VerifyError::BrokenPromise(format!(
-                            "{spec}: <cutoff/> promises that a pair's value is at least its separation in each component, but under {} {} has the value {}, below {}; a search of rings would stop too soon. Fix the pair function, or search every pair (--index none)",
+                            "{spec}: <cutoff/> promises that a pair's value is at least its separation in each component, but under {} {} has the value {}, below {}; a search of rings would stop too soon. Fix the pair function, or search every pair ({})",
                             self.function(),
                             self.describe(m),
                             alone.value[m],
-                            short(reach)
+                            short(reach),
+                            crate::remedy::Remedy::EveryPair
                         )));
                     }
                 }

@@ -66,7 +66,7 @@ fn workers(opts: &RunOptions) -> Workers {
         backend: opts.backend,
         threads: opts.threads,
         gpu: opts.gpu.clone(),
-        progress: !opts.quiet,
+        progress: if opts.quiet { run::Progress::Off } else { run::Progress::Terminal },
         cache: opts.cache.clone(),
         ranks: opts.ranks.clone(),
         root_sends_points: false,

@@ -76,7 +76,8 @@ pub enum GpuError {
     #[error("the CPU's part of the run: {0}")]
     Cpu(Box<CpuError>),
     #[error(
-        "the grid needs both sets whole on GPU {ordinal}, and its free memory holds blocks of {fits} points of the {points} (pass --index none to stream blocks)"
+        "the grid needs both sets whole on GPU {ordinal}, and its free memory holds blocks of {fits} points of the {points} (pass {} to stream blocks)",
+        crate::remedy::Remedy::EveryPair
     )]
     GridDoesNotFit { ordinal: usize, fits: usize, points: usize },
     #[error(transparent)]
