@@ -267,7 +267,7 @@ def xi(data: Any, randoms: Any, bins: Any, estimator: Optional[str] = None, data
     >>> rng = np.random.default_rng(1)
     >>> out = twobs.xi(rng.random((2000, 3)), rng.random((4000, 3)), np.geomspace(0.02, 0.2, 6))
     >>> sorted(k for k in out if out[k] is not None)
-    ['dd', 'dr', 'edges', 'rr', 'wp', 'xi']
+    ['dd', 'dr', 'edges', 'rr', 'xi']
     """
     session = _session(session, comm)
     return _twobs.xi(session._native, _rows(data), _rows(randoms), list(np.asarray(bins, dtype=np.float64)),
