@@ -16,12 +16,15 @@ if [[ ${1:-} == --mpi ]]; then
   features=(--features mpi)
 fi
 VENV="${TWOBS_PY_VENV:-$PWD/target/py-venv}"
-REQUIREMENTS=("maturin>=1.9,<2" "numpy>=1.21" "pytest>=7" "scipy>=1.9")
-if [[ ! -e "$VENV/.installed" ]]; then
+# The peers the tests compare with: scipy, freud, MDAnalysis (and its test trajectories).
+REQUIREMENTS=("maturin>=1.9,<2" "numpy>=1.21" "pytest>=7" "scipy>=1.9" "freud-analysis>=3" "MDAnalysis>=2.7"
+              "MDAnalysisTests>=2.7")
+INSTALLED="$VENV/.installed-$(echo "${REQUIREMENTS[*]}" | sha256sum | cut -c1-12)"
+if [[ ! -e "$INSTALLED" ]]; then
   echo "making $VENV: ${REQUIREMENTS[*]}" >&2
-  python3 -m venv "$VENV"
+  [[ -x "$VENV/bin/pip" ]] || python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "${REQUIREMENTS[@]}"
-  touch "$VENV/.installed"
+  touch "$INSTALLED"
 fi
 if [[ ${#features[@]} -gt 0 && ! -e "$VENV/.mpi4py" ]]; then
   # From source against the MPI on the PATH (mpicc): a communicator's handle

@@ -1407,6 +1407,7 @@ fn _twobs(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(science::xi, m)?)?;
     m.add_function(wrap_pyfunction!(science::corrfunc_table, m)?)?;
     m.add_function(wrap_pyfunction!(science::spacing_of, m)?)?;
+    m.add_function(wrap_pyfunction!(science::box_of_dimensions, m)?)?;
     m.add_class::<Session>()?;
     m.add_class::<GpuArray>()?;
     m.add_class::<Report>()?;

@@ -59,8 +59,11 @@ impl Rdf {
         if edges.len() != rdf.edges.len() {
             return Err(PyValueError::new_err("a run of other buckets than the accumulator's"));
         }
-        // The histogram's edges are the f32 thresholds the engine counted with.
-        rdf.edges = edges;
+        // freud's edges are the f32 thresholds the engine counted with;
+        // MDAnalysis's are its own f64 edges (np.histogram's), which its shells take.
+        if matches!(rdf.convention, Convention::Freud(_)) {
+            rdf.edges = edges;
+        }
         rdf.add(FrameCounts {
             counts: counts.as_slice()?,
             one_set: item(frame, "one_set")?.extract()?,
@@ -113,6 +116,13 @@ impl Rdf {
 /// `key` of a run's result dict, which a g(r) run has.
 fn item<'py>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Bound<'py, PyAny>> {
     d.get_item(key)?.ok_or_else(|| PyValueError::new_err(format!("a g(r) run's result has no `{key}`")))
+}
+
+/// The box parameter of MDAnalysis's `ts.dimensions` (a, b, c, alpha,
+/// beta, gamma in degrees), as the built-ins' box takes it.
+#[pyfunction]
+pub fn box_of_dimensions(dimensions: [f64; 6]) -> PyResult<String> {
+    Ok(twobs::data::md::Cell::from_dimensions(dimensions).map_err(input_error)?.param_text())
 }
 
 /// The buckets `edges` are, as the built-in histograms take them: (bins,
