@@ -34,6 +34,32 @@ impl Cell {
         v.iter().map(|x| format!("{x:?}")).collect::<Vec<_>>().join(",")
     }
 
+    /// The box of edge lengths a, b, c and angles alpha (between b and c),
+    /// beta (a, c) and gamma (a, b) in degrees, as MDAnalysis's
+    /// `ts.dimensions` gives it, laid as its `triclinic_vectors` lays the
+    /// vectors (a along x, b in the xy plane), which is twobs's; right angles
+    /// are exact (no tilt from cos 90 degrees' rounding).
+    pub fn from_dimensions([a, b, c, alpha, beta, gamma]: [f64; 6]) -> Result<Cell, InputError> {
+        let good = |x: f64| x.is_finite() && x > 0.0;
+        if !(good(a) && good(b) && good(c)) || ![alpha, beta, gamma].iter().all(|&t| t > 0.0 && t < 180.0) {
+            return Err(crate::input_error!(
+                "box dimensions {a}, {b}, {c}, {alpha}, {beta}, {gamma}: expected positive lengths and angles in (0, 180) degrees"
+            ));
+        }
+        let cos = |t: f64| if t == 90.0 { 0.0 } else { t.to_radians().cos() };
+        let sin_gamma = if gamma == 90.0 { 1.0 } else { gamma.to_radians().sin() };
+        let bv = [b * cos(gamma), b * sin_gamma, 0.0];
+        let cx = c * cos(beta);
+        let cy = c * (cos(alpha) - cos(beta) * cos(gamma)) / sin_gamma;
+        let cz2 = c * c - cx * cx - cy * cy;
+        if cz2 <= 0.0 {
+            return Err(crate::input_error!(
+                "box dimensions {a}, {b}, {c}, {alpha}, {beta}, {gamma}: its angles make no box (the third vector is flat)"
+            ));
+        }
+        Ok(Cell::from_lower([a, 0.0, 0.0], bv, [cx, cy, cz2.sqrt()]))
+    }
+
     /// The box of three edge vectors a, b, c that already lie as twobs's do
     /// (a along x, b in the xy plane, c above it).
     fn from_lower(a: [f64; 3], b: [f64; 3], c: [f64; 3]) -> Cell {
