@@ -13,6 +13,7 @@
 //! [`crate::codegen`] renders their fragments into one kernel (and one CPU
 //! driver), and [`crate::backend`] allocates their buffers and launches.
 
+pub mod bucket_table;
 pub mod contribution;
 pub mod input;
 pub mod output;
@@ -258,6 +259,7 @@ pub enum Template {
     Snippet,
     ContributionCount,
     ContributionBucket,
+    ContributionBucketTable,
     ContributionHistogram,
     ContributionWeightedHistogram,
     ContributionHistogram2d,
@@ -268,6 +270,7 @@ pub enum Template {
     ContributionThresholdKey,
     ContributionCountKey,
     ContributionHistogramKey,
+    ContributionHistogramTableKey,
     ContributionPairsKey,
     ContributionExact,
     InputRegisterShm,
@@ -349,6 +352,8 @@ templates! {
     ContributionThresholdKey => "contribution/threshold_key.cu",
     ContributionCountKey => "contribution/count_key.cu",
     ContributionHistogramKey => "contribution/histogram_key.cu",
+    ContributionHistogramTableKey => "contribution/histogram_table_key.cu",
+    ContributionBucketTable => "contribution/bucket_table.cu",
     ContributionPairsKey => "contribution/pairs_key.cu",
     ContributionExact => "contribution/exact.cu",
     InputRegisterShm => "input/register_shm.cu",
