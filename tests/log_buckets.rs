@@ -70,26 +70,40 @@ fn up(x: f32, n: i32) -> f32 {
 /// itself), along one axis from a random point (the difference rounds), and
 /// across two axes (a key that is no float's square).
 fn adversarial(rng: &mut rand::rngs::StdRng, separations: &[f32], random: usize) -> Vec<[f32; 3]> {
+    let (a, b) = adversarial_pairs(rng, separations, random);
+    a.into_iter().chain(b).collect()
+}
+
+/// The same, the first point of each pair in one set and the second in another.
+fn adversarial_pairs(
+    rng: &mut rand::rngs::StdRng,
+    separations: &[f32],
+    random: usize,
+) -> (Vec<[f32; 3]>, Vec<[f32; 3]>) {
     let mut p: Vec<[f32; 3]> = (0..random).map(|_| [0, 1, 2].map(|_| rng.random_range(0.0f32..1.0))).collect();
+    let mut q: Vec<[f32; 3]> = (0..random / 2).map(|_| [0, 1, 2].map(|_| rng.random_range(0.0f32..1.0))).collect();
     for &d in separations {
         let axis = rng.random_range(0..3usize);
         let mut a = [0, 1, 2].map(|_| rng.random_range(0.0f32..1.0));
         a[axis] = 0.0;
         let mut b = a;
         b[axis] = d;
-        p.extend([a, b]);
+        p.push(a);
+        q.push(b);
         let a = [0, 1, 2].map(|_| rng.random_range(0.0f32..0.5));
         let mut b = a;
         b[axis] = a[axis] + d;
-        p.extend([a, b]);
+        p.push(a);
+        q.push(b);
         let (u, v) = (axis, (axis + 1) % 3);
         let t = rng.random_range(0.0f32..1.0);
         let mut b = a;
         b[u] = a[u] + d * t.sqrt();
         b[v] = a[v] + d * (1.0 - t).sqrt();
-        p.extend([a, b]);
+        p.push(a);
+        q.push(b);
     }
-    p
+    (p, q)
 }
 
 /// Each edge, and the floats 1 and 2 below and above it.
@@ -153,8 +167,13 @@ fn log_spaced_distance_buckets_equal_a_direct_count_on_pairs_at_every_edge() {
     for (problem, params) in cases {
         let params = problem.bind(&params.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
         let edges = f32_edges(problem, &params);
-        let a = adversarial(&mut rng, &around(&edges), 300);
-        let b = (problem.input.sets == twobs::spec::Sets::Two).then(|| adversarial(&mut rng, &around(&edges), 200));
+        let (a, b) = match problem.input.sets {
+            twobs::spec::Sets::Two => {
+                let (a, b) = adversarial_pairs(&mut rng, &around(&edges), 300);
+                (a, Some(b))
+            }
+            _ => (adversarial(&mut rng, &around(&edges), 300), None),
+        };
         let mut want = vec![0u64; edges.len() - 1];
         let mut values = Vec::new();
         let mut add = |p: &[f32; 3], q: &[f32; 3]| {
