@@ -6,27 +6,29 @@
 //! thresholds T_0 < T_1 < ... < T_n: x's class is the number of thresholds it
 //! reaches (x >= T_j), bucket class - 1, none below T_0 or from T_n on (or for
 //! NaN). For positive floats the order of the numbers is the order of their
-//! bits, so the top bits of x (its exponent and `23 - shift` mantissa bits)
-//! name a cell of the bit patterns, and the table is chosen so that no cell
-//! holds more than one threshold. A cell's entry holds the class at its first
-//! bit pattern and where in the cell its threshold lies, packed so that
+//! bits, so u = bits(x) - bits(T_0) orders x from T_0 on, and its top bits
+//! (those above `shift`) name a cell of 2^shift bit patterns; the table is
+//! chosen so that no cell holds more than one threshold. A cell's entry holds
+//! the class at its first pattern and where in the cell its threshold lies,
+//! packed so that
 //!
 //! ```text
-//! cell  = min((bits >> SHIFT) - BASE, CELLS)       (past either end: the last entry)
-//! entry = table[cell]
-//! slot  = min((entry + (bits & MASK)) >> SHIFT, SLOTS)
+//! u     = min(bits - bits(T_0), CELLS << SHIFT)      (below T_0 wraps past the cells)
+//! slot  = (table[u >> SHIFT] + u) >> SHIFT
 //! ```
 //!
-//! is the bucket exactly: entry = ((class - 1) << SHIFT) + c, where c =
-//! 2^SHIFT - (bits(T) - first) for a threshold T inside the cell (0 where none
-//! is), so the sum carries into the class exactly where x's low bits reach
-//! T's. Class 0 (the cell of T_0, below it) wraps to 2^(32 - SHIFT) - 1 past
-//! SLOTS, and the final min makes it SLOTS. Every key or value outside the
-//! cells (below T_0's cell, past T_n's, negative, infinite or NaN: a sign bit
-//! or an exponent of 255 lies past every finite positive cell) meets the last
-//! entry, SLOTS << SHIFT: no bucket. One shared load (conflict-free: each lane
-//! reads its own copy of the table), one comparison's worth of integer work,
-//! no branch and no vote.
+//! is the bucket exactly: entry = ((class - 1) << SHIFT) + c - (cell << SHIFT)
+//! (mod 2^32), where c = 2^SHIFT - (bits(T) - first) for a threshold T
+//! inside the cell (0 where none is), so that entry + u = ((class - 1) <<
+//! SHIFT) + c + (u's low bits), which carries into the class exactly where
+//! x's bits reach T's. Cells start at T_0, so every class in them is 1 or
+//! more. Everything outside the cells (below T_0, past T_n's cell, negative:
+//! a sign bit lies past every positive pattern; infinite or NaN past the
+//! finite ones) is clamped to the last entry, (SLOTS - CELLS) << SHIFT, whose
+//! sum is SLOTS << SHIFT: no bucket; so are the keys from T_n on within the
+//! cells (class n + 1). On the GPU: an add-and-min (VIADDMNMX), a shift and a
+//! multiply-add for the address, one shared load (conflict-free: each lane
+//! reads its own copy of the table), an add and a shift; no branch, no vote.
 //!
 //! The thresholds are exact: a value's are its f32 edges themselves (bucket k
 //! holds E_k <= v < E_k+1); a key's are the smallest keys whose value reaches
@@ -47,8 +49,8 @@ pub const MAX_CELLS: u32 = TABLE_BYTES / 4 - 1;
 pub struct BucketTable {
     /// Low bits of a cell: 23 less the mantissa bits that name it.
     pub shift: u32,
-    /// The first cell's top bits (`bits >> shift` of T_0).
-    pub base: u32,
+    /// Where the cells start: the bits of T_0.
+    pub origin: u32,
     /// Cells from T_0's to T_n's; entry `cells` is for everything outside.
     pub cells: u32,
     /// Copies of the table in shared memory: lane l reads copy l % copies.
@@ -77,14 +79,20 @@ impl BucketTable {
             if (slots + 2) << shift > 1u64 << 32 {
                 continue;
             }
-            let base = bits[0] >> shift;
-            let cells = (bits[n] >> shift) - base + 1;
+            let cells = ((bits[n] - bits[0]) >> shift) + 1;
             if cells > MAX_CELLS {
                 break; // finer cells only need more
             }
-            if let Some(entries) = entries(&bits, shift, base, cells) {
+            if let Some(entries) = entries(&bits, shift, cells) {
                 let copies = (1..=5).map(|p| 1u32 << p).rev().find(|c| (cells + 1) * c * 4 <= TABLE_BYTES).unwrap_or(1);
-                return Some(BucketTable { shift, base, cells, copies, entries, thresholds: thresholds.to_vec() });
+                return Some(BucketTable {
+                    shift,
+                    origin: bits[0],
+                    cells,
+                    copies,
+                    entries,
+                    thresholds: thresholds.to_vec(),
+                });
             }
         }
         None
@@ -97,11 +105,8 @@ impl BucketTable {
 
     /// The bucket of `x` as the kernel finds it (SLOTS: none).
     pub fn slot(&self, x: f32) -> u32 {
-        let bits = x.to_bits();
-        let cell = ((bits >> self.shift).wrapping_sub(self.base)).min(self.cells);
-        let entry = self.entries[cell as usize];
-        let mask = (1u32 << self.shift) - 1;
-        (entry.wrapping_add(bits & mask) >> self.shift).min(self.slots())
+        let u = x.to_bits().wrapping_sub(self.origin).min(self.cells << self.shift);
+        self.entries[(u >> self.shift) as usize].wrapping_add(u) >> self.shift
     }
 
     /// The bucket of `x` by definition: the thresholds it reaches, less one.
@@ -119,7 +124,7 @@ impl BucketTable {
     pub fn context(&self) -> serde_json::Value {
         serde_json::json!({
             "shift": self.shift,
-            "base": self.base,
+            "origin": format!("{:#010x}u", self.origin),
             "cells": self.cells,
             "copies": self.copies,
             "entries": self.entries.iter().map(|e| format!("{e:#010x}u")).collect::<Vec<_>>(),
@@ -128,15 +133,15 @@ impl BucketTable {
     }
 }
 
-/// The packed entries of `cells` cells from `base` at `shift`, or None where a
-/// cell holds two thresholds.
-fn entries(bits: &[u32], shift: u32, base: u32, cells: u32) -> Option<Vec<u32>> {
+/// The packed entries of `cells` cells of 2^`shift` patterns from T_0's, or
+/// None where a cell holds two thresholds.
+fn entries(bits: &[u32], shift: u32, cells: u32) -> Option<Vec<u32>> {
     let slots = bits.len() as u32 - 1;
     let width = 1u64 << shift;
     let mut out = Vec::with_capacity(cells as usize + 1);
     let mut reached = 0usize; // thresholds at or below the cell's first bit pattern
     for cell in 0..cells {
-        let first = ((base + cell) as u64) << shift;
+        let first = bits[0] as u64 + ((cell as u64) << shift);
         while reached < bits.len() && bits[reached] as u64 <= first {
             reached += 1;
         }
@@ -146,10 +151,11 @@ fn entries(bits: &[u32], shift: u32, base: u32, cells: u32) -> Option<Vec<u32>> 
             1 => width - (bits[reached] as u64 - first),
             _ => return None,
         };
-        // (class - 1) << shift, class 0 wrapping below 0.
-        out.push(((reached as i64 - 1) << shift).wrapping_add(c as i64) as u32);
+        // (class - 1) << shift, class 1 or more from T_0 on, less the cell's own offset.
+        let entry = (((reached as u64 - 1) << shift) + c).wrapping_sub((cell as u64) << shift);
+        out.push(entry as u32);
     }
-    out.push(slots << shift);
+    out.push((slots.wrapping_sub(cells)) << shift);
     Some(out)
 }
 
@@ -214,7 +220,7 @@ mod tests {
             probes.extend(b.saturating_sub(300)..=b.saturating_add(300));
         }
         for cell in 0..=table.cells + 1 {
-            let first = (table.base + cell).wrapping_sub(1) << table.shift;
+            let first = table.origin.wrapping_add(cell << table.shift);
             probes.extend(first.wrapping_sub(3)..=first.saturating_add(3));
         }
         probes.extend([0, 0x8000_0000, 0x7f80_0000, 0xff80_0000, 0x7fc0_0000, 0xffc0_0000, 1, 0x8000_0001, u32::MAX]);

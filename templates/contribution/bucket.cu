@@ -29,6 +29,7 @@ __device__ const unsigned TWOBS_VALUE_TABLE[{{ t.cells }} + 1] = {
   {%- for e in t.entries %}{{ e }}{% if not loop.last %}, {% endif %}{% endfor -%}
 };
 __shared__ unsigned twobs_value_table[({{ t.cells }} + 1) * {{ t.copies }}];
+__constant__ unsigned TWOBS_VALUE_TABLE_SHIFT = {{ t.shift }}, TWOBS_VALUE_TABLE_STRIDE = {{ t.copies }} * 4;
 {%- endif %}
 
 __device__ __forceinline__ void prepare_buckets() {
@@ -44,7 +45,8 @@ __device__ __forceinline__ void prepare_buckets() {
 // The bucket from the value's bits and the table: exactly the edges' (one
 // threshold a cell, compared on the bits).
 __device__ __forceinline__ unsigned bucket_of(Value v) {
-  return table_slot<{{ t.shift }}, {{ t.base }}, {{ t.cells }}, {{ t.copies }}, SLOTS>(twobs_value_table, v);
+  return table_slot<{{ t.shift }}, {{ t.origin }}, {{ t.cells }}, {{ t.copies }}>(twobs_value_table, v, TWOBS_VALUE_TABLE_SHIFT,
+                                                                          TWOBS_VALUE_TABLE_STRIDE);
 }
 {%- else %}
 

@@ -20,6 +20,7 @@ __device__ const unsigned TWOBS_TABLE_{{ k }}[{{ t.cells }} + 1] = {
   {%- for e in t.entries %}{{ e }}{% if not loop.last %}, {% endif %}{% endfor -%}
 };
 __shared__ unsigned twobs_table_{{ k }}[({{ t.cells }} + 1) * {{ t.copies }}];
+__constant__ unsigned TWOBS_TABLE_SHIFT_{{ k }} = {{ t.shift }}, TWOBS_TABLE_STRIDE_{{ k }} = {{ t.copies }} * 4;
 
 __device__ __forceinline__ void prepare_buckets_{{ k }}() {
   prepare_table<{{ t.cells }}, {{ t.copies }}>(twobs_table_{{ k }}, TWOBS_TABLE_{{ k }});
@@ -27,7 +28,8 @@ __device__ __forceinline__ void prepare_buckets_{{ k }}() {
 
 // The bucket from the value's bits: exactly the edges' (one threshold a cell).
 __device__ __forceinline__ unsigned bucket_of_{{ k }}(Value v) {
-  return table_slot<{{ t.shift }}, {{ t.base }}, {{ t.cells }}, {{ t.copies }}, BINS_{{ k }}>(twobs_table_{{ k }}, v);
+  return table_slot<{{ t.shift }}, {{ t.origin }}, {{ t.cells }}, {{ t.copies }}>(twobs_table_{{ k }}, v, TWOBS_TABLE_SHIFT_{{ k }},
+                                                                      TWOBS_TABLE_STRIDE_{{ k }});
 }
 {%- elif axis.log %}
 __device__ const Value TWOBS_LOG_EDGES_{{ k }}[BINS_{{ k }} + 1] = {

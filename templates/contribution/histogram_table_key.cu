@@ -19,9 +19,11 @@ __device__ const unsigned TWOBS_KEY_TABLE[{{ stage.table.cells }} + 1] = {
   {%- for e in stage.table.entries %}{{ e }}{% if not loop.last %}, {% endif %}{% endfor -%}
 };
 __shared__ unsigned twobs_key_table[({{ stage.table.cells }} + 1) * {{ stage.table.copies }}];
+__constant__ unsigned TWOBS_KEY_TABLE_SHIFT = {{ stage.table.shift }}, TWOBS_KEY_TABLE_STRIDE = {{ stage.table.copies }} * 4;
 
 __device__ __forceinline__ unsigned bucket_of_key(Key twobs_k) {
-  return table_slot<{{ stage.table.shift }}, {{ stage.table.base }}, {{ stage.table.cells }}, {{ stage.table.copies }}, SLOTS>(twobs_key_table, twobs_k);
+  return table_slot<{{ stage.table.shift }}, {{ stage.table.origin }}, {{ stage.table.cells }}, {{ stage.table.copies }}>(twobs_key_table, twobs_k, TWOBS_KEY_TABLE_SHIFT,
+                                                                                      TWOBS_KEY_TABLE_STRIDE);
 }
 
 // The key edges were found on the host with the map's arithmetic
