@@ -15,7 +15,8 @@ Parts (any of them, in order):
   cucount  cucount (built here from CUCOUNT_SRC, or CUCOUNT_SITE's tarball of a
            build) on the bench's 1M clustered points, DD(r) and DD(s, mu), against
            twobs; the pairs whose f32 and f64 buckets differ counted and listed
-Environment: TWOBS, MAIN (main's binary), PARITY and LOGB (test binaries),
+Environment: TWOBS, MAIN (main's binary), PARITY and LOGB (test binaries; REPO, the checkout
+they run in, which their build's CARGO_MANIFEST_DIR must name too),
 CUCOUNT_SRC, CUCOUNT_SITE, OUT. Writes $OUT/summary.txt (the lines printed),
 $OUT/results.json and logs in $OUT/logs.tgz.
 """
@@ -54,11 +55,12 @@ def say(*args):
     SUMMARY.flush()
 
 
-def sh(cmd, log, timeout=600):
+def sh(cmd, log, timeout=600, cwd=None):
     start = time.time()
     with open(os.path.join(LOGS, log), "w") as f:
         try:
-            p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=timeout, shell=isinstance(cmd, str))
+            p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=timeout, shell=isinstance(cmd, str),
+                               cwd=cwd)
             rc = p.returncode
         except subprocess.TimeoutExpired:
             rc = 124
@@ -104,8 +106,10 @@ def check():
                   ("parity-ddsmu-log", [PARITY, "ddsmu-log"])]
     if LOGB:
         cases += [("log-buckets", [LOGB, "--nocapture", "--test-threads", "1"])]
+    # The test binaries read the repository's examples where they were built
+    # (CARGO_MANIFEST_DIR, linked to this checkout by the caller), from its root.
     for name, cmd in cases:
-        rc, wall = sh(cmd, f"check-{name}.log")
+        rc, wall = sh(cmd, f"check-{name}.log", cwd=os.environ.get("REPO"))
         text = open(os.path.join(LOGS, f"check-{name}.log")).read()
         line = [l for l in text.splitlines() if l.startswith("test result")]
         gpu_skipped = "GPU cases skipped" in text
@@ -124,7 +128,7 @@ def sass():
     for name, args in [("linear50", ["--param", "bins=50"]), ("log20", LOG20)]:
         cu = os.path.join(LOGS, f"sass-{name}.cu")
         cubin = cu.replace(".cu", ".cubin")
-        rc, _ = sh(f"{TWOBS} gen sdh --device h200 --points 1000000 {' '.join(args)} --cubin {cubin} > {cu}", f"gen-{name}.log")
+        rc, _ = sh(f"{TWOBS} gen sdh --check --device h200 --points 1000000 {' '.join(args)} --cubin {cubin} > {cu}", f"gen-{name}.log")
         if rc != 0:
             say(f"sass {name}: gen failed: {tail(f'gen-{name}.log', 2)}")
             continue
