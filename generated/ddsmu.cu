@@ -171,7 +171,8 @@ struct Here {
 // A 2-D histogram: the pair function returns two values (Value2, a member
 // per <axis>), and each is bucketed exactly as a 1-D histogram buckets its
 // value (contribution/bucket.cu): linear axes by floor((v - LO) * SCALE) in
-// Value arithmetic, log-spaced ones by their table of edges. Cell (i, j) is
+// Value arithmetic, log-spaced ones by their edges (f32 values: from the
+// value's bits and a table, contribution/bucket_table.cu). Cell (i, j) is
 // slot i * BINS_1 + j; a pair outside either axis (or NaN) adds nothing.
 
 // Axis 0, `s`: static_cast<unsigned>(params::s_bins) buckets.

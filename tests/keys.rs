@@ -7,7 +7,7 @@
 use twobs::backend::cpu::check_keys;
 use twobs::cache::Cache;
 use twobs::problems::built_in;
-use twobs::spec::{Disk, Problem};
+use twobs::spec::{Disk, Problem, Spacing};
 use twobs::stage::contribution::EstimateError;
 
 fn cache() -> Cache {
@@ -39,6 +39,26 @@ fn histogram_edges_give_every_key_its_values_bucket() {
     let rdf = built_in("rdf").unwrap();
     check(&rdf, &["bins=53", "box=1"]);
     check(&rdf, &["bins=500", "box=0", "r_max=1.0"]);
+}
+
+#[test]
+fn log_spaced_key_tables_give_every_key_its_values_bucket() {
+    // The table of key edges (src/stage/bucket_table.rs): 20 buckets over
+    // three decades (the cosmologists' DD(r)), one bucket, many narrow ones,
+    // edges near 1 and far from it, and DD(r) in a periodic box.
+    let sdh = built_in("sdh").unwrap().with_spacing(Spacing::Log).unwrap();
+    for params in [
+        &["bins=20", "r_min=0.001", "r_max=0.5"][..],
+        &["bins=37", "r_min=0.01"],
+        &["bins=1", "r_min=0.3", "r_max=0.31"],
+        &["bins=300", "r_min=1e-5", "r_max=100"],
+        &["bins=64", "r_min=1e-18", "r_max=1e18"],
+        &["bins=7", "r_min=0.999", "r_max=1.001"],
+    ] {
+        check(&sdh, params);
+    }
+    let dd = built_in("dd_periodic").unwrap().with_spacing(Spacing::Log).unwrap();
+    check(&dd, &["bins=53", "box=1", "r_min=0.01", "r_max=0.5"]);
 }
 
 #[test]

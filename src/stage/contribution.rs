@@ -17,6 +17,7 @@
 //!   `index[K]` and `offer(value, index)`, ties to the smaller index.
 
 use super::Template;
+use super::bucket_table::{self, BucketTable};
 use super::output::{Collect, Total};
 use serde::Serialize;
 
@@ -57,6 +58,8 @@ impl Test {
         }
         match &problem.output {
             Output::Count { .. } | Output::Pairs { .. } => true,
+            // Log-spaced buckets from the key's bits and a table of key edges.
+            Output::Histogram { spacing: Spacing::Log, .. } => key_table(problem, params).is_some(),
             Output::Histogram { weight: None, spacing: Spacing::Linear, bins, .. } if !problem.input.point_weights => {
                 key.estimate.is_some()
                     && problem.function.returns == Scalar::F32
@@ -87,6 +90,10 @@ impl Test {
                 (Some(_), Output::Histogram2d { .. }) => {
                     "a 2-D histogram's two values are each tested: no key map".into()
                 }
+                (Some(_), Output::Histogram { spacing: Spacing::Log, .. }) => {
+                    "log-spaced buckets from keys need the built-ins' map, f32 values, no weights, and edges a table of at most 2047 cells can hold: each pair's value is tested"
+                        .into()
+                }
                 (Some(_), Output::Histogram { .. }) => {
                     "buckets from keys need f32 values, fewer than 2^23 linear buckets from 0, each wider than 2^-62, and no weights: each pair's value is tested"
                         .into()
@@ -96,6 +103,21 @@ impl Test {
             return (Test::Values, why);
         };
         match (&problem.output, &k.estimate) {
+            (Output::Histogram { spacing: Spacing::Log, .. }, _) => {
+                let table = key_table(problem, params).expect("keys are possible");
+                (
+                    Test::Keys,
+                    format!(
+                        "{}(a, b) is {}({}(a, b)): each pair's log-spaced bucket comes from its key's bits, a table of {} cells ({} mantissa bits) that hold one key edge at most, and one comparison on the bits; the key edges are found with {}'s arithmetic and checked by each kernel with its own when it starts",
+                        problem.function.name,
+                        k.map,
+                        k.key,
+                        table.cells,
+                        23 - table.shift,
+                        k.map
+                    ),
+                )
+            }
             (Output::Histogram { .. }, Some(estimate)) if !k.estimate_proven => (
                 Test::Values,
                 format!(
@@ -131,17 +153,27 @@ impl Test {
     /// edge (a count's two edges and its flag), or a log-spaced histogram's value edges.
     pub fn shared_bytes(self, problem: &Problem, params: &Params) -> u32 {
         let value = problem.function.returns.bytes();
+        let table_bytes = |t: Option<BucketTable>| t.map_or(0, |t| t.shared_bytes());
         match (self, &problem.output) {
+            // The edges, and their table where the values are f32.
             (Test::Values, Output::Histogram { bins, spacing: Spacing::Log, .. }) => {
                 (params.eval(bins).as_f64() as u32 + 1) * value
+                    + table_bytes(value_table(&log_edges(problem, params)))
             }
-            // Each log-spaced axis's edges (`contribution/histogram2d.cu`).
+            // Each log-spaced axis's table of edges, or the edges (`contribution/histogram2d.cu`).
             (Test::Values, Output::Histogram2d { axes }) => axes
                 .iter()
                 .filter(|a| a.spacing == Spacing::Log)
-                .map(|a| (params.eval(&a.bins).as_f64() as u32 + 1) * value)
+                .map(|a| match value_table(&axis_edges(a, problem.function.returns, params)) {
+                    Some(t) => t.shared_bytes(),
+                    None => (params.eval(&a.bins).as_f64() as u32 + 1) * value,
+                })
                 .sum(),
             (Test::Values, _) => 0,
+            // The value edges (for NaN's, and the key probe's), and the key edges' table.
+            (Test::Keys, Output::Histogram { bins, spacing: Spacing::Log, .. }) => {
+                (params.eval(bins).as_f64() as u32 + 1) * value + table_bytes(key_table(problem, params))
+            }
             (Test::Keys, Output::Histogram { .. }) => 0,
             // The two edges and a flag (`contribution/count_key.cu`).
             (Test::Keys, Output::Count { .. }) => 3 * value,
@@ -171,6 +203,19 @@ pub fn fragment(
                 Template::ContributionPairsKey,
                 serde_json::json!({ "threshold": operand_expr(threshold, returns), "compare": compare.c_operator() }),
             ),
+            Output::Histogram { bins, spacing: Spacing::Log, .. } => {
+                let (lo, scale) = histogram_scale(problem, params).expect("a histogram");
+                let table = key_table(problem, params).expect("keys are possible");
+                (
+                    Template::ContributionHistogramTableKey,
+                    serde_json::json!({
+                        "bins": whole_expr(bins), "lo": lo.c_literal(), "scale": scale.c_literal(),
+                        // The value's bucket by its edges (the definition, which the probe checks keys against).
+                        "log": log_context(&log_edges(problem, params), false),
+                        "map": key.map, "table": table.context(),
+                    }),
+                )
+            }
             Output::Histogram { bins, .. } => {
                 let (lo, scale) = histogram_scale(problem, params).expect("a histogram");
                 let error = EstimateError::of(key, gpu);
@@ -217,15 +262,7 @@ pub fn fragment(
                 None => Template::ContributionHistogram,
                 Some(_) => Template::ContributionWeightedHistogram,
             };
-            let log = (*spacing == Spacing::Log).then(|| {
-                let edges = log_edges(problem, params);
-                let (lo, hi) = (edges[0].as_f64(), edges[edges.len() - 1].as_f64());
-                serde_json::json!({
-                    "edges": edges.iter().map(|e| e.c_literal()).collect::<Vec<_>>(),
-                    // Buckets per e-fold, for the guess the edges then correct.
-                    "scale": format!("{:?}f", ((edges.len() - 1) as f64 / (hi / lo).ln()) as f32),
-                })
-            });
+            let log = (*spacing == Spacing::Log).then(|| log_context(&log_edges(problem, params), true));
             (
                 template,
                 serde_json::json!({
@@ -241,12 +278,7 @@ pub fn fragment(
                     let edges = axis_edges(a, returns, params);
                     let (lo, hi) = (edges[0].as_f64(), edges[edges.len() - 1].as_f64());
                     let scale = Value::F64(params.eval(&a.bins).as_f64() / (hi - lo)).cast(returns);
-                    let log = (a.spacing == Spacing::Log).then(|| {
-                        serde_json::json!({
-                            "edges": edges.iter().map(|e| e.c_literal()).collect::<Vec<_>>(),
-                            "scale": format!("{:?}f", ((edges.len() - 1) as f64 / (hi / lo).ln()) as f32),
-                        })
-                    });
+                    let log = (a.spacing == Spacing::Log).then(|| log_context(&edges, true));
                     serde_json::json!({
                         "name": a.name, "bins": whole(&a.bins), "lo": edges[0].c_literal(), "scale": scale.c_literal(),
                         "log": log,
@@ -281,6 +313,43 @@ pub fn axis_edges(axis: &Axis, returns: Scalar, params: &Params) -> Vec<Value> {
             k => Value::F64(lo.as_f64() + (hi.as_f64() - lo.as_f64()) * k as f64 / bins as f64).cast(returns),
         })
         .collect()
+}
+
+/// What a log-spaced histogram's (or axis's) buckets render with: its edges,
+/// the guess's scale, and where `table` and the edges are f32, the table that
+/// finds a value's bucket from its bits (`contribution/bucket_table.cu`).
+fn log_context(edges: &[Value], table: bool) -> serde_json::Value {
+    let (lo, hi) = (edges[0].as_f64(), edges[edges.len() - 1].as_f64());
+    serde_json::json!({
+        "edges": edges.iter().map(|e| e.c_literal()).collect::<Vec<_>>(),
+        // Buckets per e-fold, for the guess the edges then correct.
+        "scale": format!("{:?}f", ((edges.len() - 1) as f64 / (hi / lo).ln()) as f32),
+        "table": if table { value_table(edges).map(|t| t.context()) } else { None },
+    })
+}
+
+/// The table of f32 edges that gives a value its bucket from its bits: None
+/// for f64 values, or edges no table holds (`BucketTable::new`).
+pub fn value_table(edges: &[Value]) -> Option<BucketTable> {
+    let edges: Option<Vec<f32>> = edges.iter().map(|e| if let Value::F32(v) = e { Some(*v) } else { None }).collect();
+    BucketTable::new(&edges?)
+}
+
+/// The table of a log-spaced histogram's key edges, where pairs may be
+/// bucketed from their keys' bits: the built-ins' map (`root`, which the host
+/// computes as the kernels do), f32 values, each pair adding 1.
+pub fn key_table(problem: &Problem, params: &Params) -> Option<BucketTable> {
+    let Output::Histogram { weight: None, spacing: Spacing::Log, .. } = &problem.output else { return None };
+    let key = problem.function.key.as_ref()?;
+    if problem.input.point_weights
+        || problem.function.returns != Scalar::F32
+        || !(key.estimate_proven && key.map == "root")
+    {
+        return None;
+    }
+    let edges: Option<Vec<f32>> =
+        log_edges(problem, params).iter().map(|e| if let Value::F32(v) = e { Some(*v) } else { None }).collect();
+    BucketTable::new(&bucket_table::key_thresholds(&edges?, bucket_table::root)?)
 }
 
 /// A 2-D histogram's axes, each with its name and edges (f64), in order.

@@ -14,6 +14,7 @@
 //! driver), and [`crate::backend`] allocates their buffers and launches
 //! (`backend::cuda::launch` resolves each [`Source`] to a device value).
 
+pub mod bucket_table;
 pub mod contribution;
 pub mod input;
 pub mod output;
@@ -159,6 +160,7 @@ pub enum Template {
     Snippet,
     ContributionCount,
     ContributionBucket,
+    ContributionBucketTable,
     ContributionHistogram,
     ContributionWeightedHistogram,
     ContributionHistogram2d,
@@ -169,6 +171,7 @@ pub enum Template {
     ContributionThresholdKey,
     ContributionCountKey,
     ContributionHistogramKey,
+    ContributionHistogramTableKey,
     ContributionPairsKey,
     ContributionExact,
     InputRegisterShm,
@@ -250,6 +253,8 @@ templates! {
     ContributionThresholdKey => "contribution/threshold_key.cu",
     ContributionCountKey => "contribution/count_key.cu",
     ContributionHistogramKey => "contribution/histogram_key.cu",
+    ContributionHistogramTableKey => "contribution/histogram_table_key.cu",
+    ContributionBucketTable => "contribution/bucket_table.cu",
     ContributionPairsKey => "contribution/pairs_key.cu",
     ContributionExact => "contribution/exact.cu",
     InputRegisterShm => "input/register_shm.cu",

@@ -21,11 +21,34 @@ __device__ const Value TWOBS_LOG_EDGES[SLOTS + 1] = {
 };
 __shared__ Value twobs_bucket_edges[SLOTS + 1];
 
+{%- if stage.log.table %}
+{%- set t = stage.log.table %}
+{% include "contribution/bucket_table.cu" %}
+// The edges' table: {{ t.cells }} cells of the bits of a value, {{ 23 - t.shift }} mantissa bits each.
+__device__ const unsigned TWOBS_VALUE_TABLE[{{ t.cells }} + 1] = {
+  {%- for e in t.entries %}{{ e }}{% if not loop.last %}, {% endif %}{% endfor -%}
+};
+__shared__ unsigned twobs_value_table[({{ t.cells }} + 1) * {{ t.copies }}];
+__constant__ unsigned TWOBS_VALUE_TABLE_SHIFT = {{ t.shift }}, TWOBS_VALUE_TABLE_STRIDE = {{ t.copies }} * 4;
+{%- endif %}
+
 __device__ __forceinline__ void prepare_buckets() {
   for (unsigned twobs_j = TWOBS_THREAD; twobs_j <= SLOTS; twobs_j += TWOBS_THREADS) {
     twobs_bucket_edges[twobs_j] = TWOBS_LOG_EDGES[twobs_j];
   }
+{%- if stage.log.table %}
+  prepare_table<{{ t.cells }}, {{ t.copies }}>(twobs_value_table, TWOBS_VALUE_TABLE);
+{%- endif %}
 }
+{%- if stage.log.table %}
+
+// The bucket from the value's bits and the table: exactly the edges' (one
+// threshold a cell, compared on the bits).
+__device__ __forceinline__ unsigned bucket_of(Value v) {
+  return table_slot<{{ t.shift }}, {{ t.origin }}, {{ t.cells }}, {{ t.copies }}>(twobs_value_table, v, TWOBS_VALUE_TABLE_SHIFT,
+                                                                          TWOBS_VALUE_TABLE_STRIDE);
+}
+{%- else %}
 
 __device__ __forceinline__ unsigned bucket_of(Value v) {
   if (!(v >= twobs_bucket_edges[0] && v < twobs_bucket_edges[SLOTS])) return SLOTS;
@@ -36,6 +59,7 @@ __device__ __forceinline__ unsigned bucket_of(Value v) {
   while (b + 1 < static_cast<int>(SLOTS) && v >= twobs_bucket_edges[b + 1]) ++b;
   return static_cast<unsigned>(b);
 }
+{%- endif %}
 {%- else %}
 
 // bucket = floor((v - LO) * SCALE) in Value arithmetic, SCALE = bins / (max - min)

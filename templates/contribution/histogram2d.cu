@@ -1,7 +1,8 @@
 // A 2-D histogram: the pair function returns two values (Value2, a member
 // per <axis>), and each is bucketed exactly as a 1-D histogram buckets its
 // value (contribution/bucket.cu): linear axes by floor((v - LO) * SCALE) in
-// Value arithmetic, log-spaced ones by their table of edges. Cell (i, j) is
+// Value arithmetic, log-spaced ones by their edges (f32 values: from the
+// value's bits and a table, contribution/bucket_table.cu). Cell (i, j) is
 // slot i * BINS_1 + j; a pair outside either axis (or NaN) adds nothing.
 {%- for axis in stage.axes %}
 {%- set k = loop.index0 %}
@@ -10,7 +11,27 @@
 [[maybe_unused]] constexpr unsigned BINS_{{ k }} = {{ axis.bins }};
 [[maybe_unused]] constexpr Value LO_{{ k }} = {{ axis.lo }};
 [[maybe_unused]] constexpr Value SCALE_{{ k }} = {{ axis.scale }};
-{%- if axis.log %}
+{%- if axis.log and axis.log.table %}
+{%- set t = axis.log.table %}
+{% include "contribution/bucket_table.cu" %}
+// The edges' table: {{ t.cells }} cells of the bits of a value, {{ 23 - t.shift }} mantissa bits
+// each, over the edges {% for e in t.thresholds %}{{ e }}{% if not loop.last %}, {% endif %}{% endfor %}.
+__device__ const unsigned TWOBS_TABLE_{{ k }}[{{ t.cells }} + 1] = {
+  {%- for e in t.entries %}{{ e }}{% if not loop.last %}, {% endif %}{% endfor -%}
+};
+__shared__ unsigned twobs_table_{{ k }}[({{ t.cells }} + 1) * {{ t.copies }}];
+__constant__ unsigned TWOBS_TABLE_SHIFT_{{ k }} = {{ t.shift }}, TWOBS_TABLE_STRIDE_{{ k }} = {{ t.copies }} * 4;
+
+__device__ __forceinline__ void prepare_buckets_{{ k }}() {
+  prepare_table<{{ t.cells }}, {{ t.copies }}>(twobs_table_{{ k }}, TWOBS_TABLE_{{ k }});
+}
+
+// The bucket from the value's bits: exactly the edges' (one threshold a cell).
+__device__ __forceinline__ unsigned bucket_of_{{ k }}(Value v) {
+  return table_slot<{{ t.shift }}, {{ t.origin }}, {{ t.cells }}, {{ t.copies }}>(twobs_table_{{ k }}, v, TWOBS_TABLE_SHIFT_{{ k }},
+                                                                      TWOBS_TABLE_STRIDE_{{ k }});
+}
+{%- elif axis.log %}
 __device__ const Value TWOBS_LOG_EDGES_{{ k }}[BINS_{{ k }} + 1] = {
   {%- for e in axis.log.edges %}{{ e }}{% if not loop.last %}, {% endif %}{% endfor -%}
 };
