@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Log-spaced buckets on one GPU: checks and timings, each beside its baseline
-in the same call (the bucket table of src/stage/bucket_table.rs; docs/log-buckets.md).
+in the same call (the bucket table of src/stage/bucket_table.rs; docs/benchmarks.md, "Log-binned counts").
 
 Parts (any of them, in order):
   check    the key probes of log-spaced SDH on all 2^32 keys (parity keys/sdh-log-*),
