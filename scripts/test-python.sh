@@ -18,7 +18,7 @@ fi
 VENV="${TWOBS_PY_VENV:-$PWD/target/py-venv}"
 # The peers the tests compare with: scipy, freud, MDAnalysis (and its test trajectories).
 REQUIREMENTS=("maturin>=1.9,<2" "numpy>=1.21" "pytest>=7" "scipy>=1.9" "freud-analysis>=3" "MDAnalysis>=2.7"
-              "MDAnalysisTests>=2.7")
+              "MDAnalysisTests>=2.7" "pdoc>=14")
 INSTALLED="$VENV/.installed-$(echo "${REQUIREMENTS[*]}" | sha256sum | cut -c1-12)"
 if [[ ! -e "$INSTALLED" ]]; then
   echo "making $VENV: ${REQUIREMENTS[*]}" >&2
@@ -39,3 +39,9 @@ cargo build --locked --quiet
 VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" maturin develop --locked --profile dev --quiet "${features[@]}"
 # Without arguments pytest runs its testpaths (python/tests, pyproject.toml).
 "$VENV/bin/python" -m pytest -q "$@"
+# The API reference, from the docstrings (numpy style), warnings as errors:
+# target/pydoc/index.html.
+if [[ $# -eq 0 ]]; then
+  (cd target && "$VENV/bin/python" -W error -m pdoc --docformat numpy -o pydoc twobs twobs.mda)
+  echo "test-python.sh: the API reference is target/pydoc/index.html" >&2
+fi

@@ -46,6 +46,7 @@ class Result:
 
     @property
     def timings(self) -> dict:
+        """The run's seconds by stage (compile, index, compute, total) and its pairs a second."""
         return self.report["timings"]
 
     def __repr__(self) -> str:
