@@ -8,13 +8,16 @@
 //! bucket; each run's totals are checked whole (a bucket no pair reaches must
 //! read 0). The seed is printed (TWOBS_TEST_SEED repeats it).
 
+mod support;
+
 use rand::{RngExt, SeedableRng};
+use support::RunOptions;
 use twobs::cache::Cache;
 use twobs::data::{Column, Inputs, PointSet};
 use twobs::index::IndexChoice;
 use twobs::outcome::{Outcome, Totals};
 use twobs::problems::built_in;
-use twobs::run::{BackendChoice, RunOptions};
+use twobs::run::BackendChoice;
 use twobs::schedule::GpuOptions;
 use twobs::spec::{Output, Params, Problem, Spacing};
 use twobs::stage::contribution::{axis_edges, log_edges};
@@ -45,7 +48,7 @@ fn options(backend: BackendChoice, index: IndexChoice) -> RunOptions {
 fn backends() -> Vec<BackendChoice> {
     let gpu = twobs::backend::cuda::usable()
         .map_err(|e| e.to_string())
-        .and_then(|()| twobs::backend::nvrtc::available().map_err(|e| e.to_string()));
+        .and_then(|()| twobs::backend::cuda::nvrtc::available().map_err(|e| e.to_string()));
     match gpu {
         Ok(()) => vec![BackendChoice::Cpu, BackendChoice::Cuda],
         Err(why) => {
@@ -192,7 +195,7 @@ fn log_spaced_distance_buckets_equal_a_direct_count_on_pairs_at_every_edge() {
         let inputs = Inputs { a: set(&a), b: b.as_ref().map(|b| set(b)) };
         for &backend in &backends {
             for index in [IndexChoice::None, IndexChoice::Grid, IndexChoice::Cells] {
-                let run = twobs::run::execute(problem, &params, &inputs, &options(backend, index)).unwrap();
+                let run = support::execute(problem, &params, &inputs, &options(backend, index)).unwrap();
                 assert_eq!(
                     counts(&run.outcome),
                     want,
@@ -267,7 +270,7 @@ fn log_spaced_first_axes_equal_a_direct_count_on_pairs_at_every_edge() {
         let inputs = Inputs { a: set(&a), b: None };
         for &backend in &backends {
             for index in [IndexChoice::None, IndexChoice::Grid] {
-                let run = twobs::run::execute(&problem, &params, &inputs, &options(backend, index)).unwrap();
+                let run = support::execute(&problem, &params, &inputs, &options(backend, index)).unwrap();
                 assert_eq!(counts(&run.outcome), want, "{name} {params:?} {backend:?}, {index:?}");
             }
         }

@@ -232,7 +232,9 @@ mod tests {
 
     #[test]
     fn log_edges_and_their_keys_get_a_table_with_one_threshold_a_cell() {
-        for (lo, hi, bins) in [(1e-3, 0.5, 20), (0.01, 1.7320508, 37), (1e-5, 100.0, 200), (0.1, 0.2, 1), (1.0, 1e6, 300)] {
+        for (lo, hi, bins) in
+            [(1e-3, 0.5, 20), (0.01, 1.7320508, 37), (1e-5, 100.0, 200), (0.1, 0.2, 1), (1.0, 1e6, 300)]
+        {
             let edges = log_edges(lo, hi, bins);
             let values = BucketTable::new(&edges).expect("a table of values");
             check(&values);

@@ -157,8 +157,7 @@ impl Test {
         match (self, &problem.output) {
             // The edges, and their table where the values are f32.
             (Test::Values, Output::Histogram { bins, spacing: Spacing::Log, .. }) => {
-                (params.eval(bins).as_f64() as u32 + 1) * value
-                    + table_bytes(value_table(&log_edges(problem, params)))
+                (params.eval(bins).as_f64() as u32 + 1) * value + table_bytes(value_table(&log_edges(problem, params)))
             }
             // Each log-spaced axis's table of edges, or the edges (`contribution/histogram2d.cu`).
             (Test::Values, Output::Histogram2d { axes }) => axes
