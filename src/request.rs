@@ -61,6 +61,10 @@ pub struct Shaping {
     pub ids: Vec<String>,
     /// Pairs whose points share this id are left out.
     pub exclude_same: Option<String>,
+    /// Each pair adds this function of the snippet to its bucket in place of
+    /// 1 (`Problem::with_pair_weight`: the pair function gives the sums
+    /// behind Corrfunc's `ravg`).
+    pub pair_weight: Option<String>,
     /// f64 arithmetic on f64 points: the spec's f32 element, parameters and
     /// value read as f64 (`Problem::in_f64`), so that points and parameters
     /// are taken as given, not rounded to f32.
@@ -76,6 +80,9 @@ impl Shaping {
         }
         if let (Element::Vector { .. }, Some(d)) = (&p.input.element, self.dims) {
             p = p.with_dims(d)?;
+        }
+        if let Some(function) = &self.pair_weight {
+            p = p.with_pair_weight(function)?;
         }
         if self.weighted {
             p = p.with_point_weights()?;

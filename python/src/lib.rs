@@ -421,7 +421,7 @@ impl Session {
     /// Runs `problem` on set `a` (and `b`): each set a 2-D array (points x
     /// coordinates) of the element's type, or a list of 1-D columns (one per
     /// field of a record). Returns a dict of numpy arrays and the run's report (JSON text).
-    #[pyo3(signature = (problem, a, b=None, params=Vec::new(), weights=Vec::new(), log_bins=false, outside_box=None, box_origin="corner", f64=false, ids=Vec::new(), exclude_same=None, drop_nonfinite=false))]
+    #[pyo3(signature = (problem, a, b=None, params=Vec::new(), weights=Vec::new(), log_bins=false, outside_box=None, box_origin="corner", f64=false, ids=Vec::new(), exclude_same=None, drop_nonfinite=false, pair_weight=None))]
     #[allow(clippy::too_many_arguments)]
     fn run<'py>(
         &self,
@@ -438,10 +438,22 @@ impl Session {
         ids: Vec<(String, Vec<PyReadonlyArray1<'py, i32>>)>,
         exclude_same: Option<String>,
         drop_nonfinite: bool,
+        pair_weight: Option<String>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let began = std::time::Instant::now();
         let mut loan = self.pool.lend();
-        let call = Call { params, weights, log_bins, outside_box, box_origin, f64, ids, exclude_same, drop_nonfinite };
+        let call = Call {
+            params,
+            weights,
+            log_bins,
+            outside_box,
+            box_origin,
+            f64,
+            ids,
+            exclude_same,
+            drop_nonfinite,
+            pair_weight,
+        };
         let made = self.request(problem, (a, b), &call, &mut loan);
         if let Some(h) = &self.workers.ranks {
             // Every rank must pass the same points: refused on every rank, with each odd one named.
@@ -588,6 +600,7 @@ struct Call<'py, 'a> {
     ids: Vec<(String, Vec<PyReadonlyArray1<'py, i32>>)>,
     exclude_same: Option<String>,
     drop_nonfinite: bool,
+    pair_weight: Option<String>,
 }
 
 impl Session {
@@ -603,7 +616,11 @@ impl Session {
     ) -> PyResult<Request> {
         let sets = 1 + b.is_some() as usize;
         let (spec, key) = self.specs.variant(problem, sets, call.log_bins, dims_of(a)?)?;
-        let plain = call.weights.is_empty() && call.ids.is_empty() && call.exclude_same.is_none() && !call.f64;
+        let plain = call.weights.is_empty()
+            && call.ids.is_empty()
+            && call.exclude_same.is_none()
+            && !call.f64
+            && call.pair_weight.is_none();
         let (spec, key) = match plain {
             true => (spec, key),
             false => {
@@ -613,6 +630,7 @@ impl Session {
                     ids: call.ids.iter().map(|(name, _)| name.clone()).collect(),
                     exclude_same: call.exclude_same.clone(),
                     f64: call.f64,
+                    pair_weight: call.pair_weight.clone(),
                     ..Default::default()
                 };
                 let spec = extras.apply(&spec).map_err(input_error)?;

@@ -133,12 +133,14 @@ pub fn spacing_of(edges: Vec<f64>) -> PyResult<(u32, f64, f64, bool)> {
     Ok((bins, lo, hi, spacing == Spacing::Log))
 }
 
-/// Corrfunc's table of a run's histogram: `(npairs, weightavg or None)`.
+/// Corrfunc's table of a run's histogram: `(npairs, weightavg or None,
+/// the mean separation or None)` (`separations`: a run's sums of the pair
+/// function per bucket, for `ravg`).
 /// `autocorr`: one catalogue paired with itself (both orders, and each
 /// point with itself in a first bucket that starts at 0: `self_weights`,
 /// the catalogue's weights, or None unweighted, with `points` points).
 #[pyfunction]
-#[pyo3(signature = (counts, edges, sums=None, autocorr=true, points=0, self_weights=None))]
+#[pyo3(signature = (counts, edges, sums=None, autocorr=true, points=0, self_weights=None, separations=None))]
 pub fn corrfunc_table<'py>(
     py: Python<'py>,
     counts: PyReadonlyArray1<'py, u64>,
@@ -147,15 +149,25 @@ pub fn corrfunc_table<'py>(
     autocorr: bool,
     points: u64,
     self_weights: Option<PyReadonlyArray1<'py, f64>>,
-) -> PyResult<(Bound<'py, numpy::PyArray1<u64>>, Option<Bound<'py, numpy::PyArray1<f64>>>)> {
+    separations: Option<PyReadonlyArray1<'py, f64>>,
+) -> PyResult<CorrfuncTable<'py>> {
     let own = (edges.first() == Some(&0.0)).then(|| twobs::corrfunc::SelfPairs {
         points,
         squared_weights: self_weights.as_ref().map_or(0.0, |w| w.as_array().iter().map(|x| x * x).sum()),
     });
     let sums = sums.as_ref().map(|s| s.as_slice()).transpose()?;
-    let table = twobs::corrfunc::table(counts.as_slice()?, sums, autocorr, own);
-    Ok((table.npairs.into_pyarray(py), table.weightavg.map(|w| w.into_pyarray(py))))
+    let separations = separations.as_ref().map(|s| s.as_slice()).transpose()?;
+    let table = twobs::corrfunc::table(counts.as_slice()?, (sums, separations), autocorr, own);
+    let array = |v: Option<Vec<f64>>| v.map(|v| v.into_pyarray(py));
+    Ok((table.npairs.into_pyarray(py), array(table.weightavg), array(table.avg)))
 }
+
+/// `(npairs, weightavg, avg)` of Corrfunc's table, as numpy arrays.
+type CorrfuncTable<'py> = (
+    Bound<'py, numpy::PyArray1<u64>>,
+    Option<Bound<'py, numpy::PyArray1<f64>>>,
+    Option<Bound<'py, numpy::PyArray1<f64>>>,
+);
 
 /// What xi is binned over besides its first axis.
 fn second_axis(second: Option<(String, u32, f64)>) -> PyResult<Option<(LineOfSight, u32, f64)>> {

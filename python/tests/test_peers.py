@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import twobs
+from conftest import ROOT
 
 scipy_spatial = pytest.importorskip("scipy.spatial")
 
@@ -76,3 +77,27 @@ def test_log_binned_weighted_dd_averages_the_weight_products(rng, cpu):
 def test_bins_twobs_cannot_hold_are_refused_with_the_reason(cpu):
     with pytest.raises(twobs.InputError, match="evenly spaced or log-evenly"):
         twobs.DD(1, 1, [0.0, 0.1, 0.15, 0.4], *np.ones((3, 10), dtype=np.float32), periodic=False, session=cpu)
+
+
+def test_dd_output_ravg_equals_corrfuncs_recorded_ravg(cpu):
+    """Corrfunc's ravg (bench/corrfunc-ravg.py --record tests/peers/ravg.json):
+    the mean separation of each bucket's pairs, each point with itself at 0
+    in a bucket that starts at 0, to 1e-5 relative; the counts equal up to
+    pairs within f32 rounding of an edge."""
+    import importlib.util
+    import json
+
+    recorded = json.loads((ROOT / "tests" / "peers" / "ravg.json").read_text())
+    spec = importlib.util.spec_from_file_location("corrfunc_ravg", ROOT / "bench" / "corrfunc-ravg.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    for case in recorded["cases"]:
+        x, y, z = bench.points(case["n"], case["seed"], "clustered" in case["name"]).T
+        box = case["box"]
+        got = twobs.DD(1, 2, np.asarray(case["edges"]), x, y, z, periodic=box is not None, boxsize=box,
+                       output_ravg=True, session=cpu)
+        npairs = np.asarray(case["npairs"])
+        moved = np.abs(got["npairs"].astype(np.int64) - npairs).sum()
+        assert moved <= 1e-5 * npairs.sum(), (case["name"], moved)
+        np.testing.assert_allclose(got["ravg"], case["ravg"], rtol=1e-5, err_msg=case["name"])
+        assert got["ravg"].max() > 0

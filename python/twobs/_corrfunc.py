@@ -36,9 +36,14 @@ def _catalogues(autocorr: int, X1: Any, Y1: Any, Z1: Any, X2: Any, Y2: Any, Z2: 
     return a, b
 
 
+# The pair function of each count: summed per bucket, the separations behind Corrfunc's averages.
+_SEPARATION = {"sdh": "distance", "dd_periodic": "min_image_distance"}
+
+
 def _counted(session: Session, problem: str, a: np.ndarray, b: Optional[np.ndarray], params: dict, log: bool,
-             edges: np.ndarray, weights: tuple, autocorr: int, weight_type: Optional[str], f64: bool) -> tuple:
-    """(npairs, weightavg or None, the run's edges) of a Corrfunc-shaped count."""
+             edges: np.ndarray, weights: tuple, autocorr: int, weight_type: Optional[str], f64: bool,
+             average: bool = False) -> tuple:
+    """(npairs, weightavg or None, the mean separation or None, the run's edges) of a Corrfunc-shaped count."""
     weights1, weights2 = weights
     if weights1 is not None and weight_type not in (None, "pair_product"):
         raise InputError(f"weight_type={weight_type!r}: twobs weighs a pair by the product of its points' weights")
@@ -51,9 +56,13 @@ def _counted(session: Session, problem: str, a: np.ndarray, b: Optional[np.ndarr
         ws = [w1] if autocorr else [w1, weights2 if weights2 is not None else np.ones(len(b))]
         sums = np.ascontiguousarray(session.run(_problem(problem), a, b, params=params, weights=ws,
                                                 log_bins=log, f64=f64).sums, dtype=np.float64).ravel()
-    npairs, weightavg = _twobs.corrfunc_table(counts, list(edges), sums=sums, autocorr=bool(autocorr),
-                                              points=len(a), self_weights=w1)
-    return npairs, weightavg, run.edges
+    separations = None
+    if average:
+        separations = np.ascontiguousarray(session.run(_problem(problem), a, b, params=params, log_bins=log, f64=f64,
+                                                       pair_weight=_SEPARATION[problem]).sums, dtype=np.float64)
+    npairs, weightavg, avg = _twobs.corrfunc_table(counts, list(edges), sums=sums, autocorr=bool(autocorr),
+                                                   points=len(a), self_weights=w1, separations=separations)
+    return npairs, weightavg, avg, run.edges
 
 
 def DD(autocorr: int, nthreads: int, binfile: Any, X1: Any, Y1: Any, Z1: Any, weights1: Any = None,
@@ -85,9 +94,11 @@ def DD(autocorr: int, nthreads: int, binfile: Any, X1: Any, Y1: Any, Z1: Any, we
     Returns
     -------
     numpy structured array
-        ``rmin``, ``rmax``, ``ravg`` (0: not computed), ``npairs``,
-        ``weightavg``, counted as Corrfunc counts: with ``autocorr=1`` each
-        pair in both orders, and each point with itself in a bucket that starts at 0.
+        ``rmin``, ``rmax``, ``ravg`` (the mean separation of a bucket's
+        pairs with ``output_ravg=True``, else 0), ``npairs``, ``weightavg``,
+        counted as Corrfunc counts: with ``autocorr=1`` each pair in both
+        orders, and each point with itself (at separation 0) in a bucket
+        that starts at 0.
 
     Examples
     --------
@@ -97,8 +108,6 @@ def DD(autocorr: int, nthreads: int, binfile: Any, X1: Any, Y1: Any, Z1: Any, we
     >>> dd["npairs"].shape
     (5,)
     """
-    if output_ravg:
-        raise InputError("output_ravg=True: twobs does not average the separations in a bucket")
     if periodic and boxsize is None:
         raise InputError("periodic=True needs boxsize (L, or (Lx, Ly, Lz))")
     session = _corrfunc_session(session, comm, nthreads)
@@ -110,13 +119,15 @@ def DD(autocorr: int, nthreads: int, binfile: Any, X1: Any, Y1: Any, Z1: Any, we
     if periodic:
         params["box"] = _box_param(boxsize)[0]
         problem = "dd_periodic"
-    npairs, weightavg, _ = _counted(session, problem, a, b, params, log, edges, (weights1, weights2), autocorr,
-                                    weight_type, f64)
+    npairs, weightavg, ravg, _ = _counted(session, problem, a, b, params, log, edges, (weights1, weights2),
+                                          autocorr, weight_type, f64, average=output_ravg)
     out = np.zeros(len(edges) - 1, dtype=[("rmin", "f8"), ("rmax", "f8"), ("ravg", "f8"),
                                           ("npairs", "u8"), ("weightavg", "f8")])
     out["rmin"], out["rmax"], out["npairs"] = edges[:-1], edges[1:], npairs
     if weightavg is not None:
         out["weightavg"] = weightavg
+    if ravg is not None:
+        out["ravg"] = ravg
     return out
 
 
@@ -133,8 +144,8 @@ def _cells(problem: str, autocorr: int, nthreads: int, first: np.ndarray, second
     params: dict = {f"{axis}_bins": bins, f"{axis}_min": lo, f"{axis}_max": hi, **second}
     if periodic:
         params["box"] = _box_param(boxsize)[0]
-    npairs, weightavg, edges = _counted(session, problem, a, b, params, log, first, weights, autocorr, weight_type,
-                                        f64)
+    npairs, weightavg, _, edges = _counted(session, problem, a, b, params, log, first, weights, autocorr,
+                                           weight_type, f64)
     return npairs, weightavg, np.asarray(edges[1], dtype=np.float64)
 
 

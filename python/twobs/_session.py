@@ -393,6 +393,7 @@ class Session:
         ids: Optional[dict] = None,
         exclude_same: Optional[str] = None,
         drop_nonfinite: bool = False,
+        pair_weight: Optional[str] = None,
     ) -> Result:
         """Runs ``problem`` on set ``a`` (and ``b``).
 
@@ -429,6 +430,10 @@ class Session:
         drop_nonfinite : bool
             Leave out rows holding NaN or infinity (indices in the results
             are still the caller's rows) instead of refusing them.
+        pair_weight : str, optional
+            A function of the snippet each pair adds to its bucket in place
+            of 1: the pair function itself sums each bucket's separations
+            (the sums behind Corrfunc's ``ravg``).
 
         Returns
         -------
@@ -450,7 +455,7 @@ class Session:
         # Under MPI ranks every rank reads host points (their digests are compared), and verify re-computes
         # from them: GPU arrays are copied there.
         plain = (weights is None and not ids and exclude_same is None and outside_box is None and not f64
-                 and not drop_nonfinite
+                 and not drop_nonfinite and pair_weight is None
                  and box_origin == "corner"
                  and self.size == 1 and not self._verify)
         # Every set on a GPU: read there, unless the run needs host points and their library can copy them.
@@ -494,6 +499,7 @@ class Session:
             ids=id_arrays,
             exclude_same=exclude_same,
             drop_nonfinite=drop_nonfinite,
+            pair_weight=pair_weight,
         )
         return Result(raw)
 

@@ -268,6 +268,7 @@ fn shaped_problem(
         ids,
         exclude_same: args.exclude_same.clone(),
         f64: args.f64,
+        pair_weight: None,
     };
     let problem = shaping.apply(&problem).map_err(|e| match (&args.exclude_same, e) {
         (Some(_), RequestError::Param(e)) if e.to_string().contains("excluding pairs") => {

@@ -591,6 +591,29 @@ impl Problem {
         Ok(p)
     }
 
+    /// The histogram with each pair adding `function(a, b)` (a function of
+    /// the snippet) to its bucket in place of 1: with the pair function
+    /// itself, the sum of a bucket's separations, whose mean is Corrfunc's
+    /// `ravg`. Refused for other outputs, g(r), or a function the snippet
+    /// does not define.
+    pub fn with_pair_weight(&self, function: &str) -> Result<Problem, ParamError> {
+        if !matches!(self.output, Output::Histogram { weight: None, .. }) || self.normalize.is_some() {
+            return Err(param_error!(
+                "a sum of `{function}` per bucket: problem `{}` makes {}; it goes with a histogram that counts pairs",
+                self.name,
+                self.output.kind()
+            ));
+        }
+        if !defines_function(&self.function.source, function) {
+            return Err(param_error!("the snippet `{}` does not define `{function}`", self.function.file));
+        }
+        let mut p = self.clone();
+        if let Output::Histogram { weight, .. } = &mut p.output {
+            *weight = Some(function.to_owned());
+        }
+        Ok(p)
+    }
+
     /// The problem with an integer id `name` on every point (declared where
     /// the spec has not): the snippet reads it as `a.NAME`.
     pub fn with_id(&self, name: &str) -> Result<Problem, ParamError> {
