@@ -297,7 +297,7 @@ fn snippet_calls(problem: &Problem) -> Vec<Json> {
 /// A 2-D histogram's axis names, the members of `Value2`, which its function returns.
 fn value2(problem: &Problem) -> Option<[&str; 2]> {
     match &problem.output {
-        Output::Histogram2d { axes } => Some([&axes[0].name, &axes[1].name]),
+        Output::Histogram2d { axes, .. } => Some([&axes[0].name, &axes[1].name]),
         _ => None,
     }
 }
@@ -731,7 +731,7 @@ pub fn regenerate_command(
     let mut cmd = format!("twobs gen {} --device {}", problem.origin, dev.name);
     let log = match &problem.output {
         Output::Histogram { spacing, .. } => *spacing == Spacing::Log,
-        Output::Histogram2d { axes } => axes[0].spacing == Spacing::Log,
+        Output::Histogram2d { axes, .. } => axes[0].spacing == Spacing::Log,
         _ => false,
     };
     if log {

@@ -127,7 +127,7 @@ fn conventions(problem: &Problem, visit: Visit, symmetric: bool) -> String {
         Output::Histogram { .. } => {
             "; bucket k holds min + k w <= f(a, b) < min + (k + 1) w, values outside are not counted".to_owned()
         }
-        Output::Histogram2d { axes } => format!(
+        Output::Histogram2d { axes, .. } => format!(
             "; cell (i, j) holds the pairs whose {} is in bucket i and {} in bucket j, each axis's buckets as a histogram's; a pair outside either axis is not counted",
             axes[0].name, axes[1].name
         ),

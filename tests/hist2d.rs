@@ -107,7 +107,7 @@ fn direct(
     lengths: Option<[f32; 3]>,
     los: LineOfSight,
 ) -> Vec<f64> {
-    let Output::Histogram2d { axes } = &problem.output else { panic!("a 2-D histogram") };
+    let Output::Histogram2d { axes, .. } = &problem.output else { panic!("a 2-D histogram") };
     let edges: Vec<Vec<f64>> = axes
         .iter()
         .map(|x| axis_edges(x, problem.function.returns, params).iter().map(|v| v.as_f64()).collect())

@@ -241,7 +241,7 @@ fn log_spaced_first_axes_equal_a_direct_count_on_pairs_at_every_edge() {
     for (name, params) in cases {
         let problem = built_in(name).unwrap().with_spacing(Spacing::Log).unwrap();
         let params = problem.bind(&params.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
-        let Output::Histogram2d { axes } = &problem.output else { panic!("a 2-D histogram") };
+        let Output::Histogram2d { axes, .. } = &problem.output else { panic!("a 2-D histogram") };
         let edges: Vec<Vec<f32>> = axes
             .iter()
             .map(|x| axis_edges(x, problem.function.returns, &params).iter().map(|v| v.as_f64() as f32).collect())

@@ -431,9 +431,10 @@ class Session:
             Leave out rows holding NaN or infinity (indices in the results
             are still the caller's rows) instead of refusing them.
         pair_weight : str, optional
-            A function of the snippet each pair adds to its bucket in place
-            of 1: the pair function itself sums each bucket's separations
-            (the sums behind Corrfunc's ``ravg``).
+            What each pair adds to its bucket in place of 1: in a histogram a
+            function of the snippet (the pair function itself sums each
+            bucket's separations: the sums behind Corrfunc's ``ravg``), in a
+            2-D histogram the name of an axis (``"s"``: ``savg``).
 
         Returns
         -------

@@ -249,8 +249,10 @@ pub enum Output {
     /// the function returns (`Value2`, one member per axis): cell (i, j) holds
     /// the pairs whose first value is in the first axis's bucket i and whose
     /// second is in the second's bucket j, each bucketed as a 1-D histogram's;
-    /// slot i * bins_2 + j. A pair outside either axis adds nothing.
-    Histogram2d { axes: Box<[Axis; 2]> },
+    /// slot i * bins_2 + j. A pair outside either axis adds nothing. With a
+    /// `weight`, the name of an axis, each pair adds that value of its own (in
+    /// f64) instead of 1: the sums behind Corrfunc's `savg` and `rpavg`.
+    Histogram2d { axes: Box<[Axis; 2]>, weight: Option<String> },
     /// The index pairs whose value passes the comparison.
     Pairs { threshold: Operand, compare: Compare, estimate: Option<f64> },
     /// The K pairs of smallest value for each query point.
@@ -288,7 +290,7 @@ impl Output {
         let whole = |op: &Operand| params.eval(op).as_f64() as u64;
         match self {
             Output::Histogram { bins, .. } => Some(whole(bins)),
-            Output::Histogram2d { axes } => Some(whole(&axes[0].bins) * whole(&axes[1].bins)),
+            Output::Histogram2d { axes, .. } => Some(whole(&axes[0].bins) * whole(&axes[1].bins)),
             _ => None,
         }
     }
@@ -492,9 +494,9 @@ impl Problem {
             (Blame::Output("min"), Output::Histogram { min, .. }) => min,
             (Blame::Output("max"), Output::Histogram { max, .. }) => max,
             (Blame::Output("k"), Output::Knn { k }) => k,
-            (Blame::Axis(a, "bins"), Output::Histogram2d { axes }) => &axes[*a].bins,
-            (Blame::Axis(a, "min"), Output::Histogram2d { axes }) => &axes[*a].min,
-            (Blame::Axis(a, "max"), Output::Histogram2d { axes }) => &axes[*a].max,
+            (Blame::Axis(a, "bins"), Output::Histogram2d { axes, .. }) => &axes[*a].bins,
+            (Blame::Axis(a, "min"), Output::Histogram2d { axes, .. }) => &axes[*a].min,
+            (Blame::Axis(a, "max"), Output::Histogram2d { axes, .. }) => &axes[*a].max,
             _ => return None,
         };
         match operand {
@@ -591,25 +593,41 @@ impl Problem {
         Ok(p)
     }
 
-    /// The histogram with each pair adding `function(a, b)` (a function of
-    /// the snippet) to its bucket in place of 1: with the pair function
-    /// itself, the sum of a bucket's separations, whose mean is Corrfunc's
-    /// `ravg`. Refused for other outputs, g(r), or a function the snippet
-    /// does not define.
-    pub fn with_pair_weight(&self, function: &str) -> Result<Problem, ParamError> {
-        if !matches!(self.output, Output::Histogram { weight: None, .. }) || self.normalize.is_some() {
-            return Err(param_error!(
-                "a sum of `{function}` per bucket: problem `{}` makes {}; it goes with a histogram that counts pairs",
+    /// The histogram with each pair adding its separation in place of 1: the
+    /// sum of a bucket's separations, whose mean is Corrfunc's `ravg` (or
+    /// `savg`, `rpavg`). `of` names it: in a histogram a function of the
+    /// snippet, which each pair adds as `function(a, b)`; in a 2-D histogram
+    /// one of its axes, whose value each pair adds. Refused for other
+    /// outputs, g(r), weighted histograms or a name that is neither.
+    pub fn with_pair_weight(&self, of: &str) -> Result<Problem, ParamError> {
+        let refuse = || {
+            param_error!(
+                "a sum of `{of}` per bucket: problem `{}` makes {}; it goes with a histogram that counts pairs",
                 self.name,
                 self.output.kind()
-            ));
-        }
-        if !defines_function(&self.function.source, function) {
-            return Err(param_error!("the snippet `{}` does not define `{function}`", self.function.file));
-        }
+            )
+        };
         let mut p = self.clone();
-        if let Output::Histogram { weight, .. } = &mut p.output {
-            *weight = Some(function.to_owned());
+        match &mut p.output {
+            _ if self.normalize.is_some() => return Err(refuse()),
+            Output::Histogram { weight: weight @ None, .. } => {
+                if !defines_function(&self.function.source, of) {
+                    return Err(param_error!("the snippet `{}` does not define `{of}`", self.function.file));
+                }
+                *weight = Some(of.to_owned());
+            }
+            Output::Histogram2d { axes, weight: weight @ None } => {
+                if !axes.iter().any(|a| a.name == of) {
+                    return Err(param_error!(
+                        "problem `{}`'s axes are `{}` and `{}`, not `{of}`",
+                        self.name,
+                        axes[0].name,
+                        axes[1].name
+                    ));
+                }
+                *weight = Some(of.to_owned());
+            }
+            _ => return Err(refuse()),
         }
         Ok(p)
     }
@@ -669,7 +687,7 @@ impl Problem {
         match &mut p.output {
             Output::Histogram { spacing: s, .. } => *s = spacing,
             // The first axis: rp or s, as correlation functions are binned (pi and mu stay linear).
-            Output::Histogram2d { axes } => axes[0].spacing = spacing,
+            Output::Histogram2d { axes, .. } => axes[0].spacing = spacing,
             other => {
                 return Err(param_error!(
                     "log-spaced buckets are for histograms; problem `{}` makes {}",
@@ -722,8 +740,9 @@ impl Problem {
             Output::Pairs { threshold, compare, estimate } => {
                 Output::Pairs { threshold: widen_op(threshold), compare: *compare, estimate: *estimate }
             }
-            Output::Histogram2d { axes } => Output::Histogram2d {
+            Output::Histogram2d { axes, weight } => Output::Histogram2d {
                 axes: Box::new((**axes).clone().map(|a| Axis { min: widen_op(&a.min), max: widen_op(&a.max), ..a })),
+                weight: weight.clone(),
             },
             other => other.clone(),
         };
@@ -878,7 +897,7 @@ impl Params {
             Output::Histogram { bins, min, max, spacing, .. } => self
                 .check_buckets("histogram", bins, min, max, *spacing)
                 .map_err(|(e, attr)| (e, Blame::Output(attr)))?,
-            Output::Histogram2d { axes } => {
+            Output::Histogram2d { axes, .. } => {
                 for (k, a) in axes.iter().enumerate() {
                     self.check_buckets(&format!("axis `{}`", a.name), &a.bins, &a.min, &a.max, a.spacing)
                         .map_err(|(e, attr)| (e, Blame::Axis(k, attr)))?;
@@ -1512,7 +1531,7 @@ impl Cx<'_> {
                 if first.name == second.name {
                     return Err(self.err(node.children[1].pos, format!("both axes are named `{}`", first.name)));
                 }
-                Output::Histogram2d { axes: Box::new([first, second]) }
+                Output::Histogram2d { axes: Box::new([first, second]), weight: None }
             }
             "pairs" => {
                 self.only_attrs(node, vocabulary::output_attributes("pairs").expect("a kind"))?;

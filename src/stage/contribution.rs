@@ -33,9 +33,9 @@ pub fn collect(problem: &Problem, params: &Params) -> Collect {
             Collect::Totals { slots: whole(bins), total: Total::Count }
         }
         Output::Histogram { bins, .. } => Collect::Totals { slots: whole(bins), total: Total::Sum },
-        Output::Histogram2d { .. } => Collect::Totals {
+        Output::Histogram2d { weight, .. } => Collect::Totals {
             slots: problem.output.histogram_slots(params).expect("a histogram") as u32,
-            total: if problem.input.point_weights { Total::Sum } else { Total::Count },
+            total: if weight.is_some() || problem.input.point_weights { Total::Sum } else { Total::Count },
         },
         Output::Pairs { .. } => Collect::Pairs,
         Output::Knn { k } => Collect::Knn { k: whole(k) },
@@ -160,7 +160,7 @@ impl Test {
                 (params.eval(bins).as_f64() as u32 + 1) * value + table_bytes(value_table(&log_edges(problem, params)))
             }
             // Each log-spaced axis's table of edges, or the edges (`contribution/histogram2d.cu`).
-            (Test::Values, Output::Histogram2d { axes }) => axes
+            (Test::Values, Output::Histogram2d { axes, .. }) => axes
                 .iter()
                 .filter(|a| a.spacing == Spacing::Log)
                 .map(|a| match value_table(&axis_edges(a, problem.function.returns, params)) {
@@ -270,7 +270,7 @@ pub fn fragment(
                 }),
             )
         }
-        Output::Histogram2d { axes } => {
+        Output::Histogram2d { axes, weight } => {
             let axes: Vec<serde_json::Value> = axes
                 .iter()
                 .map(|a| {
@@ -284,7 +284,14 @@ pub fn fragment(
                     })
                 })
                 .collect();
-            let amount = problem.input.point_weights.then_some("twobs_point_weights(twobs_a, twobs_b)");
+            // What a pair adds to its cell where that is not 1: an axis's value (`twobs_v` is the pair's).
+            let axis = weight.as_ref().map(|name| format!("static_cast<double>(twobs_v.{name})"));
+            let amount = match (axis, problem.input.point_weights) {
+                (None, false) => None,
+                (Some(v), false) => Some(v),
+                (None, true) => Some("twobs_point_weights(twobs_a, twobs_b)".to_owned()),
+                (Some(v), true) => Some(format!("{v} * twobs_point_weights(twobs_a, twobs_b)")),
+            };
             (Template::ContributionHistogram2d, serde_json::json!({ "axes": axes, "amount": amount }))
         }
         Output::Knn { k } => {
@@ -353,7 +360,7 @@ pub fn key_table(problem: &Problem, params: &Params) -> Option<BucketTable> {
 
 /// A 2-D histogram's axes, each with its name and edges (f64), in order.
 pub fn histogram2d_axes(problem: &Problem, params: &Params) -> Vec<(String, Vec<f64>)> {
-    let Output::Histogram2d { axes } = &problem.output else { return vec![] };
+    let Output::Histogram2d { axes, .. } = &problem.output else { return vec![] };
     axes.iter()
         .map(|a| {
             let edges = axis_edges(a, problem.function.returns, params).iter().map(|v| v.as_f64()).collect();
@@ -546,7 +553,7 @@ pub fn describe(problem: &Problem, params: &Params) -> String {
                 (Some(w), true) => format!(", each pair adding {w}(a, b) times the product of its points' weights"),
             }
         ),
-        Output::Histogram2d { axes } => {
+        Output::Histogram2d { axes, weight } => {
             let axis = |a: &Axis| {
                 format!(
                     "{} in {} {}buckets over [{}, {})",
@@ -561,7 +568,12 @@ pub fn describe(problem: &Problem, params: &Params) -> String {
                 "2-D histogram of {} x {}{}",
                 axis(&axes[0]),
                 axis(&axes[1]),
-                if problem.input.point_weights { ", each pair adding the product of its points' weights" } else { "" }
+                match (weight, problem.input.point_weights) {
+                    (None, false) => String::new(),
+                    (Some(w), false) => format!(", each pair adding its {w}"),
+                    (None, true) => ", each pair adding the product of its points' weights".to_owned(),
+                    (Some(w), true) => format!(", each pair adding its {w} times the product of its points' weights"),
+                }
             )
         }
         Output::Pairs { threshold, compare, .. } => {
