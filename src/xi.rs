@@ -237,6 +237,23 @@ impl PairCounts {
         )
     }
 
+    /// The multipoles xi_l(s) of (s, mu) cells for each l of `ells`: (2l + 1)
+    /// times the sum over a row's cells of xi times the integral of the
+    /// Legendre polynomial L_l over the cell's mu range (exact, from L_l's
+    /// antiderivative). mu = |dz| / s lies in [0, 1], and xi is even in mu, so
+    /// this is (2l + 1) / 2 times the integral over [-1, 1]. None for other
+    /// buckets; NaN where a cell's xi is.
+    pub fn multipoles(&self, xi: &[f64], ells: &[u32]) -> Option<Vec<Vec<f64>>> {
+        let Some((LineOfSight::Mu, mu)) = &self.cells else { return None };
+        let n = mu.len() - 1;
+        let multipole = |l: u32| -> Vec<f64> {
+            let weights: Vec<f64> = mu.windows(2).map(|e| legendre_integral(l, e[0], e[1])).collect();
+            let scale = f64::from(2 * l + 1);
+            xi.chunks(n).map(|row| scale * row.iter().zip(&weights).map(|(x, w)| x * w).sum::<f64>()).collect()
+        };
+        Some(ells.iter().map(|&l| multipole(l)).collect())
+    }
+
     /// DR, where it was counted.
     pub fn dr(&self) -> Option<&[f64]> {
         match &self.randoms {
@@ -275,6 +292,44 @@ impl PairCounts {
             })
             .collect()
     }
+}
+
+/// The Legendre polynomial L_l at x (Bonnet's recursion).
+pub fn legendre(l: u32, x: f64) -> f64 {
+    let (mut below, mut p) = (1.0, x);
+    if l == 0 {
+        return below;
+    }
+    for k in 1..l {
+        let k = f64::from(k);
+        (below, p) = (p, ((2.0 * k + 1.0) * x * p - k * below) / (k + 1.0));
+    }
+    p
+}
+
+/// The integral of L_l from a to b: b - a for l = 0, else the difference of
+/// its antiderivative (L_{l+1} - L_{l-1}) / (2l + 1) at the ends.
+pub fn legendre_integral(l: u32, a: f64, b: f64) -> f64 {
+    if l == 0 {
+        return b - a;
+    }
+    let antiderivative = |x: f64| (legendre(l + 1, x) - legendre(l - 1, x)) / f64::from(2 * l + 1);
+    antiderivative(b) - antiderivative(a)
+}
+
+/// The jackknife covariance of `samples` (one vector per patch left out):
+/// (P - 1) / P sum_k (x_k - mean)(x_k - mean)^T over P samples; row i, column j.
+pub fn jackknife_covariance(samples: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let p = samples.len() as f64;
+    let n = samples.first().map_or(0, Vec::len);
+    let mean: Vec<f64> = (0..n).map(|i| samples.iter().map(|x| x[i]).sum::<f64>() / p).collect();
+    (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| (p - 1.0) / p * samples.iter().map(|x| (x[i] - mean[i]) * (x[j] - mean[j])).sum::<f64>())
+                .collect()
+        })
+        .collect()
 }
 
 /// The volume of each 3-D shell between consecutive edges.
@@ -316,7 +371,7 @@ pub fn count_cells(
             (contribution::histogram_edges(problem, params), None)
         }
         None => return Err(XiError::NotADistanceHistogram(problem.name.clone())),
-        Some(los) if sets && matches!(problem.output, Output::Histogram2d { .. }) => {
+        Some(los) if sets && matches!(problem.output, Output::Histogram2d { weight: None, .. }) => {
             let mut axes = contribution::histogram2d_axes(problem, params);
             let (_, second) = axes.pop().expect("two axes");
             let (_, first) = axes.pop().expect("two axes");
@@ -425,6 +480,8 @@ pub enum PatchError {
     Length { what: &'static str, found: usize, points: usize },
     #[error("the patches number 0 to {0}: a jackknife needs at least 2")]
     TooFew(u32),
+    #[error("{npatch} k-means patches of {points} points: at least 2, and at most one a point")]
+    Kmeans { npatch: u32, points: usize },
     #[error(
         "a jackknife in a periodic box with analytic RR is not defined (leaving a patch out leaves a region that is not the box): give randoms"
     )]
@@ -501,16 +558,73 @@ pub fn jackknife(
         };
         xi.push(without.xi(estimator, norm));
     }
-    let p = xi.len() as f64;
-    let mean: Vec<f64> = (0..bins).map(|i| xi.iter().map(|x| x[i]).sum::<f64>() / p).collect();
-    let covariance = (0..bins)
-        .map(|i| {
-            (0..bins)
-                .map(|j| (p - 1.0) / p * xi.iter().map(|x| (x[i] - mean[i]) * (x[j] - mean[j])).sum::<f64>())
-                .collect()
-        })
-        .collect();
+    let covariance = jackknife_covariance(&xi);
     Ok(Jackknife { xi, covariance })
+}
+
+/// Spatial patches for a jackknife, as TreeCorr's `npatch`: k-means
+/// centres of the data (k-means++ seeds drawn with `seed`, then Lloyd's
+/// steps until no point changes patch, 100 at most), and each point of the
+/// data and of the randoms in the patch of its nearest centre (the lower
+/// patch on a tie). Points are rows of 3 values.
+pub fn kmeans_patches(data: &[[f64; 3]], randoms: &[[f64; 3]], npatch: u32, seed: u64) -> Result<Patches, PatchError> {
+    use rand::{RngExt, SeedableRng};
+    let k = npatch as usize;
+    if npatch < 2 || k > data.len() {
+        return Err(PatchError::Kmeans { npatch, points: data.len() });
+    }
+    let distance = |a: &[f64; 3], b: &[f64; 3]| (0..3).map(|d| (a[d] - b[d]).powi(2)).sum::<f64>();
+    let nearest = |p: &[f64; 3], centres: &[[f64; 3]]| -> (u32, f64) {
+        centres.iter().enumerate().fold((0, f64::INFINITY), |best, (c, centre)| {
+            let d = distance(p, centre);
+            if d < best.1 { (c as u32, d) } else { best }
+        })
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    // k-means++: each next seed drawn with probability proportional to its squared distance.
+    let mut centres = vec![data[rng.random_range(0..data.len())]];
+    let mut closest: Vec<f64> = data.iter().map(|p| distance(p, &centres[0])).collect();
+    while centres.len() < k {
+        let total: f64 = closest.iter().sum();
+        let mut pick = rng.random::<f64>() * total;
+        let next = closest.iter().position(|&d| {
+            pick -= d;
+            pick < 0.0
+        });
+        let chosen = data[next.unwrap_or(data.len() - 1)];
+        centres.push(chosen);
+        closest.iter_mut().zip(data).for_each(|(c, p)| *c = c.min(distance(p, &chosen)));
+    }
+    let mut labels: Vec<u32> = data.iter().map(|p| nearest(p, &centres).0).collect();
+    for _ in 0..100 {
+        let mut sums = vec![([0.0; 3], 0usize); k];
+        for (p, &l) in data.iter().zip(&labels) {
+            let (sum, n) = &mut sums[l as usize];
+            (0..3).for_each(|d| sum[d] += p[d]);
+            *n += 1;
+        }
+        // An emptied patch keeps its centre.
+        for (centre, (sum, n)) in centres.iter_mut().zip(&sums) {
+            if *n > 0 {
+                *centre = sum.map(|x| x / *n as f64);
+            }
+        }
+        let next: Vec<u32> = data.iter().map(|p| nearest(p, &centres).0).collect();
+        if next == labels {
+            break;
+        }
+        labels = next;
+    }
+    let randoms = randoms.iter().map(|p| nearest(p, &centres).0).collect();
+    Ok(Patches { centres, data: labels, randoms })
+}
+
+/// Each catalogue's patch numbers, and the patches' centres.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Patches {
+    pub centres: Vec<[f64; 3]>,
+    pub data: Vec<u32>,
+    pub randoms: Vec<u32>,
 }
 
 /// One run of a distance histogram on `inputs`, whose sets carry their
@@ -537,5 +651,102 @@ fn weight_sums(set: &crate::data::PointSet, weighted: bool) -> (f64, f64) {
     match (weighted, set.columns.last()) {
         (true, Some(w)) => (0..set.len()).fold((0.0, 0.0), |(s, q), i| (s + w.get_f64(i), q + w.get_f64(i).powi(2))),
         _ => (set.len() as f64, set.len() as f64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn legendre_polynomials_and_their_integrals_are_the_closed_forms() {
+        for x in [-1.0, -0.7, 0.0, 0.3, 0.55, 1.0] {
+            assert_eq!(legendre(0, x), 1.0);
+            assert_eq!(legendre(1, x), x);
+            assert!((legendre(2, x) - (3.0 * x * x - 1.0) / 2.0).abs() < 1e-15);
+            assert!((legendre(4, x) - (35.0 * x.powi(4) - 30.0 * x * x + 3.0) / 8.0).abs() < 1e-15);
+        }
+        // The integral of L_2 is (x^3 - x) / 2; of L_4, (7x^5 - 10x^3 + 3x) / 8.
+        let (a, b) = (0.2, 0.9);
+        assert!((legendre_integral(2, a, b) - ((b * b * b - b) - (a * a * a - a)) / 2.0).abs() < 1e-15);
+        let f4 = |x: f64| (7.0 * x.powi(5) - 10.0 * x.powi(3) + 3.0 * x) / 8.0;
+        assert!((legendre_integral(4, a, b) - (f4(b) - f4(a))).abs() < 1e-15);
+    }
+
+    #[test]
+    fn multipoles_take_each_legendre_term_of_cells_averaged_over_mu() {
+        // xi(s, mu) = c_s + q_s L_2(mu) + h_s L_4(mu), each cell holding its mean over the cell's mu.
+        let mu: Vec<f64> = (0..=400).map(|k| f64::from(k) / 400.0).collect();
+        let rows = [(0.3, -1.2, 0.25), (2.0, 0.5, -0.75)];
+        let xi: Vec<f64> = rows
+            .iter()
+            .flat_map(|&(c, q, h)| {
+                mu.windows(2)
+                    .map(move |e| {
+                        let width = e[1] - e[0];
+                        c + (q * legendre_integral(2, e[0], e[1]) + h * legendre_integral(4, e[0], e[1])) / width
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let counts = PairCounts {
+            edges: vec![0.1, 0.2, 0.3],
+            cells: Some((LineOfSight::Mu, mu.clone())),
+            dd: vec![0.0; xi.len()],
+            randoms: Randoms::Analytic { volume: 1.0 },
+            data_points: 0,
+            data_weights: (0.0, 0.0),
+        };
+        let m = counts.multipoles(&xi, &[0, 2, 4]).expect("(s, mu) cells");
+        for (row, &(c, _, _)) in rows.iter().enumerate() {
+            assert!(
+                (m[0][row] - c).abs() < 1e-12,
+                "L_2 and L_4 integrate to 0: the monopole is c: {} vs {c}",
+                m[0][row]
+            );
+        }
+        // Narrow cells: the quadrupole and hexadecapole come back within the cells' O(width^2).
+        for (row, &(_, q, h)) in rows.iter().enumerate() {
+            assert!((m[1][row] - q).abs() < 1e-4, "quadrupole {} vs {q}", m[1][row]);
+            assert!((m[2][row] - h).abs() < 1e-4, "hexadecapole {} vs {h}", m[2][row]);
+        }
+        let radial = PairCounts { cells: None, ..counts };
+        assert_eq!(radial.multipoles(&[1.0, 2.0], &[0]), None, "multipoles are of (s, mu) cells");
+    }
+
+    #[test]
+    fn the_jackknife_covariance_is_treecorrs() {
+        let samples = vec![vec![1.0, 2.0], vec![3.0, 2.5], vec![2.0, 0.5]];
+        let cov = jackknife_covariance(&samples);
+        // means 2 and 5/3; (P - 1) / P = 2/3.
+        let d = [[-1.0, 1.0 / 3.0], [1.0, 5.0 / 6.0], [0.0, -7.0 / 6.0]];
+        for i in 0..2 {
+            for j in 0..2 {
+                let expected = 2.0 / 3.0 * d.iter().map(|r| r[i] * r[j]).sum::<f64>();
+                assert!((cov[i][j] - expected).abs() < 1e-15);
+            }
+        }
+    }
+
+    #[test]
+    fn kmeans_patches_find_separated_clumps_and_give_randoms_the_nearest() {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let corners = [[0.1, 0.1, 0.1], [0.9, 0.1, 0.5], [0.5, 0.9, 0.9], [0.1, 0.8, 0.2]];
+        let data: Vec<[f64; 3]> =
+            (0..400).map(|i| corners[i % 4].map(|c| c + 0.05 * (rng.random::<f64>() - 0.5))).collect();
+        let randoms: Vec<[f64; 3]> = (0..300).map(|_| [rng.random(), rng.random(), rng.random()]).collect();
+        let p = kmeans_patches(&data, &randoms, 4, 3).expect("4 patches of 400 points");
+        // Every clump is one patch, and the four patches differ.
+        let of_clump: Vec<u32> = (0..4).map(|c| p.data[c]).collect();
+        assert!((0..400).all(|i| p.data[i] == of_clump[i % 4]), "a clump split");
+        assert_eq!(of_clump.iter().collect::<std::collections::BTreeSet<_>>().len(), 4);
+        let d2 = |a: &[f64; 3], b: &[f64; 3]| (0..3).map(|d| (a[d] - b[d]).powi(2)).sum::<f64>();
+        for (r, &l) in randoms.iter().zip(&p.randoms) {
+            let mine = d2(r, &p.centres[l as usize]);
+            assert!(p.centres.iter().all(|c| mine <= d2(r, c)), "a random not in its nearest patch");
+        }
+        assert_eq!(kmeans_patches(&data, &randoms, 4, 3).unwrap(), p, "the same seed, the same patches");
+        assert!(kmeans_patches(&data, &randoms, 1, 3).is_err() && kmeans_patches(&data[..3], &[], 4, 3).is_err());
     }
 }

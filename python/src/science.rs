@@ -281,11 +281,40 @@ fn catalogue(
     Ok(set)
 }
 
+/// `npatch` k-means patches of `data` (rows of 3 values), and each random
+/// in its nearest patch: `(data patches, random patches, centres)`, as
+/// TreeCorr's `npatch` (`twobs::xi::kmeans_patches`).
+#[pyfunction]
+#[pyo3(signature = (data, randoms, npatch, seed=1))]
+pub fn kmeans_patches<'py>(
+    py: Python<'py>,
+    data: PyReadonlyArray2<'py, f64>,
+    randoms: PyReadonlyArray2<'py, f64>,
+    npatch: u32,
+    seed: u64,
+) -> PyResult<(Bound<'py, numpy::PyArray1<u32>>, Bound<'py, numpy::PyArray1<u32>>, Bound<'py, numpy::PyArray2<f64>>)> {
+    let rows = |a: &PyReadonlyArray2<'py, f64>, what: &str| -> PyResult<Vec<[f64; 3]>> {
+        let a = a.as_array();
+        if a.ncols() != 3 {
+            return Err(InputError::new_err(format!(
+                "{what}: rows of 3 values for k-means patches, not {}",
+                a.ncols()
+            )));
+        }
+        Ok(a.rows().into_iter().map(|r| [r[0], r[1], r[2]]).collect())
+    };
+    let (d, r) = (rows(&data, "data")?, rows(&randoms, "randoms")?);
+    let p =
+        py.detach(|| twobs::xi::kmeans_patches(&d, &r, npatch, seed)).map_err(|e| InputError::new_err(message(&e)))?;
+    let centres = numpy::PyArray2::from_vec2(py, &p.centres.iter().map(|c| c.to_vec()).collect::<Vec<_>>())?;
+    Ok((p.data.into_pyarray(py), p.randoms.into_pyarray(py), centres))
+}
+
 /// xi (or w(theta), or xi(rp, pi) and wp(rp), or xi(s, mu)) of `data`
 /// against `randoms`, or in the periodic box `boxsize` with RR analytic, as
 /// `twobs xi` computes it; with patches, the jackknife covariance.
 #[pyfunction]
-#[pyo3(signature = (session, data, randoms, edges, estimator=None, norm="pairs", data_weights=None, random_weights=None, boxsize=None, radec=false, second=None, patches=None, f64=false))]
+#[pyo3(signature = (session, data, randoms, edges, estimator=None, norm="pairs", data_weights=None, random_weights=None, boxsize=None, radec=false, second=None, patches=None, f64=false, ells=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn xi<'py>(
     py: Python<'py>,
@@ -302,6 +331,7 @@ pub fn xi<'py>(
     second: Option<(String, u32, f64)>,
     patches: Option<(PyReadonlyArray1<'py, u32>, PyReadonlyArray1<'py, u32>)>,
     f64: bool,
+    ells: Option<Vec<u32>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let periodic = boxsize.is_some();
     if periodic == randoms.is_some() {
@@ -321,6 +351,9 @@ pub fn xi<'py>(
         return Err(InputError::new_err("weights for one catalogue only: give both (ones for unweighted randoms)"));
     }
     let second = second_axis(second)?;
+    if ells.is_some() && !matches!(second, Some((LineOfSight::Mu, ..))) {
+        return Err(InputError::new_err("ells: multipoles are of xi(s, mu) (twobs.xi_smu)"));
+    }
     let (problem, params) = xi_problem(&edges, second, boxsize.as_deref(), radec)?;
     // f64: the points and edges as given, not rounded to f32 (`Problem::in_f64`).
     let problem = if f64 { problem.in_f64() } else { problem };
@@ -351,7 +384,41 @@ pub fn xi<'py>(
         XiError::Run(e) => run_error(e),
         e => InputError::new_err(message(&e)),
     })?;
-    xi_result(py, &counts, estimator, norm, jackknife)
+    let out = xi_result(py, &counts, estimator, norm, jackknife.as_ref())?;
+    if let Some(ells) = ells {
+        multipoles_result(&out, &counts, (estimator, norm), &ells, jackknife.as_ref())?;
+    }
+    Ok(out)
+}
+
+/// The multipoles of xi(s, mu) for `ells`, shape (ells, s buckets), and
+/// with a jackknife their covariance over (l, s) flattened l-major.
+fn multipoles_result<'py>(
+    out: &Bound<'py, PyDict>,
+    counts: &twobs::xi::PairCounts,
+    (estimator, norm): (Estimator, Norm),
+    ells: &[u32],
+    jackknife: Option<&twobs::xi::Jackknife>,
+) -> PyResult<()> {
+    let py = out.py();
+    let flat = |xi: &[f64]| -> Vec<f64> {
+        counts.multipoles(xi, ells).expect("(s, mu) cells, checked above").into_iter().flatten().collect()
+    };
+    let rows = [ells.len(), counts.edges.len() - 1];
+    out.set_item("ells", ells.to_vec())?;
+    out.set_item("multipoles", flat(&counts.xi(estimator, norm)).into_pyarray(py).reshape(rows)?)?;
+    if let Some(j) = jackknife {
+        let samples: Vec<Vec<f64>> = j.xi.iter().map(|xi| flat(xi)).collect();
+        let cov = twobs::xi::jackknife_covariance(&samples);
+        let n = cov.len();
+        let errors: Vec<f64> = (0..n).map(|i| cov[i][i].sqrt()).collect();
+        out.set_item(
+            "multipoles_cov",
+            cov.into_iter().flatten().collect::<Vec<f64>>().into_pyarray(py).reshape([n, n])?,
+        )?;
+        out.set_item("multipoles_err", errors.into_pyarray(py).reshape(rows)?)?;
+    }
+    Ok(())
 }
 
 /// xi's counts and estimate as Python's dict: 2-D cells as (first axis,
@@ -361,7 +428,7 @@ fn xi_result<'py>(
     counts: &twobs::xi::PairCounts,
     estimator: Estimator,
     norm: Norm,
-    jackknife: Option<twobs::xi::Jackknife>,
+    jackknife: Option<&twobs::xi::Jackknife>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
     let xi = counts.xi(estimator, norm);

@@ -2,7 +2,8 @@
 
 The engine is the same as the ``twobs`` command line's, and so are the
 numbers: g(r) (:class:`RDF`, freud's shape), pair counts (:func:`DD`,
-:func:`DDrppi`, :func:`DDsmu`, Corrfunc's shapes), xi (:func:`xi`) and wp(rp) (:func:`wp`), neighbours (:func:`query_pairs`,
+:func:`DDrppi`, :func:`DDsmu`, Corrfunc's shapes), xi (:func:`xi`), wp(rp) (:func:`wp`), xi(s, mu) and
+its multipoles (:func:`xi_smu`), neighbours (:func:`query_pairs`,
 :func:`knn`, scipy's shapes), and any spec (:class:`Problem`).
 
 A :class:`Session` keeps, for its life, the backend it runs on; the CUDA
@@ -19,7 +20,7 @@ rank 0 alone (pairs and KNN lists; ``None`` on the others, as
 """
 
 
-from ._corrfunc import DD, DDrppi, DDsmu, wp, xi
+from ._corrfunc import DD, DDrppi, DDsmu, wp, xi, xi_smu
 from ._gofr import RDF
 from ._neighbours import knn, query_pairs
 from ._session import Problem, Result, Session, default_session, programs
@@ -45,4 +46,5 @@ __all__ = [
     "query_pairs",
     "wp",
     "xi",
+    "xi_smu",
 ]

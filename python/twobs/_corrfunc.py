@@ -36,8 +36,9 @@ def _catalogues(autocorr: int, X1: Any, Y1: Any, Z1: Any, X2: Any, Y2: Any, Z2: 
     return a, b
 
 
-# The pair function of each count: summed per bucket, the separations behind Corrfunc's averages.
-_SEPARATION = {"sdh": "distance", "dd_periodic": "min_image_distance"}
+# The separation each pair adds, per bucket, for Corrfunc's averages: a 1-D
+# histogram's pair function, a 2-D one's first axis.
+_SEPARATION = {"sdh": "distance", "dd_periodic": "min_image_distance", "ddsmu": "s", "ddrppi": "rp"}
 
 
 def _counted(session: Session, problem: str, a: np.ndarray, b: Optional[np.ndarray], params: dict, log: bool,
@@ -59,7 +60,8 @@ def _counted(session: Session, problem: str, a: np.ndarray, b: Optional[np.ndarr
     separations = None
     if average:
         separations = np.ascontiguousarray(session.run(_problem(problem), a, b, params=params, log_bins=log, f64=f64,
-                                                       pair_weight=_SEPARATION[problem]).sums, dtype=np.float64)
+                                                       pair_weight=_SEPARATION[problem]).sums,
+                                           dtype=np.float64).ravel()
     npairs, weightavg, avg = _twobs.corrfunc_table(counts, list(edges), sums=sums, autocorr=bool(autocorr),
                                                    points=len(a), self_weights=w1, separations=separations)
     return npairs, weightavg, avg, run.edges
@@ -133,8 +135,9 @@ def DD(autocorr: int, nthreads: int, binfile: Any, X1: Any, Y1: Any, Z1: Any, we
 
 def _cells(problem: str, autocorr: int, nthreads: int, first: np.ndarray, second: dict, coords: tuple,
            weights: tuple, periodic: bool, boxsize: Any, weight_type: Optional[str], f64: bool,
-           session: Optional[Session], comm: Any) -> tuple:
-    """(npairs, weightavg or None, the second axis's edges) of Corrfunc's 2-D pair counts."""
+           session: Optional[Session], comm: Any, average: bool) -> tuple:
+    """(npairs, weightavg or None, the mean first-axis separation or None, the
+    second axis's edges) of Corrfunc's 2-D pair counts."""
     if periodic and boxsize is None:
         raise InputError("periodic=True needs boxsize (L, or (Lx, Ly, Lz))")
     session = _corrfunc_session(session, comm, nthreads)
@@ -144,15 +147,17 @@ def _cells(problem: str, autocorr: int, nthreads: int, first: np.ndarray, second
     params: dict = {f"{axis}_bins": bins, f"{axis}_min": lo, f"{axis}_max": hi, **second}
     if periodic:
         params["box"] = _box_param(boxsize)[0]
-    npairs, weightavg, _, edges = _counted(session, problem, a, b, params, log, first, weights, autocorr,
-                                           weight_type, f64)
-    return npairs, weightavg, np.asarray(edges[1], dtype=np.float64)
+    npairs, weightavg, avg, edges = _counted(session, problem, a, b, params, log, first, weights, autocorr,
+                                             weight_type, f64, average=average)
+    return npairs, weightavg, avg, np.asarray(edges[1], dtype=np.float64)
 
 
-def _cells_table(names: tuple, edges: np.ndarray, second: np.ndarray, npairs: Any, weightavg: Any) -> np.ndarray:
+def _cells_table(names: tuple, edges: np.ndarray, second: np.ndarray, npairs: Any, weightavg: Any,
+                 avg: Any) -> np.ndarray:
     """Corrfunc's structured array of 2-D cells, the first axis outer: its
-    low and high edge, an average left 0 (not computed), the second axis's
-    upper edge, ``npairs`` and ``weightavg``, under Corrfunc's ``names``."""
+    low and high edge, the mean first-axis separation (0 where not asked
+    for), the second axis's upper edge, ``npairs`` and ``weightavg``, under
+    Corrfunc's ``names``."""
     lo, hi, average, upper = names
     m = len(second) - 1
     out = np.zeros((len(edges) - 1) * m, dtype=[(lo, "f8"), (hi, "f8"), (average, "f8"), (upper, "f8"),
@@ -161,6 +166,8 @@ def _cells_table(names: tuple, edges: np.ndarray, second: np.ndarray, npairs: An
     out[upper], out["npairs"] = np.tile(second[1:], len(edges) - 1), npairs
     if weightavg is not None:
         out["weightavg"] = weightavg
+    if avg is not None:
+        out[average] = avg
     return out
 
 
@@ -187,18 +194,18 @@ def DDrppi(autocorr: int, nthreads: int, pimax: float, binfile: Any, X1: Any, Y1
     Returns
     -------
     numpy structured array
-        One row per cell, rp outer: ``rmin``, ``rmax``, ``rpavg`` (0: not
-        computed), ``pimax`` (the cell's upper pi edge), ``npairs``,
-        ``weightavg``; counted as :func:`DD` counts.
+        One row per cell, rp outer: ``rmin``, ``rmax``, ``rpavg`` (the mean
+        rp of the cell's pairs with ``output_rpavg=True``, else 0),
+        ``pimax`` (the cell's upper pi edge), ``npairs``, ``weightavg``;
+        counted as :func:`DD` counts.
     """
-    if output_rpavg:
-        raise InputError("output_rpavg=True: twobs does not average the separations in a cell")
     npibins = _pi_bins(pimax, npibins)
     edges = _edges_of(binfile)
-    npairs, weightavg, pi = _cells("ddrppi", autocorr, nthreads, edges, {"pi_bins": npibins, "pi_max": float(pimax)},
-                                   (X1, Y1, Z1, X2, Y2, Z2), (weights1, weights2), periodic, boxsize, weight_type,
-                                   f64, session, comm)
-    return _cells_table(("rmin", "rmax", "rpavg", "pimax"), edges, pi, npairs, weightavg)
+    npairs, weightavg, avg, pi = _cells("ddrppi", autocorr, nthreads, edges,
+                                        {"pi_bins": npibins, "pi_max": float(pimax)}, (X1, Y1, Z1, X2, Y2, Z2),
+                                        (weights1, weights2), periodic, boxsize, weight_type, f64, session, comm,
+                                        output_rpavg)
+    return _cells_table(("rmin", "rmax", "rpavg", "pimax"), edges, pi, npairs, weightavg, avg)
 
 
 def DDsmu(autocorr: int, nthreads: int, binfile: Any, mu_max: float, nmu_bins: int, X1: Any, Y1: Any, Z1: Any,
@@ -214,17 +221,17 @@ def DDsmu(autocorr: int, nthreads: int, binfile: Any, mu_max: float, nmu_bins: i
     Returns
     -------
     numpy structured array
-        One row per cell, s outer: ``smin``, ``smax``, ``savg`` (0: not
-        computed), ``mu_max`` (the cell's upper mu edge), ``npairs``,
-        ``weightavg``; counted as :func:`DD` counts.
+        One row per cell, s outer: ``smin``, ``smax``, ``savg`` (the mean s
+        of the cell's pairs with ``output_savg=True``, else 0), ``mu_max``
+        (the cell's upper mu edge), ``npairs``, ``weightavg``; counted as
+        :func:`DD` counts.
     """
-    if output_savg:
-        raise InputError("output_savg=True: twobs does not average the separations in a cell")
     edges = _edges_of(binfile)
-    npairs, weightavg, mu = _cells("ddsmu", autocorr, nthreads, edges,
-                                   {"mu_bins": int(nmu_bins), "mu_max": float(mu_max)}, (X1, Y1, Z1, X2, Y2, Z2),
-                                   (weights1, weights2), periodic, boxsize, weight_type, f64, session, comm)
-    return _cells_table(("smin", "smax", "savg", "mu_max"), edges, mu, npairs, weightavg)
+    npairs, weightavg, avg, mu = _cells("ddsmu", autocorr, nthreads, edges,
+                                        {"mu_bins": int(nmu_bins), "mu_max": float(mu_max)},
+                                        (X1, Y1, Z1, X2, Y2, Z2), (weights1, weights2), periodic, boxsize,
+                                        weight_type, f64, session, comm, output_savg)
+    return _cells_table(("smin", "smax", "savg", "mu_max"), edges, mu, npairs, weightavg, avg)
 
 
 def _rows(x: Any) -> Optional[np.ndarray]:
@@ -258,10 +265,11 @@ def xi(data: Any, randoms: Any, bins: Any, estimator: Optional[str] = None, data
     boxsize : float or (Lx, Ly, Lz), optional
         With ``randoms=None``: DD with minimum images in this periodic box
         and RR analytic (Corrfunc's ``theory.xi``), the natural estimator.
-    patches : (data_patches, random_patches), optional
-        A patch number (0, 1, ...) per point of each catalogue: the
-        jackknife covariance over the patches, as TreeCorr's
-        ``var_method="jackknife"``.
+    patches : (data_patches, random_patches) or int, optional
+        A patch number (0, 1, ...) per point of each catalogue, or a number
+        of k-means patches of the data (each random in the patch of its
+        nearest centre), as TreeCorr's ``npatch``: the jackknife covariance
+        over the patches, as TreeCorr's ``var_method="jackknife"``.
     f64 : bool
         Separations in f64 on the points as given, on the CPU backend; by
         default points and edges are rounded to float32 once.
@@ -270,7 +278,8 @@ def xi(data: Any, randoms: Any, bins: Any, estimator: Optional[str] = None, data
     -------
     dict
         ``edges``, ``xi``, ``dd``, ``rr``, ``dr`` (None unless counted), and
-        with ``patches`` the covariance ``cov`` and ``xi_err``.
+        with ``patches`` the covariance ``cov``, ``xi_err`` and the patch
+        numbers used, ``patches``.
 
     Examples
     --------
@@ -281,17 +290,34 @@ def xi(data: Any, randoms: Any, bins: Any, estimator: Optional[str] = None, data
     ['dd', 'dr', 'edges', 'rr', 'xi']
     """
     session = _session(session, comm)
-    return _twobs.xi(session._native, _rows(data), _rows(randoms), list(np.asarray(bins, dtype=np.float64)),
-                     estimator=estimator, norm=norm, data_weights=_rows(data_weights),
-                     random_weights=_rows(random_weights), boxsize=_box_text(boxsize), radec=radec,
-                     patches=_patches(patches), f64=f64)
+    return _xi(session, data, randoms, bins, patches, estimator=estimator, norm=norm,
+               data_weights=_rows(data_weights), random_weights=_rows(random_weights), boxsize=_box_text(boxsize),
+               radec=radec, f64=f64)
 
 
-def _patches(patches: Any) -> Optional[tuple]:
+def _patches(patches: Any, data: Optional[np.ndarray], randoms: Optional[np.ndarray]) -> Optional[tuple]:
+    """Each catalogue's patch numbers: as given, or ``npatch`` k-means patches of the data (TreeCorr's ``npatch``)."""
     if patches is None:
         return None
+    if isinstance(patches, (int, np.integer)):
+        if data is None or randoms is None or data.shape[1] != 3:
+            raise InputError(f"patches={patches}: k-means patches need data and randoms of 3 values a point; "
+                             "give (data_patches, random_patches) instead")
+        d, r, _ = _twobs.kmeans_patches(data, randoms, int(patches))
+        return d, r
     d, r = patches
     return (np.ascontiguousarray(_host(d), dtype=np.uint32), np.ascontiguousarray(_host(r), dtype=np.uint32))
+
+
+def _xi(session: Session, data: Any, randoms: Any, edges: Any, patches: Any, **options: Any) -> dict:
+    """``_twobs.xi`` on converted arrays; with patches, the patch numbers used (``patches``)."""
+    data, randoms = _rows(data), _rows(randoms)
+    numbers = _patches(patches, data, randoms)
+    out = _twobs.xi(session._native, data, randoms, list(np.asarray(edges, dtype=np.float64)), patches=numbers,
+                    **options)
+    if numbers is not None:
+        out["patches"] = numbers
+    return out
 
 
 def wp(data: Any, randoms: Any, rp_bins: Any, pimax: float, npibins: Optional[int] = None, boxsize: Any = None,
@@ -315,9 +341,66 @@ def wp(data: Any, randoms: Any, rp_bins: Any, pimax: float, npibins: Optional[in
     """
     session = _session(session, comm)
     second = ("pi", _pi_bins(pimax, npibins), float(pimax))
-    out = _twobs.xi(session._native, _rows(data), _rows(randoms), list(np.asarray(rp_bins, dtype=np.float64)),
-                    estimator=estimator, norm=norm, boxsize=_box_text(boxsize), second=second,
-                    patches=_patches(patches), f64=f64)
+    out = _xi(session, data, randoms, rp_bins, patches, estimator=estimator, norm=norm, boxsize=_box_text(boxsize),
+              second=second, f64=f64)
     out["rp_edges"], out["pi_edges"] = out.pop("edges"), out.pop("second_edges")
     out.pop("axes")
+    return out
+
+
+def xi_smu(data: Any, randoms: Any, s_bins: Any, nmu_bins: int, mu_max: float = 1.0, ells: Any = (0, 2, 4),
+           boxsize: Any = None, estimator: Optional[str] = None, data_weights: Any = None,
+           random_weights: Any = None, norm: str = "pairs", patches: Any = None, f64: bool = False,
+           session: Optional[Session] = None, comm: Any = None) -> dict:
+    """xi(s, mu) and its multipoles xi_l(s), as ``twobs xi --s-mu --multipoles`` computes them.
+
+    DD, RR (and DR for Landy-Szalay, the default) counted exactly in cells
+    of s over ``s_bins``' edges and mu = |dz| / s (z the line of sight) in
+    ``nmu_bins`` buckets over [0, mu_max), xi per cell as :func:`xi`
+    estimates it, and the multipoles xi_l(s) = (2l + 1) sum over mu of xi
+    times the integral of the Legendre polynomial L_l over the cell. With
+    ``randoms=None`` and ``boxsize``: DD with minimum images, RR analytic
+    from each cell's volume (Corrfunc's ``theory.DDsmu`` counts).
+
+    Parameters
+    ----------
+    data, randoms : arrays of shape (n, 3)
+        The catalogue and its randoms.
+    s_bins : array
+        The s buckets' edges, evenly or log-evenly spaced.
+    nmu_bins : int
+        How many mu buckets over [0, mu_max).
+    ells : sequence of int
+        The multipoles' orders.
+    patches : (data_patches, random_patches) or int, optional
+        As :func:`xi`'s: jackknife covariances of the cells and of the
+        multipoles.
+    boxsize, estimator, data_weights, random_weights, norm, f64 :
+        As :func:`xi`'s.
+
+    Returns
+    -------
+    dict
+        ``s_edges``, ``mu_edges``, the cells' ``xi``, ``dd``, ``rr``, ``dr``
+        of shape (s buckets, mu buckets), ``ells`` and ``multipoles`` of
+        shape (len(ells), s buckets); with ``patches``, ``cov`` and
+        ``xi_err`` of the cells, ``multipoles_cov`` (l-major) and
+        ``multipoles_err``.
+
+    Examples
+    --------
+    >>> import numpy as np, twobs
+    >>> rng = np.random.default_rng(1)
+    >>> out = twobs.xi_smu(rng.random((2000, 3)), rng.random((4000, 3)), np.linspace(0.02, 0.2, 6), 10)
+    >>> out["multipoles"].shape
+    (3, 5)
+    """
+    session = _session(session, comm)
+    second = ("mu", int(nmu_bins), float(mu_max))
+    out = _xi(session, data, randoms, s_bins, patches, estimator=estimator, norm=norm,
+              data_weights=_rows(data_weights), random_weights=_rows(random_weights), boxsize=_box_text(boxsize),
+              second=second, f64=f64, ells=[int(ell) for ell in ells])
+    out["s_edges"], out["mu_edges"] = out.pop("edges"), out.pop("second_edges")
+    out.pop("axes")
+    out.pop("wp")
     return out

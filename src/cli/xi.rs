@@ -56,6 +56,12 @@ pub(super) struct XiArgs {
     /// standard output): rp_lo, rp_hi, wp.
     #[arg(long, value_name = "FILE|-", requires = "rp_pi")]
     wp: Option<String>,
+    /// Where the multipoles of xi(s, mu) go with --s-mu (.csv, .npy or .json,
+    /// or - for standard output): s_lo, s_hi, xi0, xi2, xi4, each xi_l(s)
+    /// (2l + 1) times the sum over mu of xi times L_l's integral over the
+    /// cell; with --patches their jackknife errors xi0_err, xi2_err, xi4_err.
+    #[arg(long, value_name = "FILE|-", requires = "s_mu")]
+    multipoles: Option<String>,
     /// A patch number (0, 1, ...) per data point, a 1-D .npy or one number a
     /// line: xi is estimated again with each patch left out, and its jackknife
     /// errors written beside it (TreeCorr's var_method="jackknife").
@@ -280,6 +286,7 @@ struct Targets {
     xi: ResultTarget,
     report: Option<ResultTarget>,
     wp: Option<ResultTarget>,
+    multipoles: Option<ResultTarget>,
     cov: Option<ResultTarget>,
 }
 
@@ -317,6 +324,7 @@ impl Targets {
         };
         let report = beside("--report", args.report.as_deref(), json, &mut written)?;
         let wp = beside("--wp", args.wp.as_deref(), format, &mut written)?;
+        let multipoles = beside("--multipoles", args.multipoles.as_deref(), format, &mut written)?;
         let cov = match &args.cov {
             Some(path) => {
                 written.push(Named::new("--cov", path));
@@ -336,7 +344,7 @@ impl Targets {
         .filter_map(|(role, file)| file.filter(|f| std::path::Path::new(f).exists()).map(|f| Named::new(role, f)))
         .collect();
         crate::write::refuse_clashes(&written, &read)?;
-        Ok(Targets { xi, report, wp, cov })
+        Ok(Targets { xi, report, wp, multipoles, cov })
     }
 }
 
@@ -384,10 +392,40 @@ impl Targets {
             let m = wp.len();
             crate::write::table(wp_target, &[("rp_lo", &rp[..m]), ("rp_hi", &rp[1..]), ("wp", wp)], 2)?;
         }
+        if let Some(target) = &self.multipoles {
+            found.write_multipoles(target, &xi)?;
+        }
         if let Some(path) = &args.plot {
             plot::draw(&found.figure(&xi, wp.as_deref(), args), path)?;
         }
         Ok(())
+    }
+}
+
+/// The multipoles `twobs xi --multipoles` writes.
+const ELLS: [u32; 3] = [0, 2, 4];
+
+impl Found {
+    /// xi0, xi2, xi4 of xi(s, mu) by s bucket, with the jackknife's errors where there are patches.
+    fn write_multipoles(&self, target: &ResultTarget, xi: &[f64]) -> anyhow::Result<()> {
+        let c = &self.counts;
+        let multipoles = c.multipoles(xi, &ELLS).expect("--multipoles requires --s-mu");
+        let errors: Option<Vec<Vec<f64>>> = self.jackknife.as_ref().map(|j| {
+            let flat = |xi: &[f64]| -> Vec<f64> { c.multipoles(xi, &ELLS).into_iter().flatten().flatten().collect() };
+            let cov = xi::jackknife_covariance(&j.xi.iter().map(|x| flat(x)).collect::<Vec<_>>());
+            let n = c.edges.len() - 1;
+            (0..ELLS.len()).map(|l| (0..n).map(|i| cov[l * n + i][l * n + i].sqrt()).collect()).collect()
+        });
+        let names = ["xi0", "xi2", "xi4"];
+        let error_names = ["xi0_err", "xi2_err", "xi4_err"];
+        let s = &c.edges;
+        let m = s.len() - 1;
+        let mut columns: Vec<(&str, &[f64])> = vec![("s_lo", &s[..m]), ("s_hi", &s[1..])];
+        columns.extend(names.iter().copied().zip(multipoles.iter().map(|v| &v[..])));
+        if let Some(errors) = &errors {
+            columns.extend(error_names.iter().copied().zip(errors.iter().map(|v| &v[..])));
+        }
+        Ok(crate::write::table(target, &columns, 2)?)
     }
 }
 
