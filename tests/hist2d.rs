@@ -437,6 +437,43 @@ fn xi_rp_pi_writes_the_cells_and_wp_and_s_mu_its_cells() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("give their number with --param pi_bins=N"));
 }
 
+#[test]
+fn xi_s_mu_writes_the_multipoles_of_its_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["xi", "--data", "uniform:500", "--randoms", "uniform:900", "--s-mu", "5", "--param", "s_bins=4"];
+    let more = ["--param", "s_min=0.02", "--param", "s_max=0.22", "--backend", "cpu", "--quiet", "--out", "cells.csv"];
+    let o = twobs(dir.path(), &[&args[..], &more[..], &["--multipoles", "m.csv"]].concat());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let cells = std::fs::read_to_string(dir.path().join("cells.csv")).unwrap();
+    // s_lo, s_hi, mu_lo, mu_hi, dd, dr, rr, xi; the edges are f32 values, written shortest.
+    let cell_rows: Vec<Vec<f64>> = cells
+        .lines()
+        .skip(1)
+        .map(|r| {
+            r.split(',')
+                .enumerate()
+                .map(|(k, v)| if k < 4 { f64::from(v.parse::<f32>().unwrap()) } else { v.parse().unwrap() })
+                .collect()
+        })
+        .collect();
+    let m = std::fs::read_to_string(dir.path().join("m.csv")).unwrap();
+    let rows: Vec<Vec<f64>> = m.lines().skip(1).map(|r| r.split(',').map(|v| v.parse().unwrap()).collect()).collect();
+    assert_eq!(m.lines().next(), Some("s_lo,s_hi,xi0,xi2,xi4"));
+    assert_eq!(rows.len(), 4);
+    // Five mu cells over [0, 1): xi0 = sum of xi dmu; xi2 = 5 sum of xi times L_2's integral over the cell.
+    let l2 = |x: f64| (x * x * x - x) / 2.0;
+    for (i, row) in rows.iter().enumerate() {
+        let cells = &cell_rows[5 * i..5 * i + 5];
+        let xi0: f64 = cells.iter().map(|c| c[7] * (c[3] - c[2])).sum();
+        let xi2: f64 = 5.0 * cells.iter().map(|c| c[7] * (l2(c[3]) - l2(c[2]))).sum::<f64>();
+        assert!((row[2] - xi0).abs() <= 1e-12 * xi0.abs().max(1.0), "row {i}: xi0 {} against {xi0}", row[2]);
+        assert!((row[3] - xi2).abs() <= 1e-12 * xi2.abs().max(1.0), "row {i}: xi2 {} against {xi2}", row[3]);
+    }
+    // Multipoles are of (s, mu) cells only.
+    let o = twobs(dir.path(), &["xi", "--data", "uniform:50", "--randoms", "uniform:50", "--multipoles", "x.csv"]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--s-mu"));
+}
+
 /// One run of `bench/xi-peers.py --cases rppi,smu --record tests/peers/xi`:
 /// points and the numbers Corrfunc 2.5.3 made of them (a recording: Corrfunc
 /// builds against libgsl-dev, which CI lacks; the script runs it live).
