@@ -1416,6 +1416,16 @@ fn stop() {
     twobs::stop::ask();
 }
 
+/// The `twobs` command of the package (`python/twobs/_cli.py`): the
+/// command line on `args` (the program's name first), as the `twobs`
+/// program runs it; its exit status. The process is the command's from
+/// here on: it takes SIGINT, SIGTERM and SIGHUP to remove partial files,
+/// and SIGPIPE's default.
+#[pyfunction]
+fn command_line(py: Python<'_>, args: Vec<std::ffi::OsString>) -> u8 {
+    py.detach(|| twobs::cli::main(args))
+}
+
 #[pymodule]
 fn _twobs(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Messages name Python's options (`drop_nonfinite=True`), not the command line's.
@@ -1423,6 +1433,7 @@ fn _twobs(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Problem>()?;
     m.add_class::<science::Rdf>()?;
     m.add_function(wrap_pyfunction!(science::xi, m)?)?;
+    m.add_function(wrap_pyfunction!(science::kmeans_patches, m)?)?;
     m.add_function(wrap_pyfunction!(science::corrfunc_table, m)?)?;
     m.add_function(wrap_pyfunction!(science::spacing_of, m)?)?;
     m.add_function(wrap_pyfunction!(science::box_of_dimensions, m)?)?;
@@ -1432,6 +1443,7 @@ fn _twobs(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stop, m)?)?;
     m.add_function(wrap_pyfunction!(built_in_file, m)?)?;
     m.add_function(wrap_pyfunction!(programs, m)?)?;
+    m.add_function(wrap_pyfunction!(command_line, m)?)?;
     m.add("Error", m.py().get_type::<Error>())?;
     m.add("SpecError", m.py().get_type::<SpecError>())?;
     m.add("InputError", m.py().get_type::<InputError>())?;

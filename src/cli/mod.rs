@@ -2,7 +2,6 @@
 //! command has its own module; what several commands share is here.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::Mutex;
 
 use anyhow::Context as _;
@@ -328,10 +327,28 @@ fn ignored_at_start(signal: libc::c_int) -> bool {
     }
 }
 
-pub fn main() -> ExitCode {
+/// The command line on `args` (the program's name first, as
+/// `std::env::args_os` gives them): its exit status. The `twobs` program and
+/// the Python package's `twobs` command (`python/twobs/_cli.py`) both start here.
+pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
+    default_signals();
     crate::remedy::enter_through(crate::remedy::Door::CommandLine);
     remove_partial_files_on_signal();
-    guarded(|| run(Cli::parse()))
+    guarded(|| run(Cli::parse_from(args)))
+}
+
+/// Rust (and Python) ignore SIGPIPE, so `twobs plan sdh | head` would fail
+/// writing to a closed pipe; like other Unix tools, twobs should just stop.
+/// SIGXFSZ is ignored instead: a file past `ulimit -f` then fails its write
+/// with EFBIG, an error that removes the partial file, rather than killing
+/// the process.
+fn default_signals() {
+    // SAFETY: sets two signals' process-wide dispositions; nothing of
+    // twobs's runs yet, and no handler is replaced (Python's SIGPIPE is SIG_IGN).
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
 }
 
 /// The exit status of an internal error (a panic): EX_SOFTWARE of sysexits.h.
@@ -342,7 +359,7 @@ pub const INTERNAL_ERROR: u8 = 70;
 /// for a report, and status [`INTERNAL_ERROR`]. Partial files are removed
 /// as the panic unwinds (`write::file_atomically`). TWOBS_BACKTRACE=1 also
 /// prints the panic's own message and a backtrace.
-pub fn guarded(command: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
+pub fn guarded(command: impl FnOnce() -> anyhow::Result<()>) -> u8 {
     static FIRST_PANIC: Mutex<Option<String>> = Mutex::new(None);
     let backtrace = std::env::var_os("TWOBS_BACKTRACE").is_some_and(|v| v != "0");
     std::panic::set_hook(Box::new(move |info| {
@@ -370,12 +387,12 @@ pub fn guarded(command: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
         other => other,
     };
     match outcome {
-        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Ok(())) => 0,
         Ok(Err(e)) => match e.chain().find_map(|c| c.downcast_ref::<crate::write::StdoutFailed>()) {
             Some(failed) if failed.closed() => ended_by_closed_pipe(),
             _ => {
                 eprintln!("error: {}", error_line(&e));
-                ExitCode::FAILURE
+                1
             }
         },
         Err(_) => {
@@ -389,10 +406,10 @@ pub fn guarded(command: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
                 }
                 let cause = cause.rsplit_once(" at ").map_or(cause, |(c, _)| c);
                 eprintln!("error: cannot write to standard output: {cause}");
-                return ExitCode::FAILURE;
+                return 1;
             }
             eprintln!("{}", internal_error_line(what));
-            ExitCode::from(INTERNAL_ERROR)
+            INTERNAL_ERROR
         }
     }
 }
@@ -401,14 +418,14 @@ pub fn guarded(command: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
 /// head has what it wanted): no message, and the status of a process that
 /// SIGPIPE ended, as coreutils' `seq` and `cat` end there (the shell shows
 /// nothing; a pipeline's status is head's).
-fn ended_by_closed_pipe() -> ExitCode {
+fn ended_by_closed_pipe() -> u8 {
     // SAFETY: restoring SIGPIPE's default action and raising it end the
     // process; nothing runs after on this or another thread.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         libc::raise(libc::SIGPIPE);
     }
-    ExitCode::from(128 + libc::SIGPIPE as u8)
+    128 + libc::SIGPIPE as u8
 }
 
 /// How std's `print!` family's panic begins where writing standard output failed.
