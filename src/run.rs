@@ -678,7 +678,7 @@ impl Run<'_> {
     fn cells_or(&self, grid: Option<Grid>, index: Summary, f64_mode: bool) -> Result<WithCells, RunError> {
         let Run { problem, params, inputs, shapes: _, opts, shape } = *self;
         let without = match &grid {
-            Some(g) => Without::Grid(g.pairs as u128),
+            Some(g) => Without::Grid(g.pairs),
             None => Without::EveryPair(shape.pairs),
         };
         let tried =

@@ -141,6 +141,7 @@ pub fn spacing_of(edges: Vec<f64>) -> PyResult<(u32, f64, f64, bool)> {
 /// the catalogue's weights, or None unweighted, with `points` points).
 #[pyfunction]
 #[pyo3(signature = (counts, edges, sums=None, autocorr=true, points=0, self_weights=None, separations=None))]
+#[allow(clippy::too_many_arguments, reason = "Python's keyword arguments")]
 pub fn corrfunc_table<'py>(
     py: Python<'py>,
     counts: PyReadonlyArray1<'py, u64>,
@@ -281,6 +282,10 @@ fn catalogue(
     Ok(set)
 }
 
+/// `(data patches, random patches, centres)` as numpy arrays.
+type KmeansPatches<'py> =
+    (Bound<'py, numpy::PyArray1<u32>>, Bound<'py, numpy::PyArray1<u32>>, Bound<'py, numpy::PyArray2<f64>>);
+
 /// `npatch` k-means patches of `data` (rows of 3 values), and each random
 /// in its nearest patch: `(data patches, random patches, centres)`, as
 /// TreeCorr's `npatch` (`twobs::xi::kmeans_patches`).
@@ -292,7 +297,7 @@ pub fn kmeans_patches<'py>(
     randoms: PyReadonlyArray2<'py, f64>,
     npatch: u32,
     seed: u64,
-) -> PyResult<(Bound<'py, numpy::PyArray1<u32>>, Bound<'py, numpy::PyArray1<u32>>, Bound<'py, numpy::PyArray2<f64>>)> {
+) -> PyResult<KmeansPatches<'py>> {
     let rows = |a: &PyReadonlyArray2<'py, f64>, what: &str| -> PyResult<Vec<[f64; 3]>> {
         let a = a.as_array();
         if a.ncols() != 3 {
@@ -369,6 +374,7 @@ pub fn xi<'py>(
     };
     let on = (twobs::request::Options { f64, ..session.options }, &session.workers);
     let los = second.map(|(los, ..)| los);
+    #[allow(clippy::result_large_err, reason = "the run's own error, once per call")]
     let counted = computed(py, (session.runs_on_gpu(), &session.watch), || -> Result<_, XiError> {
         let (counts, _) = twobs::xi::count_cells(&problem, &params, &data, randoms.as_ref(), estimator, los, on)?;
         let jackknife = match (&patches, &randoms) {

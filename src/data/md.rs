@@ -41,7 +41,7 @@ impl Cell {
     /// are exact (no tilt from cos 90 degrees' rounding).
     pub fn from_dimensions([a, b, c, alpha, beta, gamma]: [f64; 6]) -> Result<Cell, InputError> {
         let good = |x: f64| x.is_finite() && x > 0.0;
-        if !(good(a) && good(b) && good(c)) || ![alpha, beta, gamma].iter().all(|&t| t > 0.0 && t < 180.0) {
+        if !(good(a) && good(b) && good(c) && [alpha, beta, gamma].iter().all(|&t| t > 0.0 && t < 180.0)) {
             return Err(crate::input_error!(
                 "box dimensions {a}, {b}, {c}, {alpha}, {beta}, {gamma}: expected positive lengths and angles in (0, 180) degrees"
             ));

@@ -28,6 +28,7 @@ pub struct RunOptions {
 }
 
 /// `problem` on `inputs` (whose sets carry every column it reads).
+#[allow(clippy::result_large_err, reason = "the run's own error")]
 pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOptions) -> Result<Execution, RunError> {
     let options = Options { index: opts.index, verify: opts.verify, f64: opts.f64 };
     let request = Request::of_columns(problem.clone(), params.clone(), inputs.clone(), options)?;
@@ -35,6 +36,7 @@ pub fn execute(problem: &Problem, params: &Params, inputs: &Inputs, opts: &RunOp
 }
 
 /// `problem` over the frames of a trajectory, each with its parameters.
+#[allow(clippy::result_large_err, reason = "the run's own error")]
 pub fn execute_frames(
     problem: &Problem,
     frame_params: &[Params],
