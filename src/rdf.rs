@@ -169,6 +169,24 @@ impl Rdf {
     }
 }
 
+/// MDAnalysis's `InterRDF_s`: what each bucket's count of one atom pair,
+/// summed over frames of these `volumes`, is divided by under `norm`: the
+/// frames (none), times the shell's volume (density), over the mean volume
+/// (rdf: one pair's density; a frame without a box has volume 0, and g(r)
+/// is then 0, as MDAnalysis's division by its infinite norm gives).
+pub fn site_divisors(norm: MdaNorm, edges: &[f64], volumes: &[f64]) -> Vec<f64> {
+    let frames = volumes.len() as f64;
+    let mean_volume = volumes.iter().sum::<f64>() / frames;
+    crate::xi::shell_volumes(edges)
+        .into_iter()
+        .map(|shell| match norm {
+            MdaNorm::None => frames,
+            MdaNorm::Density => frames * shell,
+            MdaNorm::Rdf => frames * shell / mean_volume,
+        })
+        .collect()
+}
+
 impl Convention {
     fn is_mdanalysis(self) -> bool {
         matches!(self, Convention::MdAnalysis(_))

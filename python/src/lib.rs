@@ -1434,6 +1434,7 @@ fn _twobs(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<science::Rdf>()?;
     m.add_function(wrap_pyfunction!(science::xi, m)?)?;
     m.add_function(wrap_pyfunction!(science::kmeans_patches, m)?)?;
+    m.add_function(wrap_pyfunction!(science::site_divisors, m)?)?;
     m.add_function(wrap_pyfunction!(science::corrfunc_table, m)?)?;
     m.add_function(wrap_pyfunction!(science::spacing_of, m)?)?;
     m.add_function(wrap_pyfunction!(science::box_of_dimensions, m)?)?;

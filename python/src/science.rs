@@ -282,6 +282,23 @@ fn catalogue(
     Ok(set)
 }
 
+/// MDAnalysis's `InterRDF_s` divisor of each bucket (`twobs::rdf::site_divisors`).
+#[pyfunction]
+pub fn site_divisors<'py>(
+    py: Python<'py>,
+    norm: &str,
+    edges: Vec<f64>,
+    volumes: Vec<f64>,
+) -> PyResult<Bound<'py, numpy::PyArray1<f64>>> {
+    let norm = match norm {
+        "rdf" => MdaNorm::Rdf,
+        "density" => MdaNorm::Density,
+        "none" => MdaNorm::None,
+        other => return Err(InputError::new_err(format!("norm='{other}': expected \"rdf\", \"density\" or \"none\""))),
+    };
+    Ok(twobs::rdf::site_divisors(norm, &edges, &volumes).into_pyarray(py))
+}
+
 /// `(data patches, random patches, centres)` as numpy arrays.
 type KmeansPatches<'py> =
     (Bound<'py, numpy::PyArray1<u32>>, Bound<'py, numpy::PyArray1<u32>>, Bound<'py, numpy::PyArray2<f64>>);
