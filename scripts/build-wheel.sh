@@ -11,13 +11,8 @@ cd "$(dirname "$0")/.."
 
 TOOLS="${TWOBS_WHEEL_TOOLS:-$PWD/target/wheel-tools}"
 REQUIREMENTS=("maturin>=1.9,<2" "ziglang==0.13.0.post1")
-INSTALLED="$TOOLS/.installed-$(echo "${REQUIREMENTS[*]}" | sha256sum | cut -c1-12)"
-if [[ ! -e "$INSTALLED" ]]; then
-  echo "making $TOOLS: ${REQUIREMENTS[*]}" >&2
-  [[ -x "$TOOLS/bin/pip" ]] || python3 -m venv "$TOOLS"
-  "$TOOLS/bin/pip" install --quiet --disable-pip-version-check "${REQUIREMENTS[@]}"
-  touch "$INSTALLED"
-fi
+source scripts/venv.sh
+venv_with "$TOOLS" "${REQUIREMENTS[@]}"
 OUT="$PWD/target/wheels"
 rm -f "$OUT"/twobs-*.whl
 # maturin finds zig through the tools' python (python -m ziglang).

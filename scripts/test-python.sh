@@ -23,13 +23,8 @@ VENV="${TWOBS_PY_VENV:-$PWD/target/py-venv}"
 # The peers the tests compare with: scipy, freud, MDAnalysis (and its test trajectories), TreeCorr.
 REQUIREMENTS=("maturin>=1.9,<2" "numpy>=1.21" "pytest>=7" "scipy>=1.9" "freud-analysis>=3" "MDAnalysis>=2.7"
               "MDAnalysisTests>=2.7" "pdoc>=14" "treecorr>=5")
-INSTALLED="$VENV/.installed-$(echo "${REQUIREMENTS[*]}" | sha256sum | cut -c1-12)"
-if [[ ! -e "$INSTALLED" ]]; then
-  echo "making $VENV: ${REQUIREMENTS[*]}" >&2
-  [[ -x "$VENV/bin/pip" ]] || python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check "${REQUIREMENTS[@]}"
-  touch "$INSTALLED"
-fi
+source scripts/venv.sh
+venv_with "$VENV" "${REQUIREMENTS[@]}"
 if [[ ${#features[@]} -gt 0 && ! -e "$VENV/.mpi4py" ]]; then
   # From source against the MPI on the PATH (mpicc): a communicator's handle
   # means something to twobs only in the MPI library twobs links.

@@ -12,6 +12,7 @@ normalisation are the library's (``twobs::rdf``, MDAnalysis's convention).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -42,15 +43,12 @@ _OPEN_SNIPPET = """__device__ double distance(float3 a, float3 b) {
 }
 """
 
-_open_problem = None
 
-
-def _open() -> Any:
-    global _open_problem
-    if _open_problem is None:
-        from ._session import Problem
-        _open_problem = Problem(_OPEN_SPEC, snippet=_OPEN_SNIPPET)
-    return _open_problem
+@functools.lru_cache(maxsize=None)
+def _own_problem(spec: str, snippet: str) -> Any:
+    """One of this module's specs, made once a process."""
+    from ._session import Problem
+    return Problem(spec, snippet=snippet)
 
 
 class Results(dict):
@@ -152,7 +150,7 @@ class InterRDF:
         for ts in self._frames(start, stop, step, frames):
             dimensions = ts.dimensions
             if dimensions is None:
-                problem, frame_params = _open(), dict(params)
+                problem, frame_params = _own_problem(_OPEN_SPEC, _OPEN_SNIPPET), dict(params)
             else:
                 box = _twobs.box_of_dimensions([float(x) for x in dimensions])
                 problem, frame_params = _problem("dd_periodic"), {**params, "box": box}
@@ -208,16 +206,6 @@ _SITES_SNIPPET = """__device__ Value2 distance_and_pair(Point a, Point b) {
   return {(double)a.site * params::partners + b.site, sqrt(dx * dx + dy * dy + dz * dz)};
 }
 """
-
-_sites_problem = None
-
-
-def _sites() -> Any:
-    global _sites_problem
-    if _sites_problem is None:
-        from ._session import Problem
-        _sites_problem = Problem(_SITES_SPEC, snippet=_SITES_SNIPPET)
-    return _sites_problem
 
 
 class InterRDF_s:
@@ -314,7 +302,7 @@ class InterRDF_s:
                 params = {"bins": self.nbins, "r_min": lo, "r_max": hi, "pairs": n1 * n2, "pair_end": float(n1 * n2),
                           "partners": n2, "box": box or "0"}
                 sites = {"site": [np.arange(n1, dtype=np.int32), np.arange(n2, dtype=np.int32)]}
-                result = session.run(_sites(), g1.positions, g2.positions, params=params, ids=sites,
+                result = session.run(_own_problem(_SITES_SPEC, _SITES_SNIPPET), g1.positions, g2.positions, params=params, ids=sites,
                                      outside_box=None if box is None else "wrap")
                 count += np.asarray(result.counts, dtype=np.float64).reshape(n1, n2, self.nbins)
             volumes.append(0.0 if dimensions is None else float(ts.volume))
