@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Corrfunc's DD(r) with output_ravg=True on seeded points, recorded for
-python/tests/test_peers.py (twobs's ravg to 1e-5 relative, its counts equal),
-or compared with twobs's directly where both are importable.
+"""Corrfunc's averages on seeded points: DD(r) with output_ravg=True, and
+DDsmu's savg and DDrppi's rpavg (points in a box of 100, pi buckets 1 wide
+as Corrfunc's), recorded for python/tests/test_peers.py (twobs's averages to
+1e-5 relative, its counts equal up to pairs within f32 rounding of an edge).
 
 Usage: bench/corrfunc-ravg.py [--record tests/peers/ravg.json]
 Needs Corrfunc (pip install Corrfunc; it builds against libgsl-dev).
@@ -15,6 +16,13 @@ CASES = [
     # (name, points, seed, edges, periodic box or None)
     ("open-uniform", 20_000, 11, np.geomspace(0.002, 0.1, 13).tolist(), None),
     ("periodic-clustered", 20_000, 12, np.linspace(0.0, 0.08, 9).tolist(), 1.0),
+]
+
+
+# (name, kind, points, seed, first axis's edges, periodic box or None, (mu_max, mu buckets) or pimax), in a box of 100.
+CELL_CASES = [
+    ("smu-open-uniform", "smu", 20_000, 21, np.geomspace(0.2, 10.0, 9).tolist(), None, (1.0, 5)),
+    ("rppi-periodic-clustered", "rppi", 20_000, 22, np.linspace(0.0, 8.0, 9).tolist(), 100.0, 10),
 ]
 
 
@@ -37,14 +45,32 @@ def corrfunc(case):
             "npairs": out["npairs"].tolist(), "ravg": out["ravg"].tolist()}
 
 
+def corrfunc_cells(case):
+    from Corrfunc.theory import DDrppi, DDsmu
+    name, kind, n, seed, edges, box, second = case
+    x, y, z = (100.0 * points(n, seed, "clustered" in name)).T
+    kw = dict(periodic=box is not None, boxsize=box if box is not None else 0.0)
+    if kind == "smu":
+        out = DDsmu(1, 2, np.asarray(edges), second[0], second[1], x, y, z, output_savg=True, **kw)
+        average = out["savg"]
+    else:
+        out = DDrppi(1, 2, float(second), np.asarray(edges), x, y, z, output_rpavg=True, **kw)
+        average = out["rpavg"]
+    return {"name": name, "kind": kind, "n": n, "seed": seed, "edges": edges, "box": box, "second": second,
+            "npairs": out["npairs"].tolist(), "average": average.tolist()}
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--record")
     args = parser.parse_args()
     rows = [corrfunc(c) for c in CASES]
+    cells = [corrfunc_cells(c) for c in CELL_CASES]
     if args.record:
         with open(args.record, "w") as f:
-            json.dump({"made_by": "bench/corrfunc-ravg.py --record", "cases": rows}, f, indent=1)
+            json.dump({"made_by": "bench/corrfunc-ravg.py --record", "cases": rows, "cells": cells}, f, indent=1)
+    for c in cells:
+        print(c["name"], "npairs", sum(c["npairs"]), "average", [round(v, 4) for v in c["average"][:6]], "...")
     for r in rows:
         print(r["name"], "npairs", sum(r["npairs"]), "ravg", [round(v, 6) for v in r["ravg"]])
 
