@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <limits>
 #include <mutex>
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 #include <utility>

@@ -102,6 +102,44 @@ static inline void count_reaching(float* k, unsigned n, Total* totals) {
   }
   for (unsigned j = 0; j < SLOTS; ++j) totals[j] += reached[j] - reached[j + 1];
 }
+#elif defined(__AVX2__)
+// The same with AVX2 (8 keys a vector): each 8 keys loaded once and compared
+// with a group of 12 edges (ordered, as >=), each comparison's all-ones
+// lanes subtracted from that edge's count (-1 per key that reaches it); the
+// lanes summed at the end. A lane counts at most a pending batch's keys / 8.
+// The generic loop above, as the compiler vectorises it, took 3-4 times as
+// long on DD(r) of 20 log buckets (an AMD EPYC without AVX-512).
+static inline void count_reaching(float* k, unsigned n, Total* totals) {
+  const unsigned whole = (n + 7) & ~7u;
+  for (unsigned u = n; u < whole; ++u) k[u] = std::numeric_limits<float>::quiet_NaN();
+  Total reached[SLOTS + 1];
+  reached[0] = n;
+  reached[SLOTS] = 0;
+  // Edges 1 .. SLOTS - 1, in groups whose counts, the key and an edge fit the 16 registers.
+  constexpr unsigned GROUP = SLOTS - 1 <= 12 ? (SLOTS > 1 ? SLOTS - 1 : 1) : 12;
+  for (unsigned j0 = 1; j0 < SLOTS; j0 += GROUP) {
+    __m256i count[GROUP];
+#pragma GCC unroll 16
+    for (unsigned g = 0; g < GROUP; ++g) count[g] = _mm256_setzero_si256();
+    for (unsigned u = 0; u < whole; u += 8) {
+      const __m256 v = _mm256_loadu_ps(k + u);
+#pragma GCC unroll 16
+      for (unsigned g = 0; g < GROUP; ++g) {
+        if (j0 + g < SLOTS) {
+          const __m256 reach = _mm256_cmp_ps(v, _mm256_set1_ps(KEY_EDGES[j0 + g]), _CMP_GE_OQ);
+          count[g] = _mm256_sub_epi32(count[g], _mm256_castps_si256(reach));
+        }
+      }
+    }
+    for (unsigned g = 0; g < GROUP && j0 + g < SLOTS; ++g) {
+      __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(count[g]), _mm256_extracti128_si256(count[g], 1));
+      sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, 0x4e));
+      sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, 0xb1));
+      reached[j0 + g] = static_cast<unsigned>(_mm_cvtsi128_si32(sum));
+    }
+  }
+  for (unsigned j = 0; j < SLOTS; ++j) totals[j] += reached[j] - reached[j + 1];
+}
 #endif
 
 // The keys of own point `own` with partners j0 .. j0 + m, into k: a loop the
