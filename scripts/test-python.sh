@@ -32,8 +32,10 @@ if [[ ${#features[@]} -gt 0 && ! -e "$VENV/.mpi4py" ]]; then
   MPICC=mpicc "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-binary=mpi4py "mpi4py==4.1.2"
   touch "$VENV/.mpi4py"
 fi
-# The command line the tests compare with.
-cargo build --locked --quiet
+# The command line the tests compare with: scripts/test.sh's `cargo test` has
+# just built it (target/debug/twobs, with the tests' features), so it says so
+# and the build is skipped; alone, this script builds it.
+[[ -n ${TWOBS_CLI_BUILT:-} ]] || cargo build --locked --quiet
 if [[ ${#features[@]} -gt 0 ]]; then
   # `maturin develop` installs the package in the environment, the extension in place (python/twobs).
   VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" maturin develop --locked --profile dev --quiet "${features[@]}"

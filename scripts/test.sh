@@ -24,8 +24,8 @@ fi
 export LD_LIBRARY_PATH="$NVRTC_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 cargo test --locked "$@"
-# The Python package, against the command line just built.
-scripts/test-python.sh
+# The Python package, against the command line `cargo test` just built.
+TWOBS_CLI_BUILT=1 scripts/test-python.sh
 
 if [[ $# -gt 0 ]]; then
   echo "test.sh: the MPI ranks' tests did not run (arguments were given); scripts/test.sh alone runs them" >&2
