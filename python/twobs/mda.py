@@ -51,6 +51,15 @@ def _own_problem(spec: str, snippet: str) -> Any:
     return Problem(spec, snippet=snippet)
 
 
+def _frames(trajectory: Any, start: Optional[int], stop: Optional[int], step: Optional[int], frames: Any) -> Any:
+    """The frames ``run`` visits, as MDAnalysis's ``run(start, stop, step, frames=...)`` takes them."""
+    if frames is not None:
+        if any(x is not None for x in (start, stop, step)):
+            raise InputError("start/stop/step cannot be combined with frames")
+        return trajectory[frames]
+    return trajectory[slice(start, stop, step)]
+
+
 class Results(dict):
     """Results as MDAnalysis gives them: a dict whose keys are attributes too."""
 
@@ -124,13 +133,6 @@ class InterRDF:
         return {"block": [np.arange(len(self._g1), dtype=np.int32) // x1,
                           np.arange(len(self._g2), dtype=np.int32) // x2]}
 
-    def _frames(self, start: Optional[int], stop: Optional[int], step: Optional[int], frames: Any) -> Any:
-        if frames is not None:
-            if any(x is not None for x in (start, stop, step)):
-                raise InputError("start/stop/step cannot be combined with frames")
-            return self._trajectory[frames]
-        return self._trajectory[slice(start, stop, step)]
-
     def run(self, start: Optional[int] = None, stop: Optional[int] = None, step: Optional[int] = None,
             frames: Any = None, verbose: Optional[bool] = None, **kwargs: Any) -> "InterRDF":
         """Counts every frame of the trajectory's slice (or ``frames``) and concludes, as MDAnalysis's ``run``.
@@ -147,7 +149,7 @@ class InterRDF:
         lo, hi = self.range
         params = {"bins": self.nbins, "r_min": lo, "r_max": hi}
         self.n_frames = 0
-        for ts in self._frames(start, stop, step, frames):
+        for ts in _frames(self._trajectory, start, stop, step, frames):
             dimensions = ts.dimensions
             if dimensions is None:
                 problem, frame_params = _own_problem(_OPEN_SPEC, _OPEN_SNIPPET), dict(params)
@@ -283,13 +285,7 @@ class InterRDF_s:
             ``results.count`` and ``results.rdf`` (a list, one array of shape
             (len(g1), len(g2), nbins) per pair of groups).
         """
-        trajectory = self.u.trajectory
-        if frames is not None:
-            if any(x is not None for x in (start, stop, step)):
-                raise InputError("start/stop/step cannot be combined with frames")
-            sliced = trajectory[frames]
-        else:
-            sliced = trajectory[slice(start, stop, step)]
+        sliced = _frames(self.u.trajectory, start, stop, step, frames)
         session = _session(self._session)
         lo, hi = self.range
         counts = [np.zeros((len(g1), len(g2), self.nbins)) for g1, g2 in self._ags]
